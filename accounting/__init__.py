@@ -1,0 +1,54 @@
+"""accounting: exact, certified privacy accounting (pure DP, RDP, zCDP, (eps, delta), PLD).
+
+Every number returned is an upper bound of the true privacy parameter, computed in Arb ball
+arithmetic (python-flint) and rounded up to a float. See the module docstrings for the method
+behind each route:
+
+- :mod:`accounting._guarantees` — value types and the RDP curve algebra (composition, parallel,
+  returning users);
+- :mod:`accounting._conversions` — RDP/zCDP -> (eps, delta), optimised over real alpha;
+- :mod:`accounting._routes` — every route for a mechanism, the smallest certified one reported;
+- :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
+- :mod:`accounting._ledger` — budgets, per-user charges, refusal to overspend, JSON trail;
+- :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input).
+"""
+
+from ._certified import DEFAULT_PRECISION, working_precision
+from ._composition import advanced_composition, appendix_i_per_batch
+from ._conversions import (
+    DeltaResult,
+    EpsilonResult,
+    rdp_to_delta,
+    rdp_to_epsilon,
+    zcdp_epsilon_closed_form,
+    zcdp_to_epsilon,
+)
+from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
+from ._ledger import Charge, Ledger
+from ._pairs import FinitePair, IntegerPair
+from ._routes import epsilon_routes
+from ._validation import AccountingError, BudgetExceeded
+
+__all__ = [
+    "DEFAULT_PRECISION",
+    "AccountingError",
+    "ApproxDP",
+    "BudgetExceeded",
+    "Charge",
+    "DeltaResult",
+    "EpsilonResult",
+    "FinitePair",
+    "IntegerPair",
+    "Ledger",
+    "PureDP",
+    "RDP",
+    "ZCDP",
+    "advanced_composition",
+    "appendix_i_per_batch",
+    "epsilon_routes",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
+    "working_precision",
+    "zcdp_epsilon_closed_form",
+    "zcdp_to_epsilon",
+]

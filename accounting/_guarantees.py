@@ -1,0 +1,462 @@
+"""Privacy guarantees as immutable, validated value types.
+
+- :class:`PureDP` — eps-DP.
+- :class:`ApproxDP` — (eps, delta)-DP.
+- :class:`ZCDP` — rho-zCDP (Bun & Steinke 2016): D_alpha(M(D) || M(D')) <= rho * alpha for all alpha > 1.
+- :class:`RDP` — a Renyi-DP curve alpha -> eps(alpha) (Mironov 2017), evaluable at any real
+  alpha > 1, built from certified leaves (a mechanism's exact curve, a closed form) by
+  composition (sum), k-fold composition, parallel composition (max over disjoint users) and the
+  returning-users rule (at each alpha, the sum of the B largest per-batch curves).
+
+Every float stored or returned is an *upper* bound of the true privacy parameter: sums and
+products are formed exactly in Arb and rounded up (see :mod:`accounting._certified`).
+
+An RDP curve is a tree of nodes; each node maps an exact Arb ball alpha to an Arb ball whose
+upper endpoint bounds eps(alpha) from above. Composition adds balls (the upper endpoint of a
+sum bounds the sum of upper endpoints), parallel composition takes maxima, and returning users
+sort the per-curve upper endpoints, so no operation can lower a bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Iterable, Sequence
+
+from flint import arb
+
+from ._certified import exact, upper_float, working_precision
+from ._validation import (
+    AccountingError,
+    check_alpha,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
+
+__all__ = ["ApproxDP", "PureDP", "RDP", "ZCDP", "Guarantee"]
+
+
+def _float_up(value: float | int | Fraction) -> float:
+    """A float >= value (exact for floats; ints and Fractions are rounded up)."""
+    if isinstance(value, float):
+        return value
+    with working_precision(None):
+        return upper_float(exact(value))
+
+
+def _sum_up(*values: float) -> float:
+    with working_precision(None):
+        total = arb(0)
+        for value in values:
+            total += exact(value)
+        return upper_float(total)
+
+
+def _times_up(value: float, k: int) -> float:
+    with working_precision(None):
+        return upper_float(exact(value) * k)
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """eps-differential privacy: P[M(D) in E] <= e^eps P[M(D') in E] for all neighbours and events."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _float_up(check_positive("epsilon", self.epsilon)))
+
+    def compose(self, *others: "PureDP") -> "PureDP":
+        """Sequential composition: epsilons add."""
+        for index, other in enumerate(others):
+            if not isinstance(other, PureDP):
+                raise AccountingError(f"others[{index}]", other, "a PureDP guarantee")
+        return PureDP(_sum_up(self.epsilon, *(o.epsilon for o in others)))
+
+    def __add__(self, other: "PureDP") -> "PureDP":
+        if not isinstance(other, PureDP):
+            return NotImplemented
+        return self.compose(other)
+
+    def times(self, k: int) -> "PureDP":
+        """k-fold sequential composition of this guarantee."""
+        check_positive_int("k", k)
+        return PureDP(_times_up(self.epsilon, k))
+
+    def parallel(self, *others: "PureDP") -> "PureDP":
+        """Parallel composition over disjoint users: the worst user's guarantee."""
+        return PureDP(max([self.epsilon, *(o.epsilon for o in others)]))
+
+    def __le__(self, other: "PureDP") -> bool:
+        if not isinstance(other, PureDP):
+            return NotImplemented
+        return self.epsilon <= other.epsilon
+
+    def __lt__(self, other: "PureDP") -> bool:
+        if not isinstance(other, PureDP):
+            return NotImplemented
+        return self.epsilon < other.epsilon
+
+    def to_rdp(self) -> "RDP":
+        """The tight RDP curve implied by eps-DP (Renyi divergence of binary randomized response)."""
+        return RDP.pure(self.epsilon)
+
+    def to_zcdp(self) -> "ZCDP":
+        """The tight zCDP implied by eps-DP: rho = eps tanh(eps/2) (sup_alpha D_alpha/alpha of binary RR)."""
+        with working_precision(None):
+            eps = exact(self.epsilon)
+            return ZCDP(upper_float(eps * (eps / 2).tanh()))
+
+    def __str__(self) -> str:
+        return f"{self.epsilon:.6g}-DP"
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """(eps, delta)-differential privacy."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _float_up(check_positive("epsilon", self.epsilon)))
+        object.__setattr__(self, "delta", _float_up(check_probability("delta", self.delta)))
+
+    def compose(self, *others: "ApproxDP") -> "ApproxDP":
+        """Basic sequential composition: epsilons add, deltas add."""
+        for index, other in enumerate(others):
+            if not isinstance(other, ApproxDP):
+                raise AccountingError(f"others[{index}]", other, "an ApproxDP guarantee")
+        delta = _sum_up(self.delta, *(o.delta for o in others))
+        if delta >= 1:
+            raise AccountingError("delta", delta, "a composed delta < 1", "basic composition of these deltas is vacuous")
+        return ApproxDP(_sum_up(self.epsilon, *(o.epsilon for o in others)), delta)
+
+    def __add__(self, other: "ApproxDP") -> "ApproxDP":
+        if not isinstance(other, ApproxDP):
+            return NotImplemented
+        return self.compose(other)
+
+    def times(self, k: int) -> "ApproxDP":
+        check_positive_int("k", k)
+        return ApproxDP(_times_up(self.epsilon, k), _times_up(self.delta, k))
+
+    def parallel(self, *others: "ApproxDP") -> "ApproxDP":
+        return ApproxDP(
+            max([self.epsilon, *(o.epsilon for o in others)]),
+            max([self.delta, *(o.delta for o in others)]),
+        )
+
+    def __le__(self, other: "ApproxDP") -> bool:
+        """At least as private as ``other``: both parameters no larger (a partial order)."""
+        if not isinstance(other, ApproxDP):
+            return NotImplemented
+        return self.epsilon <= other.epsilon and self.delta <= other.delta
+
+    def __str__(self) -> str:
+        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """rho-zero-concentrated DP: D_alpha <= rho * alpha for every alpha > 1."""
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _float_up(check_positive("rho", self.rho)))
+
+    def compose(self, *others: "ZCDP") -> "ZCDP":
+        for index, other in enumerate(others):
+            if not isinstance(other, ZCDP):
+                raise AccountingError(f"others[{index}]", other, "a ZCDP guarantee")
+        return ZCDP(_sum_up(self.rho, *(o.rho for o in others)))
+
+    def __add__(self, other: "ZCDP") -> "ZCDP":
+        if not isinstance(other, ZCDP):
+            return NotImplemented
+        return self.compose(other)
+
+    def times(self, k: int) -> "ZCDP":
+        check_positive_int("k", k)
+        return ZCDP(_times_up(self.rho, k))
+
+    def parallel(self, *others: "ZCDP") -> "ZCDP":
+        return ZCDP(max([self.rho, *(o.rho for o in others)]))
+
+    def __le__(self, other: "ZCDP") -> bool:
+        if not isinstance(other, ZCDP):
+            return NotImplemented
+        return self.rho <= other.rho
+
+    def __lt__(self, other: "ZCDP") -> bool:
+        if not isinstance(other, ZCDP):
+            return NotImplemented
+        return self.rho < other.rho
+
+    def to_rdp(self) -> "RDP":
+        return RDP.zcdp(self.rho)
+
+    def __str__(self) -> str:
+        return f"{self.rho:.6g}-zCDP"
+
+
+# --------------------------------------------------------------------------------------------
+# RDP curves
+
+
+_Leaf = Callable[[arb], arb]
+
+
+class _Node:
+    """A node of an RDP curve: maps an exact alpha ball to a ball bounding eps(alpha) above."""
+
+    __slots__ = ()
+
+    def ball(self, alpha: arb) -> arb:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _LeafNode(_Node):
+    __slots__ = ("fn", "name")
+
+    def __init__(self, fn: _Leaf, name: str) -> None:
+        self.fn = fn
+        self.name = name
+
+    def ball(self, alpha: arb) -> arb:
+        return self.fn(alpha)
+
+    def describe(self) -> str:
+        return self.name
+
+
+class _SumNode(_Node):
+    """Sequential composition: sum_i count_i * eps_i(alpha)."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: tuple[tuple[_Node, int], ...]) -> None:
+        self.terms = terms
+
+    def ball(self, alpha: arb) -> arb:
+        total = arb(0)
+        for node, count in self.terms:
+            total += node.ball(alpha).upper() * count
+        return total
+
+    def describe(self) -> str:
+        parts = [node.describe() if count == 1 else f"{count} x {node.describe()}" for node, count in self.terms]
+        return " + ".join(parts)
+
+
+class _MaxNode(_Node):
+    """Parallel composition over disjoint users: max_i eps_i(alpha)."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self, nodes: tuple[_Node, ...]) -> None:
+        self.nodes = nodes
+
+    def ball(self, alpha: arb) -> arb:
+        uppers = [node.ball(alpha).upper() for node in self.nodes]
+        best = uppers[0]
+        for value in uppers[1:]:
+            if value > best:
+                best = value
+        return best
+
+    def describe(self) -> str:
+        return "max(" + ", ".join(n.describe() for n in self.nodes) + ")"
+
+
+class _TopBNode(_Node):
+    """Returning users: a user joins at most B of the batches; at each alpha, the B largest."""
+
+    __slots__ = ("nodes", "returns")
+
+    def __init__(self, nodes: tuple[_Node, ...], returns: int) -> None:
+        self.nodes = nodes
+        self.returns = returns
+
+    def ball(self, alpha: arb) -> arb:
+        uppers = [node.ball(alpha).upper() for node in self.nodes]
+        # Exact endpoints compare exactly, so the sort is exact.
+        uppers.sort(key=lambda a: a.mid(), reverse=True)
+        total = arb(0)
+        for value in uppers[: self.returns]:
+            total += value
+        return total
+
+    def describe(self) -> str:
+        return f"top-{self.returns}(" + ", ".join(n.describe() for n in self.nodes) + ")"
+
+
+def _as_alpha_ball(alpha: int | float | Fraction | str | arb) -> arb:
+    if isinstance(alpha, arb):
+        return alpha
+    if isinstance(alpha, str):
+        alpha = Fraction(alpha)
+    check_alpha("alpha", alpha)
+    return exact(alpha)
+
+
+class RDP:
+    """A Renyi-DP guarantee: (alpha, eps(alpha))-RDP for every real alpha > 1.
+
+    ``curve(alpha)`` returns a float that is never below the true eps(alpha). Build curves from a
+    mechanism (``accounting.Skellam(...).rdp()``), from :meth:`zcdp`, :meth:`pure`,
+    :meth:`from_function`, and combine them with :meth:`compose`, ``+``, :meth:`times`,
+    :meth:`parallel` and :meth:`returning`.
+    """
+
+    __slots__ = ("_node", "_cache")
+
+    def __init__(self, node: _Node) -> None:
+        if not isinstance(node, _Node):
+            raise AccountingError("node", node, "an internal RDP node (use the RDP.* constructors)")
+        self._node = node
+        self._cache: dict[tuple[str, int], float] = {}
+
+    # ---- constructors ------------------------------------------------------------------------
+
+    @classmethod
+    def from_function(cls, fn: _Leaf, name: str) -> "RDP":
+        """A leaf curve from ``fn(alpha_ball) -> ball`` whose upper endpoint bounds eps(alpha).
+
+        ``fn`` is called inside the caller's working precision with an exact Arb ball.
+        """
+        if not callable(fn):
+            raise AccountingError("fn", fn, "a callable alpha_ball -> arb")
+        return cls(_LeafNode(fn, name))
+
+    @classmethod
+    def zcdp(cls, rho: float) -> "RDP":
+        """rho-zCDP as a curve: eps(alpha) = rho * alpha."""
+        check_positive("rho", rho)
+        rho_ball = exact(rho)
+        return cls.from_function(lambda alpha: rho_ball * alpha, f"{rho:.6g}-zCDP")
+
+    @classmethod
+    def pure(cls, epsilon: float) -> "RDP":
+        """The tight RDP curve of eps-DP: the Renyi divergence of binary randomized response,
+
+        eps(alpha) = log((e^{alpha eps} + e^{-(alpha-1) eps}) / (1 + e^eps)) / (alpha - 1)
+
+        (Mironov 2017 Prop. 3 / Bun & Steinke 2016), which is below both eps and alpha eps^2 / 2.
+        """
+        check_positive("epsilon", epsilon)
+        eps_ball = exact(epsilon)
+
+        def curve(alpha: arb) -> arb:
+            # log-sum-exp form avoids overflow-free but wide balls at large alpha * eps
+            a = alpha * eps_ball
+            b = -(alpha - 1) * eps_ball
+            top = a + ((b - a).exp().log1p())
+            return (top - eps_ball.exp().log1p()) / (alpha - 1)
+
+        return cls.from_function(curve, f"{epsilon:.6g}-DP (tight)")
+
+    # ---- evaluation --------------------------------------------------------------------------
+
+    def ball(self, alpha: int | float | Fraction | str | arb) -> arb:
+        """The Arb ball at ``alpha`` (current working precision); its upper endpoint is certified."""
+        return self._node.ball(_as_alpha_ball(alpha))
+
+    def __call__(self, alpha: int | float | Fraction | str, *, precision: int | None = None) -> float:
+        """eps(alpha), rounded up to a float. ``alpha`` is read exactly (floats are dyadic)."""
+        check_alpha("alpha", alpha if not isinstance(alpha, str) else Fraction(alpha))
+        key = (repr(alpha), precision or 0)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        with working_precision(precision):
+            value = upper_float(self._node.ball(_as_alpha_ball(alpha)))
+        self._cache[key] = value
+        return value
+
+    def evaluate(self, alphas: Iterable[int | float | Fraction | str], *, precision: int | None = None) -> list[float]:
+        """eps(alpha) for each alpha, each rounded up."""
+        return [self(alpha, precision=precision) for alpha in alphas]
+
+    # ---- composition -------------------------------------------------------------------------
+
+    def compose(self, *others: "RDP") -> "RDP":
+        """Sequential composition: curves add at every alpha."""
+        for index, other in enumerate(others):
+            if not isinstance(other, RDP):
+                raise AccountingError(f"others[{index}]", other, "an RDP curve")
+        return RDP(_SumNode(tuple((c._node, 1) for c in (self, *others))))
+
+    def __add__(self, other: "RDP") -> "RDP":
+        if not isinstance(other, RDP):
+            return NotImplemented
+        return self.compose(other)
+
+    def times(self, k: int) -> "RDP":
+        """k-fold composition in one node: identical to k separate compositions, evaluated once."""
+        check_positive_int("k", k)
+        return RDP(_SumNode(((self._node, k),)))
+
+    @staticmethod
+    def sequence(curves: Sequence["RDP"], counts: Sequence[int] | None = None) -> "RDP":
+        """A heterogeneous sequential composition: sum_i counts[i] * curves[i]."""
+        if len(curves) == 0:
+            raise AccountingError("curves", curves, "a non-empty sequence of RDP curves")
+        counts = [1] * len(curves) if counts is None else list(counts)
+        if len(counts) != len(curves):
+            raise AccountingError("counts", counts, f"a sequence of {len(curves)} positive integers")
+        terms = []
+        for index, (curve, count) in enumerate(zip(curves, counts)):
+            if not isinstance(curve, RDP):
+                raise AccountingError(f"curves[{index}]", curve, "an RDP curve")
+            check_positive_int(f"counts[{index}]", count)
+            terms.append((curve._node, int(count)))
+        return RDP(_SumNode(tuple(terms)))
+
+    def parallel(self, *others: "RDP") -> "RDP":
+        """Parallel composition over disjoint sets of users: the pointwise maximum."""
+        for index, other in enumerate(others):
+            if not isinstance(other, RDP):
+                raise AccountingError(f"others[{index}]", other, "an RDP curve")
+        if not others:
+            return self
+        return RDP(_MaxNode(tuple(c._node for c in (self, *others))))
+
+    @staticmethod
+    def returning(curves: Sequence["RDP"], returns: int) -> "RDP":
+        """Users who return: each user takes part in at most ``returns`` (B) of these batches.
+
+        The guarantee is the worst user's composition; at each alpha that is the sum of the B
+        largest per-batch values (for equal curves, B-fold composition).
+        """
+        check_positive_int("returns", returns)
+        if len(curves) == 0:
+            raise AccountingError("curves", curves, "a non-empty sequence of RDP curves")
+        for index, curve in enumerate(curves):
+            if not isinstance(curve, RDP):
+                raise AccountingError(f"curves[{index}]", curve, "an RDP curve")
+        if returns >= len(curves):
+            return RDP.sequence(list(curves))
+        if all(c._node is curves[0]._node for c in curves):
+            return curves[0].times(returns)
+        return RDP(_TopBNode(tuple(c._node for c in curves), int(returns)))
+
+    def dominated_by(self, other: "RDP", alphas: Iterable[float]) -> bool:
+        """True if this curve is <= ``other`` at every alpha given (certified values compared)."""
+        return all(self(a) <= other(a) for a in alphas)
+
+    def describe(self) -> str:
+        return self._node.describe()
+
+    def __repr__(self) -> str:
+        return f"RDP({self.describe()})"
+
+
+Guarantee = PureDP | ApproxDP | ZCDP | RDP
+

@@ -1,0 +1,385 @@
+"""A privacy budget and the charges made against it, per user.
+
+A :class:`Ledger` holds a budget (pure eps, rho-zCDP, or (eps, delta)) and a list of charges.
+Each charge is a guarantee (or a mechanism, whose exact guarantee is used) together with the
+users it touches: ``None`` (every user), a ``range`` of user ids, or an array of ids. The
+privacy a user has lost is the composition of the charges that touch her; charges on disjoint
+users compose in parallel (the ledger's spend is the worst user's). So a batch algorithm that
+uses fresh users in every batch spends the per-batch guarantee once, and users who return to B
+batches spend their own B-fold composition (the ICLR paper's App. I).
+
+``charge`` computes the spend the ledger *would* have, and raises :class:`BudgetExceeded` before
+recording anything if it is over budget: a refused charge leaves the ledger exactly as it was.
+
+Per-user composition is computed by grouping users by the set of charges that touch them
+(coordinate compression over range ends and ids, with a 128-bit signature per group), so the
+cost grows with the number of distinct groups, not the number of users.
+
+The trail (``to_json``/``from_json``) records the budget, every charge with its guarantee or
+mechanism parameters and its participants, so an audit can reload and re-verify the spend.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ._certified import exact, lower_float, working_precision
+from ._conversions import rdp_to_epsilon
+from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up
+from ._validation import AccountingError, BudgetExceeded, check_integer
+
+__all__ = ["Charge", "Ledger"]
+
+Budget = PureDP | ZCDP | ApproxDP
+Participants = None | range | np.ndarray
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One release: its guarantee (per participating user), who took part, and a label."""
+
+    guarantee: Any
+    participants: Participants
+    label: str = ""
+
+    def participant_count(self) -> int | None:
+        if self.participants is None:
+            return None
+        return len(self.participants)
+
+
+def _normalise_participants(participants: Any) -> Participants:
+    if participants is None:
+        return None
+    if isinstance(participants, range):
+        if participants.step != 1:
+            participants = np.asarray(participants, dtype=np.int64)
+        else:
+            if participants.start < 0:
+                raise AccountingError("participants", participants, "user ids >= 0")
+            return participants
+    array = np.unique(np.asarray(participants))
+    if array.size == 0:
+        raise AccountingError("participants", participants, "a non-empty set of user ids")
+    if array.dtype.kind not in "iu" or array[0] < 0:
+        raise AccountingError("participants", participants, "integer user ids >= 0")
+    return array.astype(np.int64)
+
+
+def _guarantee_of(item: Any) -> Any:
+    """The guarantee a charge spends: a guarantee as given, or a mechanism's exact one."""
+    if isinstance(item, (PureDP, ZCDP, ApproxDP, RDP)):
+        return item
+    if hasattr(item, "rdp") and hasattr(item, "pure"):
+        return item
+    raise AccountingError("guarantee", item, "a PureDP, ZCDP, ApproxDP, RDP or an accounting mechanism")
+
+
+class Ledger:
+    """A privacy budget with per-user accounting; refuses to overspend.
+
+    >>> ledger = Ledger(PureDP(1.0))
+    >>> ledger.charge(PureDP(0.5), range(0, 100))      # batch 1, users 0..99
+    >>> ledger.charge(PureDP(0.5), range(100, 200))    # batch 2, fresh users: parallel
+    >>> ledger.spent()
+    PureDP(epsilon=0.5)
+    """
+
+    def __init__(self, budget: Budget, *, name: str = "") -> None:
+        if not isinstance(budget, (PureDP, ZCDP, ApproxDP)):
+            raise AccountingError("budget", budget, "a PureDP, ZCDP or ApproxDP budget")
+        self._budget = budget
+        self._charges: list[Charge] = []
+        self.name = name
+        self._cache: dict[tuple, Any] = {}
+
+    # ---- public API --------------------------------------------------------------------------
+
+    @property
+    def budget(self) -> Budget:
+        return self._budget
+
+    @property
+    def charges(self) -> tuple[Charge, ...]:
+        return tuple(self._charges)
+
+    def charge(self, guarantee: Any, participants: Any = None, *, label: str = "") -> None:
+        """Record a release touching ``participants``; raise BudgetExceeded (and record nothing) if over."""
+        entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
+        self._check_compatible(entry.guarantee)
+        prospective = self._spend(self._charges + [entry])
+        if not self._within(prospective):
+            raise BudgetExceeded(
+                f"charge {label or entry.guarantee!s} would spend {prospective:.6g} "
+                f"against a budget of {_fmt(self._budget)}; the ledger is unchanged"
+            )
+        self._charges.append(entry)
+
+    def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
+        """Would this charge fit in the remaining budget? (Records nothing.)"""
+        entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants))
+        self._check_compatible(entry.guarantee)
+        return self._within(self._spend(self._charges + [entry]))
+
+    def spent(self) -> Budget | None:
+        """The worst user's spend so far in the budget's notion (certified upper bound), or None."""
+        value = self._spend(self._charges)
+        return None if value is None else self._wrap(value)
+
+    def remaining(self) -> float:
+        """What is left of the budget's main parameter (eps for pure and approximate DP, rho for zCDP).
+
+        Rounded down, so that spending all of it never exceeds the budget.
+        """
+        value = self._spend(self._charges)
+        total = self._main_parameter(self._budget)
+        if value is None:
+            return total
+        with working_precision(None):
+            return max(lower_float(exact(total) - exact(value)), 0.0)
+
+    # ---- JSON trail --------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "format": "dpverify-ledger/1",
+                "name": self.name,
+                "budget": _guarantee_to_dict(self._budget),
+                "charges": [
+                    {
+                        "label": c.label,
+                        "guarantee": _guarantee_to_dict(c.guarantee),
+                        "participants": _participants_to_json(c.participants),
+                    }
+                    for c in self._charges
+                ],
+                "spent": _guarantee_to_dict(self.spent()) if self._charges else None,
+            },
+            indent=2,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "Ledger":
+        """Reload a trail; every charge is re-checked against the budget as it is replayed."""
+        data = json.loads(text)
+        if data.get("format") != "dpverify-ledger/1":
+            raise AccountingError("format", data.get("format"), "'dpverify-ledger/1'")
+        ledger = cls(_guarantee_from_dict(data["budget"]), name=data.get("name", ""))
+        for charge in data["charges"]:
+            ledger.charge(
+                _guarantee_from_dict(charge["guarantee"]),
+                _participants_from_json(charge["participants"]),
+                label=charge.get("label", ""),
+            )
+        return ledger
+
+    def __repr__(self) -> str:
+        return f"Ledger(budget={self._budget!s}, charges={len(self._charges)}, spent={_fmt(self.spent())})"
+
+    # ---- internals ---------------------------------------------------------------------------
+
+    def _check_compatible(self, guarantee: Any) -> None:
+        if isinstance(self._budget, PureDP):
+            if isinstance(guarantee, PureDP):
+                return
+            if not isinstance(guarantee, (ZCDP, ApproxDP, RDP)) and guarantee.pure() is not None:
+                return
+            raise AccountingError("guarantee", guarantee, "a pure-DP guarantee or mechanism (the budget is pure DP)")
+        if isinstance(self._budget, ZCDP):
+            if isinstance(guarantee, (PureDP, ZCDP)):
+                return
+            if not isinstance(guarantee, (ApproxDP, RDP)) and (guarantee.zcdp() is not None or guarantee.pure() is not None):
+                return
+            raise AccountingError("guarantee", guarantee, "a pure-DP or zCDP guarantee or mechanism (the budget is zCDP)")
+
+    def _within(self, spent: float | None) -> bool:
+        return spent is None or spent <= self._main_parameter(self._budget)
+
+    @staticmethod
+    def _main_parameter(g: Budget) -> float:
+        return g.rho if isinstance(g, ZCDP) else g.epsilon
+
+    def _spend(self, charges: Sequence[Charge]) -> float | None:
+        """The worst user's spend in the budget's main parameter (eps, or rho), or None."""
+        if not charges:
+            return None
+        worst = -math.inf
+        for multiset in _user_groups(charges):
+            worst = max(worst, self._compose(charges, multiset))
+        return worst
+
+    def _compose(self, charges: Sequence[Charge], multiset: tuple[tuple[int, int], ...]) -> float:
+        """Compose the charges one group of users shares, given as ((charge index, count), ...).
+
+        The cache is keyed by the guarantee objects themselves (held alive by the key), so a key
+        can never be confused with a later object that reuses an id.
+        """
+        key = tuple((charges[i].guarantee, n) for i, n in multiset)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = _compose_into(self._budget, [(charges[i].guarantee, n) for i, n in multiset])
+            self._cache[key] = cached
+        return cached
+
+    def _wrap(self, value: float) -> Budget:
+        if isinstance(self._budget, PureDP):
+            return PureDP(value)
+        if isinstance(self._budget, ZCDP):
+            return ZCDP(value)
+        return ApproxDP(value, self._budget.delta)
+
+
+def _fmt(g: Any) -> str:
+    return "nothing" if g is None else str(g)
+
+
+def _compose_into(budget: Budget, guarantees: list[tuple[Any, int]]) -> float:
+    """The composition of ``guarantees`` (each with a multiplicity) in the budget's main parameter."""
+    if isinstance(budget, PureDP):
+        parts = [(g if isinstance(g, PureDP) else g.pure()).times(n) for g, n in guarantees]
+        return parts[0].compose(*parts[1:]).epsilon
+    if isinstance(budget, ZCDP):
+        parts = []
+        for g, n in guarantees:
+            if isinstance(g, ZCDP):
+                z = g
+            elif isinstance(g, PureDP):
+                z = g.to_zcdp()
+            else:
+                z = g.zcdp() or g.pure().to_zcdp()
+            parts.append(z.times(n))
+        return parts[0].compose(*parts[1:]).rho
+    # (eps, delta) budget: RDP-expressible charges are composed exactly as curves and converted
+    # at what is left of delta; approximate-DP charges are added by basic composition.
+    curves: list[RDP] = []
+    counts: list[int] = []
+    approx_parts: list[ApproxDP] = []
+    for g, n in guarantees:
+        if isinstance(g, ApproxDP):
+            approx_parts.append(g.times(n))
+        else:
+            curves.append(g.to_rdp() if isinstance(g, (PureDP, ZCDP)) else g if isinstance(g, RDP) else g.rdp())
+            counts.append(n)
+    eps_approx, delta_approx = 0.0, 0.0
+    if approx_parts:
+        basic = approx_parts[0].compose(*approx_parts[1:])
+        eps_approx, delta_approx = basic.epsilon, basic.delta
+    if not curves:
+        return eps_approx
+    delta_left = budget.delta - delta_approx
+    if delta_left <= 0:
+        return math.inf  # the approximate charges alone use up delta
+    result = rdp_to_epsilon(RDP.sequence(curves, counts), delta_left)
+    return _sum_up(result.epsilon, eps_approx)
+
+
+def _user_groups(charges: Sequence[Charge]) -> Iterable[tuple[tuple[int, int], ...]]:
+    """The distinct multisets of charges that some user is touched by, as ((index, count), ...)."""
+    everyone = [i for i, c in enumerate(charges) if c.participants is None]
+    scoped = [i for i, c in enumerate(charges) if c.participants is not None]
+    if not scoped:
+        yield tuple((i, 1) for i in everyone)
+        return
+    # Coordinate compression: elementary intervals between all range ends and ids.
+    points = []
+    for i in scoped:
+        p = charges[i].participants
+        if isinstance(p, range):
+            points.extend((p.start, p.stop))
+        else:
+            points.append(p)
+            points.append(p + 1)
+    cuts = np.unique(np.concatenate([np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in points]))
+    n_intervals = len(cuts) - 1
+    rng = np.random.default_rng(0x5EED)  # fixed: signatures only need to be distinct, not secret
+    sig_a = np.zeros(n_intervals, dtype=np.uint64)
+    sig_b = np.zeros(n_intervals, dtype=np.uint64)
+    covered = np.zeros(n_intervals, dtype=bool)
+    for i in scoped:
+        p = charges[i].participants
+        ha, hb = rng.integers(1, 2**63, size=2, dtype=np.uint64)
+        if isinstance(p, range):
+            lo = np.searchsorted(cuts, p.start)
+            hi = np.searchsorted(cuts, p.stop)
+            sig_a[lo:hi] += ha
+            sig_b[lo:hi] += hb
+            covered[lo:hi] = True
+        else:
+            idx = np.searchsorted(cuts, p)
+            sig_a[idx] += ha
+            sig_b[idx] += hb
+            covered[idx] = True
+    if not covered.all():
+        # Users in gaps are touched only by the charges on everyone.
+        if everyone:
+            yield tuple((i, 1) for i in everyone)
+    keys = sig_a[covered].astype(np.uint64), sig_b[covered].astype(np.uint64)
+    starts = cuts[:-1][covered]
+    combined = np.stack(keys, axis=1)
+    _, first = np.unique(combined, axis=0, return_index=True)
+    for position in first:
+        user = starts[position]
+        members = [i for i in scoped if _contains(charges[i].participants, user)]
+        yield tuple((i, 1) for i in everyone + members)
+
+
+def _contains(participants: Participants, user: int) -> bool:
+    if isinstance(participants, range):
+        return participants.start <= user < participants.stop
+    index = np.searchsorted(participants, user)
+    return bool(index < participants.size and participants[index] == user)
+
+
+# ---- (de)serialisation ---------------------------------------------------------------------------
+
+
+def _guarantee_to_dict(g: Any) -> dict:
+    if isinstance(g, PureDP):
+        return {"type": "pure", "epsilon": g.epsilon}
+    if isinstance(g, ApproxDP):
+        return {"type": "approx", "epsilon": g.epsilon, "delta": g.delta}
+    if isinstance(g, ZCDP):
+        return {"type": "zcdp", "rho": g.rho}
+    if isinstance(g, RDP):
+        raise AccountingError("guarantee", g, "a mechanism or a PureDP/ZCDP/ApproxDP (free-form RDP curves cannot be saved)")
+    from ._mechanisms import mechanism_to_spec
+
+    return {"type": "mechanism", **mechanism_to_spec(g)}
+
+
+def _guarantee_from_dict(d: dict) -> Any:
+    kind = d.get("type")
+    if kind == "pure":
+        return PureDP(d["epsilon"])
+    if kind == "approx":
+        return ApproxDP(d["epsilon"], d["delta"])
+    if kind == "zcdp":
+        return ZCDP(d["rho"])
+    if kind == "mechanism":
+        from ._mechanisms import mechanism_from_spec
+
+        return mechanism_from_spec({k: v for k, v in d.items() if k != "type"})
+    raise AccountingError("type", kind, "one of 'pure', 'approx', 'zcdp', 'mechanism'")
+
+
+def _participants_to_json(p: Participants) -> Any:
+    if p is None:
+        return None
+    if isinstance(p, range):
+        return {"range": [p.start, p.stop]}
+    return {"ids": p.tolist()}
+
+
+def _participants_from_json(p: Any) -> Participants:
+    if p is None:
+        return None
+    if "range" in p:
+        start, stop = p["range"]
+        return range(check_integer("start", start, minimum=0), check_integer("stop", stop, minimum=0))
+    return np.asarray(p["ids"], dtype=np.int64)

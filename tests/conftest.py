@@ -1,0 +1,19 @@
+"""Shared pytest configuration: hypothesis profiles chosen by the HYPOTHESIS_PROFILE variable.
+
+``ci`` (the default under CI=true) is derandomised, so CI is deterministic; ``dev`` explores.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=40,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=60)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

@@ -1,0 +1,73 @@
+"""The ledger: per-user accounting, refusal without side effects, reloadable trail."""
+
+import numpy as np
+import pytest
+
+from accounting import ZCDP, ApproxDP, BudgetExceeded, Ledger, PureDP, zcdp_to_epsilon
+
+
+def test_fresh_users_compose_in_parallel_and_returning_users_sequentially():
+    ledger = Ledger(PureDP(1.0))
+    for b in range(10):  # ten batches of fresh users
+        ledger.charge(PureDP(0.4), range(100 * b, 100 * (b + 1)))
+    assert ledger.spent() == PureDP(0.4)
+    ledger.charge(PureDP(0.4), range(50, 150))  # users 50..149 come back once
+    assert ledger.spent().epsilon == pytest.approx(0.8)
+    assert ledger.remaining() == pytest.approx(0.2)
+    assert ledger.remaining() <= 1.0 - ledger.spent().epsilon
+
+
+def test_refused_charge_leaves_the_ledger_unchanged():
+    ledger = Ledger(PureDP(1.0))
+    ledger.charge(PureDP(0.6), range(0, 10))
+    before = ledger.to_json()
+    with pytest.raises(BudgetExceeded, match="unchanged"):
+        ledger.charge(PureDP(0.5), np.array([3, 4, 99]))
+    assert ledger.to_json() == before
+    # the users it would have touched can still be charged within budget elsewhere
+    ledger.charge(PureDP(0.5), np.array([99, 100]))
+    assert ledger.spent() == PureDP(0.6)
+    assert not ledger.can_afford(PureDP(0.41), None)
+    assert ledger.can_afford(PureDP(0.4), None)
+
+
+def test_approximate_budget_uses_the_exact_rdp_route():
+    ledger = Ledger(ApproxDP(3.0, 1e-6))
+    for _ in range(20):
+        ledger.charge(ZCDP(0.005), None)
+    spent = ledger.spent()
+    expected = zcdp_to_epsilon(0.1, 1e-6).epsilon
+    assert spent.epsilon == pytest.approx(expected, rel=1e-12)
+    assert spent.epsilon >= expected
+    with pytest.raises(BudgetExceeded):
+        for _ in range(1000):
+            ledger.charge(ZCDP(0.005), None)
+
+
+def test_mixed_notions_are_refused_where_they_cannot_compose():
+    with pytest.raises(ValueError, match="guarantee"):
+        Ledger(PureDP(1.0)).charge(ZCDP(0.1))
+    with pytest.raises(ValueError, match="budget"):
+        Ledger(0.5)  # type: ignore[arg-type]
+    z = Ledger(ZCDP(0.5))
+    z.charge(PureDP(0.5))  # pure DP converts to zCDP exactly (eps tanh(eps/2))
+    assert z.spent().rho == PureDP(0.5).to_zcdp().rho
+
+
+def test_json_trail_round_trips_and_replays():
+    ledger = Ledger(ApproxDP(1.0, 1e-5), name="demo")
+    ledger.charge(ZCDP(0.01), range(0, 1000), label="batch 1")
+    ledger.charge(PureDP(0.1), np.array([1, 2, 3]), label="batch 2")
+    ledger.charge(ApproxDP(0.05, 1e-7), range(500, 600), label="batch 3")
+    again = Ledger.from_json(ledger.to_json())
+    assert again.spent() == ledger.spent()
+    assert [c.label for c in again.charges] == ["batch 1", "batch 2", "batch 3"]
+
+
+def test_bad_participants():
+    ledger = Ledger(PureDP(1.0))
+    with pytest.raises(ValueError, match="participants"):
+        ledger.charge(PureDP(0.1), np.array([], dtype=np.int64))
+    with pytest.raises(ValueError, match="participants"):
+        ledger.charge(PureDP(0.1), np.array([-1, 2]))
+    assert ledger.spent() is None
