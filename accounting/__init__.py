@@ -13,6 +13,7 @@ behind each route:
 - :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input).
 """
 
+from ._calibration import Calibration, calibrate
 from ._certified import DEFAULT_PRECISION, working_precision
 from ._composition import advanced_composition, appendix_i_per_batch
 from ._conversions import (
@@ -26,6 +27,14 @@ from ._conversions import (
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
 from ._pairs import FinitePair, IntegerPair
+from ._paper_params import (
+    DistributedParameters,
+    theorem1_parameters,
+    theorem2_claimed_rdp,
+    theorem2_parameters,
+    theorem4_parameters,
+)
+from ._reports import dist_rdp_se_returning
 from ._routes import epsilon_routes
 from ._validation import AccountingError, BudgetExceeded
 
@@ -34,8 +43,10 @@ __all__ = [
     "AccountingError",
     "ApproxDP",
     "BudgetExceeded",
+    "Calibration",
     "Charge",
     "DeltaResult",
+    "DistributedParameters",
     "EpsilonResult",
     "FinitePair",
     "IntegerPair",
@@ -45,9 +56,15 @@ __all__ = [
     "ZCDP",
     "advanced_composition",
     "appendix_i_per_batch",
+    "calibrate",
+    "dist_rdp_se_returning",
     "epsilon_routes",
     "rdp_to_delta",
     "rdp_to_epsilon",
+    "theorem1_parameters",
+    "theorem2_claimed_rdp",
+    "theorem2_parameters",
+    "theorem4_parameters",
     "working_precision",
     "zcdp_epsilon_closed_form",
     "zcdp_to_epsilon",
