@@ -26,6 +26,16 @@ from ._conversions import (
 )
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
+from ._mechanisms import (
+    BernoulliCurator,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    PolyaDifferenceSum,
+    RandomizedResponse,
+    Skellam,
+)
 from ._pairs import FinitePair, IntegerPair
 from ._paper_params import (
     DistributedParameters,
@@ -39,6 +49,14 @@ from ._routes import epsilon_routes
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
+    "BernoulliCurator",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Gaussian",
+    "Laplace",
+    "PolyaDifferenceSum",
+    "RandomizedResponse",
+    "Skellam",
     "DEFAULT_PRECISION",
     "AccountingError",
     "ApproxDP",

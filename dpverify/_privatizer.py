@@ -1,0 +1,118 @@
+"""The privatizer: a protocol bound to a ledger, the only road from raw rewards to a learner.
+
+A :class:`Privatizer` holds a batch protocol (:class:`BatchProtocol`: randomizer, shuffler or
+secure aggregation, analyzer), an ``accounting.Ledger`` and its own random stream (spawned from
+the run's ``SeedSequence``). :meth:`Privatizer.release_sum` charges the ledger for the batch's
+per-user guarantee *first* — a refused charge raises ``BudgetExceeded`` before any noise is
+drawn or any statistic computed — then runs the protocol and returns only the analyzer's
+estimate. Learners are handed privatizers (or a feedback object built on them); they never hold
+a sampler, an RNG that touches private data, the raw rewards or the noise.
+
+The guarantee charged is the one object the accountant computes for the protocol at that batch
+size (``protocol.guarantee(n)``): the same object the auditor tests and the report prints.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from accounting import Ledger
+from accounting._validation import AccountingError
+
+__all__ = ["BatchProtocol", "Privatizer", "Release"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a privatizer hands back: the analyzer's estimate of the batch's reward sum."""
+
+    estimate: float
+    n: int
+    path: str
+
+
+class BatchProtocol(ABC):
+    """A private protocol for the sum of a batch of rewards in [0, 1]."""
+
+    #: short name, e.g. "dist-dp" (Theorem 1)
+    name: str = "protocol"
+
+    @abstractmethod
+    def guarantee(self, n: int) -> Any:
+        """The per-user privacy guarantee of one batch of ``n`` users (an ``accounting`` object)."""
+
+    @abstractmethod
+    def estimate_sum(self, rewards: np.ndarray, rng: np.random.Generator, *, path: str = "per-user") -> float:
+        """Run R, S, A on ``rewards`` and return the analyzer's estimate of their sum."""
+
+    @abstractmethod
+    def assumption1(self, n: int, p: float) -> tuple[float, float]:
+        """Constants (sigma, h) for which the protocol claims Assumption 1 at batch size n, confidence p."""
+
+    def describe(self) -> str:
+        return self.name
+
+
+def _check_rewards(rewards: Any) -> np.ndarray:
+    array = np.asarray(rewards, dtype=np.float64)
+    if array.ndim != 1 or array.size == 0:
+        raise AccountingError("rewards", f"array of shape {array.shape}", "a non-empty 1-D array of rewards")
+    if not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1:
+        bad = array[~(np.isfinite(array) & (array >= 0) & (array <= 1))][:3]
+        raise AccountingError("rewards", bad.tolist(), "rewards in [0, 1] (no NaN); clip in the environment, visibly, if the model needs it")
+    return array
+
+
+class Privatizer:
+    """A protocol bound to a ledger: charges first, then releases; refuses once the budget is spent."""
+
+    __slots__ = ("_protocol", "_ledger", "_rng", "_path", "_released")
+
+    def __init__(self, protocol: BatchProtocol, ledger: Ledger, seed: np.random.SeedSequence, *, path: str = "per-user") -> None:
+        if not isinstance(protocol, BatchProtocol):
+            raise AccountingError("protocol", protocol, "a BatchProtocol")
+        if not isinstance(ledger, Ledger):
+            raise AccountingError("ledger", ledger, "an accounting.Ledger")
+        if not isinstance(seed, np.random.SeedSequence):
+            raise AccountingError("seed", seed, "a numpy.random.SeedSequence (spawned from the run's seed)")
+        if path not in ("per-user", "aggregate"):
+            raise AccountingError("path", path, "'per-user' or 'aggregate'")
+        self._protocol = protocol
+        self._ledger = ledger
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._path = path
+        self._released = 0
+
+    @property
+    def protocol(self) -> BatchProtocol:
+        return self._protocol
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def releases(self) -> int:
+        return self._released
+
+    def release_sum(self, rewards: Any, participants: range | np.ndarray | None, *, label: str = "") -> Release:
+        """Charge the ledger for this batch, then return the protocol's private estimate of sum(rewards)."""
+        array = _check_rewards(rewards)
+        n = array.size
+        if participants is not None and len(participants) != n:
+            raise AccountingError("participants", f"{len(participants)} users", f"one user per reward ({n})")
+        self._ledger.charge(self._protocol.guarantee(n), participants, label=label)
+        estimate = self._protocol.estimate_sum(array, self._rng, path=self._path)
+        self._released += 1
+        return Release(float(estimate), n, self._path)
+
+    def __repr__(self) -> str:
+        return f"Privatizer({self._protocol.describe()}, path={self._path}, releases={self._released}, {self._ledger!r})"

@@ -1,0 +1,300 @@
+"""The papers' batch protocols P = (R, S, A), with their parameters, guarantees and tail constants.
+
+ICLR 2023 (Chowdhury & Zhou), Algorithm 1 with
+
+- :func:`dist_dp_protocol` — Theorem 1: Polya-difference noise per user, SecAgg, pure DP;
+- :func:`dist_rdp_protocol` — Theorem 2: Skellam noise per user (scale s), SecAgg, RDP;
+- :func:`dist_cdp_protocol` — Theorem 4: discrete Gaussian per user (scale s), SecAgg, zCDP;
+- :func:`central_dp_protocol` — Theorem 5 (App. H.1, CDP-SE): users send xhat, the analyzer
+  adds one Lap_Z(g/eps);
+- :func:`local_dp_protocol` — Theorem 6 (App. H.2, LDP-SE): every user adds Lap_Z(g/eps);
+- :func:`central_laplace_protocol` — the DP-SE baseline (Sajed & Sheffet 2019): the reward sum
+  plus one continuous Laplace(1/eps). A float baseline, kept to reproduce the papers (float
+  Laplace leaks through its low-order bits, Mironov 2012).
+
+Each protocol's per-user guarantee at batch size n is an ``accounting`` mechanism — the same
+object the auditor tests and the ledger spends: DiscreteLaplace(g/eps, g) for Theorems 1, 5, 6,
+Skellam(g^2/eps^2, g) for Theorem 2, DiscreteGaussianSum(n, g/(eps sqrt(n)), g) for Theorem 4,
+Laplace(1/eps, 1) for DP-SE.
+
+Assumption 1 constants (sigma, h): with probability >= 1 - 2p the batch noise in reward units,
+n_a(b) = A(yhat) - sum_i r_i, satisfies |n_a(b)| <= sigma sqrt(log(2/p)) + h log(2/p). We derive
+explicit constants (the paper leaves them in O(.)); the tail verifier checks them exactly:
+
+- rounding: sum_i (xhat_i - g r_i) is a sum of n independent zero-mean variables each in an
+  interval of length 1, so by Hoeffding |.| <= sqrt(n log(2/p) / 2) w.p. >= 1 - p: a term
+  sqrt(n/2)/g in sigma for every protocol that rounds;
+- Theorem 1 / 5: P[|Lap_Z(b)| >= t] = 2 e^{-t/b}/(1 + e^{-1/b}) <= 2 e^{-t/b} for integer t >= 1,
+  so |Z| <= b log(2/p) w.p. >= 1 - p; with b = g/eps that is h = 1/eps. When |Z| <= tau the
+  analyzer recovers sum xhat + Z exactly (no wrap-around), and tau >= b log(2/p);
+- Theorem 2: Proposition 1, |Sk(0, mu)| <= 2 sqrt(mu) sqrt(log(2/p)) + sqrt(2) log(2/p): sigma gets
+  2/eps, h = sqrt(2)/g;
+- Theorem 4: a sum of n discrete Gaussians N_Z(0, s2) is n s2-sub-Gaussian (Canonne et al. 2020,
+  Cor. 9), so |Z| <= (g/eps) sqrt(2 log(2/p)): sigma gets sqrt(2)/eps, h = 0;
+- Theorem 6: the sum of n iid Lap_Z(b) has variance n v_b, v_b = 2q/(1-q)^2 with q = e^{-1/b};
+  we claim Bernstein's form sqrt(2 n v_b log(2/p)) + 2 b log(2/p) (the paper's constant c left
+  explicit as this choice) and use it for tau too; the tail verifier checks it exactly;
+- DP-SE: |Laplace(1/eps)| <= log(1/p)/eps w.p. 1 - p exactly: sigma = 0, h = 1/eps (no rounding).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+import accounting as acc
+from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
+
+from . import _protocol_kernels as pk
+from . import _samplers
+from ._privatizer import BatchProtocol
+
+__all__ = [
+    "DistributedProtocol",
+    "CentralLaplaceProtocol",
+    "central_dp_protocol",
+    "central_laplace_protocol",
+    "dist_cdp_protocol",
+    "dist_dp_protocol",
+    "dist_rdp_protocol",
+    "local_dp_protocol",
+]
+
+Kind = Literal["dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"]
+_KINDS = ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp")
+_PATHS = ("per-user", "aggregate")
+
+
+@dataclass(frozen=True)
+class BatchParameters:
+    """g, tau, m of one batch of n users, and the noise the theorem prescribes."""
+
+    n: int
+    g: int
+    tau: int
+    m: int
+    #: Lap_Z scale b (dist-dp, cdp, ldp), total Skellam variance (dist-rdp), per-user discrete
+    #: Gaussian variance (dist-cdp); an exact rational
+    noise: Fraction
+
+    @property
+    def bits_per_user(self) -> int:
+        """Communication per user before S: one element of Z_m."""
+        return max(1, math.ceil(math.log2(self.m)))
+
+
+@dataclass(frozen=True)
+class DistributedProtocol(BatchProtocol):
+    """A SecAgg batch protocol of the ICLR paper (distributed, central or local variant).
+
+    ``p`` is the confidence used in tau (and in Assumption 1); ``tau_p`` overrides the p used in
+    tau only (the theorems set p = 1/T, the simulations p = 0.1).
+    """
+
+    kind: Kind
+    epsilon: float
+    p: float
+    s: float = 1.0
+    tau_p: float | None = None
+    underflow_correction: bool = True
+    name: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise AccountingError("kind", self.kind, f"one of {_KINDS}")
+        check_positive("epsilon", self.epsilon)
+        check_probability("p", self.p)
+        check_positive("s", self.s)
+        if self.s < 1:
+            raise AccountingError("s", self.s, "a scale s >= 1")
+        if self.tau_p is not None:
+            check_probability("tau_p", self.tau_p)
+        object.__setattr__(self, "name", self.kind)
+
+    # ---- parameters --------------------------------------------------------------------------
+
+    def parameters(self, n: int) -> BatchParameters:
+        """The theorem's g, tau, m and noise for a batch of n users (exact)."""
+        check_positive_int("n", n)
+        p_tau = self.tau_p if self.tau_p is not None else self.p
+        if self.kind == "dist-dp" or self.kind == "cdp":
+            d = acc.theorem1_parameters(self.epsilon, n, p_tau)
+            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+        if self.kind == "dist-rdp":
+            d = acc.theorem2_parameters(self.epsilon, self.s, n, p_tau)
+            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+        if self.kind == "dist-cdp":
+            d = acc.theorem4_parameters(self.epsilon, self.s, n, p_tau)
+            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+        # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
+        d = acc.theorem1_parameters(self.epsilon, n, p_tau)
+        b = float(d.noise)
+        q = math.exp(-1.0 / b)
+        v_b = 2 * q / (1 - q) ** 2
+        log_term = math.log(2 / p_tau)
+        tau = math.ceil(math.sqrt(2 * n * v_b * log_term) + 2 * b * log_term)
+        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, d.noise)
+
+    # ---- privacy -----------------------------------------------------------------------------
+
+    def guarantee(self, n: int) -> Any:
+        """The per-user guarantee of one batch of n users, from the accountant."""
+        params = self.parameters(n)
+        g = params.g
+        if self.kind in ("dist-dp", "cdp", "ldp"):
+            return acc.DiscreteLaplace(scale=params.noise, sensitivity=g)
+        if self.kind == "dist-rdp":
+            return acc.Skellam(variance=params.noise, l1_sensitivity=g, l2_sensitivity=g)
+        # sigma = g/(eps sqrt(n)) is irrational in general: use a float rounded *down* (less noise
+        # assumed, so the computed guarantee can only be weaker than the true one).
+        sigma = math.sqrt(float(params.noise))
+        while Fraction(sigma) ** 2 > params.noise:
+            sigma = math.nextafter(sigma, 0.0)
+        return acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
+
+    def assumption1(self, n: int, p: float) -> tuple[float, float]:
+        """(sigma, h) for which |n_a(b)| <= sigma sqrt(log(2/p)) + h log(2/p) w.p. >= 1 - 2p (module docstring)."""
+        params = self.parameters(n)
+        g = params.g
+        rounding = math.sqrt(n / 2) / g
+        if self.kind in ("dist-dp", "cdp"):
+            return rounding, 1 / self.epsilon
+        if self.kind == "dist-rdp":
+            return rounding + 2 / self.epsilon, math.sqrt(2) / g
+        if self.kind == "dist-cdp":
+            return rounding + math.sqrt(2) / self.epsilon, 0.0
+        b = float(params.noise)
+        q = math.exp(-1.0 / b)
+        v_b = 2 * q / (1 - q) ** 2
+        return rounding + math.sqrt(2 * n * v_b) / g, 2 * b / g
+
+    # ---- running the protocol ----------------------------------------------------------------
+
+    def _noise_kind(self) -> str:
+        return {"dist-dp": "polya", "dist-rdp": "skellam", "dist-cdp": "discrete_gaussian"}.get(self.kind, "none")
+
+    def server_views(self, rewards: Any, rng: np.random.Generator, reps: int, *, path: str = "per-user") -> np.ndarray:
+        """``reps`` independent server views of the batch: yhat (SecAgg) or, for ``cdp``, the
+        analyzer's noisy y; int64. The local model's per-message view is :meth:`messages`."""
+        if path not in _PATHS:
+            raise AccountingError("path", path, f"one of {_PATHS}")
+        x = np.asarray(rewards, dtype=np.float64)
+        params = self.parameters(max(x.size, 1))
+        if self.kind in ("dist-dp", "dist-rdp", "dist-cdp"):
+            if path == "aggregate":
+                if self.kind == "dist-cdp":
+                    raise AccountingError(
+                        "path", path, "'per-user' for dist-cdp", "a sum of discrete Gaussians is not discrete Gaussian: no aggregate path"
+                    )
+                if self.kind == "dist-dp":
+                    return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=params.noise)
+                return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.noise))
+            return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self._eps_for_kernels())
+        if self.kind == "cdp":
+            if path == "aggregate":
+                return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=params.noise)
+            views = pk.server_views(rng, x, params.g, params.m, reps, "none")
+            noise = _samplers.discrete_laplace(rng, params.noise, size=reps) % params.m
+            return (views + noise) % params.m
+        # ldp: the SecAgg sum of the users' noisy messages
+        if path == "aggregate":
+            raise AccountingError("path", path, "'per-user' for ldp", "the sum of n discrete Laplace draws has no one-draw sampler here")
+        out = np.empty(reps, dtype=np.int64)
+        for r in range(reps):
+            out[r] = pk.secure_aggregate(self.messages(x, rng), params.m)
+        return out
+
+    def messages(self, rewards: Any, rng: np.random.Generator) -> np.ndarray:
+        """Local model (``ldp``): every user's message y_i = (xhat_i + Lap_Z(g/eps)) mod m."""
+        if self.kind != "ldp":
+            raise AccountingError("kind", self.kind, "'ldp' (only the local model reveals each message)")
+        x = np.asarray(rewards, dtype=np.float64)
+        params = self.parameters(max(x.size, 1))
+        xhat = pk.randomize(rng, x, params.g, params.m, "none")
+        noise = _samplers.discrete_laplace(rng, params.noise, size=x.size)
+        return (xhat + noise) % params.m
+
+    def _eps_for_kernels(self) -> Any:
+        # The discrete Gaussian kernel needs eps as an exact rational; floats are dyadic rationals.
+        return Fraction(self.epsilon) if self.kind == "dist-cdp" else self.epsilon
+
+    def analyze(self, views: Any, n: int) -> np.ndarray | float:
+        params = self.parameters(n)
+        return pk.analyze(views, n, params.g, params.m, params.tau, underflow_correction=self.underflow_correction)
+
+    def estimate_sum(self, rewards: Any, rng: np.random.Generator, *, path: str = "per-user") -> float:
+        x = np.asarray(rewards, dtype=np.float64)
+        view = self.server_views(x, rng, 1, path=path)
+        return float(self.analyze(view, x.size)[0])
+
+    def describe(self) -> str:
+        names = {
+            "dist-dp": "Dist-DP-SE protocol (Theorem 1, Polya noise, SecAgg)",
+            "dist-rdp": f"Dist-RDP-SE protocol (Theorem 2, Skellam noise, s={self.s:g}, SecAgg)",
+            "dist-cdp": f"Dist-CDP-SE protocol (Theorem 4, discrete Gaussian noise, s={self.s:g}, SecAgg)",
+            "cdp": "CDP-SE protocol (Theorem 5, central discrete Laplace)",
+            "ldp": "LDP-SE protocol (Theorem 6, local discrete Laplace)",
+        }
+        return f"{names[self.kind]}, eps={self.epsilon:g}, p={self.p:g}"
+
+
+@dataclass(frozen=True)
+class CentralLaplaceProtocol(BatchProtocol):
+    """DP-SE's privatizer (Sajed & Sheffet 2019): sum of rewards + Laplace(1/eps), continuous."""
+
+    epsilon: float
+    name: str = field(init=False, default="dp-se")
+
+    def __post_init__(self) -> None:
+        check_positive("epsilon", self.epsilon)
+
+    def guarantee(self, n: int) -> Any:
+        check_positive_int("n", n)
+        return acc.Laplace(scale=1 / Fraction(self.epsilon), sensitivity=1)
+
+    def assumption1(self, n: int, p: float) -> tuple[float, float]:
+        check_probability("p", p)
+        return 0.0, 1 / self.epsilon
+
+    def estimate_sum(self, rewards: Any, rng: np.random.Generator, *, path: str = "per-user") -> float:
+        if path not in _PATHS:
+            raise AccountingError("path", path, f"one of {_PATHS}")
+        x = np.asarray(rewards, dtype=np.float64)
+        return float(x.sum() + _samplers.laplace(rng, 1 / self.epsilon))
+
+    def describe(self) -> str:
+        return f"DP-SE privatizer (central continuous Laplace(1/eps), float baseline), eps={self.epsilon:g}"
+
+
+def dist_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:
+    """Theorem 1 (Dist-DP-SE): pure eps-DP via SecAgg with Polya-difference noise."""
+    return DistributedProtocol("dist-dp", epsilon, p, 1.0, tau_p, underflow_correction)
+
+
+def dist_rdp_protocol(epsilon: float, s: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:
+    """Theorem 2 (Dist-RDP-SE): RDP via SecAgg with Skellam noise at scale s."""
+    return DistributedProtocol("dist-rdp", epsilon, p, s, tau_p, underflow_correction)
+
+
+def dist_cdp_protocol(epsilon: float, s: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:
+    """Theorem 4 (Dist-CDP-SE): zCDP via SecAgg with discrete Gaussian noise at scale s."""
+    return DistributedProtocol("dist-cdp", epsilon, p, s, tau_p, underflow_correction)
+
+
+def central_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None) -> DistributedProtocol:
+    """Theorem 5 (CDP-SE): the analyzer adds one Lap_Z(g/eps)."""
+    return DistributedProtocol("cdp", epsilon, p, 1.0, tau_p)
+
+
+def local_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None) -> DistributedProtocol:
+    """Theorem 6 (LDP-SE): every user adds Lap_Z(g/eps) before SecAgg."""
+    return DistributedProtocol("ldp", epsilon, p, 1.0, tau_p)
+
+
+def central_laplace_protocol(epsilon: float) -> CentralLaplaceProtocol:
+    """The DP-SE baseline (continuous Laplace, central)."""
+    return CentralLaplaceProtocol(epsilon)
