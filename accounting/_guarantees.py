@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
 from flint import arb
 
 from ._certified import exact, upper_float, working_precision
@@ -211,11 +212,19 @@ _Leaf = Callable[[arb], arb]
 
 
 class _Node:
-    """A node of an RDP curve: maps an exact alpha ball to a ball bounding eps(alpha) above."""
+    """A node of an RDP curve: maps an exact alpha ball to a ball bounding eps(alpha) above.
+
+    ``approx(alphas)`` optionally returns float64 approximations at an array of orders (or None
+    when a leaf has none). It only steers searches over alpha; every reported number comes from
+    ``ball``.
+    """
 
     __slots__ = ()
 
     def ball(self, alpha: arb) -> arb:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def approx(self, alphas: np.ndarray) -> np.ndarray | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def describe(self) -> str:  # pragma: no cover - abstract
@@ -223,14 +232,30 @@ class _Node:
 
 
 class _LeafNode(_Node):
-    __slots__ = ("fn", "name")
+    """A certified leaf; ``family`` and ``parameter`` let sums evaluate many leaves of one
+    closed-form family as a single array operation (search only)."""
 
-    def __init__(self, fn: _Leaf, name: str) -> None:
+    __slots__ = ("fn", "name", "approx_fn", "family", "parameter")
+
+    def __init__(
+        self,
+        fn: _Leaf,
+        name: str,
+        approx_fn: Callable[[np.ndarray], np.ndarray] | None = None,
+        family: str | None = None,
+        parameter: float | None = None,
+    ) -> None:
         self.fn = fn
         self.name = name
+        self.approx_fn = approx_fn
+        self.family = family
+        self.parameter = parameter
 
     def ball(self, alpha: arb) -> arb:
         return self.fn(alpha)
+
+    def approx(self, alphas: np.ndarray) -> np.ndarray | None:
+        return None if self.approx_fn is None else np.asarray(self.approx_fn(alphas), dtype=np.float64)
 
     def describe(self) -> str:
         return self.name
@@ -248,6 +273,23 @@ class _SumNode(_Node):
         total = arb(0)
         for node, count in self.terms:
             total += node.ball(alpha).upper() * count
+        return total
+
+    def approx(self, alphas: np.ndarray) -> np.ndarray | None:
+        total = np.zeros_like(alphas, dtype=np.float64)
+        batches: dict[str, tuple[list[float], list[int]]] = {}
+        for node, count in self.terms:
+            if isinstance(node, _LeafNode) and node.family in _BATCH_APPROX:
+                params, counts = batches.setdefault(node.family, ([], []))
+                params.append(node.parameter)
+                counts.append(count)
+                continue
+            values = node.approx(alphas)
+            if values is None:
+                return None
+            total += count * values
+        for family, (params, counts) in batches.items():
+            total += _BATCH_APPROX[family](np.asarray(params), np.asarray(counts, dtype=np.float64), alphas)
         return total
 
     def describe(self) -> str:
@@ -271,6 +313,12 @@ class _MaxNode(_Node):
                 best = value
         return best
 
+    def approx(self, alphas: np.ndarray) -> np.ndarray | None:
+        values = [node.approx(alphas) for node in self.nodes]
+        if any(v is None for v in values):
+            return None
+        return np.max(np.stack(values), axis=0)
+
     def describe(self) -> str:
         return "max(" + ", ".join(n.describe() for n in self.nodes) + ")"
 
@@ -293,8 +341,37 @@ class _TopBNode(_Node):
             total += value
         return total
 
+    def approx(self, alphas: np.ndarray) -> np.ndarray | None:
+        values = [node.approx(alphas) for node in self.nodes]
+        if any(v is None for v in values):
+            return None
+        stacked = np.sort(np.stack(values), axis=0)[::-1]
+        return stacked[: self.returns].sum(axis=0)
+
     def describe(self) -> str:
         return f"top-{self.returns}(" + ", ".join(n.describe() for n in self.nodes) + ")"
+
+
+def _pure_tight_approx(epsilon: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    a = alphas * epsilon
+    b = -(alphas - 1) * epsilon
+    return (np.logaddexp(a, b) - np.logaddexp(0.0, epsilon)) / (alphas - 1)
+
+
+def _batch_zcdp(rhos: np.ndarray, counts: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    return float(np.dot(rhos, counts)) * alphas
+
+
+def _batch_pure(epsilons: np.ndarray, counts: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    total = np.zeros_like(alphas)
+    for start in range(0, epsilons.size, 512):  # bounded memory: 512 x len(alphas) at a time
+        e = epsilons[start : start + 512, None]
+        total += counts[start : start + 512] @ _pure_tight_approx(e, alphas[None, :])
+    return total
+
+
+#: Closed-form leaf families whose float approximations a sum evaluates as one array operation.
+_BATCH_APPROX = {"zcdp": _batch_zcdp, "pure-tight": _batch_pure}
 
 
 def _as_alpha_ball(alpha: int | float | Fraction | str | arb) -> arb:
@@ -326,21 +403,25 @@ class RDP:
     # ---- constructors ------------------------------------------------------------------------
 
     @classmethod
-    def from_function(cls, fn: _Leaf, name: str) -> "RDP":
+    def from_function(cls, fn: _Leaf, name: str, approx: Callable[[np.ndarray], np.ndarray] | None = None) -> "RDP":
         """A leaf curve from ``fn(alpha_ball) -> ball`` whose upper endpoint bounds eps(alpha).
 
         ``fn`` is called inside the caller's working precision with an exact Arb ball.
+        ``approx(alphas)``, optional, maps a float64 array of orders to float approximations; it
+        only speeds up searches over alpha (conversions certify the order they pick with ``fn``).
         """
         if not callable(fn):
             raise AccountingError("fn", fn, "a callable alpha_ball -> arb")
-        return cls(_LeafNode(fn, name))
+        if approx is not None and not callable(approx):
+            raise AccountingError("approx", approx, "a callable float array -> float array, or None")
+        return cls(_LeafNode(fn, name, approx))
 
     @classmethod
     def zcdp(cls, rho: float) -> "RDP":
         """rho-zCDP as a curve: eps(alpha) = rho * alpha."""
         check_positive("rho", rho)
         rho_ball = exact(rho)
-        return cls.from_function(lambda alpha: rho_ball * alpha, f"{rho:.6g}-zCDP")
+        return cls(_LeafNode(lambda alpha: rho_ball * alpha, f"{rho:.6g}-zCDP", lambda a: rho * a, "zcdp", float(rho)))
 
     @classmethod
     def pure(cls, epsilon: float) -> "RDP":
@@ -360,7 +441,9 @@ class RDP:
             top = a + ((b - a).exp().log1p())
             return (top - eps_ball.exp().log1p()) / (alpha - 1)
 
-        return cls.from_function(curve, f"{epsilon:.6g}-DP (tight)")
+        return cls(
+            _LeafNode(curve, f"{epsilon:.6g}-DP (tight)", lambda a: _pure_tight_approx(float(epsilon), a), "pure-tight", float(epsilon))
+        )
 
     # ---- evaluation --------------------------------------------------------------------------
 
@@ -450,6 +533,10 @@ class RDP:
     def dominated_by(self, other: "RDP", alphas: Iterable[float]) -> bool:
         """True if this curve is <= ``other`` at every alpha given (certified values compared)."""
         return all(self(a) <= other(a) for a in alphas)
+
+    def approx(self, alphas: np.ndarray) -> np.ndarray | None:
+        """Float approximations at an array of orders, or None if some leaf has none (search only)."""
+        return self._node.approx(np.asarray(alphas, dtype=np.float64))
 
     def describe(self) -> str:
         return self._node.describe()
