@@ -21,9 +21,11 @@ mechanism parameters and its participants, so an audit can reload and re-verify 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -348,9 +350,7 @@ def _guarantee_to_dict(g: Any) -> dict:
         return {"type": "zcdp", "rho": g.rho}
     if isinstance(g, RDP):
         raise AccountingError("guarantee", g, "a mechanism or a PureDP/ZCDP/ApproxDP (free-form RDP curves cannot be saved)")
-    from ._mechanisms import mechanism_to_spec
-
-    return {"type": "mechanism", **mechanism_to_spec(g)}
+    return {"type": "mechanism", **_mechanism_to_spec(g)}
 
 
 def _guarantee_from_dict(d: dict) -> Any:
@@ -362,10 +362,49 @@ def _guarantee_from_dict(d: dict) -> Any:
     if kind == "zcdp":
         return ZCDP(d["rho"])
     if kind == "mechanism":
-        from ._mechanisms import mechanism_from_spec
-
-        return mechanism_from_spec({k: v for k, v in d.items() if k != "type"})
+        return _mechanism_from_spec(d)
     raise AccountingError("type", kind, "one of 'pure', 'approx', 'zcdp', 'mechanism'")
+
+
+def _mechanism_classes() -> dict[str, type]:
+    from . import _mechanisms
+
+    classes = {}
+    for name in _mechanisms.__all__:
+        cls = getattr(_mechanisms, name)
+        family = getattr(cls, "family", None)
+        if isinstance(family, str) and dataclasses.is_dataclass(cls):
+            classes[family] = cls
+    return classes
+
+
+def _encode_value(value: Any) -> Any:
+    # Exact rationals travel as strings ("13/4"); floats are written exactly by json (repr).
+    if isinstance(value, Fraction):
+        return {"fraction": f"{value.numerator}/{value.denominator}"}
+    return value
+
+
+def _decode_value(value: Any) -> Any:
+    if isinstance(value, dict) and "fraction" in value:
+        return Fraction(value["fraction"])
+    return value
+
+
+def _mechanism_to_spec(mechanism: Any) -> dict:
+    family = getattr(mechanism, "family", None)
+    if family not in _mechanism_classes() or not dataclasses.is_dataclass(mechanism):
+        raise AccountingError("guarantee", mechanism, "an accounting mechanism (a registered frozen dataclass)")
+    fields = {f.name: _encode_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism) if f.init}
+    return {"family": family, "parameters": fields}
+
+
+def _mechanism_from_spec(spec: dict) -> Any:
+    classes = _mechanism_classes()
+    family = spec.get("family")
+    if family not in classes:
+        raise AccountingError("family", family, f"one of {sorted(classes)}")
+    return classes[family](**{k: _decode_value(v) for k, v in spec["parameters"].items()})
 
 
 def _participants_to_json(p: Participants) -> Any:

@@ -37,8 +37,8 @@ def test_approximate_budget_uses_the_exact_rdp_route():
         ledger.charge(ZCDP(0.005), None)
     spent = ledger.spent()
     expected = zcdp_to_epsilon(0.1, 1e-6).epsilon
-    assert spent.epsilon == pytest.approx(expected, rel=1e-12)
-    assert spent.epsilon >= expected
+    # both are certified bounds of the same infimum over alpha, found by different searches
+    assert spent.epsilon == pytest.approx(expected, rel=1e-8)
     with pytest.raises(BudgetExceeded):
         for _ in range(1000):
             ledger.charge(ZCDP(0.005), None)
@@ -71,3 +71,16 @@ def test_bad_participants():
     with pytest.raises(ValueError, match="participants"):
         ledger.charge(PureDP(0.1), np.array([-1, 2]))
     assert ledger.spent() is None
+
+
+def test_trail_with_mechanism_charges_reloads_to_equal_mechanisms():
+    from fractions import Fraction
+
+    import accounting as acc
+
+    ledger = Ledger(PureDP(2.0))
+    mechanism = acc.DiscreteLaplace(scale=Fraction(32, 3), sensitivity=4)
+    ledger.charge(mechanism, range(0, 10), label="batch")
+    again = Ledger.from_json(ledger.to_json())
+    assert again.charges[0].guarantee == mechanism
+    assert again.spent() == ledger.spent()

@@ -1,0 +1,141 @@
+"""Shared machinery for the mechanism guarantees: the mechanism protocol, exact reals, guard bits.
+
+Certification conventions used by every module in this package
+--------------------------------------------------------------
+- A Renyi curve is an :class:`accounting.RDP` leaf whose function receives an *exact* Arb ball
+  alpha (floats are dyadic rationals, so ``exact(1.37)`` is exactly the double 1.37) and returns
+  a ball whose upper endpoint is >= the true D_alpha. Leaves evaluate at the caller's working
+  precision plus a few guard bits (:func:`guarded`), which only narrows the returned ball.
+- Infinite sums are split into a finite part summed in ball arithmetic and a remainder for which
+  a *proven* bound is added (the proof sits in the docstring of the function that adds it).
+- Rényi sums sum_k P(k)^alpha Q(k)^(1-alpha) live where the tilted measure lives, not where P
+  lives; each module says how its truncation follows the tilt (or avoids truncation altogether).
+- For shift families of a symmetric noise law (all 1-D mechanisms here except the Binomial), the
+  two directions of the neighbouring pair give the same divergence: reflecting k -> Delta - k
+  maps (P, Q) to (Q, P). The Binomial module takes the maximum over both directions explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Iterator, Sequence
+
+from flint import arb, ctx
+
+from .._certified import exact
+from .._validation import AccountingError, check_integer, check_positive
+
+__all__ = [
+    "Mechanism",
+    "alpha_guard_bits",
+    "arb_to_fraction",
+    "as_exact_real",
+    "check_scale",
+    "check_sensitivity_int",
+    "guarded",
+    "half_square_up",
+    "logsumexp",
+    "nonneg_error",
+]
+
+
+class Mechanism:
+    """Protocol every mechanism object follows (a private base class, not public API).
+
+    Subclasses are frozen dataclasses; they override what applies. ``family`` is a short stable
+    name the CLI and the auditor key on.
+    """
+
+    family: str = "mechanism"
+
+    def rdp(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def closed_forms(self) -> dict:
+        return {}
+
+    def pure(self):
+        return None
+
+    def zcdp(self):
+        return None
+
+    def output_pair(self):
+        return None
+
+    def describe(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def check_scale(name: str, value: object):
+    """A positive finite real parameter (int, float or Fraction), kept exactly as given."""
+    return check_positive(name, value)
+
+
+def check_sensitivity_int(name: str, value: object) -> int:
+    """A positive integer sensitivity; integral floats are refused (sensitivities are typed exactly)."""
+    if isinstance(value, float):
+        raise AccountingError(name, value, "an integer >= 1 (a discrete mechanism needs an int sensitivity)")
+    return check_integer(name, value, minimum=1)
+
+
+def as_exact_real(value) -> arb:
+    """An exact ball for a validated int/float/Fraction parameter."""
+    return exact(value)
+
+
+def arb_to_fraction(ball: arb) -> Fraction:
+    """The exact rational value of an exact (radius 0) ball."""
+    if not ball.is_exact():
+        raise AccountingError("alpha", ball, "an exact ball (radius 0)")
+    mantissa, exponent = ball.man_exp()
+    mantissa, exponent = int(mantissa), int(exponent)
+    if exponent >= 0:
+        return Fraction(mantissa * (1 << exponent))
+    return Fraction(mantissa, 1 << (-exponent))
+
+
+@contextmanager
+def guarded(extra: int = 16) -> Iterator[int]:
+    """Raise the Arb precision by ``extra`` guard bits for the block (restored afterwards)."""
+    bits = ctx.prec + int(extra)
+    with ctx.workprec(bits):
+        yield bits
+
+
+def alpha_guard_bits(alpha: arb) -> int:
+    """Guard bits for a leaf at ``alpha``: the bits lost dividing by (alpha - 1) near 1, plus 16."""
+    am1 = float((alpha - 1).mid())
+    if not math.isfinite(am1) or am1 >= 1:
+        return 16
+    if am1 <= 0:
+        return 64
+    return 16 + max(0, -math.floor(math.log2(am1)))
+
+
+def logsumexp(values: Sequence[arb]) -> arb:
+    """log(sum_i exp(v_i)) in ball arithmetic, stable: factor out the largest midpoint."""
+    if len(values) == 0:
+        return arb.neg_inf()
+    top = max(values, key=lambda v: float(v.mid()) if v.is_finite() else -math.inf)
+    shift = top.mid()
+    total = arb(0)
+    for v in values:
+        total += (v - shift).exp()
+    return shift + total.log()
+
+
+def nonneg_error(bound: arb) -> arb:
+    """The ball [0, u] with u >= the upper endpoint of ``bound`` (a proven non-negative remainder)."""
+    return arb(0).union(bound.upper())
+
+
+def half_square_up(value) -> float:
+    """value^2 / 2 rounded up to a float (for eps-DP => eps^2/2-zCDP)."""
+    from .._certified import upper_float, working_precision
+
+    with working_precision(None):
+        e = exact(value)
+        return upper_float(e * e / 2)

@@ -1,0 +1,1198 @@
+"""Tight composition through privacy-loss distributions (PLDs), with certified upper bounds.
+
+What is computed
+----------------
+For a discrete mechanism with neighbouring output laws P = M(D), Q = M(D') on the integers (an
+:class:`~accounting.IntegerPair`), the privacy loss of the output k is L(k) = log(P(k)/Q(k)),
+and its law under k ~ P is the privacy-loss distribution of the pair (P || Q); L = +inf where
+Q(k) = 0 < P(k). The hockey-stick divergence is a functional of that law,
+
+    delta(eps) = sum_k (P(k) - e^eps Q(k))_+ = E_{L ~ PLD}[ f_eps(L) ],
+    f_eps(x) = (1 - e^{eps - x})_+          (f_eps(+inf) = 1),
+
+and the non-adaptive k-fold (or heterogeneous) composition M_1 x ... x M_k has privacy loss
+L_1 + ... + L_k with independent summands, so its PLD is the *convolution* of the PLDs. Both
+directions (P || Q) and (Q || P) are built; the reported delta(eps) is the larger of the two and
+eps(delta) the larger of the two solutions (an (eps, delta) guarantee for the symmetric
+neighbouring relation). This module does not decide which pair is the worst case for a
+mechanism: that is the mechanism's ``output_pair()`` contract (for the shift families of
+:mod:`accounting._mechanisms` the shift by the full sensitivity). Adaptive composition is
+covered where the pair is a dominating pair of every step (Zhu, Dong & Wang 2022).
+
+How it is certified (the pessimism argument)
+---------------------------------------------
+Everything rests on one monotonicity fact: f_eps is non-decreasing on [-inf, +inf] with values
+in [0, 1]. Hence, if L' >= L almost surely under some coupling (L' *dominates* L), then
+E f_eps(L') >= E f_eps(L) for every eps, and if L'_i >= L_i for each i with independent pairs,
+then sum L'_i >= sum L_i, so the composition of dominating PLDs dominates the composed PLD.
+This is the argument of Meiser & Mohammadi (CCS 2018, "Tight on budget?"), Koskela, Jälkö &
+Honkela (AISTATS 2020) and of dp_accounting's ``pessimistic_estimate=True``: rounding every loss
+*up* to a grid yields a PLD that dominates the true one; it need not itself be the PLD of any
+pair of laws, and nothing here needs that. The operations used, each of which only moves
+probability mass upwards or adds mass (never lowers E f_eps because f_eps >= 0), are:
+
+1. *Grid rounding.* Each loss is placed on a grid origin + n * step:
+   - **exact lattice** (discrete Laplace with integer sensitivity, discrete Gaussian, randomized
+     response, ...): the losses already sit on a lattice, detected from their Arb enclosures or
+     given as ``lattice_step``; each loss L is assigned its lattice point G and a certified
+     ``shift`` s = max(0, sup(L - G)) is kept (of the order of 2^-precision). Composition adds
+     shifts, and delta is evaluated with every grid loss raised by the total shift, so
+     L_true <= G + s holds for every composed outcome: exact up to that shift;
+   - **pessimistic discretisation** with width h (Skellam, ...): n = ceil(L / h), decided with
+     certified comparisons (n h >= sup of L's ball), so the grid loss is >= the true loss.
+2. *Tails of the output law.* Outputs outside a window [lo, hi] carry P-mass at most the pair's
+   certified ``tail_p(lo, hi)``; that bound is placed on the +inf atom (f_eps(+inf) = 1 >= any
+   f_eps value). Outputs with Q(k) = 0 go to the +inf atom exactly.
+3. *Truncation after each convolution.* Mass dropped from the low-loss end is added to the
+   lowest kept grid point (moved up); mass dropped from the high end is added to the +inf atom.
+   The rounding of these sums is covered (Arb balls, or an l1 error term in the float engine).
+4. *Masses.* The exact engine keeps masses as Arb balls; evaluating delta uses their upper
+   endpoints (a pointwise larger measure, so a larger E f_eps since f_eps >= 0). The float
+   engine keeps floats c_hat and a certified l1 distance E to a dominating measure c, and
+   |sum (c - c_hat) f_eps| <= E since 0 <= f_eps <= 1; it is added to delta.
+
+The *optimistic* twin of every step (round losses down, drop the tail mass, drop low-end
+truncations, move high-end truncations down to the highest kept point, use lower endpoints and
+subtract E) gives a measure dominated by the true PLD, hence a certified *lower* bound. Every
+result carries both: ``epsilon`` (certified upper) and ``epsilon_lower`` (certified lower), the
+sandwich inside which the true value lies. In discretised mode the two are at most about
+2 k h apart in eps (each loss moves by < h either way); in exact-lattice mode only the
+truncation masses and ball radii separate them.
+
+Engines and their rounding
+--------------------------
+- ``"arb"``: masses as Arb balls in an ``arb_poly``; composition by ``arb_poly`` multiplication
+  and k-fold composition by repeated squaring (binary powering) with truncation after every
+  product (python-flint's ``arb_poly.__pow__`` is far slower and cannot truncate). Used by
+  default on exact lattices.
+- ``"float"``: float64 masses, convolution by real FFT (scipy.fft). The forward error of each
+  FFT product is bounded by the standard radix-2 analysis (Higham, *Accuracy and Stability of
+  Numerical Algorithms*, 2nd ed., Thm 24.2, with Brent, Percival & Zimmermann's bound for the
+  complex products):
+      ||z_hat - a*b||_2 <= (2 rho + 3u) ||a||_2 ||b||_1 + rho ||a||_1 ||b||_2 + 2 rho^2 sqrt(N) ||a||_2 ||b||_2,
+      rho = m eta / (1 - m eta),  eta = mu + gamma_4 (sqrt 2 + mu),  m = ceil(log2 N) + 2,
+  with twiddle-factor error mu = 8u and the whole bound multiplied by a safety factor 4 for the
+  mixed-radix and real-packing passes of pocketfft (u = 2^-53); the l1 error of the M useful
+  entries is at most sqrt(M) times that. This bound is the one *assumption* of the float engine
+  (the arb engine needs none); products with a short factor use direct summation with the
+  rigorous bound gamma_n ||a||_1 ||b||_1. Errors propagate through products as
+  E(ab) <= E_a (||b_hat||_1 + E_b) + ||a_hat||_1 E_b + (fresh error); negative FFT noise is
+  clamped to 0, which cannot increase the distance to a non-negative measure. The final sum
+  sum c_hat_n f(L_n) is formed with f evaluated from Arb enclosures of e^{eps - L} (one per block,
+  times Arb enclosures of e^{-j step}), IEEE products and an explicit summation error term,
+  so delta evaluation is rigorous given only IEEE-754 basic operations.
+  Default for discretised PLDs, where the grid holds millions of points.
+
+Searching eps(delta)
+--------------------
+delta(eps) is non-increasing in eps. A float estimate from suffix sums (sum_{L_n > eps} c_n and
+a log-sum-exp of c_n e^{-L_n}) locates eps* with estimated delta(eps*) = delta by bisection;
+the candidate eps* (1 + 1e-10) + 1e-12 is then *certified* (certified delta(eps) <= delta), and
+moved up geometrically until it is. So ``epsilon`` is an eps whose certified delta is <= delta,
+within about 1e-9 relative of the smallest such eps on this PLD. The lower bound is searched the
+same way (largest eps whose certified lower delta is > delta, so the true eps(delta) exceeds it).
+If the +inf atom alone exceeds delta, eps = inf.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+import scipy.fft
+from flint import arb, arb_poly
+
+from ._certified import DEFAULT_PRECISION, exact, lower_float, upper_float, working_precision
+from ._pairs import IntegerPair
+from ._validation import (
+    AccountingError,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
+
+__all__ = [
+    "PLDResult",
+    "PrivacyLossDistribution",
+    "pld_delta",
+    "pld_epsilon",
+]
+
+_U = 2.0**-53
+_SUBNORMAL = 5e-324
+#: Default P-mass outside the output window (placed on the +inf atom).
+DEFAULT_TAIL_MASS = 1e-18
+#: Default mass that one truncation may drop from each end after a convolution.
+DEFAULT_TRUNCATION = 1e-15
+#: Default discretisation width when the losses are not on a lattice (``from_pair``).
+DEFAULT_DISCRETISATION = 1e-4
+_BLOCK = 2048
+_SPARSE_PAIRS = 4_000_000
+_MAX_LATTICE_POINTS = 4_000_000
+_DIRECT_CONVOLUTION = 256
+
+
+# ----------------------------------------------------------------------------------------------
+# result type
+
+
+@dataclass(frozen=True)
+class PLDResult:
+    """(eps, delta) from the PLD route: ``epsilon`` and ``delta`` are certified upper bounds.
+
+    ``epsilon_lower`` / ``delta_lower`` are certified *lower* bounds from the optimistic twin of
+    the same computation (``None`` if it was not built), so the true value lies in
+    [epsilon_lower, epsilon]. ``discretisation`` is the grid width h or ``"exact lattice"``;
+    ``direction`` names the worse of the pairs ``"P||Q"``, ``"Q||P"`` (``"P||Q = Q||P"`` when
+    one computation covered both); ``truncated_mass`` is the total mass placed on the +inf atom
+    or moved up by tail truncation (an upper bound of its effect on delta).
+    """
+
+    epsilon: float
+    delta: float
+    route: str
+    discretisation: float | str
+    direction: str
+    truncated_mass: float
+    compositions: int
+    epsilon_lower: float | None = None
+    delta_lower: float | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "route": self.route,
+            "discretisation": self.discretisation,
+            "direction": self.direction,
+            "truncated_mass": self.truncated_mass,
+            "compositions": self.compositions,
+            "epsilon_lower": self.epsilon_lower,
+            "delta_lower": self.delta_lower,
+            "detail": self.detail,
+        }
+
+
+# ----------------------------------------------------------------------------------------------
+# small certified helpers
+
+
+def _is_neg_inf(ball: arb) -> bool:
+    return (not ball.is_finite()) and bool(ball < 0)
+
+
+def _float_up(x: float) -> float:
+    return math.nextafter(x, math.inf)
+
+
+def _ball_of(lo: float, hi: float) -> arb:
+    """An Arb ball containing the float interval [lo, hi]."""
+    return arb(lo).union(arb(hi))
+
+
+def _floats_of_balls(balls: Sequence[arb], upper: bool) -> np.ndarray:
+    """Vectorised certified endpoints: floats >= (upper) or <= (lower, clamped at 0) each ball."""
+    n = len(balls)
+    mids = np.empty(n)
+    rads = np.empty(n)
+    for i, b in enumerate(balls):
+        if not b.is_finite():
+            raise ArithmeticError("a mass enclosure is not finite: raise the precision")
+        mids[i] = float(b.mid())
+        rads[i] = float(b.rad())
+    # float(mid) and float(rad) are each within u relative (+ subnormal spacing) of the exact
+    # values; the margin 8u (|m| + r) + 4 * 2^-1074 covers both conversions and the two roundings
+    # of the expression itself.
+    margin = 8 * _U * (np.abs(mids) + rads) + 4 * _SUBNORMAL * ((mids != 0) | (rads != 0))
+    if upper:
+        out = mids + rads + margin
+        return np.maximum(out, 0.0)
+    out = mids - rads - margin
+    return np.maximum(out, 0.0)
+
+
+def _sum_upper(values: np.ndarray) -> float:
+    """A float >= the exact sum of non-negative floats (any summation order)."""
+    n = len(values)
+    if n == 0:
+        return 0.0
+    s = float(np.sum(values))
+    return _float_up(s * (1 + 2 * (n + 2) * _U) + n * _SUBNORMAL)
+
+
+def _sum_lower(values: np.ndarray) -> float:
+    n = len(values)
+    if n == 0:
+        return 0.0
+    s = float(np.sum(values))
+    return max(0.0, math.nextafter(s * (1 - 2 * (n + 2) * _U), -math.inf))
+
+
+def _as_exact_real(name: str, value: object) -> arb:
+    if isinstance(value, arb):
+        if not value.is_finite():
+            raise AccountingError(name, value, "a finite real number")
+        return value
+    if isinstance(value, str):
+        value = Fraction(value)
+    check_positive(name, value)
+    return exact(value)  # type: ignore[arg-type]
+
+
+def _step_key(value: object, ball: arb) -> str:
+    """A key identifying a grid step exactly (two PLDs compose only on equal keys)."""
+    if isinstance(value, (int, Fraction)) and not isinstance(value, bool):
+        return f"q:{Fraction(value)}"
+    if isinstance(value, float):
+        return f"q:{Fraction(value)}"
+    if isinstance(value, str):
+        return f"q:{Fraction(value)}"
+    if ball.is_exact():
+        m, e = ball.man_exp()
+        return f"d:{int(m)}:{int(e)}"
+    return f"ball:{ball.str(radius=True, more=True)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# one side of one direction: a (dominating or dominated) measure on origin + n*step  and +inf
+
+
+class _Side:
+    """A measure on the grid {origin + (offset + i) * step} plus an atom at +inf.
+
+    ``upper=True``: dominates the true PLD (after raising every grid loss by ``shift``);
+    ``upper=False``: is dominated by it (after lowering every grid loss by ``shift``).
+    Exactly one of ``poly`` (arb engine) and ``vec`` (float engine, l1 error ``err``) is set.
+    """
+
+    __slots__ = ("upper", "offset", "poly", "vec", "err", "inf", "shift", "origin", "truncated")
+
+    def __init__(self, upper, offset, poly, vec, err, inf, shift, origin, truncated):
+        self.upper = upper
+        self.offset = int(offset)
+        self.poly = poly
+        self.vec = vec
+        self.err = float(err)
+        self.inf = inf
+        self.shift = shift
+        self.origin = origin
+        self.truncated = truncated
+
+    @property
+    def engine(self) -> str:
+        return "arb" if self.poly is not None else "float"
+
+    def length(self) -> int:
+        return (self.poly.degree() + 1) if self.poly is not None else len(self.vec)
+
+    def finite_mass(self) -> arb:
+        """A ball containing the (dominating/dominated) measure's finite mass."""
+        if self.poly is not None:
+            if self.poly.degree() < 0:
+                return arb(0)
+            return self.poly(1)
+        hi = _sum_upper(self.vec) + self.err
+        lo = max(0.0, _sum_lower(self.vec) - self.err)
+        return _ball_of(lo, _float_up(hi))
+
+    def to_float(self) -> "_Side":
+        if self.poly is None:
+            return self
+        coeffs = self.poly.coeffs()
+        vec = _floats_of_balls(coeffs, self.upper) if coeffs else np.zeros(0)
+        return _Side(self.upper, self.offset, None, vec, 0.0, self.inf, self.shift, self.origin, self.truncated)
+
+    def endpoint_vector(self) -> tuple[np.ndarray, float]:
+        """(c_hat, E): floats and an l1 error for evaluating sums against functions in [0, 1]."""
+        if self.poly is not None:
+            coeffs = self.poly.coeffs()
+            vec = _floats_of_balls(coeffs, self.upper) if coeffs else np.zeros(0)
+            return vec, 0.0
+        return self.vec, self.err
+
+
+def _fft_error_l2(n_fft: int, a1: float, a2: float, b1: float, b2: float) -> float:
+    """The (assumed standard) l2 forward-error bound of an FFT convolution (module docstring)."""
+    m = math.ceil(math.log2(max(n_fft, 2))) + 2
+    mu = 8 * _U
+    gamma4 = 4 * _U / (1 - 4 * _U)
+    eta = mu + gamma4 * (math.sqrt(2) + mu)
+    rho = m * eta / (1 - m * eta)
+    bound = (2 * rho + 3 * _U) * a2 * b1 + rho * a1 * b2 + 2 * rho * rho * math.sqrt(n_fft) * a2 * b2
+    return 4.0 * bound * (1 + 1e-10)
+
+
+def _norms(v: np.ndarray) -> tuple[float, float]:
+    n = len(v)
+    l1 = _sum_upper(v)
+    l2 = _float_up(math.sqrt(_sum_upper(v * v) * (1 + 4 * _U)) * (1 + 4 * _U)) + n * 0.0
+    return l1, l2
+
+
+def _convolve_floats(a: np.ndarray, b: np.ndarray, square: bool) -> tuple[np.ndarray, float]:
+    """(z_hat, bound) with ||z_hat - a*b||_1 <= bound; z_hat clamped at 0."""
+    na, nb = len(a), len(b)
+    m_out = na + nb - 1
+    a1, a2 = _norms(a)
+    b1, b2 = (a1, a2) if square else _norms(b)
+    ia = np.flatnonzero(a)
+    ib = ia if square else np.flatnonzero(b)
+    if min(na, nb) <= _DIRECT_CONVOLUTION or len(ia) * len(ib) <= _SPARSE_PAIRS:
+        # direct summation: entry n sums at most min(nnz_a, nnz_b) products, in any order
+        if len(ia) * len(ib) <= _SPARSE_PAIRS:
+            pos = (ia[:, None] + ib[None, :]).ravel()
+            val = (a[ia][:, None] * b[ib][None, :]).ravel()
+            z = np.bincount(pos, weights=val, minlength=m_out)[:m_out]
+        else:
+            z = np.convolve(a, b)
+        n = min(len(ia), len(ib)) + 2
+        bound = (n * _U / (1 - n * _U)) * a1 * b1 * (1 + 1e-10)
+    else:
+        n_fft = scipy.fft.next_fast_len(m_out, real=True)
+        fa = scipy.fft.rfft(a, n_fft)
+        fb = fa if square else scipy.fft.rfft(b, n_fft)
+        z = scipy.fft.irfft(fa * fb, n_fft)[:m_out]
+        bound = math.sqrt(m_out) * _fft_error_l2(n_fft, a1, a2, b1, b2)
+    np.maximum(z, 0.0, out=z)
+    return z, _float_up(bound)
+
+
+def _multiply(s1: _Side, s2: _Side) -> _Side:
+    """The convolution of two sides of the same bound direction (no truncation)."""
+    if s1.engine != s2.engine:
+        s1, s2 = s1.to_float(), s2.to_float()
+    m1, m2 = s1.finite_mass(), s2.finite_mass()
+    inf = s1.inf * m2 + s2.inf * m1 + s1.inf * s2.inf
+    if s1.upper:
+        inf = arb(0).union(inf.upper())
+    else:
+        inf = inf.nonnegative_part()
+    offset = s1.offset + s2.offset
+    shift = s1.shift + s2.shift
+    origin = s1.origin + s2.origin
+    truncated = s1.truncated + s2.truncated
+    if s1.poly is not None:
+        poly = s1.poly * s1.poly if s1 is s2 else s1.poly * s2.poly
+        return _Side(s1.upper, offset, poly, None, 0.0, inf, shift, origin, truncated)
+    z, fresh = _convolve_floats(s1.vec, s2.vec, s1 is s2)
+    # whole-measure norms of the computed measures (finite part + +inf atom)
+    a1 = _sum_upper(s1.vec) + upper_float(s1.inf.abs_upper())
+    b1 = _sum_upper(s2.vec) + upper_float(s2.inf.abs_upper())
+    err = s1.err * (b1 + s2.err) + a1 * s2.err + fresh
+    return _Side(s1.upper, offset, None, z, _float_up(err * (1 + 8 * _U)), inf, shift, origin, truncated)
+
+
+def _cut_count(values: np.ndarray, tau: float) -> int:
+    """How many leading entries have cumulative sum <= tau (cumsum on growing prefixes only)."""
+    n = len(values)
+    chunk = 4096
+    while True:
+        head = np.cumsum(values[: min(n, chunk)])
+        count = int(np.searchsorted(head, tau, side="right"))
+        if count < len(head) or len(head) == n:
+            return count
+        chunk *= 4
+
+
+def _truncate(side: _Side, tau: float) -> _Side:
+    """Drop up to ``tau`` (approximate) mass from each end, pessimistically (or optimistically).
+
+    upper side: low-end mass added to the lowest kept point, high-end mass to +inf;
+    lower side: low-end mass dropped, high-end mass added to the highest kept point.
+    """
+    if side.poly is not None:
+        coeffs = side.poly.coeffs()
+        n = len(coeffs)
+        if n == 0:
+            return side
+        approx = np.array([float(c.mid()) + float(c.rad()) for c in coeffs])
+    else:
+        approx = side.vec
+        n = len(approx)
+        if n == 0:
+            return side
+    # cut while the cumulative (approximate) mass stays <= tau; exact zeros are always cut
+    lo_cut = _cut_count(approx, tau)
+    hi_cut = _cut_count(approx[::-1], tau)
+    if lo_cut + hi_cut >= n:
+        keep_one = int(np.argmax(approx))
+        lo_cut, hi_cut = keep_one, n - 1 - keep_one
+    if lo_cut == 0 and hi_cut == 0:
+        return side
+    kept_lo, kept_hi = lo_cut, n - hi_cut  # kept slice [kept_lo, kept_hi)
+    truncated = side.truncated
+    inf = side.inf
+    if side.poly is not None:
+        low_mass = sum(coeffs[:lo_cut], arb(0))
+        high_mass = sum(coeffs[kept_hi:], arb(0))
+        kept = list(coeffs[kept_lo:kept_hi])
+        if side.upper:
+            kept[0] = kept[0] + low_mass
+            inf = arb(0).union((inf + high_mass).upper())
+            truncated = truncated + low_mass + high_mass
+        else:
+            kept[-1] = kept[-1] + high_mass
+            truncated = truncated + low_mass
+        return _Side(side.upper, side.offset + kept_lo, arb_poly(kept), None, 0.0, inf, side.shift, side.origin, truncated)
+    vec = side.vec
+    low = vec[:lo_cut]
+    high = vec[kept_hi:]
+    kept = vec[kept_lo:kept_hi].copy()
+    err = side.err
+    if side.upper:
+        low_up = _sum_upper(low)
+        high_up = _sum_upper(high)
+        # adding the moved mass to one float: the sum and the addition each round
+        old = kept[0]
+        kept[0] = kept[0] + float(np.sum(low))
+        err += 2 * (len(low) + 2) * _U * (low_up + old) + 2 * _SUBNORMAL
+        inf = arb(0).union((inf + arb(high_up)).upper())
+        truncated = truncated + arb(low_up) + arb(high_up)
+    else:
+        high_up = _sum_upper(high)
+        low_up = _sum_upper(low)
+        old = kept[-1]
+        kept[-1] = kept[-1] + float(np.sum(high))
+        err += 2 * (len(high) + 2) * _U * (high_up + old) + 2 * _SUBNORMAL
+        truncated = truncated + arb(low_up)
+    return _Side(side.upper, side.offset + kept_lo, None, kept, _float_up(err), inf, side.shift, side.origin, truncated)
+
+
+def _power(side: _Side, k: int, tau: float) -> _Side:
+    """k-fold self-convolution by binary powering, truncating after every product."""
+    result: _Side | None = None
+    base = side
+    while True:
+        if k & 1:
+            result = base if result is None else _truncate(_multiply(result, base), tau)
+        k >>= 1
+        if not k:
+            break
+        base = _truncate(_multiply(base, base), tau)
+    assert result is not None  # k >= 1 is validated by the callers
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# delta(eps) on one side
+
+
+def _powers_table(step: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Certified float lower/upper bounds of e^{-j step}, j = 0..count-1."""
+    r = (-step).exp()
+    balls = []
+    value = arb(1)
+    for _ in range(count):
+        balls.append(value)
+        value = value * r
+    return _floats_of_balls(balls, upper=False), _floats_of_balls(balls, upper=True)
+
+
+class _Evaluator:
+    """Certified sum_n c_n f_eps(L_n) for one side, plus a fast float estimate for searching."""
+
+    def __init__(self, side: _Side, step: arb, step_float: float) -> None:
+        self.side = side
+        self.step = step
+        self.step_float = step_float
+        self.vec, self.err = side.endpoint_vector()
+        self.inf = side.inf
+        # grid loss of entry i, corrected by the shift: L_i = base + i * step
+        if side.upper:
+            self.base = side.origin + side.offset * step + side.shift
+        else:
+            self.base = side.origin + side.offset * step - side.shift
+        self.base_float = float(self.base.mid())
+        self._suffix: tuple[np.ndarray, np.ndarray] | None = None
+        self._table: tuple[np.ndarray, np.ndarray] | None = None
+
+    # ---- certified -------------------------------------------------------------------------
+
+    def certified(self, eps: arb) -> float:
+        """Upper side: a float >= delta_side(eps); lower side: a float <= it."""
+        vec = self.vec
+        n = len(vec)
+        upper = self.side.upper
+        t = eps - self.base  # f(L_i) = (1 - e^{t - i step})_+
+        # first index whose term can be positive: i step > t
+        i0 = math.floor(float(t.mid()) / self.step_float) - 1
+        i0 = max(0, min(n, i0))
+        # every i < i0 must satisfy i step <= t (then f = 0), certified
+        while i0 > 0 and not bool((t - (i0 - 1) * self.step).lower() >= 0):
+            i0 -= 1
+        total = 0.0
+        count = n - i0
+        if count > 0:
+            if self._table is None:
+                self._table = _powers_table(self.step, min(_BLOCK, n))
+            g_lo, g_hi = self._table
+            block = len(g_lo)
+            parts = []
+            for start in range(i0, n, block):
+                stop = min(n, start + block)
+                a = (t - start * self.step).exp()
+                if upper:
+                    a_f = lower_float(a)
+                    x = a_f * g_lo[: stop - start]
+                    f = np.minimum(1.0, np.maximum(0.0, 1.0 - x) + 3 * _U)
+                else:
+                    a_f = upper_float(a)
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        x = a_f * g_hi[: stop - start]
+                    f = np.maximum(0.0, (1.0 - x) - 3 * _U)
+                    f = np.nan_to_num(f, nan=0.0)
+                parts.append(vec[start:stop] * f)
+            terms = np.concatenate(parts)
+            # products c*f each round (relative u): folded into the summation margin
+            total = _sum_upper(terms * (1 + 2 * _U)) if upper else _sum_lower(terms * (1 - 2 * _U))
+        if upper:
+            return upper_float(arb(total) + self.inf.upper() + arb(self.err))
+        return max(0.0, lower_float(arb(total) + self.inf.lower() - arb(self.err)))
+
+    # ---- estimate (not certified; used to locate eps before certifying) --------------------
+
+    def estimate(self, eps: float) -> float:
+        vec = self.vec
+        n = len(vec)
+        if self._suffix is None:
+            losses = self.base_float + np.arange(n) * self.step_float
+            with np.errstate(divide="ignore"):
+                logw = np.log(vec) - losses
+            s0 = np.cumsum(vec[::-1])[::-1]
+            s1 = np.logaddexp.accumulate(logw[::-1])[::-1] if n else logw
+            self._suffix = (s0, s1)
+        s0, s1 = self._suffix
+        i = math.floor((eps - self.base_float) / self.step_float) + 1
+        i = max(0, i)
+        extra = float(self.inf.mid()) + (self.err if self.side.upper else -self.err)
+        if i >= n:
+            return extra
+        value = s0[i] - math.exp(min(700.0, eps + s1[i])) if math.isfinite(s1[i]) else s0[i]
+        return max(0.0, value) + extra
+
+    def search(self, delta: float) -> float:
+        """An eps (float) with estimated delta(eps) ~= delta; 0 if delta(0) <= delta already."""
+        if self.estimate(0.0) <= delta:
+            return 0.0
+        lo = 0.0
+        hi = max(1.0, self.base_float + len(self.vec) * self.step_float + 1.0)
+        if self.estimate(hi) > delta:
+            return math.inf
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if mid in (lo, hi):
+                break
+            if self.estimate(mid) > delta:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+
+def _certified_epsilon_upper(ev: _Evaluator, delta: float, prec: int) -> tuple[float, float]:
+    """(eps, certified delta(eps)) with certified delta(eps) <= delta (eps may be inf)."""
+    with working_precision(prec):
+        if upper_float(ev.inf.upper() + arb(ev.err)) > delta:
+            return math.inf, 1.0
+        guess = ev.search(delta)
+        if math.isinf(guess):
+            guess = ev.base_float + len(ev.vec) * ev.step_float + 1.0
+        d0 = ev.certified(arb(0.0))
+        if d0 <= delta:
+            return 0.0, d0
+        eps = guess * (1 + 1e-10) + 1e-12
+        bump = max(abs(guess) * 1e-9, 1e-12)
+        for _ in range(200):
+            d = ev.certified(arb(eps))
+            if d <= delta:
+                return eps, d
+            eps = eps + bump
+            bump *= 4
+        raise ArithmeticError("could not certify an epsilon for this delta (precision too low?)")
+
+
+def _certified_epsilon_lower(ev: _Evaluator, delta: float, prec: int) -> float:
+    """A float eps with certified lower delta(eps) > delta (so the true eps(delta) > eps), or 0."""
+    with working_precision(prec):
+        if lower_float(ev.inf.lower() - arb(ev.err)) > delta:
+            return math.inf
+        guess = ev.search(delta)
+        if math.isinf(guess):
+            return 0.0
+        eps = guess * (1 - 1e-10) - 1e-12
+        bump = max(abs(guess) * 1e-9, 1e-12)
+        for _ in range(200):
+            if eps <= 0:
+                return 0.0
+            if ev.certified(arb(eps)) > delta:
+                return eps
+            eps -= bump
+            bump *= 4
+        return 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# construction from an IntegerPair
+
+
+def _resolve_pair(subject: object) -> IntegerPair:
+    if isinstance(subject, IntegerPair):
+        return subject
+    maker = getattr(subject, "output_pair", None)
+    if callable(maker):
+        pair = maker()
+        if isinstance(pair, IntegerPair):
+            return pair
+    raise AccountingError(
+        "mechanism_pair",
+        subject,
+        "an IntegerPair or a mechanism whose output_pair() returns one",
+    )
+
+
+def _loss_atoms(
+    pair: IntegerPair, forward: bool, lo: int, hi: int, logs: list[tuple[arb, arb]]
+) -> tuple[list[tuple[arb, arb]], arb, arb]:
+    """(losses with masses, Q=0 mass, certified tail bound) for one direction on [lo, hi]."""
+    atoms: list[tuple[arb, arb]] = []
+    zero_q = arb(0)
+    for x, (lp, lq) in zip(range(lo, hi + 1), logs):
+        a, b = (lp, lq) if forward else (lq, lp)
+        if _is_neg_inf(a):
+            continue
+        if not a.is_finite():
+            raise ArithmeticError(f"log-mass enclosure at {x} is not finite")
+        mass = a.exp()
+        if _is_neg_inf(b):
+            zero_q = zero_q + mass
+            continue
+        atoms.append((a - b, mass))
+    tail = pair.tail_p(lo, hi) if forward else pair.tail_q(lo, hi)
+    return atoms, zero_q, tail
+
+
+def _detect_lattice(all_losses: Sequence[arb]) -> tuple[arb, str] | None:
+    """An exact dyadic step on which every loss (nearly) sits, or None. Certification is by the
+    shift bound computed afterwards, never by this heuristic."""
+    mids = sorted({float(L.mid()) for L in all_losses})
+    distinct: list[float] = []
+    for v in mids:
+        if not distinct or v - distinct[-1] > 1e-9 * (1 + abs(v)):
+            distinct.append(v)
+    if len(distinct) == 1:
+        return arb(1), "d:1"
+    gaps = [b - a for a, b in zip(distinct, distinct[1:])]
+    g = min(gaps)
+    span = distinct[-1] - distinct[0]
+    for m in range(1, 13):
+        step = g / m
+        if span / step > _MAX_LATTICE_POINTS:
+            return None
+        ok = all(abs((v - distinct[0]) / step - round((v - distinct[0]) / step)) < 1e-6 for v in distinct)
+        if ok:
+            # refine the step at full precision from the widest pair of losses
+            lo_ball = min(all_losses, key=lambda L: float(L.mid()))
+            hi_ball = max(all_losses, key=lambda L: float(L.mid()))
+            count = round(span / step)
+            refined = (hi_ball - lo_ball) / count
+            step_exact = arb(refined.mid())
+            m_, e_ = step_exact.man_exp()
+            return step_exact, f"d:{int(m_)}:{int(e_)}"
+    return None
+
+
+def _lattice_index(loss: arb, origin: arb, step: arb) -> tuple[int, arb, arb]:
+    """Nearest lattice index and the certified excesses sup(L - G), sup(G - L)."""
+    n = round(float(((loss - origin) / step).mid()))
+    grid = origin + n * step
+    return n, (loss - grid).upper(), (grid - loss).upper()
+
+
+def _round_index(loss: arb, h: arb, h_float: float, up: bool) -> int:
+    """Smallest n with n h >= sup L (up) or largest n with n h <= inf L (down), certified."""
+    if up:
+        target = loss.upper()
+        n = math.ceil(float(target.mid()) / h_float)
+        while not bool((n * h).lower() >= target):
+            n += 1
+        while bool(((n - 1) * h).lower() >= target):
+            n -= 1
+        return n
+    target = loss.lower()
+    n = math.floor(float(target.mid()) / h_float)
+    while not bool((n * h).upper() <= target):
+        n -= 1
+    while bool(((n + 1) * h).upper() <= target):
+        n += 1
+    return n
+
+
+def _build_side(
+    indexed: list[tuple[int, arb]],
+    zero_q: arb,
+    tail: arb,
+    upper: bool,
+    shift: arb,
+    origin: arb,
+    engine: str,
+) -> _Side:
+    buckets: dict[int, arb] = {}
+    for n, mass in indexed:
+        buckets[n] = buckets.get(n, arb(0)) + mass
+    if upper:
+        inf = arb(0).union((zero_q + tail.upper()).upper())
+        truncated = arb(tail.upper())
+    else:
+        inf = zero_q.nonnegative_part()
+        truncated = arb(0)
+    if not buckets:
+        offset, coeffs = 0, []
+    else:
+        offset = min(buckets)
+        top = max(buckets)
+        coeffs = [buckets.get(offset + i, arb(0)) for i in range(top - offset + 1)]
+    if engine == "arb":
+        return _Side(upper, offset, arb_poly(coeffs), None, 0.0, inf, shift, origin, truncated)
+    vec = _floats_of_balls(coeffs, upper) if coeffs else np.zeros(0)
+    return _Side(upper, offset, None, vec, 0.0, inf, shift, origin, truncated)
+
+
+# ----------------------------------------------------------------------------------------------
+# public class
+
+
+@dataclass(frozen=True)
+class _Direction:
+    name: str
+    upper: _Side
+    lower: _Side | None
+
+
+class PrivacyLossDistribution:
+    """The PLDs (both directions) of a discrete mechanism, with certified composition.
+
+    Build with :meth:`from_pair`; compose with :meth:`compose` / ``+`` (heterogeneous, same grid)
+    and :meth:`self_compose` (k-fold); read :meth:`delta` and :meth:`epsilon`, which return
+    :class:`PLDResult` objects (certified upper bounds, with the optimistic lower bounds beside
+    them). See the module docstring for the method and its proof of pessimism.
+    """
+
+    __slots__ = ("_directions", "_step", "_step_key", "_step_float", "_discretisation", "_precision", "_truncation", "_compositions", "_label")
+
+    def __init__(self, directions, step, step_key, discretisation, precision, truncation, compositions, label):
+        self._directions: tuple[_Direction, ...] = tuple(directions)
+        self._step: arb = step
+        self._step_key: str = step_key
+        self._step_float = float(step.mid())
+        self._discretisation = discretisation
+        self._precision = precision
+        self._truncation = truncation
+        self._compositions = compositions
+        self._label = label
+
+    # ---- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def from_pair(
+        cls,
+        mechanism_pair: object,
+        *,
+        discretisation: float | Fraction | str | None = None,
+        lattice_step: float | Fraction | str | arb | None = None,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+        truncation: float = DEFAULT_TRUNCATION,
+        engine: str = "auto",
+        lower_bound: bool = True,
+        precision: int | None = None,
+    ) -> "PrivacyLossDistribution":
+        """The PLD of one release of ``mechanism_pair`` (an IntegerPair or a mechanism).
+
+        - ``discretisation=h``: pessimistic rounding of every loss up to a multiple of h
+          (and down, for the lower bound).
+        - ``lattice_step=s``: the losses are multiples of s (e.g. ``Fraction(1, 20)``); checked,
+          with the certified shift recorded. PLDs built on the same ``lattice_step`` (or the same
+          ``h``) can be composed with each other.
+        - neither: an exact lattice is detected from the loss enclosures if there is one,
+          otherwise h = ``DEFAULT_DISCRETISATION``.
+
+        ``tail_mass``: P-mass left outside the output window (goes to the +inf atom);
+        ``truncation``: mass that one truncation may drop from each end after a convolution;
+        ``engine``: ``"arb"``, ``"float"`` or ``"auto"`` (arb on exact lattices, float otherwise);
+        ``lower_bound``: also build the optimistic twin (for ``epsilon_lower``).
+        """
+        pair = _resolve_pair(mechanism_pair)
+        check_probability("tail_mass", tail_mass)
+        check_probability("truncation", truncation)
+        if engine not in ("auto", "arb", "float"):
+            raise AccountingError("engine", engine, "one of 'auto', 'arb', 'float'")
+        if discretisation is not None and lattice_step is not None:
+            raise AccountingError("lattice_step", lattice_step, "None when discretisation is given")
+        h_value = None
+        if discretisation is not None:
+            if isinstance(discretisation, str):
+                discretisation = Fraction(discretisation)
+            check_positive("h", discretisation)
+            h_value = discretisation
+        with working_precision(precision) as prec:
+            lo, hi = pair.window(tail_mass)
+            logs = [(pair.log_p(x), pair.log_q(x)) for x in range(lo, hi + 1)]
+            fwd = _loss_atoms(pair, True, lo, hi, logs)
+            bwd = _loss_atoms(pair, False, lo, hi, logs)
+            all_losses = [L for L, _ in fwd[0]] + [L for L, _ in bwd[0]]
+            mode = "discretised"
+            step: arb
+            step_key: str
+            if h_value is None and lattice_step is not None:
+                step = _as_exact_real("lattice_step", lattice_step)
+                step_key = _step_key(lattice_step, step)
+                mode = "lattice"
+            elif h_value is None:
+                found = _detect_lattice(all_losses) if all_losses else (arb(1), "d:1")
+                if found is not None:
+                    step, step_key = found
+                    mode = "lattice"
+                else:
+                    h_value = DEFAULT_DISCRETISATION
+            if mode == "discretised":
+                step = exact(h_value)  # type: ignore[arg-type]
+                step_key = _step_key(h_value, step)
+            chosen = engine if engine != "auto" else ("arb" if mode == "lattice" else "float")
+            directions = []
+            step_float = float(step.mid())
+            for name, (atoms, zero_q, tail) in (("P||Q", fwd), ("Q||P", bwd)):
+                if mode == "lattice":
+                    # origin: a lattice point for an explicit step, else the smallest loss
+                    if lattice_step is not None or not atoms:
+                        origin = arb(0)
+                    else:
+                        origin = arb(min(atoms, key=lambda t: float(t[0].mid()))[0].mid())
+                    indexed = []
+                    s_up = arb(0)
+                    s_dn = arb(0)
+                    for L, mass in atoms:
+                        n, up_ex, dn_ex = _lattice_index(L, origin, step)
+                        indexed.append((n, mass))
+                        if bool(up_ex > s_up):
+                            s_up = up_ex
+                        if bool(dn_ex > s_dn):
+                            s_dn = dn_ex
+                    tolerance = step * arb(2.0**-20)  # a lattice up to ball radii; s is certified anyway
+                    if not (bool(s_up < tolerance) and bool(s_dn < tolerance)):
+                        raise AccountingError(
+                            "lattice_step",
+                            lattice_step if lattice_step is not None else step_float,
+                            "a step on whose multiples every privacy loss lies",
+                            "pass discretisation=h for losses off a lattice",
+                        )
+                    up = _build_side(indexed, zero_q, tail, True, arb(s_up.upper()), origin, chosen)
+                    low = _build_side(indexed, zero_q, tail, False, arb(s_dn.upper()), origin, chosen) if lower_bound else None
+                else:
+                    up_idx = [(_round_index(L, step, step_float, True), m) for L, m in atoms]
+                    up = _build_side(up_idx, zero_q, tail, True, arb(0), arb(0), chosen)
+                    low = None
+                    if lower_bound:
+                        dn_idx = [(_round_index(L, step, step_float, False), m) for L, m in atoms]
+                        low = _build_side(dn_idx, zero_q, tail, False, arb(0), arb(0), chosen)
+                directions.append(_Direction(name, up, low))
+            directions = _merge_symmetric(directions)
+            disc: float | str = "exact lattice" if mode == "lattice" else float(h_value)  # type: ignore[arg-type]
+            return cls(directions, step, step_key, disc, prec, float(truncation), 1, getattr(pair, "__class__").__name__)
+
+    # ---- properties ------------------------------------------------------------------------
+
+    @property
+    def discretisation(self) -> float | str:
+        return self._discretisation
+
+    @property
+    def compositions(self) -> int:
+        return self._compositions
+
+    @property
+    def truncated_mass(self) -> float:
+        with working_precision(self._precision):
+            return max(upper_float(d.upper.truncated.abs_upper()) for d in self._directions)
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self._directions)
+
+    def grid_size(self) -> int:
+        """The largest number of grid points held by any side (a cost measure)."""
+        return max(max(d.upper.length(), d.lower.length() if d.lower else 0) for d in self._directions)
+
+    # ---- composition -----------------------------------------------------------------------
+
+    def _same_grid(self, other: "PrivacyLossDistribution") -> None:
+        if not isinstance(other, PrivacyLossDistribution):
+            raise AccountingError("other", other, "a PrivacyLossDistribution")
+        if other._step_key != self._step_key:
+            raise AccountingError(
+                "other",
+                f"PLD on step {other._step_float!r}",
+                f"a PLD on the same grid (step {self._step_float!r})",
+                "build both with the same discretisation=h or lattice_step=s",
+            )
+
+    def compose(self, other: "PrivacyLossDistribution") -> "PrivacyLossDistribution":
+        """Heterogeneous composition: this release followed by ``other`` (same grid)."""
+        self._same_grid(other)
+        tau = min(self._truncation, other._truncation)
+        prec = max(self._precision, other._precision)
+        mine = {d.name: d for d in _expand(self._directions)}
+        theirs = {d.name: d for d in _expand(other._directions)}
+        out = []
+        with working_precision(prec):
+            if len(self._directions) == 1 and len(other._directions) == 1:
+                names = [self._directions[0].name]
+                mine = {names[0]: self._directions[0]}
+                theirs = {names[0]: other._directions[0]}
+            else:
+                names = ["P||Q", "Q||P"]
+            for name in names:
+                a, b = mine[name], theirs[name]
+                up = _truncate(_multiply(a.upper, b.upper), tau)
+                low = None
+                if a.lower is not None and b.lower is not None:
+                    low = _truncate(_multiply(a.lower, b.lower), tau)
+                out.append(_Direction(name, up, low))
+        disc = self._discretisation if self._discretisation == other._discretisation else f"{self._discretisation} + {other._discretisation}"
+        return PrivacyLossDistribution(out, self._step, self._step_key, disc, prec, tau, self._compositions + other._compositions, f"{self._label} + {other._label}")
+
+    def __add__(self, other: "PrivacyLossDistribution") -> "PrivacyLossDistribution":
+        if not isinstance(other, PrivacyLossDistribution):
+            return NotImplemented
+        return self.compose(other)
+
+    def self_compose(self, k: int) -> "PrivacyLossDistribution":
+        """k-fold composition (binary powering); equal, up to truncation, to k compositions."""
+        check_positive_int("k", k)
+        if k == 1:
+            return self
+        out = []
+        with working_precision(self._precision):
+            for d in self._directions:
+                up = _power(d.upper, k, self._truncation)
+                low = _power(d.lower, k, self._truncation) if d.lower is not None else None
+                out.append(_Direction(d.name, up, low))
+        return PrivacyLossDistribution(
+            out, self._step, self._step_key, self._discretisation, self._precision, self._truncation, self._compositions * k, f"{k} x {self._label}"
+        )
+
+    times = self_compose
+
+    # ---- queries ---------------------------------------------------------------------------
+
+    def _evaluators(self) -> list[tuple[str, _Evaluator, _Evaluator | None]]:
+        with working_precision(self._precision):
+            return [
+                (d.name, _Evaluator(d.upper, self._step, self._step_float), _Evaluator(d.lower, self._step, self._step_float) if d.lower is not None else None)
+                for d in self._directions
+            ]
+
+    def delta_bounds(self, epsilon: float) -> tuple[float | None, float]:
+        """(certified lower, certified upper) bounds of delta(epsilon)."""
+        result = self.delta(epsilon)
+        return result.delta_lower, result.delta
+
+    def delta(self, epsilon: float | int | Fraction) -> PLDResult:
+        """delta(eps) = max over directions of sum_L mass * (1 - e^{eps - L})_+ + mass(+inf)."""
+        check_nonnegative("epsilon", epsilon)
+        with working_precision(self._precision):
+            eps_ball = exact(epsilon)
+            best_name, best_up, best_low = "", -1.0, None
+            for name, ev_up, ev_low in self._evaluators():
+                up = ev_up.certified(eps_ball)
+                low = ev_low.certified(eps_ball) if ev_low is not None else None
+                if up > best_up:
+                    best_name, best_up = name, up
+                if low is not None:
+                    best_low = low if best_low is None else max(best_low, low)
+            return PLDResult(
+                epsilon=float(epsilon) if not isinstance(epsilon, Fraction) else upper_float(eps_ball),
+                delta=min(1.0, best_up),
+                route="pld",
+                discretisation=self._discretisation,
+                direction=best_name,
+                truncated_mass=self.truncated_mass,
+                compositions=self._compositions,
+                epsilon_lower=None,
+                delta_lower=best_low,
+                detail=self._detail(),
+            )
+
+    def epsilon(self, delta: float) -> PLDResult:
+        """The smallest eps found with certified delta(eps) <= ``delta`` (module docstring)."""
+        check_probability("delta", delta)
+        best_name, best_eps, best_d, best_low = "", -1.0, 1.0, None
+        for name, ev_up, ev_low in self._evaluators():
+            eps, d = _certified_epsilon_upper(ev_up, float(delta), self._precision)
+            if eps > best_eps:
+                best_name, best_eps, best_d = name, eps, d
+            if ev_low is not None:
+                low = _certified_epsilon_lower(ev_low, float(delta), self._precision)
+                best_low = low if best_low is None else max(best_low, low)
+        return PLDResult(
+            epsilon=best_eps,
+            delta=float(delta),
+            route="pld",
+            discretisation=self._discretisation,
+            direction=best_name,
+            truncated_mass=self.truncated_mass,
+            compositions=self._compositions,
+            epsilon_lower=best_low,
+            delta_lower=None,
+            detail=self._detail() + f"; certified delta(epsilon) = {best_d:.6g}",
+        )
+
+    def _detail(self) -> str:
+        with working_precision(self._precision):
+            shifts = [upper_float(d.upper.shift) for d in self._directions]
+            errs = [d.upper.err for d in self._directions]
+            engines = sorted({d.upper.engine for d in self._directions})
+        grid = f"h={self._discretisation!r}" if self._discretisation != "exact lattice" else f"exact lattice step {self._step_float!r}, loss shift <= {max(shifts):.3g}"
+        return f"{self._label}; {grid}; engine {'/'.join(engines)}; float l1 error <= {max(errs):.3g}; grid points {self.grid_size()}"
+
+    def __repr__(self) -> str:
+        return f"PrivacyLossDistribution({self._detail()})"
+
+
+def _expand(directions: Sequence[_Direction]) -> list[_Direction]:
+    """Both named directions (a merged symmetric direction stands for both)."""
+    if len(directions) == 1:
+        d = directions[0]
+        return [_Direction("P||Q", d.upper, d.lower), _Direction("Q||P", d.upper, d.lower)]
+    return list(directions)
+
+
+def _merge_symmetric(directions: list[_Direction]) -> list[_Direction]:
+    """One computation for both directions when their single-release PLDs (nearly) coincide.
+
+    On a common index range, the pointwise maximum of the two upper sides' masses (and of their
+    +inf atoms and shifts) dominates each of them, and the pointwise minimum of the lower sides
+    is dominated by each; so composing the merged side once certifies both directions. The
+    merge is done only when the two differ by at most ``_MERGE_L1`` in l1 (e.g. only in the
+    far tails, as for a symmetric noise law read on a window centred on one of the two laws),
+    so it costs at most that much mass per release.
+    """
+    a, b = directions
+    up = _combine(a.upper, b.upper)
+    if up is None:
+        return directions
+    low = None
+    if a.lower is not None and b.lower is not None:
+        low = _combine(a.lower, b.lower)
+        if low is None:
+            return directions
+    return [_Direction("P||Q = Q||P", up, low)]
+
+
+_MERGE_L1 = 1e-15
+
+
+def _aligned(s: _Side, lo: int, hi: int) -> tuple[np.ndarray, float]:
+    vec, err = s.endpoint_vector()
+    out = np.zeros(hi - lo)
+    out[s.offset - lo : s.offset - lo + len(vec)] = vec
+    return out, err
+
+
+def _combine(s: _Side, t: _Side) -> _Side | None:
+    """The merged side (max for upper, min for lower), or None if they differ too much."""
+    if s.engine != t.engine or s.upper != t.upper:
+        return None
+    if not (s.origin.is_exact() and t.origin.is_exact() and bool(s.origin == t.origin)):
+        return None
+    lo = min(s.offset, t.offset)
+    hi = max(s.offset + s.length(), t.offset + t.length())
+    u, eu = _aligned(s, lo, hi)
+    v, ev = _aligned(t, lo, hi)
+    diff = float(np.sum(np.abs(u - v))) + abs(float(s.inf.mid()) - float(t.inf.mid()))
+    if diff > _MERGE_L1:
+        return None
+    shift = arb(max(s.shift.upper(), t.shift.upper()).upper())
+    truncated = arb(max(s.truncated.upper(), t.truncated.upper()).upper())
+    if s.upper:
+        inf = arb(0).union(max(s.inf.upper(), t.inf.upper()).upper())
+    else:
+        inf = arb(min(s.inf.lower(), t.inf.lower()).lower()).nonnegative_part()
+    if s.poly is not None:
+        cs = [arb(0)] * (hi - lo)
+        ct = [arb(0)] * (hi - lo)
+        for i, c in enumerate(s.poly.coeffs()):
+            cs[s.offset - lo + i] = c
+        for i, c in enumerate(t.poly.coeffs()):
+            ct[t.offset - lo + i] = c
+        # the union contains both masses, hence their max and their min
+        coeffs = [x.union(y) for x, y in zip(cs, ct)]
+        return _Side(s.upper, lo, arb_poly(coeffs), None, 0.0, inf, shift, s.origin, truncated)
+    vec = np.maximum(u, v) if s.upper else np.minimum(u, v)
+    return _Side(s.upper, lo, None, vec, max(eu, ev), inf, shift, s.origin, truncated)
+
+
+# ----------------------------------------------------------------------------------------------
+# one-call helpers
+
+
+def _default_h(k: int) -> float:
+    """h = min(1e-4, 0.02 / k): the rounding bias (about k h / 2 in eps) stays near 1e-2 / 1."""
+    return min(DEFAULT_DISCRETISATION, 0.02 / k)
+
+
+def _build_for(mechanism_pair: object, k: int, discretisation, lattice_step, kwargs) -> PrivacyLossDistribution:
+    if discretisation is None and lattice_step is None:
+        try:
+            pld = PrivacyLossDistribution.from_pair(mechanism_pair, **kwargs)
+            if pld.discretisation == "exact lattice":
+                return pld
+        except AccountingError as error:
+            if error.name != "lattice_step":
+                raise
+        discretisation = _default_h(k)
+    return PrivacyLossDistribution.from_pair(mechanism_pair, discretisation=discretisation, lattice_step=lattice_step, **kwargs)
+
+
+def pld_epsilon(
+    mechanism_pair: object,
+    k: int,
+    delta: float,
+    *,
+    discretisation: float | Fraction | None = None,
+    lattice_step: float | Fraction | str | arb | None = None,
+    **kwargs,
+) -> PLDResult:
+    """Certified eps(delta) of the k-fold composition of one mechanism, through its PLD.
+
+    Exact lattice when the losses sit on one; otherwise pessimistic discretisation with
+    h = ``discretisation`` or min(1e-4, 0.02/k). Other keywords go to
+    :meth:`PrivacyLossDistribution.from_pair`.
+    """
+    check_positive_int("k", k)
+    check_probability("delta", delta)
+    if discretisation is not None:
+        check_positive("h", discretisation)
+    pld = _build_for(mechanism_pair, k, discretisation, lattice_step, kwargs)
+    return pld.self_compose(k).epsilon(delta)
+
+
+def pld_delta(
+    mechanism_pair: object,
+    k: int,
+    epsilon: float,
+    *,
+    discretisation: float | Fraction | None = None,
+    lattice_step: float | Fraction | str | arb | None = None,
+    **kwargs,
+) -> PLDResult:
+    """Certified delta(eps) of the k-fold composition of one mechanism, through its PLD."""
+    check_positive_int("k", k)
+    check_nonnegative("epsilon", epsilon)
+    if discretisation is not None:
+        check_positive("h", discretisation)
+    pld = _build_for(mechanism_pair, k, discretisation, lattice_step, kwargs)
+    return pld.self_compose(k).delta(epsilon)

@@ -1,0 +1,315 @@
+"""Turning a black box's raw outputs into histograms over a partition of the output space.
+
+A mechanism returns a *batch*: a 1-D array (integers, booleans or floats), a 2-D array (one
+vector per row), a tuple/list of per-field arrays (tuples of outputs, stacked as columns), or a
+list of scalars/tuples. :func:`to_table` normalises any of these to a 1-D or 2-D numpy array
+whose rows are independent runs of the mechanism.
+
+A *view* is a picklable map from a table to a histogram over cells of the output space:
+
+- :class:`DiscreteView` -- a 1-D discrete statistic (the output itself, or one column); cells
+  are its values, ordered, so tail events {X >= t} / {X <= t} make sense. Exact histograms.
+- :class:`RowsView` -- whole output vectors (or a subset of columns) taking few distinct
+  values: cells are the distinct rows (unordered). Exact histograms.
+- :class:`BinnedView` -- a real-valued statistic (the output, one column, or a Gaussian
+  likelihood-ratio score fitted on the pilot sample) cut at pilot quantiles; cells are bins,
+  ordered, so threshold events are unions of consecutive bins.
+
+Views are fitted on a *pilot* sample that is used for nothing else, so the partitions they
+define are independent of the samples used to select events and to bound their probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from accounting._validation import AccountingError
+
+__all__ = ["BinnedView", "DiscreteView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table"]
+
+#: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
+Hist = tuple[np.ndarray, np.ndarray]
+
+#: Per-column views are built for at most this many columns of a vector output.
+MAX_COLUMN_VIEWS = 64
+
+
+def to_table(batch: Any) -> np.ndarray:
+    """Normalise a batch of outputs to a 1-D or 2-D numpy array (one row per run)."""
+    if isinstance(batch, (tuple, list)) and batch and isinstance(batch[0], np.ndarray) and batch[0].ndim >= 1:
+        fields = [np.asarray(f) for f in batch]
+        n = fields[0].shape[0]
+        if any(f.shape[0] != n for f in fields):
+            raise AccountingError("batch", f"tuple of arrays with lengths {[f.shape[0] for f in fields]}", "fields of one common length")
+        cols = [f.reshape(n, -1) for f in fields]
+        dtype = np.result_type(*cols)
+        table = np.concatenate([c.astype(dtype, copy=False) for c in cols], axis=1)
+    else:
+        table = np.asarray(batch)
+    if table.dtype == object or table.dtype.kind not in "biuf":
+        raise AccountingError("batch", f"array of dtype {table.dtype}", "numeric outputs (integers, booleans or floats)")
+    if table.dtype.kind == "b":
+        table = table.astype(np.int64)
+    elif table.dtype.kind in "iu":
+        table = table.astype(np.int64, copy=False)
+    else:
+        table = table.astype(np.float64, copy=False)
+    if table.ndim == 0:
+        table = table.reshape(1)
+    elif table.ndim > 2:
+        table = table.reshape(table.shape[0], -1)
+    if table.ndim == 2 and table.shape[1] == 1:
+        table = table[:, 0]
+    return table
+
+
+def _column(table: np.ndarray, column: int | None) -> np.ndarray:
+    if column is None:
+        if table.ndim != 1:
+            raise AccountingError("outputs", f"array of shape {table.shape}", "scalar outputs (the pilot saw scalars)")
+        return table
+    if table.ndim != 2:
+        raise AccountingError("outputs", f"array of shape {table.shape}", "vector outputs (the pilot saw vectors)")
+    return table[:, column]
+
+
+def _discrete_hist(values: np.ndarray) -> Hist:
+    if values.size == 0:
+        return values[:0].copy(), np.zeros(0, dtype=np.int64)
+    if values.dtype.kind == "i":
+        lo = int(values.min())
+        hi = int(values.max())
+        if hi - lo <= 4 * values.size + 65536:
+            counts = np.bincount(values - lo, minlength=hi - lo + 1)
+            keys = np.flatnonzero(counts)
+            return keys + lo, counts[keys].astype(np.int64)
+    keys, counts = np.unique(values, return_counts=True)
+    return keys, counts.astype(np.int64)
+
+
+def merge_hist(a: Hist | None, b: Hist) -> Hist:
+    """The histogram of the union of two samples."""
+    if a is None:
+        return b
+    keys = np.concatenate([a[0], b[0]], axis=0)
+    counts = np.concatenate([a[1], b[1]])
+    if keys.ndim == 2:
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    else:
+        uniq, inverse = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inverse.reshape(-1), weights=counts, minlength=len(uniq)).astype(np.int64)
+
+
+def _fmt(x: float) -> str:
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return f"{float(x):.6g}"
+
+
+@dataclass(frozen=True)
+class DiscreteView:
+    """Exact histogram of a discrete scalar (the output, or column ``column`` of it)."""
+
+    column: int | None = None
+    ordered: bool = True
+
+    @property
+    def name(self) -> str:
+        return "output" if self.column is None else f"output[{self.column}]"
+
+    @property
+    def exact_outputs(self) -> bool:
+        """Cells are whole outputs (so a declared pmf speaks about them)."""
+        return self.column is None
+
+    def count(self, table: np.ndarray) -> Hist:
+        return _discrete_hist(_column(table, self.column))
+
+    def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
+        chosen = keys[mask]
+        if chosen.size == 0:
+            return f"{self.name} in {{}}"
+        if chosen.size == 1:
+            return f"{self.name} == {_fmt(chosen[0])}"
+        idx = np.flatnonzero(mask)
+        if idx[-1] - idx[0] + 1 == idx.size:
+            if idx[-1] == len(keys) - 1:
+                return f"{self.name} >= {_fmt(chosen[0])}"
+            if idx[0] == 0:
+                return f"{self.name} <= {_fmt(chosen[-1])}"
+            return f"{_fmt(chosen[0])} <= {self.name} <= {_fmt(chosen[-1])}"
+        return _set_text(self.name, [_fmt(k) for k in chosen])
+
+
+def _set_text(name: str, items: Sequence[str]) -> str:
+    shown = ", ".join(items[:8])
+    more = f", ... ({len(items)} values)" if len(items) > 8 else ""
+    return f"{name} in {{{shown}{more}}}"
+
+
+@dataclass(frozen=True)
+class RowsView:
+    """Exact histogram of whole output rows (or of the given columns), unordered."""
+
+    columns: tuple[int, ...] | None = None
+    ordered: bool = False
+
+    @property
+    def name(self) -> str:
+        return "output" if self.columns is None else f"output[{list(self.columns)}]"
+
+    @property
+    def exact_outputs(self) -> bool:
+        return self.columns is None
+
+    def count(self, table: np.ndarray) -> Hist:
+        if table.ndim != 2:
+            raise AccountingError("outputs", f"array of shape {table.shape}", "vector outputs (the pilot saw vectors)")
+        rows = table if self.columns is None else table[:, list(self.columns)]
+        if rows.shape[0] == 0:
+            return rows.copy(), np.zeros(0, dtype=np.int64)
+        keys, counts = np.unique(rows, axis=0, return_counts=True)
+        return keys, counts.astype(np.int64)
+
+    def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
+        rows = ["(" + ", ".join(_fmt(v) for v in row) + ")" for row in keys[mask]]
+        if len(rows) == 1:
+            return f"{self.name} == {rows[0]}"
+        return _set_text(self.name, rows)
+
+
+@dataclass(frozen=True)
+class BinnedView:
+    """A real statistic cut into bins at fixed edges: cell i is [edges[i-1], edges[i]).
+
+    ``statistic`` is ``("identity",)``, ``("column", j)`` or ``("gaussian-lr", mu_p, prec_p,
+    logdet_p, mu_q, prec_q, logdet_q)`` (the log-likelihood ratio of two Gaussians fitted to
+    the pilot sample: a learned likelihood-ratio score).
+    """
+
+    edges: tuple[float, ...]
+    statistic: tuple[Any, ...] = ("identity",)
+    ordered: bool = True
+    exact_outputs: bool = False
+
+    @property
+    def name(self) -> str:
+        kind = self.statistic[0]
+        if kind == "identity":
+            return "output"
+        if kind == "column":
+            return f"output[{self.statistic[1]}]"
+        return "gaussian LR score"
+
+    def values(self, table: np.ndarray) -> np.ndarray:
+        kind = self.statistic[0]
+        if kind == "identity":
+            return _column(table, None).astype(np.float64, copy=False)
+        if kind == "column":
+            return _column(table, self.statistic[1]).astype(np.float64, copy=False)
+        _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
+        x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dp = x - np.asarray(mu_p)
+            dq = x - np.asarray(mu_q)
+            qp = np.einsum("ij,jk,ik->i", dp, np.asarray(prec_p), dp)
+            qq = np.einsum("ij,jk,ik->i", dq, np.asarray(prec_q), dq)
+            score = 0.5 * (qq - qp) + 0.5 * (logdet_q - logdet_p)
+        return np.nan_to_num(score, nan=0.0)
+
+    def count(self, table: np.ndarray) -> Hist:
+        cells = np.searchsorted(np.asarray(self.edges), self.values(table), side="right")
+        counts = np.bincount(cells, minlength=len(self.edges) + 1).astype(np.int64)
+        return np.arange(len(counts), dtype=np.int64), counts
+
+    def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
+        edges = (-math.inf, *self.edges, math.inf)
+        idx = keys[mask]
+        if idx.size == 0:
+            return f"{self.name} in {{}}"
+        runs = np.split(idx, np.flatnonzero(np.diff(idx) != 1) + 1)
+        parts = [f"[{_fmt(edges[r[0]])}, {_fmt(edges[r[-1] + 1])})" for r in runs]
+        if len(parts) == 1:
+            lo, hi = edges[idx[0]], edges[idx[-1] + 1]
+            if hi == math.inf:
+                return f"{self.name} >= {_fmt(lo)}"
+            if lo == -math.inf:
+                return f"{self.name} < {_fmt(hi)}"
+            return f"{self.name} in {parts[0]}"
+        shown = " u ".join(parts[:4]) + (f" u ... ({len(parts)} intervals)" if len(parts) > 4 else "")
+        return f"{self.name} in {shown}"
+
+
+View = DiscreteView | RowsView | BinnedView
+
+_MID_LEVELS = np.linspace(0.0, 1.0, 129)[1:-1]
+_TAIL_LEVELS = np.array([1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
+
+
+def _edges(values: np.ndarray) -> tuple[float, ...]:
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return (0.0,)
+    floor = 1.0 / values.size
+    tails = _TAIL_LEVELS[_TAIL_LEVELS >= floor]
+    levels = np.unique(np.concatenate([tails, _MID_LEVELS, 1.0 - tails]))
+    edges = np.unique(np.quantile(values, levels, method="inverted_cdf"))
+    edges = edges[np.isfinite(edges)]
+    return tuple(float(e) for e in edges) if edges.size else (0.0,)
+
+
+def _is_discrete(values: np.ndarray) -> bool:
+    if values.dtype.kind == "i":
+        return True
+    distinct = np.unique(values).size
+    return distinct <= 1024 and distinct * 16 <= values.size
+
+
+def _gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+    mu = x.mean(axis=0)
+    cov = np.atleast_2d(np.cov(x, rowvar=False))
+    d = cov.shape[0]
+    ridge = 1e-6 * (np.trace(cov) / d + 1e-12)
+    cov = cov + ridge * np.eye(d)
+    sign, logdet = np.linalg.slogdet(cov)
+    return mu, np.linalg.inv(cov), float(logdet)
+
+
+def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
+    """The views for this output type, fitted on the pilot samples of both inputs."""
+    if pilot_p.ndim != pilot_q.ndim or (pilot_p.ndim == 2 and pilot_p.shape[1] != pilot_q.shape[1]):
+        raise AccountingError("outputs", f"shapes {pilot_p.shape} and {pilot_q.shape}", "outputs of one shape under both inputs")
+    pooled = np.concatenate([pilot_p, pilot_q], axis=0)
+    if pooled.ndim == 1:
+        if _is_discrete(pooled):
+            return (DiscreteView(),)
+        return (BinnedView(_edges(pooled)),)
+    d = pooled.shape[1]
+    discrete = [j for j in range(d) if _is_discrete(pooled[:, j])]
+    continuous = [j for j in range(d) if j not in discrete]
+    views: list[View] = []
+    distinct_rows = np.unique(pooled, axis=0).shape[0]
+    if distinct_rows <= 4096 and distinct_rows * 16 <= pooled.shape[0]:
+        views.append(RowsView())
+    elif len(discrete) >= 2:
+        sub = pooled[:, discrete]
+        rows = np.unique(sub, axis=0).shape[0]
+        if rows <= 4096 and rows * 16 <= sub.shape[0]:
+            views.append(RowsView(tuple(discrete)))
+    for j in range(min(d, MAX_COLUMN_VIEWS)):
+        if j in discrete:
+            views.append(DiscreteView(j))
+        else:
+            views.append(BinnedView(_edges(pooled[:, j]), ("column", j)))
+    if len(views) > 1 or continuous:
+        mu_p, prec_p, logdet_p = _gaussian_fit(pilot_p)
+        mu_q, prec_q, logdet_q = _gaussian_fit(pilot_q)
+        stat = ("gaussian-lr", tuple(mu_p), tuple(map(tuple, prec_p)), logdet_p, tuple(mu_q), tuple(map(tuple, prec_q)), logdet_q)
+        probe = BinnedView((0.0,), stat)
+        views.append(BinnedView(_edges(probe.values(pooled)), stat))
+    return tuple(views)

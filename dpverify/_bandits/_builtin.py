@@ -1,0 +1,215 @@
+"""The multi-armed algorithms and instances of the two papers, registered into the registry.
+
+Algorithms: Algorithm 1 (batch successive elimination) with Dist-DP-SE (Thm 1), Dist-RDP-SE
+(Thm 2), Dist-CDP-SE (Thm 4), CDP-SE and LDP-SE (App. H), non-private SE; DP-SE (Sajed &
+Sheffet); UCB1 and LDP-UCB-L/-B/-LS/-BS (Ren et al.). Instances: easy, hard, ren-bernoulli,
+ren-mixed, mslr.
+
+Budgets. A run's ledger is given the budget the configuration claims, computed by the
+accountant from the protocol's own per-batch guarantees over every batch size the run can use:
+PureDP(eps) for the pure protocols (so a protocol whose exact guarantee exceeded eps would be
+refused at its first batch), rho-zCDP for Dist-CDP-SE, (eps, delta) at the requested delta for
+Dist-RDP-SE. Returning users (``population``/``max_returns``): the budget is (eps, delta) for
+the whole run and the per-batch privacy parameter is calibrated to it, either exactly
+(``accounting.calibrate`` on the B-fold composition) or by the paper's App. I recipe
+(``accounting.appendix_i_per_batch``), for comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+import accounting as acc
+from accounting._validation import AccountingError
+
+from ._elimination import EliminationSetup, run_batch_elimination, run_dp_se
+from ._environments import easy_instance, hard_instance, mslr_instance, ren_bernoulli_instance, ren_mixed_instance
+from ._registry import AlgorithmSpec, InstanceSpec, register_algorithm, register_instance
+from ._ucb import UCB_ALGORITHMS, UCBSetup, run_ucb
+
+__all__ = ["SE_PROTOCOLS", "make_protocol", "run_budget"]
+
+#: Algorithm 1 variants -> protocol builder name in dpverify._protocols
+SE_PROTOCOLS = {
+    "dist-dp-se": "dist_dp_protocol",
+    "dist-rdp-se": "dist_rdp_protocol",
+    "dist-cdp-se": "dist_cdp_protocol",
+    "cdp-se": "central_dp_protocol",
+    "ldp-se": "local_dp_protocol",
+}
+
+
+def make_protocol(algorithm: str, epsilon: float, *, s: float, p: float, tau_p: float) -> Any:
+    """The protocol of an Algorithm 1 variant, from the lead's builders (``dpverify._protocols``)."""
+    from .. import _protocols as P
+
+    if algorithm == "dist-dp-se":
+        return P.dist_dp_protocol(epsilon, p, tau_p=tau_p)
+    if algorithm == "dist-rdp-se":
+        return P.dist_rdp_protocol(epsilon, s, p, tau_p=tau_p)
+    if algorithm == "dist-cdp-se":
+        return P.dist_cdp_protocol(epsilon, s, p, tau_p=tau_p)
+    if algorithm == "cdp-se":
+        return P.central_dp_protocol(epsilon, p, tau_p=tau_p)
+    if algorithm == "ldp-se":
+        return P.local_dp_protocol(epsilon, p, tau_p=tau_p)
+    raise AccountingError("algorithm", algorithm, f"one of {tuple(SE_PROTOCOLS)}")
+
+
+def batch_sizes(horizon: int, base: int) -> list[int]:
+    """Every batch size Algorithm 1 can release in a run of ``horizon`` pulls."""
+    sizes, n = [], base
+    while n < horizon:
+        sizes.append(n)
+        n *= base
+    return sizes or [1]
+
+
+@lru_cache(maxsize=256)
+def _budget_cached(algorithm: str, epsilon: float, s: float, p: float, tau_p: float, horizon: int, base: int, delta: float) -> Any:
+    protocol = make_protocol(algorithm, epsilon, s=s, p=p, tau_p=tau_p)
+    if algorithm in ("dist-dp-se", "cdp-se", "ldp-se"):
+        return acc.PureDP(epsilon)
+    guarantees = [protocol.guarantee(n) for n in batch_sizes(horizon, base)]
+    if algorithm == "dist-cdp-se":
+        return acc.ZCDP(max(g.zcdp().rho for g in guarantees))
+    worst = max(acc.epsilon_routes(g, delta, include_pld=False).epsilon for g in guarantees)
+    return acc.ApproxDP(worst, delta)
+
+
+def run_budget(config: Any) -> Any:
+    """The unique-users budget of an Algorithm 1 configuration (module docstring)."""
+    return _budget_cached(
+        config.algorithm, float(config.epsilon), float(config.s), config.confidence, config.tau_p, config.horizon, config.batch_base, config.delta
+    )
+
+
+# ---- returning users --------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def calibrated_batch_epsilon(algorithm: str, epsilon: float, delta: float, returns: int, s: float, p: float, tau_p: float, n_ref: int, rule: str) -> dict:
+    """The per-batch protocol eps meeting (epsilon, delta) over ``returns`` batches per user.
+
+    ``rule="exact"``: ``accounting.calibrate`` on the ``returns``-fold composition of the batch
+    guarantee at n_ref users. ``rule="appendix-i"``: the paper's App. I split (advanced
+    composition) into per-batch (eps_i, delta_i), then the least noise meeting (eps_i, delta_i)
+    for one batch, by the same exact calibration.
+    """
+
+    def family(e: float) -> Any:
+        return make_protocol(algorithm, e, s=s, p=p, tau_p=tau_p).guarantee(n_ref)
+
+    if rule == "exact":
+        cal = acc.calibrate(family, epsilon, delta, compose=returns, lower=epsilon / (50 * returns), upper=epsilon, relative_tolerance=1e-3)
+        return {"rule": rule, "batch_epsilon": cal.parameter, "calibration": cal.as_dict()}
+    per_batch = acc.appendix_i_per_batch(epsilon, delta, returns)
+    cal = acc.calibrate(family, per_batch.epsilon, per_batch.delta, compose=1, lower=per_batch.epsilon / 50, upper=max(per_batch.epsilon * 4, epsilon), relative_tolerance=1e-3)
+    return {"rule": rule, "batch_epsilon": cal.parameter, "per_batch": [per_batch.epsilon, per_batch.delta], "calibration": cal.as_dict()}
+
+
+# ---- runners bound to the registry -----------------------------------------------------------------
+
+
+def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
+    extra: dict = {}
+    if config.algorithm == "se":
+        protocol, budget = None, None
+    elif config.population is not None:
+        cal = calibrated_batch_epsilon(
+            config.algorithm, float(config.epsilon), config.delta, int(config.max_returns), float(config.s), config.confidence, config.tau_p,
+            config.batch_base, config.returning_calibration,
+        )
+        protocol = make_protocol(config.algorithm, cal["batch_epsilon"], s=config.s, p=config.confidence, tau_p=config.tau_p)
+        budget = acc.ApproxDP(float(config.epsilon), config.delta)
+        extra["returning_users"] = {"population": config.population, "max_returns": config.max_returns, **cal}
+    else:
+        protocol = make_protocol(config.algorithm, float(config.epsilon), s=config.s, p=config.confidence, tau_p=config.tau_p)
+        budget = run_budget(config)
+    setup = EliminationSetup(
+        instance=instance,
+        horizon=config.horizon,
+        protocol=protocol,
+        budget=budget,
+        p=config.confidence,
+        batch_base=config.batch_base,
+        path=config.path,
+        realised=config.realised,
+        population=config.population,
+        delta=config.delta,
+        checkpoint_count=config.checkpoint_count,
+        protocol_label=config.algorithm,
+    )
+    record = run_batch_elimination(setup, seeds, run_index)
+    record.extra.update(extra)
+    return record
+
+
+def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
+    from .. import _protocols as P
+
+    if config.population is not None:
+        raise AccountingError("population", config.population, "None for dp-se (returning users are supported for Algorithm 1 variants)")
+    setup = EliminationSetup(
+        instance=instance,
+        horizon=config.horizon,
+        protocol=P.central_laplace_protocol(float(config.epsilon)),
+        budget=acc.PureDP(float(config.epsilon)),
+        p=config.confidence,
+        path=config.path,
+        realised=config.realised,
+        delta=config.delta,
+        checkpoint_count=config.checkpoint_count,
+        protocol_label="dp-se",
+    )
+    return run_dp_se(setup, float(config.epsilon), seeds, run_index)
+
+
+def _run_ucb(config: Any, instance: Any, seeds: dict, run_index: int):
+    if config.population is not None:
+        raise AccountingError("population", config.population, "None for the UCB family (unique users)")
+    setup = UCBSetup(
+        instance=instance,
+        horizon=config.horizon,
+        algorithm=config.algorithm,
+        epsilon=None if config.algorithm == "ucb1" else float(config.epsilon),
+        realised=config.realised,
+        delta=config.delta,
+        checkpoint_count=config.checkpoint_count,
+    )
+    return run_ucb(setup, seeds, run_index)
+
+
+_DESCRIPTIONS = {
+    "dist-dp-se": "Algorithm 1, Theorem 1: Polya noise per user, SecAgg, pure DP (ICLR 2023)",
+    "dist-rdp-se": "Algorithm 1, Theorem 2: Skellam noise per user, SecAgg, RDP, scale s",
+    "dist-cdp-se": "Algorithm 1, Theorem 4: discrete Gaussian noise per user, SecAgg, zCDP, scale s",
+    "cdp-se": "Algorithm 1, App. H.1: central discrete Laplace (CDP-SE)",
+    "ldp-se": "Algorithm 1, App. H.2: local discrete Laplace (LDP-SE)",
+    "se": "Algorithm 1, non-private (exact batch sums)",
+    "dp-se": "DP-SE (Sajed & Sheffet 2019): central continuous Laplace baseline",
+    "ucb1": "UCB1 (Auer et al. 2002), non-private baseline",
+    "ldp-ucb-l": "LDP-UCB-L (Ren et al.): CTL curator, Laplace index",
+    "ldp-ucb-b": "LDP-UCB-B (Ren et al.): CTB curator, UCB1 index",
+    "ldp-ucb-ls": "LDP-UCB-LS (Ren et al.): sigmoid + CTL",
+    "ldp-ucb-bs": "LDP-UCB-BS (Ren et al.): sigmoid + CTB",
+}
+
+for _name in SE_PROTOCOLS:
+    register_algorithm(AlgorithmSpec(_name, "multi-armed", _run_se_family, _DESCRIPTIONS[_name], True, "ICLR 2023"))
+register_algorithm(AlgorithmSpec("se", "multi-armed", _run_se_family, _DESCRIPTIONS["se"], False, "ICLR 2023"))
+register_algorithm(AlgorithmSpec("dp-se", "multi-armed", _run_dp_se, _DESCRIPTIONS["dp-se"], True, "Sajed & Sheffet 2019"))
+for _name in UCB_ALGORITHMS:
+    register_algorithm(AlgorithmSpec(_name, "multi-armed", _run_ucb, _DESCRIPTIONS[_name], _name != "ucb1", "Ren et al. 2020"))
+
+register_instance(InstanceSpec("easy", "multi-armed", lambda c, s: easy_instance(s, reward_sd=c.reward_sd), "K=10, means U[0.25,0.75], clipped Gaussian", True))
+register_instance(InstanceSpec("hard", "multi-armed", lambda c, s: hard_instance(s, reward_sd=c.reward_sd), "K=10, means U[0.45,0.55], clipped Gaussian", True))
+register_instance(InstanceSpec("ren-bernoulli", "multi-armed", lambda c, s: ren_bernoulli_instance(), "Ren et al. 20 Bernoulli arms"))
+register_instance(InstanceSpec("ren-mixed", "multi-armed", lambda c, s: ren_mixed_instance(), "Ren et al. 20 mixed arms"))
+register_instance(InstanceSpec("mslr", "multi-armed", lambda c, s: mslr_instance(label_scale=c.label_scale), "MSLR-WEB10K K=50 empirical"))
+
+from . import _figures  # noqa: E402,F401  (registers the multi-armed figures)

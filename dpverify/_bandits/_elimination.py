@@ -1,0 +1,293 @@
+"""Batch successive elimination: Algorithm 1 of Chowdhury & Zhou (ICLR 2023) and DP-SE.
+
+The run is split in two parties, as in deployment:
+
+- the **trusted side** (:class:`BatchFeedback`): the environment's reward streams, the pool of
+  users, and one :class:`dpverify._privatizer.Privatizer` per arm (all sharing the run's ledger).
+  It draws the rewards of a batch of new users and returns *only* the privatizer's release;
+- the **learner** (:class:`EliminationLearner`): the active set, the confidence radius and the
+  elimination rule. It receives estimates of batch sums and nothing else: no rewards, no noise,
+  no random generator that touches private data.
+
+Algorithm 1 (FORMULAS.md A). For b = 1, 2, ...: l(b) = base^b (base 2 in the paper); each active
+arm is pulled by l(b) new users, their batch is privatised, mu_hat_a(b) = R_a(b) / l(b) uses this
+batch only (forgetting); arm a stays iff mu_hat_a + beta(b) >= max_a' (mu_hat_a' - beta(b)). The
+run stops as soon as T pulls are made (line 9: the unfinished batch is never released).
+beta(b) is Lemma 2's radius with the protocol's explicit (sigma, h) from ``assumption1``:
+
+    beta(b) = sqrt(log(4|Phi| b^2/p) / (2 l)) + sigma sqrt(log(2|Phi| b^2/p)) / l + h log(2|Phi| b^2/p) / l.
+
+DP-SE (Sajed & Sheffet 2019), the central continuous-Laplace baseline: epochs e = 1, 2, ... with
+Delta_e = 2^-e, R_e = 1 + max(32 ln(8|S|e^2/p)/Delta_e^2, 8 ln(4|S|e^2/p)/(eps Delta_e)) pulls per
+active arm, one independent Laplace(1/eps) on each arm's epoch sum, radius
+w_e = sqrt(ln(8|S|e^2/p)/(2 R_e)) + ln(4|S|e^2/p)/(eps R_e), the same elimination rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+import accounting as acc
+from accounting._validation import AccountingError, check_positive_int, check_probability
+
+from .._privatizer import BatchProtocol, Privatizer
+from ._environments import BanditInstance, RewardStreams
+from ._results import RunRecord, checkpoints, ledger_summary
+
+__all__ = ["BatchFeedback", "EliminationLearner", "UserPool", "lemma2_radius", "run_batch_elimination", "run_dp_se"]
+
+
+# ---- users ----------------------------------------------------------------------------------------
+
+
+class UserPool:
+    """Hands out the users of each batch.
+
+    ``population=None``: unique users (every pull is a new user, ids 0, 1, 2, ...).
+    ``population=N``: returning users drawn round-robin from N users; a user comes back after the
+    N - 1 others, so in a run of T pulls she takes part in at most ceil(T / N) batches and never
+    twice in one batch as long as N >= the number of pulls in any batch.
+    """
+
+    def __init__(self, population: int | None = None) -> None:
+        if population is not None:
+            check_positive_int("population", population)
+        self._population = population
+        self._next = 0
+
+    def take(self, n: int) -> range | np.ndarray:
+        start = self._next
+        self._next += n
+        if self._population is None:
+            return range(start, start + n)
+        if n > self._population:
+            raise AccountingError("population", self._population, f"at least the batch size {n} (a user joins a batch once)")
+        lo, hi = start % self._population, (start + n) % self._population
+        if lo < hi or hi == 0:
+            return range(lo, lo + n)
+        return np.concatenate([np.arange(lo, self._population), np.arange(0, hi)])
+
+
+# ---- the two parties ----------------------------------------------------------------------------
+
+
+class BatchFeedback:
+    """The trusted side: rewards, users and privatizers. The learner only calls :meth:`release`."""
+
+    def __init__(self, streams: RewardStreams, privatizers: list[Privatizer] | None, users: UserPool, recorder: "Recorder") -> None:
+        self._streams = streams
+        self._privatizers = privatizers
+        self._users = users
+        self._recorder = recorder
+        self.pulls = 0
+
+    def release(self, arm: int, n: int, label: str) -> float:
+        """Pull ``arm`` with ``n`` new users and return the private estimate of their reward sum."""
+        rewards = self._streams.draw(arm, n)
+        participants = self._users.take(n)
+        if self._privatizers is None:  # the non-private baseline: no privatizer, no ledger
+            estimate = float(rewards.sum())
+        else:
+            estimate = self._privatizers[arm].release_sum(rewards, participants, label=label).estimate
+        self._recorder.segment(arm, n, rewards)
+        self.pulls += n
+        return estimate
+
+    def pull_unreleased(self, arm: int, n: int) -> None:
+        """The last, unfinished batch (Algorithm 1 line 9): pulled, never aggregated nor released."""
+        rewards = self._streams.draw(arm, n)
+        self._users.take(n)
+        self._recorder.segment(arm, n, rewards)
+        self.pulls += n
+
+
+class EliminationLearner:
+    """Active set and elimination rule; sees estimates of batch sums only."""
+
+    def __init__(self, k: int) -> None:
+        self.active = list(range(k))
+        self.eliminated: list[tuple[int, int]] = []
+
+    def update(self, means: dict[int, float], radius: float, time: int) -> list[int]:
+        best_lcb = max(means[a] - radius for a in self.active)
+        keep = [a for a in self.active if means[a] + radius >= best_lcb]
+        removed = [a for a in self.active if a not in keep]
+        self.eliminated.extend((a, time) for a in removed)
+        self.active = keep
+        return removed
+
+
+class Recorder:
+    """Regret at the checkpoints, from the segments (arm, n) pulled in order (trusted bookkeeping)."""
+
+    def __init__(self, gaps: np.ndarray, best_mean: float, times: np.ndarray, realised: bool) -> None:
+        self._gaps = gaps
+        self._best = best_mean
+        self.times = times
+        self.values = np.zeros(times.size)
+        self._realised = realised
+        self._t = 0
+        self._regret = 0.0  # pseudo-regret, or t mu* - sum of rewards if realised
+        self._next = 0
+        self.pulls = np.zeros(gaps.size, dtype=np.int64)
+
+    def segment(self, arm: int, n: int, rewards: np.ndarray) -> None:
+        end = self._t + n
+        lo = self._next
+        hi = int(np.searchsorted(self.times, end, side="right"))
+        if hi > lo:
+            offsets = self.times[lo:hi] - self._t  # pulls into this segment, 1..n
+            if self._realised:
+                csum = np.cumsum(rewards)
+                self.values[lo:hi] = self._regret + offsets * self._best - csum[offsets - 1]
+            else:
+                self.values[lo:hi] = self._regret + offsets * self._gaps[arm]
+            self._next = hi
+        self._regret += n * self._best - float(rewards.sum()) if self._realised else n * self._gaps[arm]
+        self._t = end
+        self.pulls[arm] += n
+
+
+# ---- radius ---------------------------------------------------------------------------------------
+
+
+def lemma2_radius(n: int, batch: int, active: int, p: float, sigma: float, h: float) -> float:
+    """beta(b) of Lemma 2 (the square root over the first term only; FORMULAS.md A)."""
+    log4 = math.log(4 * active * batch * batch / p)
+    log2 = math.log(2 * active * batch * batch / p)
+    return math.sqrt(log4 / (2 * n)) + sigma * math.sqrt(log2) / n + h * log2 / n
+
+
+# ---- runners --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EliminationSetup:
+    """Everything one run needs; built by the registry from the CLI/sweep options."""
+
+    instance: BanditInstance
+    horizon: int
+    protocol: BatchProtocol | None  # None: non-private SE
+    budget: Any  # an accounting budget for the run's ledger (None for non-private)
+    p: float = 0.1
+    batch_base: int = 2
+    path: str = "per-user"
+    realised: bool = False
+    population: int | None = None
+    delta: float = 1e-6
+    checkpoint_count: int = 60
+    protocol_label: str = ""
+
+
+def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
+    inst = setup.instance
+    times = checkpoints(setup.horizon, setup.checkpoint_count)
+    recorder = Recorder(inst.gaps, float(inst.means.max()), times, setup.realised)
+    streams = inst.streams(seeds["environment"])
+    if setup.protocol is None:
+        ledger, privatizers = None, None
+    else:
+        ledger = acc.Ledger(setup.budget, name=setup.protocol_label)
+        privatizers = [Privatizer(setup.protocol, ledger, s, path=setup.path) for s in seeds["privatizer"].spawn(inst.k)]
+    feedback = BatchFeedback(streams, privatizers, UserPool(setup.population), recorder)
+    return recorder, feedback, ledger
+
+
+def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunRecord:
+    summary = ledger_summary(
+        ledger,
+        delta=setup.delta,
+        path=setup.path if setup.protocol is not None else "none",
+        bits_per_user=bits,
+        protocol=setup.protocol.describe() if setup.protocol is not None else "none",
+    )
+    return RunRecord(
+        run_index=run_index,
+        times=recorder.times,
+        regret=recorder.values,
+        pulls=recorder.pulls,
+        eliminations=[[int(a), int(t)] for a, t in learner.eliminated],
+        ledger=summary,
+        instance=setup.instance.describe(),
+        extra=extra,
+    )
+
+
+def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
+    """Algorithm 1 with the setup's protocol (or non-private if ``protocol`` is None)."""
+    check_positive_int("horizon", setup.horizon)
+    check_probability("p", setup.p)
+    if not isinstance(setup.batch_base, int) or setup.batch_base < 2:
+        raise AccountingError("batch_base", setup.batch_base, "an integer >= 2 (l(b) = base^b)")
+    recorder, feedback, ledger = _build(setup, seeds)
+    learner = EliminationLearner(setup.instance.k)
+    T = setup.horizon
+    b = 0
+    bits = 0
+    radii = []
+    while feedback.pulls < T:
+        b += 1
+        n = setup.batch_base**b
+        means: dict[int, float] = {}
+        for arm in list(learner.active):
+            left = T - feedback.pulls
+            if left <= n:
+                feedback.pull_unreleased(arm, left)  # T reached inside this batch: exit (line 9)
+                break
+            means[arm] = feedback.release(arm, n, label=f"b={b} arm={arm}") / n
+        if feedback.pulls >= T:
+            break
+        if setup.protocol is None:
+            sigma, h = 0.0, 0.0
+        else:
+            sigma, h = setup.protocol.assumption1(n, setup.p)
+            params = getattr(setup.protocol, "parameters", None)
+            if params is not None:
+                bits = max(bits, params(n).bits_per_user)
+        radius = lemma2_radius(n, b, len(learner.active), setup.p, sigma, h)
+        radii.append(radius)
+        learner.update(means, radius, feedback.pulls)
+    extra = {"batches": b, "final_active": learner.active, "radius_last": radii[-1] if radii else None}
+    if setup.protocol is not None and getattr(setup.protocol, "parameters", None) is None:
+        bits = None
+    return _finish(setup, recorder, learner, ledger, run_index, bits if setup.protocol is not None else None, extra)
+
+
+def dp_se_epoch(e: int, active: int, p: float, epsilon: float) -> tuple[int, float]:
+    """(R_e, w_e) of DP-SE's epoch e with |S| = active arms (Sajed & Sheffet 2019)."""
+    delta_e = 2.0**-e
+    l8 = math.log(8 * active * e * e / p)
+    l4 = math.log(4 * active * e * e / p)
+    r_e = 1 + math.ceil(max(32 * l8 / delta_e**2, 8 * l4 / (epsilon * delta_e)))
+    width = math.sqrt(l8 / (2 * r_e)) + l4 / (epsilon * r_e)
+    return r_e, width
+
+
+def run_dp_se(setup: EliminationSetup, epsilon: float, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
+    """DP-SE: epochs of R_e pulls per active arm, one Laplace(1/eps) per arm's epoch sum."""
+    check_positive_int("horizon", setup.horizon)
+    check_probability("p", setup.p)
+    if setup.protocol is None:
+        raise AccountingError("protocol", None, "central_laplace_protocol(eps) for DP-SE")
+    recorder, feedback, ledger = _build(setup, seeds)
+    learner = EliminationLearner(setup.instance.k)
+    T = setup.horizon
+    e = 0
+    while feedback.pulls < T:
+        e += 1
+        r_e, width = dp_se_epoch(e, len(learner.active), setup.p, epsilon)
+        means: dict[int, float] = {}
+        for arm in list(learner.active):
+            left = T - feedback.pulls
+            if left <= r_e:
+                feedback.pull_unreleased(arm, left)
+                break
+            means[arm] = feedback.release(arm, r_e, label=f"e={e} arm={arm}") / r_e
+        if feedback.pulls >= T:
+            break
+        learner.update(means, width, feedback.pulls)
+    return _finish(setup, recorder, learner, ledger, run_index, 64, {"epochs": e, "final_active": learner.active})

@@ -1,0 +1,251 @@
+"""The papers' figures: specifications, the sweep behind each, CSV and PNG output.
+
+Each figure is a list of panels; a panel is an instance, a privacy level, a horizon and a list of
+curves (algorithm + options). ``make`` runs every curve over ``runs`` seeds (the ICLR paper's "20
+random instances": each seed draws its own instance, the same one for every algorithm), writes
+``<name>.csv`` (the numbers behind the plot: mean and standard error at log-spaced times),
+``<name>.json`` (final regrets, ledgers, options) and ``<name>.png``. ``quick`` shrinks horizons
+100-fold and runs to 4 seeds (CI and README size).
+
+Plots: headless Agg backend, matplotlib imported inside the function, no LaTeX; log-scale time,
+labelled axes, a legend, mean with standard-error bands.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ._registry import FigureSpec, register_figure
+
+__all__ = ["Curve", "Panel", "make_figure"]
+
+
+@dataclass(frozen=True)
+class Curve:
+    algorithm: str
+    label: str
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Panel:
+    key: str
+    title: str
+    instance: str
+    epsilon: float
+    horizon: int
+    curves: tuple[Curve, ...]
+    curve_eps: tuple[float, ...] | None = None  # per-curve eps (for "vary eps" panels)
+
+
+def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_options: dict) -> list:
+    from ._runner import RunConfig
+
+    horizon = max(panel.horizon // 100, 1000) if quick else panel.horizon
+    out = []
+    for i, c in enumerate(panel.curves):
+        eps = panel.curve_eps[i] if panel.curve_eps else panel.epsilon
+        chosen = path
+        if path == "auto":
+            chosen = "aggregate" if c.algorithm in ("dist-dp-se", "dist-rdp-se", "cdp-se", "dp-se") else "per-user"
+        opts = {**base_options, **c.options}
+        out.append(RunConfig(algorithm=c.algorithm, instance=panel.instance, horizon=horizon, epsilon=eps, seeds=runs, seed=seed, path=chosen, **opts))
+    return out
+
+
+def make_figure(
+    name: str,
+    panels: Sequence[Panel],
+    outdir: Path,
+    *,
+    runs: int,
+    quick: bool = False,
+    executor: Any = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    seed: int = 0,
+    path: str = "auto",
+    ylabel: str = "time-average regret Reg(t)/t",
+    per_time: bool = True,
+    base_options: dict | None = None,
+) -> list[Path]:
+    from ._runner import sweep
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    runs = min(runs, 4) if quick else runs
+    configs, owners = [], []
+    for panel in panels:
+        for i, cfg in enumerate(_configs(panel, runs, seed, quick, path, base_options or {})):
+            configs.append(cfg)
+            owners.append((panel, panel.curves[i]))
+    results = sweep(configs, executor=executor, workers=workers, progress=progress)
+    csv_path = outdir / f"{name}.csv"
+    with csv_path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["figure", "panel", "curve", "algorithm", "instance", "epsilon", "path", "runs", "t", "mean_regret", "se_regret", "mean_regret_over_t", "se_regret_over_t"])
+        for (panel, curve), res in zip(owners, results):
+            for t, m, s in zip(res.times, res.mean_regret, res.se_regret):
+                w.writerow([name, panel.key, curve.label, res.algorithm, res.instance, res.epsilon, res.options["path"], res.seeds, t, m, s, m / t, s / t])
+    summary = {
+        "figure": name,
+        "quick": quick,
+        "curves": [
+            {
+                "panel": panel.key,
+                "curve": curve.label,
+                "algorithm": res.algorithm,
+                "instance": res.instance,
+                "epsilon": res.epsilon,
+                "horizon": res.horizon,
+                "runs": res.seeds,
+                "mean_final_regret": res.mean_final_regret,
+                "final_regret_ci95": res.final_regret_ci95,
+                "final_regret_over_T": res.mean_final_regret / res.horizon,
+                "options": res.options,
+                "ledger_per_user": res.ledger.get("per_user"),
+                "path": res.ledger.get("path"),
+            }
+            for (panel, curve), res in zip(owners, results)
+        ],
+    }
+    json_path = outdir / f"{name}.json"
+    json_path.write_text(json.dumps(summary, indent=1, default=float))
+    png_path = outdir / f"{name}.png"
+    _plot(name, panels, owners, results, png_path, ylabel, per_time)
+    return [png_path, csv_path, json_path]
+
+
+def _plot(name, panels, owners, results, png_path, ylabel, per_time) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["text.usetex"] = False
+    n = len(panels)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    for idx, panel in enumerate(panels):
+        ax = axes[idx // cols][idx % cols]
+        for (p, curve), res in zip(owners, results):
+            if p is not panel:
+                continue
+            t = np.asarray(res.times, dtype=float)
+            m = np.asarray(res.mean_regret)
+            s = np.asarray(res.se_regret)
+            if per_time:
+                m, s = m / t, s / t
+            line = ax.plot(t, m, label=curve.label)[0]
+            ax.fill_between(t, m - s, m + s, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_xscale("log")
+        ax.set_xlabel("round t")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"({panel.key}) {panel.title}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    for idx in range(n, rows * cols):
+        axes[idx // cols][idx % cols].set_visible(False)
+    fig.suptitle(name, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+
+
+# ---- the papers' figures --------------------------------------------------------------------------
+
+_FIG1_CURVES = (
+    Curve("dp-se", "DP-SE"),
+    Curve("dist-dp-se", "Dist-DP-SE"),
+    Curve("dist-rdp-se", "Dist-RDP-SE (s=10)", {"s": 10.0}),
+    Curve("dist-rdp-se", "Dist-RDP-SE (s=100)", {"s": 100.0}),
+)
+_FIG4_CURVES = (
+    Curve("cdp-se", "CDP-SE"),
+    Curve("ldp-se", "LDP-SE"),
+    Curve("dist-dp-se", "Dist-DP-SE"),
+    Curve("dist-rdp-se", "Dist-RDP-SE (s=10)", {"s": 10.0}),
+    Curve("dist-cdp-se", "Dist-CDP-SE (s=10)", {"s": 10.0}),
+)
+
+ICLR_FIGURES: dict[str, tuple[str, tuple[Panel, ...]]] = {
+    "iclr-fig1": (
+        "ICLR 2023 Fig. 1: Dist-DP-SE, Dist-RDP-SE, DP-SE; easy (a, b), hard (c), MSLR (d-f)",
+        (
+            Panel("a", "easy, eps=0.1, K=10", "easy", 0.1, 10**6, _FIG1_CURVES),
+            Panel("b", "easy, eps=0.5, K=10", "easy", 0.5, 10**6, _FIG1_CURVES),
+            Panel("c", "hard, eps=0.1, K=10", "hard", 0.1, 10**7, _FIG1_CURVES),
+            Panel("d", "MSLR, eps=1, K=50", "mslr", 1.0, 10**6, _FIG1_CURVES),
+            Panel("e", "MSLR, eps=5, K=50", "mslr", 5.0, 10**6, _FIG1_CURVES),
+            Panel("f", "MSLR, eps=10, K=50", "mslr", 10.0, 10**6, _FIG1_CURVES),
+        ),
+    ),
+    "iclr-fig1abc": (
+        "ICLR 2023 Fig. 1 (a)-(c) only (the speed target)",
+        (
+            Panel("a", "easy, eps=0.1, K=10", "easy", 0.1, 10**6, _FIG1_CURVES),
+            Panel("b", "easy, eps=0.5, K=10", "easy", 0.5, 10**6, _FIG1_CURVES),
+            Panel("c", "hard, eps=0.1, K=10", "hard", 0.1, 10**7, _FIG1_CURVES),
+        ),
+    ),
+    "iclr-fig2": (
+        "ICLR 2023 Fig. 2: easy instance, eps = 0.1, 0.5, 1",
+        tuple(Panel(k, f"easy, eps={e:g}", "easy", e, 10**6, _FIG1_CURVES) for k, e in zip("abc", (0.1, 0.5, 1.0))),
+    ),
+    "iclr-fig3": (
+        "ICLR 2023 Fig. 3: hard instance, eps = 0.1, 0.5, 1",
+        tuple(Panel(k, f"hard, eps={e:g}", "hard", e, 10**7, _FIG1_CURVES) for k, e in zip("abc", (0.1, 0.5, 1.0))),
+    ),
+    "iclr-fig4": (
+        "ICLR 2023 Fig. 4: CDP-SE, LDP-SE, Dist-DP-SE, Dist-RDP-SE, Dist-CDP-SE; easy, eps = 0.1, 0.5, 1",
+        tuple(Panel(k, f"easy, eps={e:g}", "easy", e, 10**6, _FIG4_CURVES) for k, e in zip("abc", (0.1, 0.5, 1.0))),
+    ),
+    "iclr-fig5": (
+        "ICLR 2023 Fig. 5: MSLR-WEB10K K=50, eps = 1, 5, 10",
+        tuple(Panel(k, f"MSLR, eps={e:g}", "mslr", e, 10**6, _FIG1_CURVES) for k, e in zip("abc", (1.0, 5.0, 10.0))),
+    ),
+}
+
+REN_HORIZON = 10**6  # not stated in Ren et al.; recorded in every result
+_REN_TRIO = (Curve("ucb1", "UCB1"), Curve("ldp-ucb-l", "LDP-UCB-L"), Curve("ldp-ucb-b", "LDP-UCB-B"))
+_REN_EPS = (0.2, 0.5, 1.0, 2.0)
+REN_FIGURE = (
+    "Ren et al. Fig. 1: UCB1, LDP-UCB-L, LDP-UCB-B on the 20-arm Bernoulli (a-d) and mixed (e, f) instances",
+    (
+        Panel("a", "Bernoulli, eps=2", "ren-bernoulli", 2.0, REN_HORIZON, _REN_TRIO),
+        Panel("b", "Bernoulli, eps=0.2", "ren-bernoulli", 0.2, REN_HORIZON, _REN_TRIO),
+        Panel("c", "LDP-UCB-L, Bernoulli, varying eps", "ren-bernoulli", 1.0, REN_HORIZON,
+              tuple(Curve("ldp-ucb-l", f"LDP-UCB-L eps={e:g}") for e in _REN_EPS), _REN_EPS),
+        Panel("d", "LDP-UCB-B, Bernoulli, varying eps", "ren-bernoulli", 1.0, REN_HORIZON,
+              tuple(Curve("ldp-ucb-b", f"LDP-UCB-B eps={e:g}") for e in _REN_EPS), _REN_EPS),
+        Panel("e", "mixed, eps=2", "ren-mixed", 2.0, REN_HORIZON, _REN_TRIO),
+        Panel("f", "mixed, eps=0.2", "ren-mixed", 0.2, REN_HORIZON, _REN_TRIO),
+    ),
+)
+
+
+def _iclr_maker(name: str, panels: tuple[Panel, ...]):
+    def make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=20, **options):
+        return make_figure(name, panels, outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed, path=path, base_options=options)
+
+    return make
+
+
+def _ren_make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=50, **options):
+    return make_figure(
+        "ren-fig1", REN_FIGURE[1], outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed,
+        path="per-user", ylabel="cumulative regret", per_time=False, base_options=options,
+    )
+
+
+for _name, (_desc, _panels) in ICLR_FIGURES.items():
+    register_figure(FigureSpec(_name, _desc, _iclr_maker(_name, _panels), "Chowdhury & Zhou, ICLR 2023"))
+register_figure(FigureSpec("ren-fig1", REN_FIGURE[0], _ren_make, "Ren, Zhou, Liu & Shroff 2020"))

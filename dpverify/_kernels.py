@@ -1,0 +1,400 @@
+"""Private numba kernels behind :mod:`dpverify._samplers` (thin, unvalidated, ``cache=True``).
+
+Each kernel takes a ``numpy.random.Generator`` (numba >= 0.56 reproduces its stream in
+nopython mode) and trusts its arguments: the public wrappers in ``_samplers`` validate them and
+enforce the ranges stated here, which are the ranges where the integer arithmetic cannot overflow.
+
+Exact discrete samplers follow Canonne, Kamath & Steinke 2020 (arXiv:2004.00010):
+
+* ``_bernoulli_rational``: Bernoulli(num/den) exactly, by comparing the binary expansion of a
+  uniform U (53 fresh bits per ``rng.random()`` call, drawn lazily) with the binary expansion of
+  num/den produced by long division. Needs den <= 2**62 so that ``2 * r`` (r < den) fits in int64.
+  Expected cost: about two bit comparisons and one ``rng.random()`` call.
+* ``_bernoulli_exp_unit`` / ``_bernoulli_exp``: Bernoulli(exp(-num/den)), CKS Algorithm 1, with
+  gamma > 1 split into floor(gamma) Bernoulli(exp(-1)) trials and one for the fractional part.
+* ``_geometric_exp`` / ``_discrete_laplace``: CKS Algorithm 2 for Lap_Z(t/s), t <= 2**61, s <= 2**62.
+* ``_discrete_gaussian``: CKS Algorithm 3 for N_Z(0, p/q) with t = floor(sigma) + 1.
+
+Outputs are int64, so an unbounded law can only be sampled conditioned on a bounded range. Where
+that matters the kernel restarts the draw (exact conditioning) instead of wrapping around:
+``_geometric_exp`` restarts if U + t*V would exceed 2**62 (probability below exp(-2**62/t)), and
+``_discrete_gaussian`` restarts a candidate with |Y| > ymax, so its law is exactly N_Z(0, sigma^2)
+conditioned on |X| <= ymax; ``_samplers.discrete_gaussian`` only accepts parameters for which that
+conditioning moves the law by less than 2**-100 in total variation.
+
+The Polya sampler is the one float sampler among the discrete laws (its parameter beta =
+exp(-eps/g) is irrational anyway): see ``_polya`` for its law and its deviation bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+#: 2**53 as a float: ``rng.random() * TWO53`` is an exact uniform integer in [0, 2**53).
+TWO53 = 9007199254740992.0
+#: Largest denominator for which ``_bernoulli_rational`` cannot overflow (2 * r < 2**63).
+MAX_DEN = 1 << 62
+#: Bits of num/den compared per step in ``_bernoulli_rational`` when den <= CHUNK_DEN.
+CHUNK = 16
+CHUNK_MASK = (1 << CHUNK) - 1
+CHUNK_DEN = 1 << (63 - CHUNK)
+#: Largest t for CKS Algorithm 2 (U + t V must stay below 2**62 for V = 0 and 1).
+MAX_T = 1 << 61
+
+
+@numba.njit(cache=True)
+def _uint53(rng):
+    return np.int64(rng.random() * TWO53)
+
+
+# Exact samplers consume about two random bits per Bernoulli, so spending a whole 53-bit
+# ``rng.random()`` on each would make the RNG the bottleneck. A bit buffer (word, left) is threaded
+# through the kernels as plain integers and returned with every result: numba keeps tuples in
+# registers, whereas a buffer held in an array costs an atomic reference-count pair per call
+# (measured: 9.5 ns against 0.5 ns per bit).
+
+
+@numba.njit(cache=True)
+def _take_bits(rng, word, left, k):
+    """k (1 <= k <= 53) fresh uniform bits -> (bits, word, left)."""
+    if left < k:
+        word = _uint53(rng)
+        left = 53
+    left -= k
+    return (word >> left) & ((np.int64(1) << k) - 1), word, left
+
+
+@numba.njit(cache=True)
+def _bernoulli_rational(rng, word, left, num, den):
+    """(B, word, left) with B ~ Bernoulli(num/den) exactly (0 <= num <= den <= 2**62)."""
+    if num <= 0:
+        return False, word, left
+    if num >= den:
+        return True, word, left
+    r = num
+    if den <= CHUNK_DEN:
+        # 16 bits of num/den per integer division, compared with 16 random bits: the outcome
+        # is a branch-free comparison and a tie (probability 2**-16) moves to the next chunk.
+        while True:
+            r <<= CHUNK
+            digit = r // den
+            r -= digit * den
+            if left < CHUNK:
+                word = _uint53(rng)
+                left = 53
+            left -= CHUNK
+            w = (word >> left) & CHUNK_MASK
+            if w != digit:
+                return w < digit, word, left
+            if r == 0:
+                return False, word, left
+    while True:
+        # Long division yields the next bit of num/den; U < num/den is decided at the first
+        # bit where the expansion of U (fresh random bits) and that of num/den differ.
+        r <<= 1
+        pbit = r >= den
+        if pbit:
+            r -= den
+        if left == 0:
+            word = _uint53(rng)
+            left = 53
+        left -= 1
+        ubit = ((word >> left) & 1) == 1
+        if ubit != pbit:
+            return pbit, word, left
+        if r == 0:
+            # num/den has no more 1 bits, and U equals it with probability 0.
+            return False, word, left
+
+
+@numba.njit(cache=True)
+def _uniform_int(rng, word, left, n):
+    """(U, word, left), U uniform on {0, ..., n-1} exactly (1 <= n <= 2**61), by rejection."""
+    if n == 1:
+        return np.int64(0), word, left
+    # bit length of n - 1; frexp rounds n - 1 > 2**53 to a float, which can only raise k by one
+    # at an exact power of two, where the rejection loop still draws uniformly (just slower)
+    k = math.frexp(float(n - 1))[1]
+    while True:
+        if k <= 53:
+            w, word, left = _take_bits(rng, word, left, k)
+        else:
+            hi, word, left = _take_bits(rng, word, left, k - 31)
+            lo, word, left = _take_bits(rng, word, left, 31)
+            w = (hi << 31) | lo
+        if w < n:
+            return w, word, left
+
+
+@numba.njit(cache=True)
+def _bernoulli_exp_unit(rng, word, left, num, den):
+    """Bernoulli(exp(-num/den)) for 0 <= num <= den <= 2**62: CKS Algorithm 1."""
+    if num == 0:
+        return True, word, left
+    k = np.int64(1)
+    kmax = MAX_DEN // den
+    while True:
+        # A ~ Bernoulli(gamma / k); the product form avoids den * k overflowing.
+        if k <= kmax:
+            a, word, left = _bernoulli_rational(rng, word, left, num, den * k)
+        else:
+            a, word, left = _bernoulli_rational(rng, word, left, np.int64(1), k)
+            if a:
+                a, word, left = _bernoulli_rational(rng, word, left, num, den)
+        if not a:
+            break
+        k += 1
+    return (k & 1) == 1, word, left
+
+
+@numba.njit(cache=True)
+def _bernoulli_exp_minus_one(rng, word, left):
+    """Bernoulli(exp(-1)) exactly (CKS Algorithm 1 with gamma = 1; A_1 = 1 always)."""
+    k = np.int64(2)
+    while True:
+        a, word, left = _bernoulli_rational(rng, word, left, np.int64(1), k)
+        if not a:
+            return (k & 1) == 1, word, left
+        k += 1
+
+
+@numba.njit(cache=True)
+def _bernoulli_exp(rng, word, left, num, den):
+    """Bernoulli(exp(-num/den)) for num >= 0, 1 <= den <= 2**62 (any gamma >= 0)."""
+    whole = num // den
+    rem = num - whole * den
+    # exp(-gamma) = exp(-1)^floor(gamma) * exp(-frac(gamma)): independent trials, stop at a failure.
+    i = np.int64(0)
+    while i < whole:
+        a, word, left = _bernoulli_exp_minus_one(rng, word, left)
+        if not a:
+            return False, word, left
+        i += 1
+    return _bernoulli_exp_unit(rng, word, left, rem, den)
+
+
+@numba.njit(cache=True)
+def _geometric_exp(rng, word, left, s, t):
+    """P[Y = y] = (1 - e^{-s/t}) e^{-y s/t}, y >= 0 (scale t/s): the one-sided half of CKS Alg. 2."""
+    vmax = ((np.int64(1) << 62) - t) // t
+    while True:
+        while True:
+            u, word, left = _uniform_int(rng, word, left, t)
+            d, word, left = _bernoulli_exp_unit(rng, word, left, u, t)
+            if d:
+                break
+        v = np.int64(0)
+        while True:
+            a, word, left = _bernoulli_exp_minus_one(rng, word, left)
+            if not a:
+                break
+            v += 1
+        if v <= vmax:
+            # X = U + t V has P[X = x] proportional to exp(-x/t); floor(X/s) is geometric in s/t.
+            return (u + t * v) // s, word, left
+
+
+@numba.njit(cache=True)
+def _discrete_laplace(rng, word, left, s, t):
+    """Lap_Z(t/s): P[Y = y] proportional to exp(-|y| s/t) (CKS Algorithm 2)."""
+    while True:
+        y, word, left = _geometric_exp(rng, word, left, s, t)
+        b, word, left = _take_bits(rng, word, left, 1)
+        if b == 1 and y == 0:
+            continue
+        return (-y if b == 1 else y), word, left
+
+
+@numba.njit(cache=True)
+def _discrete_gaussian(rng, word, left, p, q, t, ymax):
+    """N_Z(0, p/q) conditioned on |X| <= ymax (CKS Algorithm 3, t = floor(sigma) + 1).
+
+    gamma = (|Y| - sigma^2/t)^2 / (2 sigma^2) = A^2 / D with A = |Y| q t - p, D = 2 p q t^2;
+    the wrapper guarantees |A| < 2**31 for |Y| <= ymax and D <= 2**62.
+    """
+    d = 2 * p * q * t * t
+    one = np.int64(1)
+    while True:
+        y, word, left = _discrete_laplace(rng, word, left, one, t)
+        a = abs(y)
+        if a > ymax:
+            continue
+        big_a = a * q * t - p
+        c, word, left = _bernoulli_exp(rng, word, left, big_a * big_a, d)
+        if c:
+            return y, word, left
+
+
+# ---------------------------------------------------------------------------------------------
+# Polya(r, beta): P[X = x] = Gamma(x + r) / (x! Gamma(r)) beta^x (1 - beta)^r.
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _polya_constants(r, beta):
+    """(p0, q1): P[X = 0] = (1-beta)^r and P[X = 1 | X >= 1] = r beta p0 / (1 - p0), in log space."""
+    log_p0 = r * math.log1p(-beta)
+    p0 = math.exp(log_p0)
+    # 1 - p0 by expm1: for r = 2**-24 it is ~1e-7 and a plain subtraction would keep 9 digits.
+    q1 = r * beta * p0 / -math.expm1(log_p0)
+    return p0, q1
+
+
+@numba.njit(cache=True)
+def _polya_nonzero(rng, r, beta, q1):
+    """X | X >= 1 by inversion of the conditional pmf (recurrence p(k+1)/p(k) = beta (k+r)/(k+1))."""
+    u = rng.random()
+    k = np.int64(1)
+    pk = q1
+    c = pk
+    while u >= c:
+        pk *= beta * (k + r) / (k + 1)
+        k += 1
+        c_next = c + pk
+        if c_next == c:
+            # The remaining tail is below half an ulp of c (< 2**-53): stop rather than loop forever.
+            return k
+        c = c_next
+    return k
+
+
+@numba.njit(cache=True)
+def _polya(rng, r, beta, p0, q1):
+    """Polya(r, beta): zero with one uniform (P = p0), otherwise inversion of X | X >= 1.
+
+    Deviation from the exact law: P[X = 0] is p0 rounded (relative error a few ulp) on the 2**-53
+    grid of ``rng.random()``; the conditional inversion errs by at most a few ulp per pmf term,
+    weighted by 1 - p0. tests/test_samplers.py computes the implemented law and bounds its total
+    variation distance to the exact (mpmath) law.
+    """
+    if rng.random() < p0:
+        return np.int64(0)
+    return _polya_nonzero(rng, r, beta, q1)
+
+
+@numba.njit(cache=True)
+def _polya_difference_nonzero(rng, r, beta, q1, c1, c2):
+    """gamma+ - gamma- given that gamma+ and gamma- are not both zero.
+
+    The three cases (+ only, - only, both nonzero) have probabilities p0/(1+p0), p0/(1+p0) and
+    (1-p0)/(1+p0); c1, c2 are the cumulative thresholds.
+    """
+    v = rng.random()
+    if v < c1:
+        return _polya_nonzero(rng, r, beta, q1)
+    if v < c2:
+        return -_polya_nonzero(rng, r, beta, q1)
+    return _polya_nonzero(rng, r, beta, q1) - _polya_nonzero(rng, r, beta, q1)
+
+
+@numba.njit(cache=True)
+def _polya_difference(rng, r, beta, p0, q1, p00, c1, c2):
+    """gamma+ - gamma-, gamma+- iid Polya(r, beta); one uniform when both are zero (P = p00 = p0^2)."""
+    if rng.random() < p00:
+        return np.int64(0)
+    return _polya_difference_nonzero(rng, r, beta, q1, c1, c2)
+
+
+@numba.njit(cache=True)
+def _skellam(rng, half_mu):
+    """Sk(0, 2 half_mu) = Poisson(half_mu) - Poisson(half_mu)."""
+    if half_mu == 0.0:
+        return np.int64(0)
+    return np.int64(rng.poisson(half_mu)) - np.int64(rng.poisson(half_mu))
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectorised fillers: one compiled loop per law, writing into a preallocated array.
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _fill_bernoulli_rational(rng, num, den, out):
+    word = np.int64(0)
+    left = 0
+    for i in range(out.size):
+        b, word, left = _bernoulli_rational(rng, word, left, num, den)
+        out[i] = 1 if b else 0
+
+
+@numba.njit(cache=True)
+def _fill_bernoulli_exp(rng, num, den, out):
+    word = np.int64(0)
+    left = 0
+    for i in range(out.size):
+        b, word, left = _bernoulli_exp(rng, word, left, num, den)
+        out[i] = 1 if b else 0
+
+
+@numba.njit(cache=True)
+def _fill_geometric_exp(rng, s, t, out):
+    word = np.int64(0)
+    left = 0
+    for i in range(out.size):
+        out[i], word, left = _geometric_exp(rng, word, left, s, t)
+
+
+@numba.njit(cache=True)
+def _fill_discrete_laplace(rng, s, t, out):
+    word = np.int64(0)
+    left = 0
+    for i in range(out.size):
+        out[i], word, left = _discrete_laplace(rng, word, left, s, t)
+
+
+@numba.njit(cache=True)
+def _fill_discrete_gaussian(rng, p, q, t, ymax, out):
+    word = np.int64(0)
+    left = 0
+    for i in range(out.size):
+        out[i], word, left = _discrete_gaussian(rng, word, left, p, q, t, ymax)
+
+
+@numba.njit(cache=True)
+def _fill_polya(rng, r, beta, out):
+    p0, q1 = _polya_constants(r, beta)
+    for i in range(out.size):
+        out[i] = _polya(rng, r, beta, p0, q1)
+
+
+@numba.njit(cache=True)
+def _polya_difference_constants(r, beta):
+    p0, q1 = _polya_constants(r, beta)
+    p00 = math.exp(2.0 * r * math.log1p(-beta))
+    c1 = p0 / (1.0 + p0)
+    return p0, q1, p00, c1, 2.0 * c1
+
+
+@numba.njit(cache=True)
+def _fill_polya_difference(rng, r, beta, out):
+    p0, q1, p00, c1, c2 = _polya_difference_constants(r, beta)
+    for i in range(out.size):
+        out[i] = _polya_difference(rng, r, beta, p0, q1, p00, c1, c2)
+
+
+@numba.njit(cache=True)
+def _fill_skellam(rng, mu, out):
+    half_mu = 0.5 * mu
+    for i in range(out.size):
+        out[i] = _skellam(rng, half_mu)
+
+
+@numba.njit(cache=True)
+def _fill_binomial(rng, n, p, out):
+    for i in range(out.size):
+        out[i] = rng.binomial(n, p)
+
+
+@numba.njit(cache=True)
+def _fill_laplace(rng, scale, out):
+    for i in range(out.size):
+        out[i] = rng.laplace(0.0, scale)
+
+
+@numba.njit(cache=True)
+def _fill_gaussian(rng, sigma, out):
+    for i in range(out.size):
+        out[i] = rng.normal(0.0, sigma)

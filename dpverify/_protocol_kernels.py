@@ -1,0 +1,332 @@
+"""The distributed protocol P = (R, S, A) of Algorithm 1 (Chowdhury & Zhou, ICLR 2023), per user.
+
+- R (local randomizer): xhat = floor(x g) + Bernoulli(x g - floor(x g)); y = (xhat + eta) mod m,
+  eta the user's own noise: a Polya difference gamma+ - gamma-, gamma+- ~ Polya(1/n, e^{-eps/g})
+  (Theorem 1), Skellam Sk(0, g^2/(n eps^2)) (Theorem 2), discrete Gaussian N_Z(0, g^2/(n eps^2))
+  (Theorem 4), or none (central variant: the server adds the noise, see :func:`aggregate_views`).
+- S (secure aggregation): yhat = (sum_i y_i) mod m; the server sees yhat only.
+- A (analyzer): z = (yhat - m)/g if yhat > n g + tau (underflow correction), else z = yhat/g.
+
+:func:`server_views` simulates the server's view yhat of many independent runs with every user's
+randomness drawn (the deployment path); :func:`aggregate_views` draws the summed noise once
+(Lap_Z(g/eps) for Theorem 1 by infinite divisibility, Sk(0, g^2/eps^2) for Theorem 2), which is the
+same law of the view; it is refused for the discrete Gaussian, whose sum is not discrete Gaussian.
+
+Exactness. The randomised rounding Bernoulli(f) is exact for the float f = x g - floor(x g) (a
+dyadic rational): the first 53 random bits decide unless they tie with f's first 53 bits, and a tie
+draws more. Sums are reduced modulo m after every user (0 <= acc, y < m), so int64 never
+overflows when m <= 2**62; the theorems give m = n g + 2 tau + 1 < 2**47 for n <= 2**24,
+g = ceil(s eps sqrt(n)) with s <= 100, eps <= 10. The wrappers refuse m > 2**62.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from numbers import Integral
+
+import numba
+import numpy as np
+
+from accounting._validation import AccountingError, check_nonnegative, check_positive
+
+from . import _kernels as K
+from ._samplers import _MAX_SKELLAM_VARIANCE, _check_rng, _scale, as_rational, discrete_gaussian_range
+
+__all__ = [
+    "NOISE_KINDS",
+    "aggregate_views",
+    "analyze",
+    "analyzer_estimates",
+    "randomize",
+    "secure_aggregate",
+    "server_views",
+]
+
+#: Per-user noise of the randomizer R, by theorem: "polya" (1), "skellam" (2),
+#: "discrete_gaussian" (4), "none" (central variant).
+NOISE_KINDS = ("none", "polya", "skellam", "discrete_gaussian")
+_KIND_CODE = {name: code for code, name in enumerate(NOISE_KINDS)}
+_MAX_M = 1 << 62
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernels
+# ------------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _bernoulli_dyadic(rng, f):
+    """Bernoulli(f) for a float f in [0, 1), exactly: f is a dyadic rational."""
+    while True:
+        scaled = f * K.TWO53  # exact: a power-of-two scaling
+        head = math.floor(scaled)
+        w = rng.random() * K.TWO53
+        if w != head:
+            return w < head
+        # U's first 53 bits equal f's: compare the next 53 bits with the rest of f.
+        f = scaled - head
+
+
+@numba.njit(cache=True)
+def _user_noise(rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax):
+    """eta for one user, and the threaded bit buffer of the exact samplers."""
+    if kind == 1:
+        return K._polya_difference(rng, r, beta, p0, q1, p00, c1, c2), word, left
+    if kind == 2:
+        return K._skellam(rng, half_mu), word, left
+    if kind == 3:
+        return K._discrete_gaussian(rng, word, left, p, q, t, ymax)
+    return np.int64(0), word, left
+
+
+@numba.njit(cache=True)
+def _randomize(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out):
+    """R for every user: out[i] = y_i = (xhat_i + eta_i) mod m."""
+    p0, q1, p00, c1, c2 = K._polya_difference_constants(r, beta)
+    word = np.int64(0)
+    left = 0
+    for i in range(base.size):
+        xhat = base[i]
+        if frac[i] != 0.0 and _bernoulli_dyadic(rng, frac[i]):
+            xhat += 1
+        eta, word, left = _user_noise(rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax)
+        out[i] = (xhat + eta) % m
+
+
+@numba.njit(cache=True)
+def _split_bernoulli(bits, nbits, f, rng):
+    """Bernoulli(f) from ``nbits`` uniform bits, exactly: a tie with f's first bits (probability
+    2**-nbits) is resolved by fresh draws, so the law is that of the float f."""
+    scaled = f * float(np.int64(1) << nbits)
+    head = np.int64(scaled)
+    if bits != head:
+        return bits < head
+    return _bernoulli_dyadic(rng, scaled - head)
+
+
+@numba.njit(cache=True)
+def _server_views(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out):
+    """out[j] = yhat of run j: R for every user, then S, reducing mod m after every user."""
+    p0, q1, p00, c1, c2 = K._polya_difference_constants(r, beta)
+    word = np.int64(0)
+    left = 0
+    n = base.size
+    for j in range(out.size):
+        acc = np.int64(0)
+        for i in range(n):
+            y = base[i]
+            if kind == 1:
+                # Theorem 1 hot path, one 53-bit word per user: 26 bits decide the rounding and
+                # 27 bits the event "gamma+ = gamma- = 0" (probability p00, nearly 1), each exact.
+                w = K._uint53(rng)
+                if frac[i] != 0.0 and _split_bernoulli(w >> 27, 26, frac[i], rng):
+                    y += 1
+                if not _split_bernoulli(w & 0x7FFFFFF, 27, p00, rng):
+                    y += K._polya_difference_nonzero(rng, r, beta, q1, c1, c2)
+            else:
+                if frac[i] != 0.0 and _bernoulli_dyadic(rng, frac[i]):
+                    y += 1
+                if kind != 0:
+                    eta, word, left = _user_noise(
+                        rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax
+                    )
+                    y += eta
+            if y < 0 or y >= m:
+                y %= m  # Python semantics in numba: the result is in [0, m)
+            acc += y
+            if acc >= m:
+                acc -= m
+        out[j] = acc
+
+
+@numba.njit(cache=True)
+def _aggregate_views(rng, base_sum, frac, m, kind, s, t, half_mu, out):
+    """out[j] = (sum xhat + Z) mod m with Z drawn once: Lap_Z(t/s) (kind 1) or Sk(0, 2 half_mu) (2)."""
+    word = np.int64(0)
+    left = 0
+    for j in range(out.size):
+        total = base_sum
+        for i in range(frac.size):
+            if _bernoulli_dyadic(rng, frac[i]):
+                total += 1
+        if kind == 1:
+            z, word, left = K._discrete_laplace(rng, word, left, s, t)
+        elif kind == 2:
+            z = K._skellam(rng, half_mu)
+        else:
+            z = np.int64(0)
+        out[j] = (total % m + z % m) % m
+
+
+# ------------------------------------------------------------------------------------------------
+# Validation shared by the wrappers
+# ------------------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value: object, minimum: int, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or not minimum <= value <= maximum:
+        raise AccountingError(name, value, f"an integer in [{minimum}, {maximum}]")
+    return int(value)
+
+
+def _encode(x: object, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """floor(x g) and the fractional parts x g - floor(x g) (exact in float for x g < 2**53)."""
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise AccountingError("x", f"array of shape {arr.shape}", "a non-empty 1-d array of rewards in [0, 1]")
+    if not np.all((arr >= 0.0) & (arr <= 1.0)):
+        bad = arr[~((arr >= 0.0) & (arr <= 1.0))][0]
+        raise AccountingError("x", f"array containing {bad!r}", "rewards in [0, 1] (no NaN)")
+    xg = arr * float(g)
+    base = np.floor(xg)
+    return base.astype(np.int64), xg - base
+
+
+def _noise_params(noise: object, eps: object, g: int, n: int):
+    """Kernel arguments (kind, r, beta, half_mu, p, q, t, ymax) of the per-user noise."""
+    if noise not in _KIND_CODE:
+        raise AccountingError("noise", noise, f"one of {NOISE_KINDS}")
+    kind = _KIND_CODE[noise]  # type: ignore[index]
+    # placeholders for the unused parameters; beta = 1/2 keeps the (unused) Polya constants finite
+    r, beta, half_mu, p, q, t, ymax = 1.0, 0.5, 0.0, 1, 1, 1, 0
+    if kind == 0:
+        return kind, r, beta, half_mu, p, q, t, ymax
+    if eps is None:
+        raise AccountingError("eps", eps, f"a privacy parameter eps > 0 (required for noise={noise!r})")
+    if kind == 3:
+        eps_q = as_rational("eps", eps, "a rational number > 0")
+        if eps_q <= 0:
+            raise AccountingError("eps", eps, "a rational number > 0")
+        sigma2 = Fraction(g * g) / (n * eps_q * eps_q)
+        p, q, t, ymax = discrete_gaussian_range(sigma2)
+        return kind, r, beta, half_mu, p, q, t, ymax
+    eps_f = float(check_positive("eps", eps))
+    if kind == 1:
+        r, beta = 1.0 / n, math.exp(-eps_f / g)
+    else:
+        half_mu = g * g / (2.0 * n * eps_f * eps_f)
+    return kind, r, beta, half_mu, p, q, t, ymax
+
+
+def _protocol_args(x, g, m):
+    g = _check_int("g", g, 1, 1 << 52)
+    m = _check_int("m", m, 1, _MAX_M)
+    base, frac = _encode(x, g)
+    if base.size * g >= m:
+        # xhat sums to at most n g; a smaller m makes the analyzer's correction meaningless.
+        raise AccountingError("m", m, f"an integer > n g = {base.size * g} (the theorems use m = n g + 2 tau + 1)")
+    return g, m, base, frac
+
+
+# ------------------------------------------------------------------------------------------------
+# Public wrappers
+# ------------------------------------------------------------------------------------------------
+
+
+def randomize(rng: np.random.Generator, x, g: int, m: int, noise: str = "none", *, eps=None) -> np.ndarray:
+    """R applied to every user: y_i = (xhat_i + eta_i) mod m, an int64 array of length n = len(x).
+
+    ``noise`` picks eta by theorem ("polya": gamma+ - gamma-, Polya(1/n, e^{-eps/g}); "skellam":
+    Sk(0, g^2/(n eps^2)); "discrete_gaussian": N_Z(0, g^2/(n eps^2)) with eps rational; "none").
+    """
+    _check_rng(rng)
+    g, m, base, frac = _protocol_args(x, g, m)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, base.size)
+    out = np.empty(base.size, dtype=np.int64)
+    _randomize(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out)
+    return out
+
+
+def secure_aggregate(y, m: int) -> int:
+    """S: yhat = (sum_i y_i) mod m, exact (Python integers)."""
+    m = _check_int("m", m, 1, _MAX_M)
+    arr = np.asarray(y)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise AccountingError("y", f"array of dtype {arr.dtype} and shape {arr.shape}", "a 1-d integer array")
+    if arr.size and (arr.min() < 0 or arr.max() >= m):
+        raise AccountingError("y", "array with entries outside [0, m)", f"messages in [0, {m})")
+    # Reduce int64 partial sums in blocks so no block sum can overflow.
+    block = max(1, ((1 << 63) - 1) // m)
+    total = 0
+    for start in range(0, arr.size, block):
+        total = (total + int(arr[start : start + block].sum(dtype=np.int64))) % m
+    return total
+
+
+def analyze(yhat, n: int, g: int, m: int, tau: int, *, underflow_correction: bool = True):
+    """A: z = (yhat - m)/g if yhat > n g + tau, else yhat/g (scalar or array of views).
+
+    ``underflow_correction=False`` always returns yhat/g: a utility bug (a negative total noise
+    wraps to a huge estimate) that leaves the view, and so privacy, unchanged.
+    """
+    n = _check_int("n", n, 1, _MAX_M)
+    g = _check_int("g", g, 1, 1 << 52)
+    m = _check_int("m", m, 1, _MAX_M)
+    tau = _check_int("tau", tau, 0, _MAX_M)
+    arr = np.asarray(yhat, dtype=np.int64)
+    z = arr.astype(np.float64)
+    if underflow_correction:
+        z = np.where(arr > n * g + tau, z - m, z)
+    z = z / g
+    return z.item() if z.ndim == 0 else z
+
+
+def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None) -> np.ndarray:
+    """The server's view yhat = S(R(x_1), ..., R(x_n)) of ``reps`` independent runs, per user
+    (every user's rounding and noise drawn, reduced mod m as it goes). int64 array of length reps."""
+    _check_rng(rng)
+    g, m, base, frac = _protocol_args(x, g, m)
+    reps = _check_int("reps", reps, 0, _MAX_M)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, base.size)
+    out = np.empty(reps, dtype=np.int64)
+    _server_views(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out)
+    return out
+
+
+def analyzer_estimates(
+    rng: np.random.Generator,
+    x,
+    g: int,
+    m: int,
+    tau: int,
+    reps: int,
+    noise: str = "none",
+    *,
+    eps=None,
+    underflow_correction: bool = True,
+) -> np.ndarray:
+    """A(S(R(x_1..x_n))) for ``reps`` runs: estimates z of sum_i x_i, per-user path."""
+    views = server_views(rng, x, g, m, reps, noise, eps=eps)
+    n = np.asarray(x).size
+    return analyze(views, n, g, m, tau, underflow_correction=underflow_correction)
+
+
+def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, total_noise: str, *, scale=None, variance=None) -> np.ndarray:
+    """The server's view (sum_i xhat_i + Z) mod m with the summed noise Z drawn once per run.
+
+    ``total_noise="discrete_laplace"``: Z ~ Lap_Z(scale) (Theorem 1 with scale = g/eps, and the
+    central variant CDP-SE); ``"skellam"``: Z ~ Sk(0, variance) (Theorem 2, variance g^2/eps^2);
+    ``"none"``. The same law as :func:`server_views` with the matching per-user noise (tested).
+    There is no discrete Gaussian option: a sum of discrete Gaussians is not discrete Gaussian.
+    """
+    _check_rng(rng)
+    g, m, base, frac = _protocol_args(x, g, m)
+    reps = _check_int("reps", reps, 0, _MAX_M)
+    kinds = ("none", "discrete_laplace", "skellam")
+    if total_noise not in kinds:
+        hint = "use server_views for per-user discrete Gaussian noise" if total_noise == "discrete_gaussian" else ""
+        raise AccountingError("total_noise", total_noise, f"one of {kinds}", hint)
+    kind = kinds.index(total_noise)
+    s, t, half_mu = 1, 1, 0.0
+    if kind == 1:
+        s, t = _scale("scale", scale)
+    elif kind == 2:
+        check_nonnegative("variance", variance)
+        if variance > _MAX_SKELLAM_VARIANCE:  # type: ignore[operator]
+            raise AccountingError("variance", variance, "a real number in [0, 2**62]")
+        half_mu = 0.5 * float(variance)  # type: ignore[arg-type]
+    out = np.empty(reps, dtype=np.int64)
+    nonzero = frac[frac != 0.0]
+    _aggregate_views(rng, int(base.sum()) % m, nonzero, m, kind, s, t, half_mu, out)
+    return out

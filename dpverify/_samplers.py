@@ -1,0 +1,290 @@
+"""Noise samplers: validated public wrappers over the numba kernels in ``_kernels``.
+
+Every sampler takes a ``numpy.random.Generator`` (never a global seed) and a ``size``; discrete
+laws return int64 arrays. Bad parameters raise :class:`accounting._validation.AccountingError`
+(a ``ValueError``) naming the parameter, its value and the accepted range; nothing is clipped.
+
+Exact laws (integer arithmetic, Canonne, Kamath & Steinke 2020, arXiv:2004.00010):
+
+- :func:`bernoulli` (rational p) and :func:`bernoulli_exp` (exp(-gamma), gamma rational; CKS Alg. 1);
+- :func:`geometric` and :func:`discrete_laplace` (rational scale; CKS Alg. 2);
+- :func:`discrete_gaussian` (rational sigma^2; CKS Alg. 3), exactly N_Z(0, sigma^2) conditioned on
+  |X| <= ymax, where ymax is the largest bound at which the int64 arithmetic cannot overflow and
+  the parameter range is restricted so that the conditioning moves the law by < 2**-100 in total
+  variation (see :func:`discrete_gaussian_range`).
+
+Float laws (parameters are real numbers; deviation from the exact law stated and tested):
+
+- :func:`polya` and :func:`polya_difference`: Polya(r, beta), including r = 2**-24 (ICLR 2023
+  Theorem 1: the per-user noise gamma+ - gamma- with r = 1/n, beta = e^{-eps/g}). No gamma-Poisson
+  mixture: a float Gamma(1e-7) underflows to 0 and the noise silently vanishes. The zero outcome,
+  of probability (1 - beta)^r, is decided by one uniform; otherwise the conditional pmf is inverted.
+  The law differs from the exact one by a few units of 2**-53 in total variation (tested).
+- :func:`skellam`: Sk(0, mu) = Poisson(mu/2) - Poisson(mu/2) with numpy's Poisson samplers.
+- :func:`binomial`, and the baselines :func:`laplace` and :func:`gaussian` (continuous, float: the
+  float Laplace mechanism leaks through its low-order bits, Mironov 2012; used only to reproduce
+  the papers' DP-SE baseline).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from numbers import Integral, Rational
+
+import numpy as np
+
+from accounting._validation import AccountingError, check_nonnegative, check_positive, check_probability
+
+from . import _kernels
+
+__all__ = [
+    "bernoulli",
+    "bernoulli_exp",
+    "binomial",
+    "discrete_gaussian",
+    "discrete_gaussian_range",
+    "discrete_laplace",
+    "gaussian",
+    "geometric",
+    "laplace",
+    "polya",
+    "polya_difference",
+    "skellam",
+]
+
+_MAX_INT62 = 1 << 62
+#: Largest |A| = ||Y| q t - p| for which A^2 fits in int64 (discrete Gaussian kernel).
+_DG_MAX_A = (1 << 31) - 1
+#: Bound on the total-variation distance between the truncated and the exact discrete Gaussian.
+DG_TRUNCATION_LOG2_TV = -100
+#: numpy's Poisson sampler refuses lam above about 9.2e18; Sk(0, mu) needs lam = mu / 2.
+_MAX_SKELLAM_VARIANCE = 2.0**62
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise AccountingError("rng", rng, "a numpy.random.Generator, e.g. numpy.random.default_rng(seed)")
+    return rng
+
+
+def _shape(size: object) -> tuple[int, ...] | None:
+    if size is None:
+        return None
+    if isinstance(size, Integral) and not isinstance(size, bool):
+        dims = (int(size),)
+    elif isinstance(size, tuple) and all(isinstance(d, Integral) and not isinstance(d, bool) for d in size):
+        dims = tuple(int(d) for d in size)
+    else:
+        raise AccountingError("size", size, "None, an integer >= 0 or a tuple of integers >= 0")
+    if any(d < 0 for d in dims):
+        raise AccountingError("size", size, "None, an integer >= 0 or a tuple of integers >= 0")
+    return dims
+
+
+def _run(fill, rng, args, size, dtype):
+    """Call ``fill(rng, *args, out)`` on a flat array and give it the requested shape."""
+    shape = _shape(size)
+    out = np.empty(1 if shape is None else math.prod(shape), dtype=dtype)
+    fill(rng, *args, out)
+    if shape is None:
+        return out[0].item()
+    return out.reshape(shape)
+
+
+def as_rational(name: str, value: object, allowed: str) -> Fraction:
+    """``value`` as an exact Fraction: ints, Fractions, decimal strings ("0.1" is 1/10) and floats
+    (converted exactly: 0.1 becomes 3602879701896397/2**55, which may exceed an int64 range)."""
+    if isinstance(value, bool):
+        raise AccountingError(name, value, allowed)
+    if isinstance(value, (Integral, Fraction, Rational)):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise AccountingError(name, value, allowed)
+        return Fraction(value)
+    if isinstance(value, str):
+        try:
+            return Fraction(value)
+        except (ValueError, ZeroDivisionError):
+            raise AccountingError(name, value, allowed) from None
+    raise AccountingError(name, value, allowed)
+
+
+def _int64_fraction(name: str, value: Fraction, max_num: int, max_den: int, allowed: str) -> tuple[int, int]:
+    if value.numerator > max_num or value.denominator > max_den:
+        raise AccountingError(
+            name,
+            value,
+            allowed,
+            f"numerator must be <= 2**{max_num.bit_length() - 1} and denominator <= "
+            f"2**{max_den.bit_length() - 1} for exact int64 arithmetic; pass a Fraction or a decimal "
+            "string with a smaller denominator",
+        )
+    return value.numerator, value.denominator
+
+
+# ------------------------------------------------------------------------------------------------
+# Exact laws
+# ------------------------------------------------------------------------------------------------
+
+
+def bernoulli(rng: np.random.Generator, p: object, size: object = None):
+    """Bernoulli(p) for rational p in [0, 1], exactly (denominator <= 2**62). int64 0/1."""
+    _check_rng(rng)
+    allowed = "a rational probability in [0, 1] (int, Fraction, decimal string or float)"
+    value = as_rational("p", p, allowed)
+    if not 0 <= value <= 1:
+        raise AccountingError("p", p, allowed)
+    num, den = _int64_fraction("p", value, _MAX_INT62, _MAX_INT62, allowed)
+    return _run(_kernels._fill_bernoulli_rational, rng, (num, den), size, np.int64)
+
+
+def bernoulli_exp(rng: np.random.Generator, gamma: object, size: object = None):
+    """Bernoulli(exp(-gamma)) for rational gamma >= 0, exactly (CKS Algorithm 1). int64 0/1."""
+    _check_rng(rng)
+    allowed = "a rational number >= 0"
+    value = as_rational("gamma", gamma, allowed)
+    if value < 0:
+        raise AccountingError("gamma", gamma, allowed)
+    num, den = _int64_fraction("gamma", value, _MAX_INT62, _MAX_INT62, allowed)
+    return _run(_kernels._fill_bernoulli_exp, rng, (num, den), size, np.int64)
+
+
+def _scale(name: str, scale: object) -> tuple[int, int]:
+    allowed = "a rational number > 0"
+    value = as_rational(name, scale, allowed)
+    if value <= 0:
+        raise AccountingError(name, scale, allowed)
+    # scale = t / s: t bounds the uniform U in [0, t) and U + t V (kernel restarts past 2**62)
+    t, s = _int64_fraction(name, value, _kernels.MAX_T, _MAX_INT62, allowed)
+    return s, t
+
+
+def geometric(rng: np.random.Generator, scale: object, size: object = None):
+    """P[X = k] = (1 - e^{-1/scale}) e^{-k/scale}, k = 0, 1, ...: failures before the first success
+    of Bernoulli(1 - e^{-1/scale}); exact for rational scale (the one-sided half of CKS Alg. 2)."""
+    _check_rng(rng)
+    s, t = _scale("scale", scale)
+    return _run(_kernels._fill_geometric_exp, rng, (s, t), size, np.int64)
+
+
+def discrete_laplace(rng: np.random.Generator, scale: object, size: object = None):
+    """Lap_Z(scale): P[X = x] = (e^{1/b} - 1)/(e^{1/b} + 1) e^{-|x|/b}, b = scale rational > 0;
+    exact (CKS Algorithm 2). Numerator <= 2**61, denominator <= 2**62."""
+    _check_rng(rng)
+    s, t = _scale("scale", scale)
+    return _run(_kernels._fill_discrete_laplace, rng, (s, t), size, np.int64)
+
+
+def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
+    """Validate sigma^2 = p/q for :func:`discrete_gaussian`; return (p, q, t, ymax).
+
+    CKS Algorithm 3 accepts a candidate Y ~ Lap_Z(t), t = floor(sigma) + 1, with probability
+    exp(-A^2 / D), A = |Y| q t - p, D = 2 p q t^2. The kernel is exact in int64 when
+    |A| <= 2**31 - 1 (so A^2 < 2**62) and D <= 2**62; it restarts candidates with
+    |Y| > ymax = floor((2**31 - 1 + p) / (q t)), so its law is N_Z(0, sigma^2) conditioned on
+    |X| <= ymax. Accepted parameters satisfy p <= 2**31 - 1, D <= 2**62 and
+    P[|X| > ymax] <= 2 e^{-(ymax+1)^2/(2 sigma^2)} / (1 - e^{-(ymax+1)/sigma^2}) <= 2**-100.
+    With q = 1 this admits integer sigma^2 up to about 1.7e8 (sigma ~ 13000; the truncation
+    condition binds first); sigma^2 with a large denominator should be rounded up to a coarser
+    rational (more noise is still private).
+    """
+    allowed = "a rational number > 0 (int, Fraction, decimal string or float)"
+    value = as_rational("sigma2", sigma2, allowed)
+    if value <= 0:
+        raise AccountingError("sigma2", sigma2, allowed)
+    p, q = value.numerator, value.denominator
+    t = math.isqrt(p // q) + 1
+    range_msg = "sigma2 = p/q with p <= 2**31 - 1 and 2 p q t^2 <= 2**62, t = floor(sigma) + 1"
+    if p > _DG_MAX_A or 2 * p * q * t * t > _MAX_INT62:
+        raise AccountingError(
+            "sigma2", sigma2, range_msg, "outside the exact int64 range; round sigma2 up to a rational with a smaller denominator"
+        )
+    ymax = (_DG_MAX_A + p) // (q * t)
+    sig2 = p / q
+    x = ymax + 1
+    log2_tv = (math.log(2.0) - x * x / (2.0 * sig2) - math.log1p(-math.exp(-x / sig2))) / math.log(2.0)
+    if not log2_tv <= DG_TRUNCATION_LOG2_TV:
+        raise AccountingError(
+            "sigma2",
+            sigma2,
+            range_msg + f" and truncation at ymax = {ymax} costing <= 2**{DG_TRUNCATION_LOG2_TV} in total variation",
+            "round sigma2 up to a rational with a smaller denominator",
+        )
+    return p, q, t, ymax
+
+
+def discrete_gaussian(rng: np.random.Generator, sigma2: object, size: object = None):
+    """N_Z(0, sigma^2): P[X = x] proportional to exp(-x^2 / (2 sigma^2)), sigma^2 rational (CKS
+    Algorithm 3, exact up to a truncation costing < 2**-100 in total variation; see
+    :func:`discrete_gaussian_range` for the accepted range)."""
+    _check_rng(rng)
+    p, q, t, ymax = discrete_gaussian_range(sigma2)
+    return _run(_kernels._fill_discrete_gaussian, rng, (p, q, t, ymax), size, np.int64)
+
+
+# ------------------------------------------------------------------------------------------------
+# Float laws
+# ------------------------------------------------------------------------------------------------
+
+
+def _check_polya(r: object, beta: object) -> tuple[float, float]:
+    check_positive("r", r)
+    check_probability("beta", beta, open_low=False)
+    return float(r), float(beta)
+
+
+def polya(rng: np.random.Generator, r: object, beta: object, size: object = None):
+    """Polya(r, beta): P[X = x] = Gamma(x + r)/(x! Gamma(r)) beta^x (1 - beta)^r, x = 0, 1, ...
+
+    r > 0 (any size, e.g. 1/n for n up to 2**24), beta in [0, 1). Cost per draw is one uniform
+    when X = 0 and O(X) otherwise (the mean of X given X >= 1 is beta / ((1 - beta) r') with
+    r' = (1 - (1-beta)^r)/r, so beta very close to 1 is slow, never wrong).
+    """
+    _check_rng(rng)
+    r_f, beta_f = _check_polya(r, beta)
+    return _run(_kernels._fill_polya, rng, (r_f, beta_f), size, np.int64)
+
+
+def polya_difference(rng: np.random.Generator, r: object, beta: object, size: object = None):
+    """gamma+ - gamma-, gamma+- iid Polya(r, beta): the per-user noise of ICLR 2023 Theorem 1
+    (r = 1/n, beta = e^{-eps/g}); the sum of n of them is Lap_Z(g/eps)."""
+    _check_rng(rng)
+    r_f, beta_f = _check_polya(r, beta)
+    return _run(_kernels._fill_polya_difference, rng, (r_f, beta_f), size, np.int64)
+
+
+def skellam(rng: np.random.Generator, variance: object, size: object = None):
+    """Sk(0, mu) = Poisson(mu/2) - Poisson(mu/2), variance mu in [0, 2**62] (0 gives zeros)."""
+    _check_rng(rng)
+    check_nonnegative("variance", variance)
+    if variance > _MAX_SKELLAM_VARIANCE:  # type: ignore[operator]
+        raise AccountingError("variance", variance, "a real number in [0, 2**62]")
+    return _run(_kernels._fill_skellam, rng, (float(variance),), size, np.int64)  # type: ignore[arg-type]
+
+
+def binomial(rng: np.random.Generator, n: object, p: object, size: object = None):
+    """Binomial(n, p) (numpy's sampler), n integer >= 0, p in [0, 1]."""
+    _check_rng(rng)
+    if isinstance(n, bool) or not isinstance(n, Integral) or n < 0 or n > _MAX_INT62:
+        raise AccountingError("n", n, "an integer in [0, 2**62]")
+    check_probability("p", p, open_low=False, open_high=False)
+    return _run(_kernels._fill_binomial, rng, (int(n), float(p)), size, np.int64)  # type: ignore[arg-type]
+
+
+def laplace(rng: np.random.Generator, scale: object, size: object = None):
+    """Continuous Laplace(0, scale), float64. BASELINE ONLY (DP-SE of Sajed & Sheffet 2019): the
+    float Laplace mechanism is not private as implemented (Mironov 2012); use
+    :func:`discrete_laplace` for anything that must be private."""
+    _check_rng(rng)
+    check_positive("scale", scale)
+    return _run(_kernels._fill_laplace, rng, (float(scale),), size, np.float64)  # type: ignore[arg-type]
+
+
+def gaussian(rng: np.random.Generator, sigma: object, size: object = None):
+    """Continuous N(0, sigma^2), float64. BASELINE ONLY (float noise leaks like the float Laplace,
+    Mironov 2012); use :func:`discrete_gaussian` for anything that must be private."""
+    _check_rng(rng)
+    check_positive("sigma", sigma)
+    return _run(_kernels._fill_gaussian, rng, (float(sigma),), size, np.float64)  # type: ignore[arg-type]

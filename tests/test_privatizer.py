@@ -1,0 +1,81 @@
+"""The privatizer charges the ledger before it releases, and refuses once the budget is spent."""
+
+import numpy as np
+import pytest
+
+import accounting as acc
+from dpverify._privatizer import BatchProtocol, Privatizer
+
+
+class _CountingProtocol(BatchProtocol):
+    """A test protocol that records how often its noise was drawn (it must not be, when refused)."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.draws = 0
+
+    def guarantee(self, n):
+        return acc.DiscreteLaplace(scale=4, sensitivity=1)  # 0.25-DP per user
+
+    def estimate_sum(self, rewards, rng, *, path="per-user"):
+        self.draws += 1
+        return float(np.sum(rewards) + rng.laplace(0, 4))
+
+    def assumption1(self, n, p):
+        return 0.0, 4.0
+
+
+def _privatizer(budget=1.0):
+    protocol = _CountingProtocol()
+    ledger = acc.Ledger(acc.PureDP(budget))
+    return protocol, ledger, Privatizer(protocol, ledger, np.random.SeedSequence(7))
+
+
+def test_charge_happens_before_release_and_matches_the_accountant():
+    protocol, ledger, privatizer = _privatizer()
+    release = privatizer.release_sum(np.full(10, 0.5), range(0, 10))
+    assert protocol.draws == 1 and privatizer.releases == 1
+    assert ledger.spent() == acc.DiscreteLaplace(scale=4, sensitivity=1).pure()
+    assert release.n == 10 and release.path == "per-user"
+
+
+def test_a_refused_charge_draws_no_noise_and_leaves_the_ledger_unchanged():
+    protocol, ledger, privatizer = _privatizer(budget=0.5)
+    users = range(0, 5)
+    privatizer.release_sum(np.zeros(5), users)
+    privatizer.release_sum(np.zeros(5), users)  # 0.5 spent by users 0..4
+    before = ledger.to_json()
+    with pytest.raises(acc.BudgetExceeded):
+        privatizer.release_sum(np.zeros(5), users)
+    assert protocol.draws == 2, "no statistic may be computed once the ledger refuses"
+    assert ledger.to_json() == before
+    # fresh users can still be served (parallel composition)
+    privatizer.release_sum(np.zeros(5), range(5, 10))
+    assert protocol.draws == 3
+
+
+def test_same_seed_same_releases():
+    a = _privatizer()[2].release_sum(np.linspace(0, 1, 8), None).estimate
+    b = _privatizer()[2].release_sum(np.linspace(0, 1, 8), None).estimate
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    "rewards, name",
+    [(np.array([0.2, np.nan]), "rewards"), (np.array([1.5]), "rewards"), (np.array([]), "rewards"), (np.array([-0.1, 0.3]), "rewards")],
+)
+def test_rewards_outside_the_unit_interval_are_refused_not_clipped(rewards, name):
+    protocol, ledger, privatizer = _privatizer()
+    with pytest.raises(ValueError, match=name):
+        privatizer.release_sum(rewards, None)
+    assert protocol.draws == 0 and ledger.spent() is None
+
+
+def test_bad_construction():
+    with pytest.raises(ValueError, match="seed"):
+        Privatizer(_CountingProtocol(), acc.Ledger(acc.PureDP(1.0)), 42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="path"):
+        Privatizer(_CountingProtocol(), acc.Ledger(acc.PureDP(1.0)), np.random.SeedSequence(1), path="fast")
+    with pytest.raises(ValueError, match="participants"):
+        _privatizer()[2].release_sum(np.zeros(3), range(0, 4))
