@@ -37,6 +37,7 @@ from ._mechanisms import (
     Skellam,
 )
 from ._pairs import FinitePair, IntegerPair
+from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
 from ._paper_params import (
     DistributedParameters,
     theorem1_parameters,
@@ -69,6 +70,8 @@ __all__ = [
     "FinitePair",
     "IntegerPair",
     "Ledger",
+    "PLDResult",
+    "PrivacyLossDistribution",
     "PureDP",
     "RDP",
     "ZCDP",
@@ -77,6 +80,8 @@ __all__ = [
     "calibrate",
     "dist_rdp_se_returning",
     "epsilon_routes",
+    "pld_delta",
+    "pld_epsilon",
     "rdp_to_delta",
     "rdp_to_epsilon",
     "theorem1_parameters",

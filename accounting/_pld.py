@@ -105,7 +105,7 @@ import numpy as np
 import scipy.fft
 from flint import arb, arb_poly
 
-from ._certified import DEFAULT_PRECISION, exact, lower_float, upper_float, working_precision
+from ._certified import exact, lower_float, upper_float, working_precision
 from ._pairs import IntegerPair
 from ._validation import (
     AccountingError,
@@ -474,7 +474,8 @@ def _power(side: _Side, k: int, tau: float) -> _Side:
         if not k:
             break
         base = _truncate(_multiply(base, base), tau)
-    assert result is not None  # k >= 1 is validated by the callers
+    if result is None:  # only for k < 1, which the public callers refuse
+        raise AccountingError("k", k, "an integer >= 1")
     return result
 
 
@@ -836,7 +837,7 @@ class PrivacyLossDistribution:
         if discretisation is not None:
             if isinstance(discretisation, str):
                 discretisation = Fraction(discretisation)
-            check_positive("h", discretisation)
+            check_positive("discretisation", discretisation)
             h_value = discretisation
         with working_precision(precision) as prec:
             lo, hi = pair.window(tail_mass)
@@ -1175,7 +1176,7 @@ def pld_epsilon(
     check_positive_int("k", k)
     check_probability("delta", delta)
     if discretisation is not None:
-        check_positive("h", discretisation)
+        check_positive("discretisation", discretisation)
     pld = _build_for(mechanism_pair, k, discretisation, lattice_step, kwargs)
     return pld.self_compose(k).epsilon(delta)
 
@@ -1193,6 +1194,6 @@ def pld_delta(
     check_positive_int("k", k)
     check_nonnegative("epsilon", epsilon)
     if discretisation is not None:
-        check_positive("h", discretisation)
+        check_positive("discretisation", discretisation)
     pld = _build_for(mechanism_pair, k, discretisation, lattice_step, kwargs)
     return pld.self_compose(k).delta(epsilon)
