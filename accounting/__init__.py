@@ -28,7 +28,9 @@ from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
 from ._mechanisms import (
     BernoulliCurator,
+    Binomial,
     DiscreteGaussian,
+    DiscreteGaussianSum,
     DiscreteLaplace,
     Gaussian,
     Laplace,
@@ -51,6 +53,8 @@ from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
     "BernoulliCurator",
+    "Binomial",
+    "DiscreteGaussianSum",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Gaussian",

@@ -1,0 +1,88 @@
+"""dpverify: the numerical layer of the toolkit.
+
+Exact numba samplers, the papers' protocols P = (R, S, A), the privatizer that binds a protocol
+to an ``accounting`` ledger, the empirical auditor, the tail-bound verifier, bandit runners and
+the ``dpverify`` command line. The exact math (guarantees, conversions, composition, ledger)
+lives in the sibling package :mod:`accounting`, from which every claim here is taken.
+"""
+
+from importlib import import_module
+from typing import Any
+
+# Public names are loaded on first use (PEP 562), so that ``dpverify account ...`` does not pay
+# for importing numba and compiling kernels it never calls.
+_SOURCES = {
+    "._audit": ("DEFAULT_ORDERS", "AuditReport", "AuditResult", "NeighbourPair", "audit", "replace_one_pairs", "scalar_pairs", "statdp_pairs"),
+    "._privatizer": ("BatchProtocol", "Privatizer", "Release"),
+    "._protocols": (
+        "CentralLaplaceProtocol",
+        "DistributedProtocol",
+        "central_dp_protocol",
+        "central_laplace_protocol",
+        "dist_cdp_protocol",
+        "dist_dp_protocol",
+        "dist_rdp_protocol",
+        "local_dp_protocol",
+    ),
+    "._samplers": (
+        "bernoulli",
+        "bernoulli_exp",
+        "binomial",
+        "discrete_gaussian",
+        "discrete_laplace",
+        "gaussian",
+        "geometric",
+        "laplace",
+        "polya",
+        "polya_difference",
+        "skellam",
+    ),
+}
+_WHERE = {name: module for module, names in _SOURCES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpverify' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_WHERE))
+
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "AuditReport",
+    "AuditResult",
+    "BatchProtocol",
+    "CentralLaplaceProtocol",
+    "DistributedProtocol",
+    "NeighbourPair",
+    "Privatizer",
+    "Release",
+    "audit",
+    "bernoulli",
+    "bernoulli_exp",
+    "binomial",
+    "central_dp_protocol",
+    "central_laplace_protocol",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "dist_cdp_protocol",
+    "dist_dp_protocol",
+    "dist_rdp_protocol",
+    "gaussian",
+    "geometric",
+    "laplace",
+    "local_dp_protocol",
+    "polya",
+    "polya_difference",
+    "replace_one_pairs",
+    "scalar_pairs",
+    "skellam",
+    "statdp_pairs",
+]

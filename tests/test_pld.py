@@ -404,9 +404,9 @@ def test_bad_input_names_the_parameter():
     with pytest.raises(ValueError, match="k"):
         pld_epsilon(rr_pair(Fraction(3, 4)), 0, 1e-5)
     for bad in (0, -0.1, 0.0):
-        with pytest.raises(ValueError, match="h"):
+        with pytest.raises(ValueError, match="discretisation"):
             PrivacyLossDistribution.from_pair(rr_pair(Fraction(3, 4)), discretisation=bad)
-        with pytest.raises(ValueError, match="h"):
+        with pytest.raises(ValueError, match="discretisation"):
             pld_epsilon(rr_pair(Fraction(3, 4)), 2, 1e-5, discretisation=bad)
     with pytest.raises(ValueError, match="mechanism_pair"):
         PrivacyLossDistribution.from_pair(object())

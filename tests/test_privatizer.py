@@ -79,3 +79,13 @@ def test_bad_construction():
         Privatizer(_CountingProtocol(), acc.Ledger(acc.PureDP(1.0)), np.random.SeedSequence(1), path="fast")
     with pytest.raises(ValueError, match="participants"):
         _privatizer()[2].release_sum(np.zeros(3), range(0, 4))
+
+
+def test_public_api_matches_all():
+    import accounting
+    import dpverify
+
+    for package in (accounting, dpverify):
+        for name in package.__all__:
+            assert getattr(package, name) is not None, f"{package.__name__}.{name}"
+        assert sorted(package.__all__) == sorted(set(package.__all__))

@@ -24,14 +24,22 @@ of log T (a heuristic that only affects tightness), then the remainders on both 
 
 3. Left remainder (k < -n1): a decreasing ratio bound
 -----------------------------------------------------
-Let q_m = I_{m+1}(mu)/I_m(mu) > 0. From the recurrence, 1/q_{m} = 2(m+1)/mu + q_{m+1}, hence
-  (F1)  q_m < mu / (2(m+1)),                             (drop q_{m+1} > 0)
-  (F2)  q_m > 1 / (2(m+1)/mu + mu/(2(m+2)))               (use F1 for q_{m+1}),
-  (F3)  q_m / q_{m+1} < (m+2)/(m+1) + mu^2 / (4(m+1)(m+3)) =: B(m)   (F1 over F2),
-B decreasing in m. With T(-n) = P(n)^alpha P(n+Delta)^{1-alpha},
-  T(-(n+1)) / T(-n) = q_n (q_n / q_{n+Delta})^{alpha-1} = q_n prod_{j<Delta} (q_{n+j}/q_{n+j+1})^{alpha-1}
-                    < mu/(2(n+1)) B(n)^{Delta(alpha-1)} =: rho(n),
-and rho is decreasing in n. So if rho(n1) < 1, sum_{n > n1} T(-n) <= T(-n1) rho(n1) / (1 - rho(n1)).
+Let q_m = I_{m+1}(mu)/I_m(mu) > 0 and T(-n) = P(n)^alpha P(n+Delta)^{1-alpha}. Then
+  T(-(n+1)) / T(-n) = q_n (q_n / q_{n+Delta})^{alpha-1} = q_n prod_{j<Delta} (q_{n+j}/q_{n+j+1})^{alpha-1}.
+Two bounds on q, each giving a majorant rho(n) of this ratio that is *decreasing* in n:
+(a) From the recurrence, 1/q_m = 2(m+1)/mu + q_{m+1}, hence
+    (F1) q_m < mu/(2(m+1)),  (F2) q_m > 1/(2(m+1)/mu + mu/(2(m+2))),
+    (F3) q_m/q_{m+1} < (m+2)/(m+1) + mu^2/(4(m+1)(m+3)) =: B(m), decreasing in m, so
+    rho_a(n) = mu/(2(n+1)) B(n)^{Delta(alpha-1)}.
+(b) Amos (1974) / Segura (2011, Thm 1): for m >= 0,
+    mu/(m + 1/2 + sqrt((m+3/2)^2 + mu^2)) < q_m < mu/(m + 1/2 + sqrt((m+1/2)^2 + mu^2)) =: U(m).
+    With h = m + 1/2, S(h) = sqrt(h^2 + mu^2): q_m/q_{m+1} < (h + 1 + S(h+2))/(h + S(h))
+    = 1 + (1 + S(h+2) - S(h))/(h + S(h)) <= 1 + 3/(h + S(h)), because S(h+2) - S(h) <= 2;
+    this is decreasing in m, so rho_b(n) = U(n) (1 + 3/(n + 1/2 + S(n + 1/2)))^{Delta(alpha-1)}.
+    (The bounds (b) are also checked numerically against Arb's Bessel values in the tests.)
+Both are valid for every m >= n and decreasing, hence so is rho = min(rho_a, rho_b), and if
+rho(n1) < 1, sum_{n > n1} T(-n) <= T(-n1) rho(n1) / (1 - rho(n1)). (a) is the sharper one far
+in the tail (large alpha), (b) in the Gaussian regime n <~ mu.
 
 4. Right remainder (k >= K, K >= Delta/2)
 -----------------------------------------
@@ -119,9 +127,58 @@ def _chernoff_log_tail(mu: arb, K: int) -> arb:
 
 
 def _rho_bound(mu: arb, n: int, delta: int, am1: arb) -> arb:
-    """rho(n) of section 3 (an upper bound of every later term ratio in the left tail)."""
+    """rho(n) of section 3: an upper bound of every term ratio T(-(m+1))/T(-m), m >= n."""
+    power = delta * am1
     B = arb(n + 2) / (n + 1) + mu * mu / (4 * arb(n + 1) * (n + 3))
-    return mu / (2 * arb(n + 1)) * (B.log() * (delta * am1)).exp()
+    rho_f = mu / (2 * arb(n + 1)) * (B.log() * power).exp()
+    h = arb(2 * n + 1) / 2
+    root = (h * h + mu * mu).sqrt()
+    rho_s = mu / (h + root) * ((3 / (h + root)).log1p() * power).exp()
+    return rho_f.min(rho_s)
+
+
+def _log_rho_float(mu: float, n: int, delta: int, am1: float) -> float:
+    power = delta * am1
+    f = math.log(mu / (2 * (n + 1))) + power * math.log((n + 2) / (n + 1) + mu * mu / (4 * (n + 1) * (n + 3)))
+    h = n + 0.5
+    root = math.hypot(h, mu)
+    g = math.log(mu / (h + root)) + power * math.log1p(3 / (h + root))
+    return min(f, g)
+
+
+def _window(lp: list[float], N: int, delta: int, af: float, mu_f: float, thr_nats: float):
+    """Float heuristics: (top, n1, K) or None if the table is too short. Affects tightness only."""
+    am1 = af - 1.0
+
+    def log_t(k: int) -> float:
+        return af * lp[abs(k)] - am1 * lp[abs(k - delta)]
+
+    lo_k, hi_k = -(N - delta), N
+    stride = max(1, (hi_k - lo_k) // 1024)
+    best_k = max(range(lo_k, hi_k + 1, stride), key=log_t)
+    a, b = max(lo_k, best_k - stride), min(hi_k, best_k + stride)
+    best_k = max(range(a, b + 1), key=log_t)
+    top = log_t(best_k)
+    thr = top - thr_nats
+    k = best_k
+    while k > lo_k and log_t(k) >= thr:
+        k -= 1
+    n1 = max(0, -k)
+    # the left remainder is T(-n1) rho/(1 - rho): push n1 out until that is below the threshold
+    while True:
+        if n1 + delta > N:
+            return None
+        lr = _log_rho_float(mu_f, n1, delta, am1)
+        if lr < 0 and log_t(-n1) + lr - math.log(-math.expm1(lr)) < thr:
+            break
+        n1 += max(1, n1 // 32)
+    k = max(best_k, 0)
+    while k < hi_k and log_t(k) >= thr:
+        k += 1
+    K = max(k, (delta + 1) // 2, 1)
+    if K > N:
+        return None
+    return top, n1, K
 
 
 def skellam_rdp_ball(mu, delta: int, alpha: arb) -> arb:
@@ -131,38 +188,17 @@ def skellam_rdp_ball(mu, delta: int, alpha: arb) -> arb:
     mu_f = float(Fraction(mu)) if not isinstance(mu, float) else mu
     prec = ctx.prec
     N = _initial_N(mu_f, delta)
+    thr_nats = (prec + 40) * math.log(2) + max(0.0, -math.log(max(am1_f, 1e-300))) + 12
     while True:
-        # precision: alpha * |log P| must be resolved to 2^-prec
-        t0 = _TABLES.get(Fraction(mu))
-        max_abs_log = max(abs(t0.floats[-1]), 10.0) if t0 is not None and t0.N >= N else N * math.log(N + 2) + mu_f + 10
+        max_abs_log = N * math.log(N + 2) + mu_f + 10
         bits = prec + alpha_guard_bits(alpha) + int(math.log2(max(af, 2) * max_abs_log)) + 24
         table = _table(mu, N, bits + N.bit_length() + 8)
         N = table.N
-        lp = table.floats
-        # float estimates of log T(k): left k = -n (n = 0..N-delta), right k = 1..N
-        left = [af * lp[n] - am1_f * lp[n + delta] for n in range(0, N - delta + 1)]
-        right = [af * lp[k] - am1_f * lp[abs(k - delta)] for k in range(1, N + 1)]
-        top = max(max(left), max(right))
-        thr = top - (prec + 40) * math.log(2) - math.log(2 * N + 2) - max(0.0, -math.log(max(am1_f, 1e-300)))
-        n1 = max(n for n in range(len(left)) if left[n] >= thr)
-        kh = [k for k in range(1, N + 1) if right[k - 1] >= thr]
-        k_hi = max(kh) if kh else 0
-        # push n1 out until the ratio bound is <= 1/2 (float check, certified below)
-        mu_ok = True
-        while True:
-            rho_f = mu_f / (2 * (n1 + 1)) * math.exp(
-                delta * am1_f * math.log((n1 + 2) / (n1 + 1) + mu_f * mu_f / (4 * (n1 + 1) * (n1 + 3)))
-            )
-            if rho_f <= 0.5:
-                break
-            n1 += max(1, n1 // 16)
-            if n1 + delta > N:
-                mu_ok = False
-                break
-        K = max(k_hi + 1, (delta + 1) // 2, 1)
-        if not mu_ok or n1 + delta > N or K > N:
-            N = 2 * max(N, n1 + delta, K) + 16
+        found = _window(table.floats, N, delta, af, mu_f, thr_nats + math.log(2 * N + 2))
+        if found is None:
+            N = 2 * N
             continue
+        top, n1, K = found
         break
 
     with ctx.workprec(bits):

@@ -176,7 +176,7 @@ def _single(c: Counts, index: int) -> np.ndarray:
     return mask
 
 
-Score = Callable[[np.ndarray, np.ndarray, int, int, int, int], np.ndarray]
+Score = Callable[[np.ndarray, np.ndarray, int, int], np.ndarray]
 
 
 def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> list[_Event]:
@@ -184,8 +184,10 @@ def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> li
 
     Candidates are built and ranked on the ranking half; the best ``4 * max_events`` distinct
     ones are re-scored on the validation half, and the best ``max_events`` by that score kept.
-    ``score(a, b, n_a, n_b, n_est_p, n_est_q)`` predicts the bound an event with counts a of
-    n_a (P) and b of n_b (Q) would get on the bound sample.
+    ``score(a, b, n_p, n_q)`` is the bound an event with counts a of n_p (P) and b of n_q (Q)
+    gets *at the size of the sample it is scored on* (not rescaled to the bound sample): an
+    event with few counts must show a larger effect to be kept, which is what protects the
+    choice from the winner's curse among many small, noisy candidate events.
     """
     scored: list[tuple[float, int, int, int]] = []
     families = []
@@ -193,7 +195,7 @@ def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> li
         for fam in _candidates(c):
             fi = len(families)
             families.append(fam)
-            s = score(fam[1].astype(np.float64), fam[2].astype(np.float64), c.n_a_p, c.n_a_q, c.n_est_p, c.n_est_q)
+            s = score(fam[1].astype(np.float64), fam[2].astype(np.float64), c.n_a_p, c.n_a_q)
             s = np.where(np.isnan(s), -np.inf, s)
             top = np.argsort(-s, kind="stable")[: 4 * max_events]
             scored.extend((float(s[i]), fi, int(i), vi) for i in top)
@@ -212,7 +214,7 @@ def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> li
         c = counts[vi]
         a = np.array([float(c.p_b[mask].sum())])
         b = np.array([float(c.q_b[mask].sum())])
-        s_valid = float(score(a, b, c.n_b_p, c.n_b_q, c.n_est_p, c.n_est_q)[0])
+        s_valid = float(score(a, b, c.n_b_p, c.n_b_q)[0])
         shortlist.append((s_valid if not math.isnan(s_valid) else -math.inf, s_rank, _Event(vi, mask, name)))
     shortlist.sort(key=lambda t: (-t[0], -t[1]))
     return [ev for _, _, ev in shortlist[:max_events]]
@@ -252,10 +254,9 @@ def epsilon_lower(counts: Sequence[Counts], level: float, max_events: int = DEFA
     """Lower confidence bound (error <= ``level``) on sup_E log P(E)/Q(E) (P = first input)."""
     predicted = level / (2 * max_events)
 
-    def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int, m_p: int, m_q: int) -> np.ndarray:
+    def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int) -> np.ndarray:
         with np.errstate(divide="ignore"):
-            return (np.log(cp_lower(_scaled(a, n_p, m_p), m_p, predicted))
-                    - np.log(cp_upper(_scaled(b, n_q, m_q), m_q, predicted)))
+            return np.log(cp_lower(a, n_p, predicted)) - np.log(cp_upper(b, n_q, predicted))
 
     events = select_events(counts, score, max_events)
     if not events:
@@ -270,8 +271,7 @@ def epsilon_lower(counts: Sequence[Counts], level: float, max_events: int = DEFA
                           ev.family, (a, n, b, m), len(events))
         if best is None or cand.lower > best.lower or (cand.lower == best.lower and cand.estimate > best.estimate):
             best = cand
-    assert best is not None
-    return best
+    return best  # type: ignore[return-value]  (events is non-empty)
 
 
 def delta_lower(counts: Sequence[Counts], epsilon: float, level: float, max_events: int = DEFAULT_EVENTS) -> EventBound:
@@ -279,9 +279,8 @@ def delta_lower(counts: Sequence[Counts], epsilon: float, level: float, max_even
     factor = math.exp(epsilon)
     predicted = level / (2 * max_events)
 
-    def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int, m_p: int, m_q: int) -> np.ndarray:
-        return (cp_lower(_scaled(a, n_p, m_p), m_p, predicted)
-                - factor * cp_upper(_scaled(b, n_q, m_q), m_q, predicted))
+    def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int) -> np.ndarray:
+        return cp_lower(a, n_p, predicted) - factor * cp_upper(b, n_q, predicted)
 
     events = select_events(counts, score, max_events)
     if not events:
@@ -296,8 +295,7 @@ def delta_lower(counts: Sequence[Counts], epsilon: float, level: float, max_even
                           ev.family, (a, n, b, m), len(events))
         if best is None or cand.lower > best.lower or (cand.lower == best.lower and cand.estimate > best.estimate):
             best = cand
-    assert best is not None
-    return best
+    return best  # type: ignore[return-value]  (events is non-empty)
 
 
 # ------------------------------------------------------------------------------------------
@@ -394,6 +392,7 @@ def renyi_box_lower(order: float, p_lo: np.ndarray, p_hi: np.ndarray, q_lo: np.n
     log_r = np.log(np.clip(start, 1e-300, 1e300))
     best_r = log_r
     last = None
+    upper = math.inf  # the smallest objective value seen at a feasible point (duality gap check)
     for _ in range(iterations):
         cert = _certificate(a, log_r, p_lo, p_hi, q_lo, q_hi)
         if cert is None:
@@ -401,9 +400,12 @@ def renyi_box_lower(order: float, p_lo: np.ndarray, p_hi: np.ndarray, q_lo: np.n
         if cert[0] > best:
             best, best_r = cert[0], log_r
         last = cert
+        upper = min(upper, _plugin_renyi(a, cert[1], cert[2]))
+        if upper - best <= 1e-7 * (1.0 + abs(upper)):
+            return max(best, 0.0), np.exp(best_r)
         new = np.log(np.clip(cert[1], 1e-300, None)) - np.log(np.clip(cert[2], 1e-300, None))
         log_r = 0.5 * log_r + 0.5 * np.clip(new, log_r - 5.0, log_r + 5.0)
-    if polish and last is not None:
+    if polish and last is not None and upper - best > 1e-7 * (1.0 + abs(upper)):
         starts = [(last[1], last[2]), ((p_lo + p_hi) / 2, (q_lo + q_hi) / 2)]
         for p0, q0 in starts:
             guess = _primal_ratios(a, p_lo, p_hi, q_lo, q_hi, p0, q0)
@@ -415,6 +417,7 @@ def renyi_box_lower(order: float, p_lo: np.ndarray, p_hi: np.ndarray, q_lo: np.n
 
 
 def _plugin_renyi(order: float, p: np.ndarray, q: np.ndarray) -> float:
+    """D_order of the normalised vectors p, q (inf if p is not absolutely continuous wrt q)."""
     p = p / p.sum()
     q = q / q.sum()
     if np.any((p > 0) & (q == 0)):

@@ -140,7 +140,7 @@ def replace_one_pairs(dataset: Sequence[Any] | np.ndarray, values: Sequence[Any]
         other[position] = v
         if np.array_equal(other, base):
             continue
-        out.append(NeighbourPair(base.copy(), other, f"record {position}: {base[position]!r} -> {v!r}"))
+        out.append(NeighbourPair(base.copy(), other, f"record {position}: {base[position]!s} -> {v!s}"))
     if not out:
         raise AccountingError("values", values, "at least one value different from the current record")
     return tuple(out)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import pickle
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -128,13 +129,26 @@ def chunk_plan(targets: Sequence[int], chunk_size: int) -> list[tuple[int, int]]
     return out
 
 
-def resolve_executor(executor: Any, total_draws: int) -> tuple[Executor | None, bool]:
-    """(executor or None for in-process, whether we own it and must shut it down)."""
+def _picklable(obj: Any) -> bool:
+    try:
+        pickle.dumps(obj)
+    except Exception:  # lambdas, closures, local functions
+        return False
+    return True
+
+
+def resolve_executor(executor: Any, total_draws: int, payload: Any = None) -> tuple[Executor | None, bool]:
+    """(executor or None for in-process, whether we own it and must shut it down).
+
+    ``"auto"`` uses a local process pool for audits of at least 2e8 draws when there is more
+    than one CPU and ``payload`` (the mechanism and its inputs) can be pickled; otherwise it runs
+    in-process. The choice never changes the numbers.
+    """
     if executor is None or executor == "serial":
         return None, False
     if executor == "auto":
         cpus = os.cpu_count() or 1
-        if cpus > 1 and total_draws >= 2 * 10**8:
+        if cpus > 1 and total_draws >= 2 * 10**8 and _picklable(payload):
             return ProcessPoolExecutor(max_workers=cpus), True
         return None, False
     if executor == "process":
