@@ -1,15 +1,20 @@
 """DP-DPE (Li, Zhou and Ji, Algorithm 1) and its variants DPE, CDP-DPE, LDP-DPE, DPE-FixedU.
 
-One run is a pure function of (algorithm, instance, seed, config). The seed's ``SeedSequence``
-has four children with fixed spawn keys, the same for every algorithm (common random numbers):
+One run is a pure function of (algorithm, instance, seed, run_index, config). As in
+``dpverify._bandits._runner``, run r of seed s uses ``SeedSequence(s, spawn_key=(r,))`` spawned
+into the named streams "instance", "environment", "privatizer", "learner" (:func:`linear_streams`),
+so ``dpverify run`` and :func:`li_fig2` give the same run r. Every algorithm uses the same
+streams (common random numbers):
 
-- ``(0,)`` the client population: theta_u = theta* + sigma N(0, I_d) for every user, then the
-  sampling order (new clients each phase; the population's draws are iid, so consecutive blocks
-  are uniform samples without replacement; if the schedule outgrows the population, a fresh
-  random permutation starts and users return: the ledger composes their charges);
-- ``(1, l)`` the clients' reward noise in phase l;
-- ``(2,)`` the privatizer's noise (only the privatizer holds this stream);
-- design and elimination use no randomness.
+- environment child ``(0,)``: the client population, theta_u = theta* + sigma N(0, I_d) for every
+  user, then the sampling order (new clients each phase; the population's draws are iid, so
+  consecutive blocks are uniform samples without replacement; if the schedule outgrows the
+  population, a fresh random permutation starts and users return: the ledger composes their
+  charges);
+- environment child ``(1, l)``: the clients' reward noise in phase l;
+- "privatizer": the privatizer's noise (only the privatizer holds this stream);
+- design and elimination use no randomness ("instance" and "learner" are unused: the
+  instances are fixed).
 
 The learner (the phase loop below) sees the public instance (actions, sigma, B, d, k) and the
 privatizer's releases; the clients' parameters, rewards and the privacy noise stay inside
@@ -51,7 +56,9 @@ from ._design import g_optimal_design, support_bound
 from ._instances import LinearInstance
 from ._privatizers import CentralGaussian, LocalGaussian, NonPrivateAggregator, VectorPrivatizer
 
-__all__ = ["ALGORITHMS", "DPEConfig", "LinearRunResult", "fixed_client_count", "run_linear"]
+__all__ = ["ALGORITHMS", "DPEConfig", "LinearRunResult", "fixed_client_count", "linear_streams", "run_linear"]
+
+STREAMS = ("instance", "environment", "privatizer", "learner")
 
 ALGORITHMS = ("dpe", "cdp-dpe", "ldp-dpe", "dpe-fixedu")
 _PRIVATE = {"cdp-dpe": CentralGaussian, "ldp-dpe": LocalGaussian}
@@ -97,21 +104,32 @@ class LinearRunResult:
     algorithm: str
     instance: dict
     seed: int
+    run_index: int
     config: dict
     checkpoints: list[int]
     regret: list[float]
     final_regret: float
+    pulls: list[int]
+    eliminations: list[tuple[int, int]]
     phases: list[dict]
     communication: dict
     privacy: dict
     clients: dict
     path: str
+    ledger: Ledger | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        out = {k: v for k, v in self.__dict__.items() if k != "ledger"}
+        return json.loads(json.dumps(out))
 
     def to_json(self) -> str:
         return json.dumps({"format": "dpverify-linear-run/1", **self.as_dict()})
+
+
+def linear_streams(seed: int, run_index: int = 0) -> dict[str, np.random.SeedSequence]:
+    """The named streams of run ``run_index`` of ``seed`` (the same rule as ``dpverify._bandits._runner``)."""
+    root = np.random.SeedSequence(seed, spawn_key=(run_index,))
+    return dict(zip(STREAMS, root.spawn(len(STREAMS))))
 
 
 def _child(root: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
@@ -176,8 +194,9 @@ class _Clients:
 
 
 def _checkpoints(horizon: int, count: int) -> np.ndarray:
-    points = np.unique(np.round(np.geomspace(1, horizon, count)).astype(np.int64))
-    return points
+    points = np.unique(np.round(np.logspace(0, math.log10(horizon), count)).astype(np.int64))
+    points = points[(points >= 1) & (points <= horizon)]
+    return points if points[-1] == horizon else np.append(points, horizon)
 
 
 def fixed_client_count(phases: list[dict]) -> int:
@@ -190,8 +209,20 @@ def fixed_client_count(phases: list[dict]) -> int:
     return -(-numerator // denominator)
 
 
-def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEConfig | None = None) -> LinearRunResult:
-    """Run one of ``ALGORITHMS`` on ``instance`` for ``config.horizon`` rounds from the integer ``seed``."""
+def run_linear(
+    algorithm: str,
+    instance: LinearInstance,
+    seed: int,
+    config: DPEConfig | None = None,
+    *,
+    run_index: int = 0,
+    streams: dict[str, np.random.SeedSequence] | None = None,
+) -> LinearRunResult:
+    """Run one of ``ALGORITHMS`` on ``instance`` for ``config.horizon`` rounds.
+
+    The random streams are :func:`linear_streams(seed, run_index) <linear_streams>` unless
+    ``streams`` (a dict with "environment" and "privatizer" ``SeedSequence``) is given.
+    """
     if algorithm not in ALGORITHMS:
         raise AccountingError("algorithm", algorithm, f"one of {ALGORITHMS}")
     if not isinstance(instance, LinearInstance):
@@ -209,12 +240,22 @@ def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEC
     if algorithm != "dpe-fixedu" and config.clients_per_phase is not None:
         raise AccountingError("clients_per_phase", config.clients_per_phase, "None except for dpe-fixedu")
 
-    seed = int(seed)
-    root = np.random.SeedSequence(seed)
+    if isinstance(run_index, bool) or not isinstance(run_index, (int, np.integer)) or run_index < 0:
+        raise AccountingError("run_index", run_index, "an integer >= 0")
+    seed, run_index = int(seed), int(run_index)
+    if streams is None:
+        streams = linear_streams(seed, run_index)
+    for name in ("environment", "privatizer"):
+        if not isinstance(streams.get(name), np.random.SeedSequence):
+            raise AccountingError(f"streams[{name!r}]", streams.get(name), "a numpy.random.SeedSequence")
+    root = streams["environment"]
     fixed_from: dict | None = None
     clients_per_phase = config.clients_per_phase
     if algorithm == "dpe-fixedu" and clients_per_phase is None:
-        reference = run_linear("dpe", instance, seed, DPEConfig(horizon=config.horizon, alpha=config.alpha, beta=config.beta, checkpoints=config.checkpoints))
+        reference = run_linear(
+            "dpe", instance, seed, DPEConfig(horizon=config.horizon, alpha=config.alpha, beta=config.beta, checkpoints=config.checkpoints),
+            run_index=run_index, streams=streams,
+        )
         clients_per_phase = fixed_client_count(reference.phases)
         fixed_from = {"rule": "U = ceil(sum |U_l| N_l / sum N_l) of the DPE run with the same seed", "dpe_reals_total": reference.communication["reals_total"]}
 
@@ -222,7 +263,7 @@ def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEC
     if private:
         protocol = _PRIVATE[algorithm](config.epsilon, config.delta, instance.reward_bound)
         ledger = Ledger(ApproxDP(config.epsilon, config.delta), name=f"{algorithm} seed {seed}")
-        channel: Any = VectorPrivatizer(protocol, ledger, _child(root, 2), path=config.path)
+        channel: Any = VectorPrivatizer(protocol, ledger, streams["privatizer"], path=config.path)
     else:
         protocol = None
         channel = NonPrivateAggregator(instance.reward_bound)
@@ -240,6 +281,8 @@ def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEC
     l = 1
     seg_counts: list[np.ndarray] = []
     seg_gaps: list[np.ndarray] = []
+    seg_actions: list[np.ndarray] = []
+    eliminations: list[tuple[int, int]] = []
     phases: list[dict] = []
     reals_total = 0
     bits_per_user: list[tuple[int, int]] = []  # (users, bits each)
@@ -252,6 +295,7 @@ def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEC
         played = counts if phase_length <= left else np.minimum(counts, np.maximum(0, left - (np.cumsum(counts) - counts)))
         seg_counts.append(played)
         seg_gaps.append(gaps[support])
+        seg_actions.append(support)
         record = {
             "phase": l,
             "h": h,
@@ -297,8 +341,9 @@ def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEC
         phases.append(record)
         reals_total += n * s
         bits_per_user.append((n, BITS_PER_REAL * s))
-        active = active[keep]
         t += phase_length
+        eliminations.extend((int(a), t) for a in active[~keep])
+        active = active[keep]
         h *= 2.0
         l += 1
 
@@ -309,6 +354,7 @@ def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEC
     points = _checkpoints(horizon, config.checkpoints)
     regret = np.interp(points, ends, cumulative)
 
+    pulls = np.bincount(np.concatenate(seg_actions), weights=counts_all, minlength=k).astype(np.int64)
     users = sum(u for u, _ in bits_per_user)
     communication = {
         "reals_total": int(reals_total),
@@ -330,15 +376,19 @@ def run_linear(algorithm: str, instance: LinearInstance, seed: int, config: DPEC
         algorithm=algorithm,
         instance=instance.describe(),
         seed=seed,
+        run_index=run_index,
         config={**asdict(config), "clients_per_phase": clients_per_phase, "beta": beta, "h1": 2, "support_bound": support_bound(d)},
         checkpoints=points.tolist(),
         regret=regret.tolist(),
         final_regret=float(cumulative[-1]),
+        pulls=pulls.tolist(),
+        eliminations=eliminations,
         phases=phases,
         communication=communication,
         privacy=privacy,
         clients={"sampled": clients.sampled, "returning": clients.returning, "clipped_coordinates": clients.clipped, "reported_coordinates": clients.reported},
         path=channel.path,
+        ledger=ledger,
     )
 
 

@@ -207,8 +207,10 @@ def _check_reports(reports: Any, bound: float) -> np.ndarray:
     array = np.asarray(reports, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
         raise AccountingError("reports", f"array of shape {array.shape}", "a non-empty (n clients, s actions) array")
-    if not np.all(np.isfinite(array)) or np.abs(array).max() > bound:
-        raise AccountingError("reports", f"max |y| = {np.nanmax(np.abs(array)):.6g}", f"reports in [-B, B] = [-{bound}, {bound}] (clip at the client, visibly)")
+    if not np.all(np.isfinite(array)):
+        raise AccountingError("reports", "non-finite entries", f"finite reports in [-B, B] = [-{bound}, {bound}]")
+    if np.abs(array).max() > bound:
+        raise AccountingError("reports", f"max |y| = {np.abs(array).max():.6g}", f"reports in [-B, B] = [-{bound}, {bound}] (clip at the client, visibly)")
     return array
 
 

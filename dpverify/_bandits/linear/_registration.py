@@ -1,0 +1,90 @@
+"""Registration of the linear algorithms, instances and figure into ``dpverify._bandits._registry``.
+
+The registry (``dpverify run`` / ``dpverify reproduce``) calls ``AlgorithmSpec.run(config,
+instance, seeds, run_index)`` with its ``RunConfig``; the DP-DPE-specific options travel in
+``config.extra``: ``alpha`` (0.8), ``privacy_width`` ("paper"), ``beta`` (1/(kT)),
+``clients_per_phase`` (dpe-fixedu; default from the same-seed DPE run). ``config.delta`` is the
+delta of (eps, delta) (the paper's Fig. 2 uses 0.25; the registry's default is 1e-6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from accounting._validation import AccountingError
+
+from ._dpe import ALGORITHMS, DPEConfig, run_linear
+from ._experiments import make_li_fig2
+from ._instances import mslr_linear_instance, synthetic_instance
+
+__all__ = ["LINEAR_ALGORITHMS", "LINEAR_FIGURES", "register"]
+
+_EXTRA = ("alpha", "privacy_width", "beta", "clients_per_phase")
+
+LINEAR_ALGORITHMS = {
+    "dpe": "DPE: DP-DPE without privacy (Li, Zhou & Ji, Algorithm 1 with sigma_n = 0)",
+    "cdp-dpe": "CDP-DPE: central Gaussian noise on the clients' average, (eps, delta)-DP",
+    "ldp-dpe": "LDP-DPE: each client adds Gaussian noise, (eps, delta)-LDP",
+    "dpe-fixedu": "DPE-FixedU: DPE with a fixed number of clients per phase, same communication",
+}
+LINEAR_FIGURES = {"li-fig2": "Li, Zhou & Ji Fig. 2 (a)-(c): regret vs eps, per-round regret at eps=10, DPE vs DPE-FixedU (no SDP-DPE)"}
+
+
+def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) -> Any:
+    """``AlgorithmSpec.run``: one DP-DPE run as a ``RunRecord`` of the colleague's runner."""
+    from .._results import RunRecord, ledger_summary
+
+    algorithm = config.algorithm
+    extra = dict(config.extra or {})
+    unknown = set(extra) - set(_EXTRA)
+    if unknown:
+        raise AccountingError("extra", sorted(unknown), f"options among {_EXTRA}")
+    if config.population is not None:
+        raise AccountingError("population", config.population, "None (the linear instances carry their population)")
+    private = algorithm in ("cdp-dpe", "ldp-dpe")
+    dpe_config = DPEConfig(
+        horizon=config.horizon,
+        alpha=extra.get("alpha", 0.8),
+        epsilon=float(config.epsilon) if private else None,
+        delta=float(config.delta) if private else None,
+        beta=extra.get("beta"),
+        clients_per_phase=extra.get("clients_per_phase"),
+        privacy_width=extra.get("privacy_width", "paper"),
+        path=config.path,
+        checkpoints=config.checkpoint_count,
+    )
+    result = run_linear(algorithm, instance, config.seed, dpe_config, run_index=run_index, streams=seeds)
+    ledger = ledger_summary(
+        result.ledger,
+        delta=float(config.delta),
+        path=result.path,
+        bits_per_user=result.communication["bits_per_user_max"],
+        protocol=algorithm,
+        notes="Gaussian mechanism on clipped report vectors (l2 sensitivity 2B sqrt(s)/n central, 2B sqrt(s) local); fresh clients per phase",
+    )
+    return RunRecord(
+        run_index=run_index,
+        times=np.asarray(result.checkpoints, dtype=np.int64),
+        regret=np.asarray(result.regret, dtype=np.float64),
+        pulls=np.asarray(result.pulls, dtype=np.int64),
+        eliminations=[list(e) for e in result.eliminations],
+        ledger=ledger,
+        instance=result.instance,
+        extra={"config": result.config, "communication": result.communication, "phases": result.phases, "privacy": {k: v for k, v in result.privacy.items() if k != "ledger"}, "clients": result.clients},
+    )
+
+
+def register() -> bool:
+    """Register into ``dpverify._bandits._registry`` if it exists; returns whether it did."""
+    try:
+        from .._registry import AlgorithmSpec, FigureSpec, InstanceSpec, register_algorithm, register_figure, register_instance
+    except ImportError:  # the multi-armed package is absent: nothing to register into
+        return False
+    for name in ALGORITHMS:
+        register_algorithm(AlgorithmSpec(name, "linear", run_for_registry, LINEAR_ALGORITHMS[name], name in ("cdp-dpe", "ldp-dpe"), "Li, Zhou & Ji 2022"), replace=True)
+    register_instance(InstanceSpec("linear", "linear", lambda config, seed: synthetic_instance(), "d=20, k=1000 actions uniform in the unit ball, theta* on the sphere, sigma=0.1, population 1e5"), replace=True)
+    register_instance(InstanceSpec("mslr-linear", "linear", lambda config, seed: mslr_linear_instance(), "MSLR-WEB10K linear instance (d=20, k=1000), theta rescaled to unit norm"), replace=True)
+    register_figure(FigureSpec("li-fig2", LINEAR_FIGURES["li-fig2"], make_li_fig2, "Li, Zhou & Ji 2022", options={"linear": True}), replace=True)
+    return True
