@@ -82,6 +82,47 @@ def _guarantee_of(item: Any) -> Any:
     raise AccountingError("guarantee", item, "a PureDP, ZCDP, ApproxDP, RDP or an accounting mechanism")
 
 
+class _Runs:
+    """A set of user ids as sorted, merged [start, stop) runs, with a fast disjointness test."""
+
+    __slots__ = ("starts", "stops")
+
+    def __init__(self) -> None:
+        self.starts = np.zeros(0, dtype=np.int64)
+        self.stops = np.zeros(0, dtype=np.int64)
+
+    @staticmethod
+    def _runs_of(participants: range | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(participants, range):
+            return np.array([participants.start], dtype=np.int64), np.array([participants.stop], dtype=np.int64)
+        ids = participants  # sorted and unique (normalised)
+        breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+        starts = ids[np.concatenate(([0], breaks))]
+        stops = ids[np.concatenate((breaks - 1, [ids.size - 1]))] + 1
+        return starts, stops
+
+    def disjoint(self, participants: range | np.ndarray) -> bool:
+        if self.starts.size == 0:
+            return True
+        starts, stops = self._runs_of(participants)
+        # a new run [a, b) meets a stored run iff the last stored run starting before b ends after a
+        index = np.searchsorted(self.starts, stops, side="left") - 1
+        valid = index >= 0
+        return not bool(np.any(self.stops[index[valid]] > starts[valid]))
+
+    def add(self, participants: range | np.ndarray) -> None:
+        starts, stops = self._runs_of(participants)
+        starts = np.concatenate((self.starts, starts))
+        stops = np.concatenate((self.stops, stops))
+        order = np.argsort(starts, kind="stable")
+        starts, stops = starts[order], stops[order]
+        reach = np.maximum.accumulate(stops)
+        new_run = np.concatenate(([True], starts[1:] > reach[:-1]))
+        first = np.flatnonzero(new_run)
+        self.starts = starts[first]
+        self.stops = np.maximum.reduceat(reach, first)
+
+
 class Ledger:
     """A privacy budget with per-user accounting; refuses to overspend.
 
@@ -99,6 +140,12 @@ class Ledger:
         self._charges: list[Charge] = []
         self.name = name
         self._cache: dict[tuple, Any] = {}
+        # The worst spend so far, and the users charged so far as merged [start, stop) runs: a
+        # charge on users disjoint from all of them (and no charge on everyone yet) only adds a
+        # group of its own, so it is checked in O(log n) instead of regrouping every user.
+        self._worst: float | None = None
+        self._covered = _Runs()
+        self._charged_everyone = False
 
     # ---- public API --------------------------------------------------------------------------
 
@@ -114,24 +161,36 @@ class Ledger:
         """Record a release touching ``participants``; raise BudgetExceeded (and record nothing) if over."""
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
         self._check_compatible(entry.guarantee)
-        prospective = self._spend(self._charges + [entry])
+        prospective = self._prospective(entry)
         if not self._within(prospective):
             raise BudgetExceeded(
                 f"charge {label or entry.guarantee!s} would spend {prospective:.6g} "
                 f"against a budget of {_fmt(self._budget)}; the ledger is unchanged"
             )
         self._charges.append(entry)
+        self._worst = prospective
+        if entry.participants is None:
+            self._charged_everyone = True
+        else:
+            self._covered.add(entry.participants)
 
     def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
         """Would this charge fit in the remaining budget? (Records nothing.)"""
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants))
         self._check_compatible(entry.guarantee)
-        return self._within(self._spend(self._charges + [entry]))
+        return self._within(self._prospective(entry))
 
     def spent(self) -> Budget | None:
         """The worst user's spend so far in the budget's notion (certified upper bound), or None."""
-        value = self._spend(self._charges)
-        return None if value is None else self._wrap(value)
+        return None if self._worst is None else self._wrap(self._worst)
+
+    def _prospective(self, entry: Charge) -> float:
+        """The worst user's spend if ``entry`` were recorded."""
+        fresh = entry.participants is not None and not self._charged_everyone and self._covered.disjoint(entry.participants)
+        if fresh:
+            alone = self._compose([entry], ((0, 1),))
+            return alone if self._worst is None else max(self._worst, alone)
+        return self._spend(self._charges + [entry])
 
     def remaining(self) -> float:
         """What is left of the budget's main parameter (eps for pure and approximate DP, rho for zCDP).

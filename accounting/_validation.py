@@ -34,7 +34,12 @@ class AccountingError(ValueError):
         message = f"{name}={value!r} is invalid: expected {allowed}"
         if hint:
             message += f" ({hint})"
+        self.hint = hint
         super().__init__(message)
+
+    def __reduce__(self):
+        # Errors raised in process-pool workers must pickle to reach the caller intact.
+        return (type(self), (self.name, self.value, self.allowed, self.hint))
 
 
 class BudgetExceeded(ValueError):

@@ -92,7 +92,9 @@ class DistributedProtocol(BatchProtocol):
     """A SecAgg batch protocol of the ICLR paper (distributed, central or local variant).
 
     ``p`` is the confidence used in tau (and in Assumption 1); ``tau_p`` overrides the p used in
-    tau only (the theorems set p = 1/T, the simulations p = 0.1).
+    tau only (the theorems set p = 1/T, the simulations p = 0.1). ``epsilon`` may be a Fraction:
+    the exact samplers need the noise scale g/eps as a ratio of int64s, so pass eps = 1/10 as
+    ``Fraction(1, 10)`` (a float 0.1 is a dyadic rational with a 2^55 denominator).
     """
 
     kind: Kind
@@ -161,12 +163,13 @@ class DistributedProtocol(BatchProtocol):
         params = self.parameters(n)
         g = params.g
         rounding = math.sqrt(n / 2) / g
+        eps = float(self.epsilon)
         if self.kind in ("dist-dp", "cdp"):
-            return rounding, 1 / self.epsilon
+            return rounding, 1 / eps
         if self.kind == "dist-rdp":
-            return rounding + 2 / self.epsilon, math.sqrt(2) / g
+            return rounding + 2 / eps, math.sqrt(2) / g
         if self.kind == "dist-cdp":
-            return rounding + math.sqrt(2) / self.epsilon, 0.0
+            return rounding + math.sqrt(2) / eps, 0.0
         b = float(params.noise)
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
@@ -239,7 +242,7 @@ class DistributedProtocol(BatchProtocol):
             "cdp": "CDP-SE protocol (Theorem 5, central discrete Laplace)",
             "ldp": "LDP-SE protocol (Theorem 6, local discrete Laplace)",
         }
-        return f"{names[self.kind]}, eps={self.epsilon:g}, p={self.p:g}"
+        return f"{names[self.kind]}, eps={float(self.epsilon):g}, p={float(self.p):g}"
 
 
 @dataclass(frozen=True)
@@ -258,16 +261,16 @@ class CentralLaplaceProtocol(BatchProtocol):
 
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
         check_probability("p", p)
-        return 0.0, 1 / self.epsilon
+        return 0.0, 1 / float(self.epsilon)
 
     def estimate_sum(self, rewards: Any, rng: np.random.Generator, *, path: str = "per-user") -> float:
         if path not in _PATHS:
             raise AccountingError("path", path, f"one of {_PATHS}")
         x = np.asarray(rewards, dtype=np.float64)
-        return float(x.sum() + _samplers.laplace(rng, 1 / self.epsilon))
+        return float(x.sum() + _samplers.laplace(rng, 1 / float(self.epsilon)))
 
     def describe(self) -> str:
-        return f"DP-SE privatizer (central continuous Laplace(1/eps), float baseline), eps={self.epsilon:g}"
+        return f"DP-SE privatizer (central continuous Laplace(1/eps), float baseline), eps={float(self.epsilon):g}"
 
 
 def dist_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:

@@ -1,4 +1,4 @@
-"""The ``dpverify`` command line: ``dpverify account ...`` (and, as they land, audit / tails / run).
+"""The ``dpverify`` command line: ``account``, ``audit``, ``tails``, ``run`` and ``reproduce``.
 
 Output conventions: a readable table on stdout by default; ``--json`` prints one JSON object
 instead (and nothing else on stdout). Exit codes: 0 success, 1 a finding (a violated claim, an
@@ -131,7 +131,29 @@ def _console():
 # ---- commands -----------------------------------------------------------------------------------
 
 
-@click.group(invoke_without_command=True)
+class _LazyGroup(click.Group):
+    """A group whose heavier commands are imported only when used (numba, the bandit runners)."""
+
+    _lazy = {
+        "audit": ("dpverify._cli_audit", "audit_command"),
+        "tails": ("dpverify._cli_tails", "tails"),
+        "run": ("dpverify._cli_bandits", "run_command"),
+        "reproduce": ("dpverify._cli_bandits", "reproduce_command"),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self._lazy:
+            from importlib import import_module
+
+            module, attribute = self._lazy[name]
+            return getattr(import_module(module), attribute)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, invoke_without_command=True)
 @click.version_option(package_name="dpverify")
 @click.pass_context
 def main(ctx: click.Context) -> None:

@@ -124,3 +124,11 @@ def test_value_types_are_immutable():
     g = PureDP(1.0)
     with pytest.raises(AttributeError):
         g.epsilon = 0.1  # type: ignore[misc]
+
+
+def test_errors_survive_pickling_for_process_pools():
+    import pickle
+
+    error = AccountingError("epsilon", -1.0, "a real number > 0", "hint")
+    again = pickle.loads(pickle.dumps(error))
+    assert str(again) == str(error) and again.name == "epsilon"
