@@ -1,5 +1,5 @@
 """The auditor's black-box API: output types, callables, pairs, executors, sequential mode,
-reproducibility, validation, and the README example (kept in ``benchmarks/audit.md``).
+reproducibility, validation, and the README example.
 
 Statistical assertions run at a stated family-wise alpha (1e-6 unless noted) with fixed seeds.
 """
@@ -28,7 +28,7 @@ from dpverify._audit import (
 )
 
 ALPHA = 1e-6
-EXAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "audit.md"
+EXAMPLE = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def discrete_laplace(x, rng, size):
@@ -210,12 +210,12 @@ def test_wrong_output_count_is_reported():
 def _example_code() -> str:
     text = EXAMPLE.read_text()
     match = re.search(r"<!-- audit-example -->\s*```python\n(.*?)```", text, re.S)
-    assert match, "benchmarks/audit.md must hold the README example after <!-- audit-example -->"
+    assert match, "README.md must hold the auditor example after <!-- audit-example -->"
     return match.group(1)
 
 
 def test_readme_example_runs(capsys):
-    """The black-box example of the README (benchmarks/audit.md): a user-written report-noisy-max
+    """The black-box example of the README: a user-written report-noisy-max
     holds at eps = 1 and its typo'd twin is flagged (alpha = 0.05 as in the example)."""
     import dpverify
 
