@@ -50,10 +50,10 @@ def time_views(n: int, noise: str, runs: int, eps=1.0, s: float = 1.0, aggregate
         def call():
             return P.server_views(rng, x, g, m, reps, noise, eps=eps)
     call()  # warm-up: compile or load from cache
-    sec = median_seconds(call, runs)
+    wall, cpu = median_seconds(call, runs)
     users = n * reps
-    base = uniform_seconds(users, runs)
-    return users / sec / 1e6, users / base / 1e6, sec / base
+    uwall, ucpu = uniform_seconds(users, runs)
+    return users / wall / 1e6, users / uwall / 1e6, wall / uwall, users / cpu / 1e6, cpu / ucpu
 
 
 def main() -> None:
@@ -67,8 +67,7 @@ def main() -> None:
     rows = []
     for log_n in range(10, 23, 2):
         n = 2**log_n
-        rate, urate, ratio = time_views(n, "polya", args.runs)
-        rows.append((f"Dist-DP-SE per user (Polya), n = 2^{log_n}", rate, urate, ratio))
+        rows.append((f"Dist-DP-SE per user (Polya), n = 2^{log_n}", *time_views(n, "polya", args.runs)))
         print(rows[-1], file=sys.stderr)
     n = 2**16
     extra = [
@@ -77,8 +76,7 @@ def main() -> None:
         ("Dist-DP-SE aggregate path (one Lap_Z(g/eps) per run), n = 2^16", dict(noise="polya", aggregate=True)),
     ]
     for label, kw in extra:
-        rate, urate, ratio = time_views(n, runs=args.runs, **kw)
-        rows.append((label, rate, urate, ratio))
+        rows.append((label, *time_views(n, runs=args.runs, **kw)))
         print(rows[-1], file=sys.stderr)
 
     cold, cached = compile_times(COMPILE_SNIPPET)
@@ -88,13 +86,14 @@ def main() -> None:
         f"Machine: {machine()}.",
         f"Command: `python benchmarks/bench_protocol.py --runs {args.runs} --write` (one core; median of "
         f"{args.runs} calls of ~2^23 users each). Users/s counts users through R (rounding + noise) and S "
-        "(modular sum); the baseline is raw `Generator.random` uniforms/s in the same run.",
+        "(modular sum); ratio = protocol time / time of raw `Generator.random` for as many uniforms as users, "
+        "same run (target: <= 5). CPU-time columns use `time.process_time` (robust to other jobs on a shared machine).",
         "",
-        "| protocol path | users/s | raw uniforms/s (same run) | time ratio protocol / uniforms |",
-        "|---|---:|---:|---:|",
+        "| protocol path | users/s (wall) | raw uniforms/s (wall, same run) | ratio (wall) | users/s (CPU time) | ratio (CPU time) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for label, rate, urate, ratio in rows:
-        lines.append(f"| {label} | {rate:.1f} M | {urate:.1f} M | {ratio:.2f} |")
+    for label, rate, urate, ratio, crate, cratio in rows:
+        lines.append(f"| {label} | {rate:.1f} M | {urate:.0f} M | {ratio:.2f} | {crate:.1f} M | {cratio:.2f} |")
     lines += [
         "",
         f"JIT compile, excluded above: import + first `server_views` call in a fresh interpreter {cold:.2f} s "

@@ -31,7 +31,7 @@ import numpy as np
 from accounting._validation import AccountingError, check_nonnegative, check_positive
 
 from . import _kernels as K
-from ._samplers import _MAX_SKELLAM_VARIANCE, _check_rng, _scale, as_rational, discrete_gaussian_range
+from ._samplers import _MAX_SKELLAM_VARIANCE, _check_polya, _check_rng, _scale, as_rational, discrete_gaussian_range
 
 __all__ = [
     "NOISE_KINDS",
@@ -69,28 +69,33 @@ def _bernoulli_dyadic(rng, f):
 
 
 @numba.njit(cache=True)
-def _user_noise(rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax):
+def _user_noise(rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax):
     """eta for one user, and the threaded bit buffer of the exact samplers."""
     if kind == 1:
         return K._polya_difference(rng, r, beta, p0, q1, p00, c1, c2), word, left
     if kind == 2:
         return K._skellam(rng, half_mu), word, left
     if kind == 3:
-        return K._discrete_gaussian(rng, word, left, p, q, t, ymax)
+        return K._discrete_gaussian(rng, word, left, p, q, t, ymax, tbits, vmax)
     return np.int64(0), word, left
 
 
 @numba.njit(cache=True)
-def _randomize(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out):
-    """R for every user: out[i] = y_i = (xhat_i + eta_i) mod m."""
+def _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
+    """R for every user: out[i] = y_i = (xhat_i + eta_i) mod m, from xg[i] = x_i g."""
     p0, q1, p00, c1, c2 = K._polya_difference_constants(r, beta)
+    tbits = K._bit_length(t)
+    vmax = K._vmax(t)
     word = np.int64(0)
     left = 0
-    for i in range(base.size):
-        xhat = base[i]
-        if frac[i] != 0.0 and _bernoulli_dyadic(rng, frac[i]):
+    for i in range(xg.size):
+        head = math.floor(xg[i])
+        xhat = np.int64(head)
+        if xg[i] != head and _bernoulli_dyadic(rng, xg[i] - head):
             xhat += 1
-        eta, word, left = _user_noise(rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax)
+        eta, word, left = _user_noise(
+            rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax
+        )
         out[i] = (xhat + eta) % m
 
 
@@ -106,30 +111,36 @@ def _split_bernoulli(bits, nbits, f, rng):
 
 
 @numba.njit(cache=True)
-def _server_views(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out):
-    """out[j] = yhat of run j: R for every user, then S, reducing mod m after every user."""
+def _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
+    """out[j] = yhat of run j: R for every user, then S, reducing mod m after every user.
+
+    Reads only xg[i] = x_i g (8 bytes a user: at n = 2**22 the loop streams from memory)."""
     p0, q1, p00, c1, c2 = K._polya_difference_constants(r, beta)
+    tbits = K._bit_length(t)
+    vmax = K._vmax(t)
     word = np.int64(0)
     left = 0
-    n = base.size
+    n = xg.size
     for j in range(out.size):
         acc = np.int64(0)
         for i in range(n):
-            y = base[i]
+            head = math.floor(xg[i])
+            frac = xg[i] - head  # exact for xg < 2**53
+            y = np.int64(head)
             if kind == 1:
                 # Theorem 1 hot path, one 53-bit word per user: 26 bits decide the rounding and
                 # 27 bits the event "gamma+ = gamma- = 0" (probability p00, nearly 1), each exact.
                 w = K._uint53(rng)
-                if frac[i] != 0.0 and _split_bernoulli(w >> 27, 26, frac[i], rng):
+                if frac != 0.0 and _split_bernoulli(w >> 27, 26, frac, rng):
                     y += 1
                 if not _split_bernoulli(w & 0x7FFFFFF, 27, p00, rng):
                     y += K._polya_difference_nonzero(rng, r, beta, q1, c1, c2)
             else:
-                if frac[i] != 0.0 and _bernoulli_dyadic(rng, frac[i]):
+                if frac != 0.0 and _bernoulli_dyadic(rng, frac):
                     y += 1
                 if kind != 0:
                     eta, word, left = _user_noise(
-                        rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax
+                        rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax
                     )
                     y += eta
             if y < 0 or y >= m:
@@ -143,6 +154,8 @@ def _server_views(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out
 @numba.njit(cache=True)
 def _aggregate_views(rng, base_sum, frac, m, kind, s, t, half_mu, out):
     """out[j] = (sum xhat + Z) mod m with Z drawn once: Lap_Z(t/s) (kind 1) or Sk(0, 2 half_mu) (2)."""
+    tbits = K._bit_length(t)
+    vmax = K._vmax(t)
     word = np.int64(0)
     left = 0
     for j in range(out.size):
@@ -151,7 +164,7 @@ def _aggregate_views(rng, base_sum, frac, m, kind, s, t, half_mu, out):
             if _bernoulli_dyadic(rng, frac[i]):
                 total += 1
         if kind == 1:
-            z, word, left = K._discrete_laplace(rng, word, left, s, t)
+            z, word, left = K._discrete_laplace(rng, word, left, s, t, tbits, vmax)
         elif kind == 2:
             z = K._skellam(rng, half_mu)
         else:
@@ -170,17 +183,15 @@ def _check_int(name: str, value: object, minimum: int, maximum: int) -> int:
     return int(value)
 
 
-def _encode(x: object, g: int) -> tuple[np.ndarray, np.ndarray]:
-    """floor(x g) and the fractional parts x g - floor(x g) (exact in float for x g < 2**53)."""
+def _encode(x: object, g: int) -> np.ndarray:
+    """xg = x g as float64 (the kernels split it into floor(x g) and its exact fractional part)."""
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
         raise AccountingError("x", f"array of shape {arr.shape}", "a non-empty 1-d array of rewards in [0, 1]")
     if not np.all((arr >= 0.0) & (arr <= 1.0)):
         bad = arr[~((arr >= 0.0) & (arr <= 1.0))][0]
         raise AccountingError("x", f"array containing {bad!r}", "rewards in [0, 1] (no NaN)")
-    xg = arr * float(g)
-    base = np.floor(xg)
-    return base.astype(np.int64), xg - base
+    return arr * float(g)
 
 
 def _noise_params(noise: object, eps: object, g: int, n: int):
@@ -203,20 +214,25 @@ def _noise_params(noise: object, eps: object, g: int, n: int):
         return kind, r, beta, half_mu, p, q, t, ymax
     eps_f = float(check_positive("eps", eps))
     if kind == 1:
-        r, beta = 1.0 / n, math.exp(-eps_f / g)
+        try:
+            r, beta = _check_polya(1.0 / n, math.exp(-eps_f / g))
+        except AccountingError:
+            raise AccountingError("eps", eps, f"eps > 0 with Polya(1/n, e^{{-eps/g}}) representable (n={n}, g={g})") from None
     else:
         half_mu = g * g / (2.0 * n * eps_f * eps_f)
+        if not half_mu <= _MAX_SKELLAM_VARIANCE / 2:
+            raise AccountingError("eps", eps, f"eps > 0 with per-user variance g^2/(n eps^2) <= 2**62 (n={n}, g={g})")
     return kind, r, beta, half_mu, p, q, t, ymax
 
 
 def _protocol_args(x, g, m):
     g = _check_int("g", g, 1, 1 << 52)
     m = _check_int("m", m, 1, _MAX_M)
-    base, frac = _encode(x, g)
-    if base.size * g >= m:
+    xg = _encode(x, g)
+    if xg.size * g >= m:
         # xhat sums to at most n g; a smaller m makes the analyzer's correction meaningless.
-        raise AccountingError("m", m, f"an integer > n g = {base.size * g} (the theorems use m = n g + 2 tau + 1)")
-    return g, m, base, frac
+        raise AccountingError("m", m, f"an integer > n g = {xg.size * g} (the theorems use m = n g + 2 tau + 1)")
+    return g, m, xg
 
 
 # ------------------------------------------------------------------------------------------------
@@ -231,10 +247,10 @@ def randomize(rng: np.random.Generator, x, g: int, m: int, noise: str = "none", 
     Sk(0, g^2/(n eps^2)); "discrete_gaussian": N_Z(0, g^2/(n eps^2)) with eps rational; "none").
     """
     _check_rng(rng)
-    g, m, base, frac = _protocol_args(x, g, m)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, base.size)
-    out = np.empty(base.size, dtype=np.int64)
-    _randomize(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out)
+    g, m, xg = _protocol_args(x, g, m)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size)
+    out = np.empty(xg.size, dtype=np.int64)
+    _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
 
 
@@ -276,11 +292,11 @@ def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: 
     """The server's view yhat = S(R(x_1), ..., R(x_n)) of ``reps`` independent runs, per user
     (every user's rounding and noise drawn, reduced mod m as it goes). int64 array of length reps."""
     _check_rng(rng)
-    g, m, base, frac = _protocol_args(x, g, m)
+    g, m, xg = _protocol_args(x, g, m)
     reps = _check_int("reps", reps, 0, _MAX_M)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, base.size)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size)
     out = np.empty(reps, dtype=np.int64)
-    _server_views(rng, base, frac, m, kind, r, beta, half_mu, p, q, t, ymax, out)
+    _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
 
 
@@ -311,7 +327,7 @@ def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, tota
     There is no discrete Gaussian option: a sum of discrete Gaussians is not discrete Gaussian.
     """
     _check_rng(rng)
-    g, m, base, frac = _protocol_args(x, g, m)
+    g, m, xg = _protocol_args(x, g, m)
     reps = _check_int("reps", reps, 0, _MAX_M)
     kinds = ("none", "discrete_laplace", "skellam")
     if total_noise not in kinds:
@@ -327,6 +343,7 @@ def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, tota
             raise AccountingError("variance", variance, "a real number in [0, 2**62]")
         half_mu = 0.5 * float(variance)  # type: ignore[arg-type]
     out = np.empty(reps, dtype=np.int64)
-    nonzero = frac[frac != 0.0]
-    _aggregate_views(rng, int(base.sum()) % m, nonzero, m, kind, s, t, half_mu, out)
+    base = np.floor(xg)
+    frac = xg - base
+    _aggregate_views(rng, int(base.astype(np.int64).sum()) % m, frac[frac != 0.0], m, kind, s, t, half_mu, out)
     return out

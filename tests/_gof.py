@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["GofResult", "integer_gof"]
+__all__ = ["GofResult", "counts_gof", "integer_gof"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class GofResult:
     p_value: float
     alpha: float
     n: int
-    #: bin index of each value lo + k (tails are bins 0 and the last)
+    #: bin of each cell (for integer_gof: lower tail, lo, lo + 1, ..., upper tail)
     bin_of: np.ndarray
     expected_probs: np.ndarray
 
@@ -48,22 +48,21 @@ class GofResult:
         """Power against any alternative whose binned law is >= delta away in total variation."""
         return float(stats.ncx2.sf(self.critical_value, self.df, 4.0 * self.n * delta * delta))
 
-    def power_against(self, alt_probs, alt_lower_tail: float = 0.0, alt_upper_tail: float = 0.0) -> float:
-        """Power against the alternative with pmf ``alt_probs`` on the same grid (and tails)."""
-        q = _binned(np.asarray(alt_probs, dtype=float), alt_lower_tail, alt_upper_tail, self.bin_of, len(self.expected_probs))
+    def power_against(self, alt_probs, alt_lower_tail: float | None = None, alt_upper_tail: float | None = None) -> float:
+        """Power against the alternative with these cell probabilities: for :func:`integer_gof`
+        pass the pmf on the same grid and its two tails, for :func:`counts_gof` the cells."""
+        alt = np.asarray(alt_probs, dtype=float)
+        if alt_lower_tail is not None or alt_upper_tail is not None:
+            alt = np.concatenate(([alt_lower_tail or 0.0], alt, [alt_upper_tail or 0.0]))
+        if alt.size != self.bin_of.size:
+            raise ValueError(f"{alt.size} alternative cells for a test on {self.bin_of.size} cells")
+        q = np.zeros(self.expected_probs.size)
+        np.add.at(q, self.bin_of, alt)
         lam = self.n * float(np.sum((q - self.expected_probs) ** 2 / self.expected_probs))
         return float(stats.ncx2.sf(self.critical_value, self.df, lam))
 
     def __str__(self) -> str:
         return f"chi2={self.statistic:.1f} df={self.df} p={self.p_value:.3g} (alpha={self.alpha:.2g}, N={self.n})"
-
-
-def _binned(probs: np.ndarray, lower_tail: float, upper_tail: float, bin_of: np.ndarray, nbins: int) -> np.ndarray:
-    out = np.zeros(nbins)
-    np.add.at(out, bin_of[1:-1], probs)
-    out[bin_of[0]] += lower_tail
-    out[bin_of[-1]] += upper_tail
-    return out
 
 
 def integer_gof(
@@ -82,14 +81,22 @@ def integer_gof(
     At most about ``max_bins`` bins: many sparse bins add degrees of freedom and dilute the power
     against smooth departures (a 1% scale error of a wide law)."""
     x = np.asarray(samples, dtype=np.int64).ravel()
-    p = np.asarray(probs, dtype=float)
-    n = x.size
-    min_expected = max(min_expected, n / max_bins)
-    total = p.sum() + lower_tail + upper_tail
+    cells = np.concatenate(([lower_tail], np.asarray(probs, dtype=float), [upper_tail]))
+    idx = np.clip(x - lo + 1, 0, cells.size - 1)
+    return counts_gof(np.bincount(idx, minlength=cells.size), cells, alpha=alpha, min_expected=min_expected, max_bins=max_bins)
+
+
+def counts_gof(counts, cells, *, alpha: float, min_expected: float = 50.0, max_bins: int = 200) -> GofResult:
+    """The same test from counts per cell (``cells`` = null probabilities of those cells), for
+    samples too many to hold in memory. For :func:`integer_gof` the cells are
+    [lower tail, lo, ..., hi, upper tail]."""
+    counts = np.asarray(counts, dtype=float)
+    cells = np.asarray(cells, dtype=float)
+    n = int(counts.sum())
+    total = cells.sum()
     if not abs(total - 1.0) < 1e-9:
         raise ValueError(f"null probabilities sum to {total!r}, not 1: extend the grid or pass the tails")
-    # cells: [lower tail, lo, ..., hi, upper tail]
-    cells = np.concatenate(([lower_tail], p, [upper_tail]))
+    min_expected = max(min_expected, n / max_bins)
     bin_of = np.empty(cells.size, dtype=np.int64)
     b, acc = 0, 0.0
     for i, c in enumerate(cells):
@@ -101,12 +108,12 @@ def integer_gof(
         bin_of[bin_of == b] = b - 1  # the short last bin joins its neighbour
         b -= 1
     nbins = b + 1
-    expected = np.zeros(nbins)
-    np.add.at(expected, bin_of, cells)
-    idx = np.clip(x - lo + 1, 0, cells.size - 1)
-    observed = np.bincount(bin_of[idx], minlength=nbins).astype(float)
     if nbins < 2:
         raise ValueError("all mass falls in one bin: the test has no power; use more samples")
+    expected = np.zeros(nbins)
+    np.add.at(expected, bin_of, cells)
+    observed = np.zeros(nbins)
+    np.add.at(observed, bin_of, counts)
     stat = float(np.sum((observed - n * expected) ** 2 / (n * expected)))
     df = nbins - 1
     return GofResult(stat, df, float(stats.chi2.sf(stat, df)), alpha, n, bin_of, expected)

@@ -266,6 +266,8 @@ def test_modular_sum_has_no_overflow_at_the_largest_theorem_parameters():
         (lambda r: P.server_views(r, X8, 3, 100, 10, "laplace", eps=1.0), "noise"),
         (lambda r: P.server_views(r, X8, 3, 100, 10, "polya"), "eps"),
         (lambda r: P.server_views(r, X8, 3, 100, 10, "polya", eps=-1.0), "eps"),
+        (lambda r: P.server_views(r, X8, 3, 100, 10, "polya", eps=1e4), "eps"),
+        (lambda r: P.server_views(r, X8, 3, 100, 10, "skellam", eps=1e-12), "eps"),
         (lambda r: P.server_views(r, [0.5, 1.5], 3, 100, 10), "x"),
         (lambda r: P.server_views(r, [0.5, float("nan")], 3, 100, 10), "x"),
         (lambda r: P.server_views(r, X8, 0, 100, 10), "g"),
