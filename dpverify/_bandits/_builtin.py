@@ -7,8 +7,8 @@ ren-mixed, mslr.
 
 Budgets. A run's ledger is given the budget the configuration claims, computed by the
 accountant from the protocol's own per-batch guarantees over every batch size the run can use:
-PureDP(eps) for the pure protocols (so a protocol whose exact guarantee exceeded eps would be
-refused at its first batch), rho-zCDP for Dist-CDP-SE, (eps, delta) at the requested delta for
+PureDP(eps) for the pure protocols (the accountant's certified value: eps rounded up by at most
+an ulp when eps is not a dyadic float; a protocol whose batch guarantee exceeded it is refused), rho-zCDP for Dist-CDP-SE, (eps, delta) at the requested delta for
 Dist-RDP-SE. Returning users (``population``/``max_returns``): the budget is (eps, delta) for
 the whole run and the per-batch privacy parameter is calibrated to it, either exactly
 (``accounting.calibrate`` on the B-fold composition) or by the paper's App. I recipe
@@ -45,8 +45,13 @@ SE_PROTOCOLS = {
 
 def make_protocol(algorithm: str, epsilon: float, *, s: float, p: float, tau_p: float) -> Any:
     """The protocol of an Algorithm 1 variant, from the lead's builders (``dpverify._protocols``)."""
+    from fractions import Fraction
+
     from .. import _protocols as P
 
+    # eps as the decimal the user typed (0.1 -> 1/10), not the binary float 0.1000000000000000055...:
+    # the exact parameters (g, tau, noise scale g/eps) stay small rationals the samplers accept.
+    epsilon = Fraction(repr(float(epsilon)))
     if algorithm == "dist-dp-se":
         return P.dist_dp_protocol(epsilon, p, tau_p=tau_p)
     if algorithm == "dist-rdp-se":
@@ -72,9 +77,10 @@ def batch_sizes(horizon: int, base: int) -> list[int]:
 @lru_cache(maxsize=256)
 def _budget_cached(algorithm: str, epsilon: float, s: float, p: float, tau_p: float, horizon: int, base: int, delta: float) -> Any:
     protocol = make_protocol(algorithm, epsilon, s=s, p=p, tau_p=tau_p)
-    if algorithm in ("dist-dp-se", "cdp-se", "ldp-se"):
-        return acc.PureDP(epsilon)
     guarantees = [protocol.guarantee(n) for n in batch_sizes(horizon, base)]
+    if algorithm in ("dist-dp-se", "cdp-se", "ldp-se"):
+        # the accountant's certified value (eps itself, rounded up when eps is not a dyadic float)
+        return acc.PureDP(max(g.pure().epsilon for g in guarantees))
     if algorithm == "dist-cdp-se":
         return acc.ZCDP(max(g.zcdp().rho for g in guarantees))
     worst = max(acc.epsilon_routes(g, delta, include_pld=False).epsilon for g in guarantees)
@@ -158,7 +164,7 @@ def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
         instance=instance,
         horizon=config.horizon,
         protocol=P.central_laplace_protocol(float(config.epsilon)),
-        budget=acc.PureDP(float(config.epsilon)),
+        budget=P.central_laplace_protocol(float(config.epsilon)).guarantee(1).pure(),
         p=config.confidence,
         path=config.path,
         realised=config.realised,

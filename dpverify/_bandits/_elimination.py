@@ -35,7 +35,7 @@ import accounting as acc
 from accounting._validation import AccountingError, check_positive_int, check_probability
 
 from .._privatizer import BatchProtocol, Privatizer
-from ._environments import BanditInstance, RewardStreams
+from ._environments import BanditInstance, RewardStreams, children
 from ._results import RunRecord, checkpoints, ledger_summary
 
 __all__ = ["BatchFeedback", "EliminationLearner", "UserPool", "lemma2_radius", "run_batch_elimination", "run_dp_se"]
@@ -192,9 +192,16 @@ def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
         ledger, privatizers = None, None
     else:
         ledger = acc.Ledger(setup.budget, name=setup.protocol_label)
-        privatizers = [Privatizer(setup.protocol, ledger, s, path=setup.path) for s in seeds["privatizer"].spawn(inst.k)]
+        privatizers = [Privatizer(setup.protocol, ledger, s, path=setup.path) for s in children(seeds["privatizer"], inst.k)]
     feedback = BatchFeedback(streams, privatizers, UserPool(setup.population), recorder)
     return recorder, feedback, ledger
+
+
+def describe_protocol(protocol: Any) -> str:
+    try:
+        return protocol.describe()
+    except (TypeError, ValueError):  # a describe() that cannot format a Fraction eps
+        return f"{protocol.name} protocol, eps={float(getattr(protocol, 'epsilon', float('nan'))):g}"
 
 
 def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunRecord:
@@ -203,7 +210,7 @@ def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunReco
         delta=setup.delta,
         path=setup.path if setup.protocol is not None else "none",
         bits_per_user=bits,
-        protocol=setup.protocol.describe() if setup.protocol is not None else "none",
+        protocol=describe_protocol(setup.protocol) if setup.protocol is not None else "none",
     )
     return RunRecord(
         run_index=run_index,

@@ -160,6 +160,18 @@ class BanditInstance:
         return RewardStreams(self, seed)
 
 
+def children(seed: np.random.SeedSequence, count: int) -> list[np.random.SeedSequence]:
+    """The ``count`` children of ``seed``, as ``spawn`` would give them on a fresh SeedSequence.
+
+    Unlike ``seed.spawn``, this does not depend on (or change) how often ``seed`` was spawned
+    before, so using one run's seeds twice gives the same streams.
+    """
+    return [
+        np.random.SeedSequence(seed.entropy, spawn_key=tuple(seed.spawn_key) + (i,), pool_size=seed.pool_size)
+        for i in range(count)
+    ]
+
+
 class RewardStreams:
     """The trusted side's reward source: one independent stream per arm (common random numbers)."""
 
@@ -167,7 +179,7 @@ class RewardStreams:
 
     def __init__(self, instance: BanditInstance, seed: np.random.SeedSequence) -> None:
         self._instance = instance
-        self._rngs = [np.random.Generator(np.random.PCG64(s)) for s in seed.spawn(instance.k)]
+        self._rngs = [np.random.Generator(np.random.PCG64(s)) for s in children(seed, instance.k)]
         self._drawn = np.zeros(instance.k, dtype=np.int64)
 
     def draw(self, arm: int, n: int) -> np.ndarray:

@@ -121,8 +121,10 @@ class RunConfig:
 
 def seed_streams(seed: int, run_index: int) -> dict[str, np.random.SeedSequence]:
     """The named streams of run ``run_index`` (see the module docstring)."""
+    from ._environments import children
+
     root = np.random.SeedSequence(seed, spawn_key=(run_index,))
-    return dict(zip(STREAMS, root.spawn(len(STREAMS))))
+    return dict(zip(STREAMS, children(root, len(STREAMS))))
 
 
 def seed_tree(config: RunConfig) -> dict:

@@ -120,11 +120,13 @@ class LocalPrivatizer:
 
 
 @numba.njit(cache=True)
-def _ucb_kernel(t, horizon, laplace_index, eps, counts, sums, buf, buf_pos, buf_len, tie_rng, times, snap, next_snap):
+def _ucb_kernel(t, horizon, laplace_index, eps, counts, sums, buf, buf_pos, buf_len, tie_rng, times, snap, next_snap, pending):
     """Run the UCB loop until the horizon (return -1) or an empty buffer (return that arm).
 
     ``buf[a, buf_pos[a]:buf_len[a]]`` are arm a's unread responses. ``snap[i]`` receives the
-    pull counts when t reaches ``times[i]``. Returns (status, t, next_snap). The index of arm a is
+    pull counts when t reaches ``times[i]``. Returns (status, t, next_snap). A returned arm is the
+    one already chosen: the caller passes it back as ``pending`` so the choice (and its tie-break
+    draws) is not made twice. The index of arm a is
     mean[a] + c(t) / sqrt(N_a) with c(t) = sqrt(2 log t) (+ sqrt(32 log t) / eps for the Laplace
     index): mean and 1/sqrt(N) are updated only for the pulled arm.
     """
@@ -137,7 +139,10 @@ def _ucb_kernel(t, horizon, laplace_index, eps, counts, sums, buf, buf_pos, buf_
             rsqrt[a] = 1.0 / math.sqrt(counts[a])
     while t < horizon:
         arm = -1
-        if t < k:
+        if pending >= 0:
+            arm = pending
+            pending = -1
+        elif t < k:
             arm = t  # initialisation: each arm once
         else:
             logt = math.log(t)
@@ -212,7 +217,7 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     curator = LocalCurator(curator_kind, setup.epsilon if curator_kind != "identity" else None)
     ledger = None
     if curator_kind != "identity":
-        ledger = acc.Ledger(acc.PureDP(float(setup.epsilon)), name=setup.algorithm)
+        ledger = acc.Ledger(curator.guarantee().pure(), name=setup.algorithm)  # the accountant's certified eps
     privatizer = LocalPrivatizer(curator, ledger, seeds["privatizer"])
     # T pulls need at most T + K * chunk responses drawn (each arm's buffer may hold up to a chunk
     # of unread responses at the end): that cohort of unique users is charged before any response.
@@ -228,12 +233,13 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     times = checkpoints(T, setup.checkpoint_count)
     snap = np.zeros((times.size, k), dtype=np.int64)
     rewards_kept: list[list[np.ndarray]] = [[] for _ in range(k)]
-    t, next_snap = 0, 0
+    t, next_snap, pending = 0, 0, -1
     eps = float(setup.epsilon) if setup.epsilon is not None else 1.0
     while True:
-        status, t, next_snap = _ucb_kernel(t, T, laplace_index, eps, counts, sums, buf, buf_pos, buf_len, tie_rng, times, snap, next_snap)
+        status, t, next_snap = _ucb_kernel(t, T, laplace_index, eps, counts, sums, buf, buf_pos, buf_len, tie_rng, times, snap, next_snap, pending)
         if status < 0:
             break
+        pending = status
         rewards = streams.draw(status, chunk)  # trusted side: next rewards of this arm's stream
         if setup.realised:
             rewards_kept[status].append(rewards)

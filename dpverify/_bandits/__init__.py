@@ -1,0 +1,91 @@
+"""Private bandit runners and the papers' experiments (private package; re-exported by ``dpverify``).
+
+Layout: ``_environments`` (arm laws, instances, per-arm reward streams), ``_elimination``
+(Algorithm 1 and DP-SE: trusted feedback side + learner), ``_ucb`` (UCB1 and Ren et al.'s LDP
+UCB family: local curators + numba learner kernel), ``_results`` (run records, aggregation,
+ledger summary), ``_runner`` (``RunConfig``, seeds, sweeps over an Executor), ``_figures`` (the
+papers' figures), ``_registry`` (below), ``_builtin`` (registers the multi-armed algorithms,
+instances and figures).
+
+Registry (for ``dpverify._bandits.linear`` and any other algorithm family)
+--------------------------------------------------------------------------
+The CLI (``dpverify run`` / ``reproduce``) looks names up in one registry. A package registers at
+import time; the registry imports ``dpverify._bandits._builtin`` and ``dpverify._bandits.linear``
+lazily the first time a listing is needed (a missing linear package is fine; a broken one raises).
+
+    from dpverify._bandits import AlgorithmSpec, InstanceSpec, FigureSpec
+    from dpverify._bandits import register_algorithm, register_instance, register_figure
+
+    register_instance(InstanceSpec("linear", "linear", build, "d=20, k=1000 synthetic", random=True))
+    #   build(config: RunConfig, seed: SeedSequence) -> your instance object
+    register_algorithm(AlgorithmSpec("dpe", "linear", run, "DP-DPE, non-private", private=False))
+    #   run(config: RunConfig, instance, seeds: dict[str, SeedSequence], run_index: int) -> RunRecord
+    #   seeds has "instance", "environment", "privatizer", "learner"; use them, no other randomness.
+    #   RunRecord(run_index, times, regret, pulls, eliminations, ledger, instance, extra):
+    #   times = _results.checkpoints(T, config.checkpoint_count), regret at those times,
+    #   ledger = _results.ledger_summary(ledger, delta=config.delta, path=..., bits_per_user=..., protocol=...).
+    register_figure(FigureSpec("li-fig2", "Li et al. Fig. 2 ...", make, "Li, Zhou, Ji", options={"linear": True}))
+    #   make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=..., **options) -> [paths]
+    #   (options={"linear": True}: the CLI does not pass batch_base/tau_rule to it)
+
+A family is "multi-armed" or "linear"; ``RunConfig.validate`` refuses an algorithm on an instance
+of another family. Names are lower case with dashes; registering a taken name raises unless
+``replace=True``. ``RunConfig.extra`` (a dict) carries family-specific options.
+"""
+
+from ._elimination import EliminationLearner, lemma2_radius
+from ._environments import (
+    ArmLaw,
+    BanditInstance,
+    easy_instance,
+    hard_instance,
+    mslr_instance,
+    ren_bernoulli_instance,
+    ren_mixed_instance,
+)
+from ._registry import (
+    AlgorithmSpec,
+    FigureSpec,
+    InstanceSpec,
+    algorithms,
+    figures,
+    instances,
+    register_algorithm,
+    register_figure,
+    register_instance,
+)
+from ._results import RunRecord, RunResult, checkpoints, ledger_summary
+from ._runner import RunConfig, run, run_seed, seed_streams, sweep
+from ._ucb import LocalCurator, LocalPrivatizer
+
+__all__ = [
+    "AlgorithmSpec",
+    "ArmLaw",
+    "BanditInstance",
+    "EliminationLearner",
+    "FigureSpec",
+    "InstanceSpec",
+    "LocalCurator",
+    "LocalPrivatizer",
+    "RunConfig",
+    "RunRecord",
+    "RunResult",
+    "algorithms",
+    "checkpoints",
+    "easy_instance",
+    "figures",
+    "hard_instance",
+    "instances",
+    "ledger_summary",
+    "lemma2_radius",
+    "mslr_instance",
+    "register_algorithm",
+    "register_figure",
+    "register_instance",
+    "ren_bernoulli_instance",
+    "ren_mixed_instance",
+    "run",
+    "run_seed",
+    "seed_streams",
+    "sweep",
+]

@@ -1,0 +1,146 @@
+"""``dpverify run`` and ``dpverify reproduce``: click commands, registered by the lead on the main group.
+
+    from ._cli_bandits import run_command, reproduce_command
+    main.add_command(run_command)        # dpverify run ...
+    main.add_command(reproduce_command)  # dpverify reproduce ...
+
+Output: ``run`` prints a short table on stdout, or the full JSON with ``--json -`` (stdout) /
+``--json FILE``; progress bars go to stderr and only when it is a terminal. Exit codes: 0 success,
+2 a bad parameter (the message names it), 1 a refused privacy charge (BudgetExceeded).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["reproduce_command", "run_command"]
+
+
+def _fail_usage(error: Exception) -> None:
+    click.echo(f"error: {error}", err=True)
+    sys.exit(2)
+
+
+@click.command("run")
+@click.option("--algorithm", "-a", default=None, help="Algorithm name, e.g. dist-dp-se, dp-se, ucb1, ldp-ucb-b (see --list).")
+@click.option("--instance", "-i", default=None, help="Instance: easy, hard, ren-bernoulli, ren-mixed, mslr, ... (see --list).")
+@click.option("--eps", "epsilon", type=float, default=None, help="Privacy level eps (per user).")
+@click.option("--horizon", "-T", type=int, default=None, help="Horizon T (total pulls).")
+@click.option("--seeds", type=int, default=4, show_default=True, help="Number of runs (seed indices 0..seeds-1).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Root seed: one integer determines every run.")
+@click.option("--s", "s", type=float, default=10.0, show_default=True, help="Scale s of Dist-RDP-SE / Dist-CDP-SE.")
+@click.option("--p", "p", type=str, default="0.1", show_default=True, help="Confidence p in beta(b); '1/T' for the theorems' choice.")
+@click.option("--tau-rule", type=click.Choice(["theorem", "simulation"]), default="theorem", show_default=True, help="tau from log(2T) (theorem) or log(2/p) (simulation).")
+@click.option("--batch-base", type=int, default=2, show_default=True, help="l(b) = base^b (2 in the paper; 4 reproduces the authors' released figures).")
+@click.option("--reward-sd", type=float, default=0.1, show_default=True, help="Gaussian reward sd of the easy/hard instances (not stated in the paper).")
+@click.option("--label-scale", type=float, default=4.0, show_default=True, help="MSLR rewards are label / label_scale.")
+@click.option("--path", type=click.Choice(["per-user", "aggregate"]), default="per-user", show_default=True, help="Simulate every user, or draw the summed noise once.")
+@click.option("--realised", is_flag=True, help="Report realised regret (T mu* - sum of rewards) instead of pseudo-regret.")
+@click.option("--delta", type=float, default=1e-6, show_default=True, help="delta at which the (eps, delta) guarantee is reported.")
+@click.option("--population", type=int, default=None, help="Returning users: population size N (with --max-returns B).")
+@click.option("--max-returns", type=int, default=None, help="Returning users: batches a user may join, B.")
+@click.option("--returning-calibration", type=click.Choice(["exact", "appendix-i"]), default="exact", show_default=True)
+@click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
+@click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
+@click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")
+@click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
+def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
+                population, max_returns, returning_calibration, fixed_instance, workers, json_out, list_only):
+    """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
+    from accounting import BudgetExceeded
+
+    from ._bandits import RunConfig, algorithms, instances, run
+
+    if list_only:
+        for name, spec in sorted(algorithms().items()):
+            click.echo(f"algorithm {name:14s} {spec.family:12s} {spec.description}")
+        for name, spec in sorted(instances().items()):
+            click.echo(f"instance  {name:14s} {spec.family:12s} {spec.description}")
+        return
+    try:
+        if algorithm is None:
+            raise ValueError("algorithm=None is invalid: expected an algorithm name (see --list)")
+        if instance is None:
+            raise ValueError("instance=None is invalid: expected an instance name (see --list)")
+        if horizon is None:
+            raise ValueError("horizon=None is invalid: expected an integer T >= 1")
+        p_value = None if p.strip().upper() == "1/T" else float(p)
+        config = RunConfig(
+            algorithm=algorithm, instance=instance, horizon=horizon, epsilon=epsilon, seeds=seeds, seed=seed, s=s, p=p_value,
+            tau_rule=tau_rule, batch_base=batch_base, reward_sd=reward_sd, label_scale=label_scale, path=path, realised=realised,
+            delta=delta, population=population, max_returns=max_returns, returning_calibration=returning_calibration,
+            fixed_instance=fixed_instance,
+        ).validate()
+        result = run(config, workers=workers)
+    except BudgetExceeded as error:
+        click.echo(f"refused: {error}", err=True)
+        sys.exit(1)
+    except ValueError as error:
+        _fail_usage(error)
+        return
+    data = result.to_dict()
+    if json_out == "-":
+        click.echo(json.dumps(data, default=float))
+        return
+    if json_out:
+        Path(json_out).write_text(json.dumps(data, indent=1, default=float))
+    per_user = data["ledger"].get("per_user") or {}
+    approx = per_user.get("approx") or {}
+    click.echo(f"{data['algorithm']} on {data['instance']}, T={data['horizon']}, {data['seeds']} seeds, eps={data['epsilon']}")
+    lo, hi = data["final_regret_ci95"]
+    click.echo(f"  mean final {data['regret_kind']} regret {data['mean_final_regret']:.6g}  (95% CI {lo:.6g} .. {hi:.6g})")
+    click.echo(f"  Reg(T)/T {data['mean_final_regret'] / data['horizon']:.4g}")
+    if data["ledger"].get("private"):
+        click.echo(f"  per-user guarantee: pure {per_user.get('pure')}, zCDP {per_user.get('zcdp')}, (eps, delta) = ({approx.get('epsilon')}, {approx.get('delta')}); "
+                   f"path {data['ledger'].get('path')}, bits/user {data['ledger'].get('bits_per_user')}")
+    else:
+        click.echo("  non-private baseline")
+
+
+@click.command("reproduce")
+@click.argument("figure", required=False)
+@click.option("--list", "list_only", is_flag=True, help="Name the figures this command can make.")
+@click.option("--quick", is_flag=True, help="CI/README size: horizons / 100, at most 4 runs.")
+@click.option("--out", "outdir", type=click.Path(file_okay=False), default="figures", show_default=True, help="Output directory (PNG, CSV, JSON).")
+@click.option("--runs", type=int, default=None, help="Runs per curve (default: the paper's, 20 or 50).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--workers", type=int, default=None, help="Processes (default: all cores); results do not depend on it.")
+@click.option("--dask", "dask_address", type=str, default=None, help="Run on a Dask cluster at this scheduler address.")
+@click.option("--path", type=click.Choice(["auto", "per-user", "aggregate"]), default="auto", show_default=True,
+              help="auto: the aggregate path where the protocol has one (same law), per-user otherwise.")
+@click.option("--batch-base", type=int, default=2, show_default=True, help="2 (paper); 4 reproduces the authors' released figures.")
+@click.option("--tau-rule", type=click.Choice(["theorem", "simulation"]), default="theorem", show_default=True)
+def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule):
+    """Regenerate a figure of the papers as PNG plus the CSV behind it."""
+    from ._bandits import figures
+
+    table = figures()
+    if list_only or figure is None:
+        for name, spec in sorted(table.items()):
+            click.echo(f"{name:14s} {spec.description}")
+        if figure is None and not list_only:
+            sys.exit(2)
+        return
+    if figure not in table:
+        _fail_usage(ValueError(f"figure={figure!r} is invalid: expected one of {sorted(table)}"))
+    executor = None
+    if dask_address:
+        from dask.distributed import Client
+
+        executor = Client(dask_address).get_executor()
+    kwargs = {"quick": quick, "executor": executor, "workers": workers, "seed": seed, "path": path, "batch_base": batch_base, "tau_rule": tau_rule}
+    if runs is not None:
+        kwargs["runs"] = runs
+    if table[figure].options.get("linear"):
+        kwargs.pop("batch_base"), kwargs.pop("tau_rule")
+    try:
+        paths = table[figure].make(Path(outdir), **kwargs)
+    except ValueError as error:
+        _fail_usage(error)
+        return
+    for p in paths:
+        click.echo(str(p))
