@@ -183,15 +183,27 @@ def _check_int(name: str, value: object, minimum: int, maximum: int) -> int:
     return int(value)
 
 
+@numba.njit(cache=True)
+def _scale_checked(x, g, out):
+    # One pass: x g into out, and the index of the first reward outside [0, 1] (NaN included), or -1.
+    for i in range(x.size):
+        v = x[i]
+        if not (v >= 0.0 and v <= 1.0):
+            return i
+        out[i] = v * g
+    return -1
+
+
 def _encode(x: object, g: int) -> np.ndarray:
     """xg = x g as float64 (the kernels split it into floor(x g) and its exact fractional part)."""
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
         raise AccountingError("x", f"array of shape {arr.shape}", "a non-empty 1-d array of rewards in [0, 1]")
-    if not np.all((arr >= 0.0) & (arr <= 1.0)):
-        bad = arr[~((arr >= 0.0) & (arr <= 1.0))][0]
-        raise AccountingError("x", f"array containing {bad!r}", "rewards in [0, 1] (no NaN)")
-    return arr * float(g)
+    out = np.empty_like(arr)
+    bad = _scale_checked(arr, float(g), out)
+    if bad >= 0:
+        raise AccountingError("x", f"array containing {arr[bad]!r}", "rewards in [0, 1] (no NaN)")
+    return out
 
 
 def _noise_params(noise: object, eps: object, g: int, n: int):
