@@ -34,7 +34,7 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Root seed: one integer determines every run.")
 @click.option("--s", "s", type=float, default=10.0, show_default=True, help="Scale s of Dist-RDP-SE / Dist-CDP-SE.")
 @click.option("--p", "p", type=str, default="0.1", show_default=True, help="Confidence p in beta(b); '1/T' for the theorems' choice.")
-@click.option("--tau-rule", type=click.Choice(["theorem", "simulation"]), default="theorem", show_default=True, help="tau from log(2T) (theorem) or log(2/p) (simulation).")
+@click.option("--tau-rule", type=click.Choice(["theorem", "simulation", "lemma2"]), default="theorem", show_default=True, help="tau from log(2T) (theorem), log(2/p) (simulation), or at Lemma 2's confidence p/(K B^2) (lemma2: dpverify's fix).")
 @click.option("--batch-base", type=int, default=2, show_default=True, help="l(b) = base^b (2 in the paper; 4 reproduces the authors' released figures).")
 @click.option("--reward-sd", type=float, default=0.1, show_default=True, help="Gaussian reward sd of the easy/hard instances (not stated in the paper).")
 @click.option("--label-scale", type=float, default=4.0, show_default=True, help="MSLR rewards are label / label_scale.")
@@ -113,7 +113,7 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
 @click.option("--path", type=click.Choice(["auto", "per-user", "aggregate"]), default="auto", show_default=True,
               help="auto: the aggregate path where the protocol has one (same law), per-user otherwise.")
 @click.option("--batch-base", type=int, default=2, show_default=True, help="2 (paper); 4 reproduces the authors' released figures.")
-@click.option("--tau-rule", type=click.Choice(["theorem", "simulation"]), default="theorem", show_default=True)
+@click.option("--tau-rule", type=click.Choice(["theorem", "simulation", "lemma2"]), default="theorem", show_default=True)
 def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule):
     """Regenerate a figure of the papers as PNG plus the CSV behind it."""
     from ._bandits import figures

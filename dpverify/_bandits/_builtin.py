@@ -87,10 +87,10 @@ def _budget_cached(algorithm: str, epsilon: float, s: float, p: float, tau_p: fl
     return acc.ApproxDP(worst, delta)
 
 
-def run_budget(config: Any) -> Any:
+def run_budget(config: Any, arms: int) -> Any:
     """The unique-users budget of an Algorithm 1 configuration (module docstring)."""
     return _budget_cached(
-        config.algorithm, float(config.epsilon), float(config.s), config.confidence, config.tau_p, config.horizon, config.batch_base, config.delta
+        config.algorithm, float(config.epsilon), float(config.s), config.confidence, config.tau_p_for(arms), config.horizon, config.batch_base, config.delta
     )
 
 
@@ -127,15 +127,15 @@ def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
         protocol, budget = None, None
     elif config.population is not None:
         cal = calibrated_batch_epsilon(
-            config.algorithm, float(config.epsilon), config.delta, int(config.max_returns), float(config.s), config.confidence, config.tau_p,
+            config.algorithm, float(config.epsilon), config.delta, int(config.max_returns), float(config.s), config.confidence, config.tau_p_for(instance.k),
             config.batch_base, config.returning_calibration,
         )
-        protocol = make_protocol(config.algorithm, cal["batch_epsilon"], s=config.s, p=config.confidence, tau_p=config.tau_p)
+        protocol = make_protocol(config.algorithm, cal["batch_epsilon"], s=config.s, p=config.confidence, tau_p=config.tau_p_for(instance.k))
         budget = acc.ApproxDP(float(config.epsilon), config.delta)
         extra["returning_users"] = {"population": config.population, "max_returns": config.max_returns, **cal}
     else:
-        protocol = make_protocol(config.algorithm, float(config.epsilon), s=config.s, p=config.confidence, tau_p=config.tau_p)
-        budget = run_budget(config)
+        protocol = make_protocol(config.algorithm, float(config.epsilon), s=config.s, p=config.confidence, tau_p=config.tau_p_for(instance.k))
+        budget = run_budget(config, instance.k)
     setup = EliminationSetup(
         instance=instance,
         horizon=config.horizon,

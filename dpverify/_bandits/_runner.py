@@ -26,7 +26,7 @@ from ._results import RunRecord, RunResult, aggregate
 __all__ = ["RunConfig", "run", "run_seed", "seed_streams", "sweep"]
 
 STREAMS = ("instance", "environment", "privatizer", "learner")
-TAU_RULES = ("theorem", "simulation")
+TAU_RULES = ("theorem", "simulation", "lemma2")
 PATHS = ("per-user", "aggregate")
 
 
@@ -37,7 +37,9 @@ class RunConfig:
     Defaults are the papers': batch_base 2 (l(b) = 2^b; 4 reproduces the authors' released
     figures), tau_rule "theorem" (tau from log(2T), i.e. the protocol's tau at p = 1/T; "simulation"
     uses the confidence p, 0.1 in the simulations, which with correct noise wraps the modular sum
-    in a few percent of small batches), p = 0.1 (the simulations' confidence in beta; the theorems
+    in a few percent of small batches; "lemma2" computes tau at the confidence p/(K B^2) at which
+    Lemma 2 applies Assumption 1, B the last batch index — dpverify's fix, verified by
+    ``dpverify tails``: with either paper rule Assumption 1 can fail at that confidence), p = 0.1 (the simulations' confidence in beta; the theorems
     use 1/T: pass p=None for 1/T), reward_sd 0.1 (not stated in the paper), label_scale 4 (MSLR
     rewards label/4), s = 10 (Dist-RDP/CDP scale).
     """
@@ -109,13 +111,24 @@ class RunConfig:
 
     @property
     def tau_p(self) -> float:
-        """The p used in tau: 1/T ("theorem": log(2T)) or the confidence p ("simulation")."""
+        """The p used in tau: 1/T ("theorem": log(2T)) or the confidence p ("simulation").
+
+        For "lemma2" it depends on the number of arms: use :meth:`tau_p_for`."""
+        if self.tau_rule == "lemma2":
+            raise AccountingError("tau_rule", self.tau_rule, "'theorem' or 'simulation' here; use tau_p_for(arms) for 'lemma2'")
         return 1.0 / self.horizon if self.tau_rule == "theorem" else self.confidence
+
+    def tau_p_for(self, arms: int) -> float:
+        """The p used in tau for an instance with ``arms`` arms (every rule)."""
+        if self.tau_rule == "lemma2":
+            last = max(1, math.ceil(math.log(max(self.horizon, 2)) / math.log(self.batch_base)))
+            return self.confidence / (arms * last * last)
+        return self.tau_p
 
     def options(self) -> dict:
         out = asdict(self)
         out["confidence_p"] = self.confidence
-        out["tau_p"] = self.tau_p
+        out["tau_p"] = self.tau_p if self.tau_rule != "lemma2" else "p/(K B^2)"
         return out
 
 

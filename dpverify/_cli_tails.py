@@ -1,0 +1,118 @@
+"""``dpverify tails``: verify the papers' concentration claims; gate like ``dpverify audit``.
+
+Register on the main group with ``main.add_command(tails)`` (dpverify/cli.py, the lead's file).
+
+Exit codes: 0 every claim holds (and, with ``--planted``, every planted bug is caught);
+1 a claim is violated or inconclusive (or a planted bug missed); 2 a usage error or a crash.
+``--json FILE`` writes the JSON document (``-`` for stdout: then nothing else goes to stdout);
+``--junit FILE`` writes JUnit XML for CI. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+__all__ = ["tails"]
+
+
+def _regret_comparison(seeds: int, horizon: int, out) -> None:
+    """Paper vs exact-quantile radii: mean pseudo-regret and coverage misses (REPRODUCTION.md)."""
+    import numpy as np
+
+    from . import _protocols as P
+    from ._tails import coverage_and_regret
+    from ._tails._runs import lemma2_tau_p
+
+    # both radii run the same protocol, with tau at Lemma 2's confidence (lemma2_tau_p)
+    tp = lemma2_tau_p(0.1, 10, horizon)
+    builders = {
+        "Dist-DP-SE": lambda e: P.dist_dp_protocol(e, 0.1, tau_p=tp),
+        "Dist-RDP-SE(s=10)": lambda e: P.dist_rdp_protocol(e, 10.0, 0.1, tau_p=tp),
+        "Dist-CDP-SE(s=10)": lambda e: P.dist_cdp_protocol(e, 10.0, 0.1, tau_p=tp),
+        "CDP-SE": lambda e: P.central_dp_protocol(e, 0.1, tau_p=tp),
+        "LDP-SE": lambda e: P.local_dp_protocol(e, 0.1, tau_p=tp),
+    }
+    out.write("| instance | eps | algorithm | regret (paper beta) | regret (exact beta*) | change | misses paper | misses exact |\n")
+    out.write("|---|---|---|---|---|---|---|---|\n")
+    for inst in ("easy", "hard"):
+        for eps in (0.125, 0.5, 1.0):  # 0.125 for 0.1: dist-cdp per user refuses non-dyadic eps
+            for name, build in builders.items():
+                pr = build(eps)
+                mp, rp, _ = coverage_and_regret(inst, pr, horizon, 0.1, seeds, 7, radius="paper")
+                me, re_, _ = coverage_and_regret(inst, pr, horizon, 0.1, seeds, 7, radius="exact")
+                a, b = float(np.mean(rp)), float(np.mean(re_))
+                out.write(f"| {inst} | {eps:g} | {name} | {a:.0f} | {b:.0f} | {100 * (b - a) / a:+.1f}% | {mp}/{seeds} | {me}/{seeds} |\n")
+                out.flush()
+
+
+@click.command()
+@click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True), default=None, help="Write the JSON report to FILE ('-': stdout).")
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), default=None, help="Write JUnit XML to FILE.")
+@click.option("--quick", is_flag=True, help="A small grid (seconds): the test suite's.")
+@click.option("--wide", is_flag=True, help="Show each claim's bound in the table.")
+@click.option("--planted", is_flag=True, help="Add the planted wrong constants; the gate then requires each to be caught.")
+@click.option("--no-monte-carlo", is_flag=True, help="Exact rows only (no sampling, no runs).")
+@click.option("--claim", "claims", multiple=True, help="Only rows whose claim id or protocol matches (repeatable).")
+@click.option("--false-alarm", type=float, default=1e-3, show_default=True, help="Family-wise false-alarm rate of the Monte Carlo rows (Bonferroni).")
+@click.option("--workers", type=int, default=None, help="Processes (default: all cores; 1 = in-process).")
+@click.option("--compare-regret", is_flag=True, help="Instead of the table: regret with Lemma 2's beta vs the exact-quantile beta* (markdown).")
+@click.option("--seeds", type=int, default=20, show_default=True, help="Runs per setting for --compare-regret.")
+@click.option("--horizon", type=int, default=2**20, show_default=True, help="T for --compare-regret.")
+def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, false_alarm, workers, compare_regret, seeds, horizon) -> None:
+    """Check the tail bounds behind the regret proofs, exactly where the law is known.
+
+    Prints the table (claim, source, bound, claimed probability, actual probability or its
+    certified/Clopper-Pearson upper limit, slack, verdict). Exit 0 iff every claim holds.
+    """
+    try:
+        if compare_regret:
+            if seeds < 1 or horizon < 2:
+                raise click.BadParameter(f"seeds={seeds}, horizon={horizon} are invalid: expected seeds >= 1, horizon >= 2")
+            _regret_comparison(seeds, horizon, sys.stdout)
+            return
+        from concurrent.futures import ProcessPoolExecutor
+
+        from ._tails import Grid, render_table, run_tails, to_json, to_junit
+
+        if not 0 < false_alarm < 1:
+            raise click.BadParameter(f"false-alarm={false_alarm!r} is invalid: expected a probability in (0, 1)", param_hint="--false-alarm")
+        if workers is not None and workers < 1:
+            raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer >= 1", param_hint="--workers")
+        grid = Grid.quick() if quick else Grid()
+        only = None
+        if claims:
+            wanted = set(claims)
+            only = lambda c: c.claim in wanted or c.protocol in wanted  # noqa: E731
+        executor = "serial" if workers == 1 else ("process" if workers is None else ProcessPoolExecutor(max_workers=workers))
+        to_stdout = json_file == "-"
+
+        def progress(result) -> None:
+            click.echo(f"  {result.claim:22s} {result.protocol:10s} {result.verdict} ({result.seconds:.1f} s)", err=True)
+
+        report = run_tails(grid, monte_carlo=not no_monte_carlo, planted=planted, only=only, false_alarm=false_alarm, executor=executor, progress=progress)
+        if not isinstance(executor, str):
+            executor.shutdown()
+        if json_file:
+            text = to_json(report)
+            if to_stdout:
+                click.echo(text)
+            else:
+                with open(json_file, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+        if junit_file:
+            with open(junit_file, "w", encoding="utf-8") as fh:
+                fh.write(to_junit(report))
+        if not to_stdout:
+            render_table(report, wide=wide)
+    except click.ClickException:
+        raise
+    except Exception as error:  # never exit 0 (or 1) on a crash
+        click.echo(f"dpverify tails: error: {type(error).__name__}: {error}", err=True)
+        sys.exit(2)
+    sys.exit(report.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    tails()
