@@ -23,7 +23,7 @@ import numpy as np
 from accounting import Ledger
 from accounting._validation import AccountingError
 
-__all__ = ["BatchProtocol", "Privatizer", "Release"]
+__all__ = ["AccountedReleaser", "BatchProtocol", "Privatizer", "Release"]
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,19 @@ def _check_rewards(rewards: Any) -> np.ndarray:
     return array
 
 
-class Privatizer:
-    """A protocol bound to a ledger: charges first, then releases; refuses once the budget is spent."""
+class AccountedReleaser:
+    """What every privatizer shares: a protocol, a ledger, its own random stream, a path, and the
+    rule that the ledger is charged before anything is computed from private data."""
 
     __slots__ = ("_protocol", "_ledger", "_rng", "_path", "_released")
 
-    def __init__(self, protocol: BatchProtocol, ledger: Ledger, seed: np.random.SeedSequence, *, path: str = "per-user") -> None:
-        if not isinstance(protocol, BatchProtocol):
-            raise AccountingError("protocol", protocol, "a BatchProtocol")
+    #: the protocol type a subclass accepts, and how errors name it
+    protocol_type: type = object
+    protocol_name: str = "a protocol"
+
+    def __init__(self, protocol: Any, ledger: Ledger, seed: np.random.SeedSequence, *, path: str = "per-user") -> None:
+        if not isinstance(protocol, self.protocol_type):
+            raise AccountingError("protocol", protocol, self.protocol_name)
         if not isinstance(ledger, Ledger):
             raise AccountingError("ledger", ledger, "an accounting.Ledger")
         if not isinstance(seed, np.random.SeedSequence):
@@ -88,7 +93,7 @@ class Privatizer:
         self._released = 0
 
     @property
-    def protocol(self) -> BatchProtocol:
+    def protocol(self) -> Any:
         return self._protocol
 
     @property
@@ -103,16 +108,28 @@ class Privatizer:
     def releases(self) -> int:
         return self._released
 
+    def _charge(self, guarantee: Any, participants: range | np.ndarray | None, n: int, label: str) -> None:
+        """Charge the ledger for a release to ``n`` users (raises BudgetExceeded, changing nothing)."""
+        if participants is not None and len(participants) != n:
+            raise AccountingError("participants", f"{len(participants)} users", f"one user per report ({n})")
+        self._ledger.charge(guarantee, participants, label=label)
+        self._released += 1
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._protocol.describe()}, path={self._path}, releases={self._released}, {self._ledger!r})"
+
+
+class Privatizer(AccountedReleaser):
+    """A batch protocol bound to a ledger: charges first, then releases; refuses once the budget is spent."""
+
+    __slots__ = ()
+    protocol_type = BatchProtocol
+    protocol_name = "a BatchProtocol"
+
     def release_sum(self, rewards: Any, participants: range | np.ndarray | None, *, label: str = "") -> Release:
         """Charge the ledger for this batch, then return the protocol's private estimate of sum(rewards)."""
         array = _check_rewards(rewards)
         n = array.size
-        if participants is not None and len(participants) != n:
-            raise AccountingError("participants", f"{len(participants)} users", f"one user per reward ({n})")
-        self._ledger.charge(self._protocol.guarantee(n), participants, label=label)
+        self._charge(self._protocol.guarantee(n), participants, n, label)
         estimate = self._protocol.estimate_sum(array, self._rng, path=self._path)
-        self._released += 1
         return Release(float(estimate), n, self._path)
-
-    def __repr__(self) -> str:
-        return f"Privatizer({self._protocol.describe()}, path={self._path}, releases={self._released}, {self._ledger!r})"

@@ -55,6 +55,7 @@ from accounting import Calibration, Ledger, calibrate
 from accounting._certified import exact, upper_float, working_precision
 from accounting._validation import AccountingError, check_positive, check_probability
 
+from ..._privatizer import AccountedReleaser
 from ._design import support_bound
 
 try:  # the lead may re-export it; the private module is the same object
@@ -214,51 +215,19 @@ def _check_reports(reports: Any, bound: float) -> np.ndarray:
     return array
 
 
-class VectorPrivatizer:
+class VectorPrivatizer(AccountedReleaser):
     """A vector protocol bound to a ledger: charges first, then releases; refuses once the budget is spent."""
 
-    __slots__ = ("_protocol", "_ledger", "_rng", "_path", "_released")
-
-    def __init__(self, protocol: VectorProtocol, ledger: Ledger, seed: np.random.SeedSequence, *, path: str = "per-user") -> None:
-        if not isinstance(protocol, VectorProtocol):
-            raise AccountingError("protocol", protocol, "a VectorProtocol (CentralGaussian or LocalGaussian)")
-        if not isinstance(ledger, Ledger):
-            raise AccountingError("ledger", ledger, "an accounting.Ledger")
-        if not isinstance(seed, np.random.SeedSequence):
-            raise AccountingError("seed", seed, "a numpy.random.SeedSequence (spawned from the run's seed)")
-        if path not in ("per-user", "aggregate"):
-            raise AccountingError("path", path, "'per-user' or 'aggregate'")
-        self._protocol = protocol
-        self._ledger = ledger
-        self._rng = np.random.Generator(np.random.PCG64(seed))
-        self._path = path
-        self._released = 0
-
-    @property
-    def protocol(self) -> VectorProtocol:
-        return self._protocol
-
-    @property
-    def ledger(self) -> Ledger:
-        return self._ledger
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def releases(self) -> int:
-        return self._released
+    __slots__ = ()
+    protocol_type = VectorProtocol
+    protocol_name = "a VectorProtocol (CentralGaussian or LocalGaussian)"
 
     def release_mean(self, reports: Any, participants: range | np.ndarray | None, *, label: str = "") -> VectorRelease:
         """Charge the ledger for this phase, then return the protocol's private estimate of the mean report."""
         array = _check_reports(reports, self._protocol.reward_bound)
         n, s = array.shape
-        if participants is not None and len(participants) != n:
-            raise AccountingError("participants", f"{len(participants)} users", f"one user per report ({n})")
-        self._ledger.charge(self._protocol.guarantee(n, s), participants, label=label)
+        self._charge(self._protocol.guarantee(n, s), participants, n, label)
         estimate = self._protocol.release(array, self._rng, path=self._path)
-        self._released += 1
         return VectorRelease(estimate, n, self._path)
 
     def __repr__(self) -> str:
