@@ -44,6 +44,7 @@ from ._paper_params import (
     DistributedParameters,
     theorem1_parameters,
     theorem2_claimed_rdp,
+    theorem2_corrected_rdp,
     theorem2_parameters,
     theorem4_parameters,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "rdp_to_epsilon",
     "theorem1_parameters",
     "theorem2_claimed_rdp",
+    "theorem2_corrected_rdp",
     "theorem2_parameters",
     "theorem4_parameters",
     "working_precision",

@@ -353,9 +353,15 @@ class _TopBNode(_Node):
 
 
 def _pure_tight_approx(epsilon: np.ndarray, alphas: np.ndarray) -> np.ndarray:
-    a = alphas * epsilon
-    b = -(alphas - 1) * epsilon
-    return (np.logaddexp(a, b) - np.logaddexp(0.0, epsilon)) / (alphas - 1)
+    # log((e^{a eps} + e^{-(a-1) eps}) / (1 + e^eps)) / (a - 1), rewritten as
+    # eps + log1p(e^{-eps} expm1(-(2a-1) eps + eps) / (1 + e^{-eps})) / (a - 1), which keeps its
+    # digits as a -> 1 (the plain form cancels catastrophically at small eps).
+    am1 = alphas - 1
+    q = np.exp(-epsilon)
+    with np.errstate(all="ignore"):
+        value = epsilon + np.log1p(q * np.expm1(-2 * am1 * epsilon) / (1 + q)) / am1
+        plain = (np.logaddexp(alphas * epsilon, -am1 * epsilon) - np.logaddexp(0.0, epsilon)) / am1
+    return np.where(np.isfinite(value), value, plain)
 
 
 def _batch_zcdp(rhos: np.ndarray, counts: np.ndarray, alphas: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ __all__ = [
     "DistributedParameters",
     "theorem1_parameters",
     "theorem2_claimed_rdp",
+    "theorem2_corrected_rdp",
     "theorem2_parameters",
     "theorem4_parameters",
 ]
@@ -146,4 +147,52 @@ def theorem2_claimed_rdp(epsilon: float, s: float) -> "RDP":
         second = 3 * e * e / (2 * scale)
         return alpha * e * e / 2 + first.min(second)
 
-    return RDP.from_function(curve, f"ICLR Thm 2 as printed (eps={epsilon:g}, s={s:g})")
+    e_f, s_f = float(epsilon), float(s)
+
+    def approx(alphas):
+        import numpy as np
+
+        first = (2 * alphas - 1) * e_f * e_f / (4 * s_f * s_f) + 3 * e_f / (2 * s_f**3)
+        return alphas * e_f * e_f / 2 + np.minimum(first, 3 * e_f * e_f / (2 * s_f))
+
+    return RDP.from_function(curve, f"ICLR Thm 2 as printed (eps={epsilon:g}, s={s:g})", approx=approx)
+
+
+def theorem2_corrected_rdp(epsilon: float, s: float, n: int) -> "RDP":
+    """Theorem 2's curve with the erratum corrected, for batches of n users: Agarwal, Kairouz &
+    Liu (2021, Thm 3.5) for the total noise Sk(0, mu), mu = g^2/eps^2, g = ceil(s eps sqrt(n))
+    (exact, as in :func:`theorem2_parameters`), l1 = l2 sensitivity g:
+
+    eps_hat(alpha) = alpha eps^2/2 + min{ ((2 alpha - 1) g^2 + 6 g)/(4 mu^2), 3 g/(2 mu) }
+                   = alpha eps^2/2 + min{ (2 alpha - 1) eps^4/(4 g^2) + 3 eps^4/(2 g^3), 3 eps^2/(2 g) },
+
+    whose last term is the 3 eps^2/(2g) (<= 3 eps/(2 s sqrt(n))) that the printed curve gives as
+    3 eps^2/(2s). A closed-form upper bound, for comparison: the exact accountant
+    (``Skellam(mu, g).rdp()``) is the reference, and this equals that mechanism's
+    ``closed_forms()["agarwal_2021_thm3.5"]``.
+    """
+    import numpy as np
+
+    from ._guarantees import RDP
+
+    check_positive("epsilon", epsilon)
+    check_positive("s", s)
+    if s < 1:
+        raise AccountingError("s", s, "a scale s >= 1")
+    check_positive_int("n", n)
+    g = _g(epsilon, n, s)
+    mu = Fraction(g) ** 2 / Fraction(epsilon) ** 2
+
+    def curve(alpha: arb) -> arb:
+        mu_b, g_b = exact(mu), arb(g)  # at the caller's working precision
+        first = ((2 * alpha - 1) * g_b * g_b + 6 * g_b) / (4 * mu_b * mu_b)
+        return alpha * g_b * g_b / (2 * mu_b) + first.min(3 * g_b / (2 * mu_b))
+
+    mu_f, g_f = float(mu), float(g)
+
+    def approx(alphas: np.ndarray) -> np.ndarray:
+        a = np.asarray(alphas, dtype=np.float64)
+        first = ((2 * a - 1) * g_f * g_f + 6 * g_f) / (4 * mu_f * mu_f)
+        return a * g_f * g_f / (2 * mu_f) + np.minimum(first, 3 * g_f / (2 * mu_f))
+
+    return RDP.from_function(curve, f"ICLR Thm 2 corrected (eps={epsilon:g}, s={s:g}, n={n}, g={g})", approx=approx)

@@ -323,7 +323,7 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
             title=f"Dist-RDP-SE, eps = {eps:g}, s = {s:g}, n = {n} (g = {first['g']}, Skellam variance {first['variance']:.6g}): (eps, {delta:g})-DP per user",
             caption="every column is an upper bound; 'exact' = certified exact accountant (best route)",
         )
-        for column in ("B", "paper Thm 2 (as printed)", "Agarwal et al. bound", "exact", "exact route", "App. I advanced comp."):
+        for column in ("B", "paper Thm 2 (as printed)", "Agarwal et al. bound", "exact", "exact route", "approx-DP route (App. I)"):
             t.add_column(column, justify="right")
         for row in rows:
             t.add_row(

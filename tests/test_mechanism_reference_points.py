@@ -21,7 +21,8 @@ def _ctx(dps: int = 40) -> mpmath.ctx_mp.MPContext:
 def _skellam_reference(mu: int, alphas, lo: int, hi: int, delta: int = 1):
     mp = _ctx()
     MU = mp.mpf(mu)
-    logp = {n: mp.log(mp.besseli(n, MU)) - MU for n in range(0, max(-lo, hi) + delta + 1)}
+    needed = {abs(k) for k in range(lo, hi + 1)} | {abs(k - delta) for k in range(lo, hi + 1)}
+    logp = {n: mp.log(mp.besseli(n, MU)) - MU for n in needed}
     out = {}
     for a in alphas:
         A = mp.mpf(a)
@@ -49,6 +50,17 @@ def test_skellam_mu100_reference_points():
         assert got - float(ref[a]) <= 1e-13 * float(ref[a])
         assert got == pytest.approx(quoted, rel=5e-5)
         assert agarwal(a) == pytest.approx(AGARWAL[a], rel=1e-12)
+
+
+def test_skellam_mu100_alpha1e4_far_window():
+    """alpha = 1e4 tilts the mass to k ~ -2540 (width ~23): the accountant sums only a window
+    there (with proven remainders on both sides); the reference sums mpmath's Bessel values over
+    [-3300, -1800], about +-30 widths around the mode."""
+    ref = _skellam_reference(100, [10_000], -3300, -1800)[10_000]
+    got = Skellam(100).rdp()(10_000)
+    assert got >= ref
+    assert got - float(ref) <= 1e-13 * float(ref)
+    assert got == pytest.approx(3.1749348, rel=1e-7)
 
 
 def test_skellam_mu4_alpha2():

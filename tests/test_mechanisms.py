@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import pytest
 from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accounting._certified import exact, upper_float, working_precision
+from accounting._conversions import rdp_to_delta, rdp_to_epsilon
 from accounting._guarantees import RDP, ZCDP, PureDP
 from accounting._mechanisms import (
     BernoulliCurator,
@@ -24,9 +27,9 @@ from accounting._mechanisms import (
     PolyaDifferenceSum,
     RandomizedResponse,
     Skellam,
-    iclr2023_theorem2,
 )
 from accounting._mechanisms import _skellam
+from accounting._paper_params import theorem2_claimed_rdp, theorem2_corrected_rdp, theorem2_parameters
 
 ALPHAS = [1.01, 1.5, 2, 2.75, 5, 10, 33.3, 100, 1000]
 
@@ -221,20 +224,22 @@ def test_binomial_rdp_is_infinite_and_delta_exact():
 
 
 def test_iclr_theorem2_printed_and_corrected():
-    params = iclr2023_theorem2(1.0, 10, 100)
-    assert params.g == 100 and params.mu == 10000
-    m = params.mechanism
-    forms = m.closed_forms()
-    printed, corrected = forms["iclr2023_thm2_as_printed"], forms["iclr2023_thm2_corrected"]
-    agarwal = forms["agarwal_2021_thm3.5"]
-    for a in (2, 10, 100):
+    # the paper's parameters come from accounting._paper_params (the single source)
+    params = theorem2_parameters(1.0, 10, 100, 0.1)
+    assert params.g == 100 and params.noise == 10000
+    m = Skellam(params.noise, params.g, params.g)
+    printed, corrected = theorem2_claimed_rdp(1.0, 10), theorem2_corrected_rdp(1.0, 10, 100)
+    agarwal = m.closed_forms()["agarwal_2021_thm3.5"]
+    for a in (2, 10, 100, 1000):
         assert corrected(a) == agarwal(a)
-        assert m.rdp()(a) <= corrected(a)
+        assert m.rdp()(a) <= corrected(a) <= printed(a)
     # as printed, the large-alpha branch uses 3 eps^2/(2s) = 0.15 where it should be 3 eps^2/(2g) = 0.015
     assert printed(1000) == pytest.approx(500 + 0.15, rel=1e-12)
     assert corrected(1000) == pytest.approx(500 + 0.015, rel=1e-12)
     with pytest.raises(ValueError, match="s="):
-        iclr2023_theorem2(1.0, 0.5, 10)
+        theorem2_corrected_rdp(1.0, 0.5, 10)
+    with pytest.raises(ValueError, match="n="):
+        theorem2_corrected_rdp(1.0, 10, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -426,3 +431,182 @@ def test_families_and_descriptions():
     for m in (DiscreteLaplace(1.0), DiscreteGaussian(1.0), Skellam(10), Binomial(5, 0.5)):
         assert m.output_pair() is not None
     assert Laplace(1.0).output_pair() is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Skellam: the proven remainders hold for any window (windows only affect tightness)
+
+
+def _skellam_truth(mu, delta: int, alpha: float) -> arb:
+    with working_precision(192):
+        return _skellam.skellam_rdp_ball(mu, delta, exact(alpha))
+
+
+@pytest.mark.parametrize(
+    "mu,delta,alpha,informative_at_least",
+    [(100, 1, 1e4, 1), (4, 3, 50.0, 2), (102400, 160, 1000.0, 2), (37, 50, 3000.0, 2), (1000, 7, 777.7, 2)],
+)
+def test_skellam_far_window_remainders_hold_for_narrow_windows(mu, delta, alpha, informative_at_least):
+    """Sections 3 and 5 of the Skellam module: shrinking the summed window [-n1, -n0] around the
+    tilted mode may loosen the value (or give +inf), never push it below the truth. (For Delta = 1
+    the Amos-based ratio bounds have little room: the planned window is about the narrowest one
+    they certify.)"""
+    law = _skellam._float_law(mu)
+    plan = _skellam._plan(law, delta, alpha, 96)
+    assert plan[0] == "far"
+    _, n1, n0, K, top, _ = plan
+    truth = _skellam_truth(mu, delta, alpha)
+    nstar = int(law.mode(np.array([alpha - 1.0]), delta)[0][0])
+    informative = 0
+    for shrink in (0.0, 0.03, 0.1, 0.3, 0.6, 0.85):
+        lo = n0 + int(shrink * max(0, nstar - n0))
+        hi = n1 - int(shrink * max(0, n1 - nstar))
+        lo = max(1, min(lo, hi))
+        with working_precision(96):
+            table = _skellam._Table(mu, hi + delta, 240, lo=lo)
+            ball = _skellam._far_sum(mu, Fraction(mu), delta, exact(alpha), 200, table, lo, hi, K, top)
+        if ball is None or not ball.is_finite():
+            continue
+        assert ball.upper() >= truth.lower()
+        informative += 1
+    assert informative >= informative_at_least
+
+
+@pytest.mark.parametrize("mu,delta,alpha", [(100, 1, 2.0), (37, 50, 1.7), (4, 3, 11.0), (102400, 160, 5.0)])
+def test_skellam_full_window_remainders_hold_for_narrow_windows(mu, delta, alpha):
+    law = _skellam._float_law(mu)
+    plan = _skellam._plan(law, delta, alpha, 96, allow_far=False)
+    _, n1, K, top, _ = plan
+    truth = _skellam_truth(mu, delta, alpha)
+    half_delta = max(1, (delta + 1) // 2)
+    informative = 0
+    for shrink in (0.0, 0.05, 0.2, 0.4, 0.7, 0.9):
+        n1s = int(n1 * (1 - shrink))
+        Ks = max(half_delta, int(K * (1 - shrink)))
+        with working_precision(96):
+            table = _skellam._Table(mu, max(n1s + delta, Ks), 240)
+            ball = _skellam._full_sum(mu, Fraction(mu), delta, exact(alpha), 200, table, n1s, Ks, top)
+        if not ball.is_finite():
+            continue
+        assert ball.upper() >= truth.lower()
+        informative += 1
+    assert informative >= 2
+
+
+@pytest.mark.parametrize("mu,delta,am1", [(100, 1, 99.0), (3000, 7, 500.0), (102400, 160, 50.0), (4, 3, 9.5), (30, 2, 0.25)])
+def test_skellam_lambda_and_rho_bounds_against_bessel_ratios(mu, delta, am1):
+    """lambda(m) <= every term ratio T(-(j+1))/T(-j), j <= m; rho(n) >= every one with j >= n
+    (sections 3 and 5), checked on Arb's Bessel values."""
+    N = 1200
+    with working_precision(160):
+        m = arb(mu)
+        logs = [m.bessel_i(n, scaled=True).log() for n in range(N + delta + 2)]
+        a, b = arb(am1) + 1, arb(am1)
+        ratio = [a * (logs[j + 1] - logs[j]) - b * (logs[j + 1 + delta] - logs[j + delta]) for j in range(N)]
+        for n in range(0, N, 37):
+            lam = _skellam._lambda_bound(m, n, delta, b).log()
+            assert all(ratio[j].upper() >= lam.lower() for j in range(0, n + 1))
+            rho = _skellam._rho_bound(m, n, delta, b, Fraction(mu)).log()
+            assert all(ratio[j].lower() <= rho.upper() for j in range(n, N))
+
+
+# ---------------------------------------------------------------------------------------------
+# float approximations: accurate, fast, never raise; they steer the search, never lower it
+
+
+APPROX_CASES = [
+    Skellam(0.5),
+    Skellam(4, 3),
+    Skellam(100),
+    Skellam(10_000),
+    Skellam(102400, 160),
+    Skellam(37, 50),
+    DiscreteGaussian(1.0),
+    DiscreteGaussian(0.3, 2),
+    DiscreteGaussian(4.5, 3),
+    DiscreteGaussianSum(3, 0.7, 2),
+    DiscreteGaussianSum(8, 1.0, 1),
+    DiscreteGaussianSum(1 << 13, 2.0),
+    DiscreteLaplace(2.0, 3),
+    DiscreteLaplace(1000.0, 1),
+    PolyaDifferenceSum(16, 3.0, 2),
+    Laplace(1.0),
+    Laplace(0.05, 2.0),
+    Gaussian(2.0, 3.0),
+    RandomizedResponse(0.01),
+    BernoulliCurator(2.5),
+]
+
+
+@pytest.mark.parametrize("mechanism", APPROX_CASES, ids=repr)
+def test_approx_matches_certified_value(mechanism):
+    """The mechanism's own curve to 1e-9 relative (it is ~1e-11); its closed-form RDP curves to
+    1e-6 (RDP.pure's float form, outside this package, loses digits as alpha -> 1 at small eps)."""
+    alphas = [1.001, 1.5, 2.0, 7.3, 64.0, 1000.5, 1e5]
+    curves = [(mechanism.rdp(), 1e-9)] + [(c, 1e-6) for c in mechanism.closed_forms().values() if isinstance(c, RDP)]
+    for curve, tolerance in curves:
+        approx = curve.approx(np.array(alphas))
+        assert approx is not None, curve.describe()
+        for a, value in zip(alphas, approx):
+            certified = curve(a)
+            assert abs(value - certified) <= tolerance * certified, (curve.describe(), a, value, certified)
+
+
+def test_theorem2_corrected_approx_matches():
+    curve = theorem2_corrected_rdp(0.5, 10, 1024)
+    for a in (1.001, 2.0, 64.0, 1e5):
+        assert curve.approx(np.array([a]))[0] == pytest.approx(curve(a), rel=1e-12)
+
+
+def test_approx_never_raises():
+    weird = np.array([1.0, 0.5, -3.0, np.nan, np.inf, 1 + 1e-15, 1e300, 2.0])
+    for mechanism in APPROX_CASES + [Binomial(10, 0.5)]:
+        out = mechanism.rdp().approx(weird)
+        assert out.shape == weird.shape
+        if not isinstance(mechanism, Binomial):
+            assert np.isfinite(out[-1])
+    assert np.all(np.isinf(Binomial(10, 0.5).rdp().approx(np.array([2.0, 10.0]))))
+
+
+def test_skellam_approx_is_fast_and_monotone():
+    """The Dist-RDP-SE batch mechanism (mu = g^2/eps^2, Delta = g): the search's 2049 orders."""
+    curve = Skellam(102400, 160).rdp()
+    grid = 1 + np.exp(np.linspace(math.log(1.0001 - 1), math.log(1e6 - 1), 2049))
+    curve.approx(grid[:3])
+    start = time.process_time()
+    values = curve.approx(grid)
+    elapsed = time.process_time() - start
+    assert elapsed < 0.5
+    assert np.all(np.isfinite(values))
+    assert np.all(np.diff(values) >= -1e-12 * values[1:])
+
+
+SEARCH_CASES = {
+    "skellam-mu100": lambda: Skellam(100).rdp(),
+    "skellam-mu4-delta3": lambda: Skellam(4, 3).rdp(),
+    "skellam-dist-rdp-se": lambda: Skellam(102400, 160).rdp(),
+    "skellam-dist-rdp-se-100-returns": lambda: Skellam(102400, 160).rdp().times(100),
+    "skellam-agarwal": lambda: Skellam(102400, 160).closed_forms()["agarwal_2021_thm3.5"].times(10),
+    "discrete-gaussian": lambda: DiscreteGaussian(1.0).rdp(),
+    "discrete-gaussian-small-sigma": lambda: DiscreteGaussian(0.3, 2).rdp().times(5),
+    "discrete-gaussian-sum": lambda: DiscreteGaussianSum(4, 1.0, 1).rdp(),
+    "discrete-laplace": lambda: DiscreteLaplace(2.0, 3).rdp(),
+    "laplace": lambda: Laplace(1.0).rdp().times(20),
+    "gaussian": lambda: Gaussian(2.0, 1.0).rdp(),
+    "randomized-response": lambda: RandomizedResponse(0.7).rdp().times(50),
+    "mixed": lambda: Skellam(100).rdp() + DiscreteLaplace(3.0, 1).rdp() + DiscreteGaussian(2.0).rdp(),
+    "binomial": lambda: Binomial(10, 0.5).rdp(),
+}
+
+
+@pytest.mark.parametrize("name", list(SEARCH_CASES))
+def test_float_guided_search_no_worse_than_certified_search(name):
+    curve = SEARCH_CASES[name]()
+    plain = RDP.from_function(curve.ball, "x")
+    assert plain.approx(np.array([2.0])) is None
+    guided = rdp_to_epsilon(curve, 1e-6)
+    certified = rdp_to_epsilon(plain, 1e-6)
+    assert guided.epsilon <= certified.epsilon * (1 + 1e-9)
+    if math.isfinite(certified.epsilon) and name.startswith("skellam-mu"):
+        eps = certified.epsilon
+        assert rdp_to_delta(curve, eps).delta <= rdp_to_delta(plain, eps).delta * (1 + 1e-9)

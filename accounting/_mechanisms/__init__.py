@@ -2,7 +2,9 @@
 
 Each mechanism is a frozen, validated value object exposing ``rdp()``, ``closed_forms()``,
 ``pure()``, ``zcdp()``, ``output_pair()``, ``describe()`` and ``family``. The certification
-method of each family is documented in its module.
+method of each family is documented in its module. Every ``rdp()`` curve (and every closed-form
+RDP curve) also carries a vectorised float64 approximation that only steers the searches over
+alpha (:mod:`._approx`); reported numbers always come from the certified evaluation.
 """
 
 from ._binomial import Binomial
@@ -11,7 +13,7 @@ from ._continuous import Gaussian, Laplace
 from ._discrete_gaussian import DiscreteGaussian, DiscreteGaussianPair
 from ._discrete_gaussian_sum import MAX_EXACT_N, DiscreteGaussianSum, DiscreteGaussianSumPair
 from ._discrete_laplace import DiscreteLaplace, DiscreteLaplacePair, PolyaDifferenceSum
-from ._skellam import Skellam, SkellamPair, Theorem2Parameters, iclr2023_theorem2
+from ._skellam import Skellam, SkellamPair
 
 __all__ = [
     "BernoulliCurator",
@@ -27,8 +29,6 @@ __all__ = [
     "RandomizedResponse",
     "Skellam",
     "SkellamPair",
-    "Theorem2Parameters",
-    "iclr2023_theorem2",
     "DiscreteLaplace",
     "DiscreteLaplacePair",
     "PolyaDifferenceSum",

@@ -21,14 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 from flint import arb
 
 from .._certified import exact
 from .._guarantees import RDP, PureDP, ZCDP
 from .._pairs import IntegerPair
+from ._approx import safe_approx
 from ._base import Mechanism, alpha_guard_bits, check_scale, guarded, half_square_up
 
-__all__ = ["BernoulliCurator", "BinaryPair", "RandomizedResponse"]
+__all__ = ["BernoulliCurator", "BinaryPair", "RandomizedResponse", "rr_rdp_approx"]
 
 
 def _rr_rdp_ball(epsilon, alpha: arb) -> arb:
@@ -40,6 +42,15 @@ def _rr_rdp_ball(epsilon, alpha: arb) -> arb:
         eps = exact(epsilon)
         result = eps + ((-(2 * alpha - 1) * eps).exp().log1p() - (-eps).exp().log1p()) / (alpha - 1)
     return +result
+
+
+def rr_rdp_approx(epsilon: float, alphas: np.ndarray) -> np.ndarray:
+    """Float form of D_alpha of RR(eps) (search only). With x0 = eps, x1 = (2alpha-1) eps,
+    log1p(e^{-x1}) - log1p(e^{-x0}) = log1p(e^{-eps} expm1(-2(alpha-1) eps) / (1 + e^{-eps})),
+    which keeps its relative accuracy as alpha -> 1."""
+    am1 = alphas - 1.0
+    e = np.exp(-epsilon)
+    return epsilon + np.log1p(e * np.expm1(-2 * am1 * epsilon) / (1 + e)) / am1
 
 
 @dataclass(frozen=True)
@@ -105,7 +116,12 @@ class RandomizedResponse(Mechanism):
 
     def rdp(self) -> RDP:
         eps = self.epsilon
-        return RDP.from_function(lambda alpha: _rr_rdp_ball(eps, alpha), f"{type(self).__name__}(eps={eps}) exact")
+        eps_f = float(Fraction(eps))
+        return RDP.from_function(
+            lambda alpha: _rr_rdp_ball(eps, alpha),
+            f"{type(self).__name__}(eps={eps}) exact",
+            approx=safe_approx(lambda alphas: rr_rdp_approx(eps_f, alphas), lambda alphas: np.full(alphas.shape, eps_f)),
+        )
 
     def pure(self) -> PureDP:
         return PureDP(self.epsilon)

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import comb
 
+import numpy as np
 from flint import arb, fmpq
 
 from .._certified import exact, upper_float, working_precision
 from .._guarantees import RDP, ApproxDP
 from .._pairs import FinitePair
 from .._validation import AccountingError, check_nonnegative, check_positive_int, check_probability
+from ._approx import safe_approx
 from ._base import Mechanism, check_sensitivity_int
 
 __all__ = ["Binomial"]
@@ -58,7 +60,11 @@ class Binomial(Mechanism):
 
     def rdp(self) -> RDP:
         """+inf at every alpha: P and Q have different supports, so no finite Renyi bound exists."""
-        return RDP.from_function(lambda alpha: arb.pos_inf(), f"Binomial(N={self.trials}, p={self.p}) exact: +inf (supports differ)")
+        return RDP.from_function(
+            lambda alpha: arb.pos_inf(),
+            f"Binomial(N={self.trials}, p={self.p}) exact: +inf (supports differ)",
+            approx=safe_approx(lambda alphas: np.full(alphas.shape, np.inf), allow_inf=True),
+        )
 
     def delta(self, epsilon, *, precision: int | None = None) -> float:
         """Exact hockey-stick delta(eps), the max over both directions, rounded up."""

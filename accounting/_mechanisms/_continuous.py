@@ -17,11 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from .._certified import exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP, PureDP
+from ._approx import safe_approx
 from ._base import Mechanism, alpha_guard_bits, check_scale, guarded
 
-__all__ = ["Gaussian", "Laplace"]
+__all__ = ["Gaussian", "Laplace", "laplace_rdp_approx"]
 
 
 def laplace_rdp_ball(scale, sensitivity, alpha):
@@ -31,6 +34,15 @@ def laplace_rdp_ball(scale, sensitivity, alpha):
         inner = (a + (a - 1) * (-(2 * a - 1) * eps).exp()) / (2 * a - 1)
         result = eps + inner.log() / (a - 1)
     return +result
+
+
+def laplace_rdp_approx(epsilon: float, alphas: np.ndarray) -> np.ndarray:
+    """Float form of :func:`laplace_rdp_ball` (search only), with eps = Delta/b. Since
+    alpha + (alpha-1) e^{-x} = (2alpha-1) + (alpha-1) expm1(-x), the log term is a log1p that keeps
+    its relative accuracy as alpha -> 1."""
+    am1 = alphas - 1.0
+    x = (2 * alphas - 1) * epsilon
+    return epsilon + np.log1p(am1 * np.expm1(-x) / (2 * alphas - 1)) / am1
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,12 @@ class Laplace(Mechanism):
 
     def rdp(self) -> RDP:
         b, d = self.scale, self.sensitivity
-        return RDP.from_function(lambda alpha: laplace_rdp_ball(b, d, alpha), f"Laplace(b={b}, Delta={d}) exact")
+        eps = float(Fraction(d) / Fraction(b))
+        return RDP.from_function(
+            lambda alpha: laplace_rdp_ball(b, d, alpha),
+            f"Laplace(b={b}, Delta={d}) exact",
+            approx=safe_approx(lambda alphas: laplace_rdp_approx(eps, alphas), lambda alphas: np.full(alphas.shape, eps)),
+        )
 
     def pure(self) -> PureDP:
         return PureDP(self.epsilon)
@@ -104,7 +121,8 @@ class Gaussian(Mechanism):
             ds, ss = exact(d), exact(sigma)
             return alpha * ds * ds / (2 * ss * ss)
 
-        return RDP.from_function(curve, f"Gaussian(sigma={sigma}, Delta={d}) exact")
+        rho = float(Fraction(d) ** 2 / (2 * Fraction(sigma) ** 2))
+        return RDP.from_function(curve, f"Gaussian(sigma={sigma}, Delta={d}) exact", approx=safe_approx(lambda alphas: rho * alphas))
 
     def zcdp(self) -> ZCDP:
         return ZCDP(self.rho)

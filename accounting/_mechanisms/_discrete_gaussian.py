@@ -28,10 +28,10 @@ bounds P[X <= -t].
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 from flint import arb
 
 from .._certified import exact, upper_float, working_precision
@@ -46,9 +46,10 @@ from ._base import (
     guarded,
     nonneg_error,
 )
-from ._theta import log_theta, log_theta_ratio
+from ._approx import safe_approx
+from ._theta import log_theta, log_theta_ratio, log_theta_ratio_float
 
-__all__ = ["DiscreteGaussian", "DiscreteGaussianPair", "discrete_gaussian_rdp_ball"]
+__all__ = ["DiscreteGaussian", "DiscreteGaussianPair", "discrete_gaussian_rdp_approx", "discrete_gaussian_rdp_ball"]
 
 
 def _float_of(value) -> float:
@@ -66,6 +67,13 @@ def discrete_gaussian_rdp_ball(sigma, sensitivity: int, alpha: arb) -> arb:
         ratio = log_theta_ratio(s2, s * s, c)
         result = gauss + ratio / (alpha - 1)
     return +result
+
+
+def discrete_gaussian_rdp_approx(sigma: float, sensitivity: int, alphas: np.ndarray) -> np.ndarray:
+    """Float form of :func:`discrete_gaussian_rdp_ball` (search only): the same theta formula."""
+    am1 = alphas - 1.0
+    s2 = sigma * sigma
+    return alphas * sensitivity * sensitivity / (2 * s2) + log_theta_ratio_float(s2, am1 * sensitivity) / am1
 
 
 def _gauss_upper_tail(s2: arb, t: int) -> arb:
@@ -142,9 +150,12 @@ class DiscreteGaussian(Mechanism):
 
     def rdp(self) -> RDP:
         sigma, delta = self.sigma, self.sensitivity
+        sigma_f = _float_of(sigma)
+        rho = delta * delta / (2 * sigma_f * sigma_f)
         return RDP.from_function(
             lambda alpha: discrete_gaussian_rdp_ball(sigma, delta, alpha),
             f"DiscreteGaussian(sigma={sigma}, Delta={delta}) exact",
+            approx=safe_approx(lambda alphas: discrete_gaussian_rdp_approx(sigma_f, delta, alphas), lambda alphas: rho * alphas),
         )
 
     def zcdp(self) -> ZCDP:

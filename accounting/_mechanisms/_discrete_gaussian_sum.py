@@ -38,17 +38,19 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 from flint import arb, arb_poly, ctx
 
-from .._certified import exact, upper_float, working_precision
+from .._certified import DEFAULT_PRECISION, exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP
 from .._pairs import IntegerPair
 from .._validation import AccountingError, check_positive_int
+from ._approx import logsumexp_rows, safe_approx
 from ._base import Mechanism, alpha_guard_bits, arb_to_fraction, check_scale, check_sensitivity_int, nonneg_error
-from ._discrete_gaussian import DiscreteGaussian
-from ._theta import log_theta
+from ._discrete_gaussian import DiscreteGaussian, discrete_gaussian_rdp_approx
+from ._theta import log_theta, log_theta_float
 
-__all__ = ["DiscreteGaussianSum", "DiscreteGaussianSumPair", "MAX_EXACT_N", "kls_2021_rho"]
+__all__ = ["DiscreteGaussianSum", "DiscreteGaussianSumPair", "MAX_EXACT_N", "dg_sum_rdp_approx", "kls_2021_rho"]
 
 #: Largest n for which the exact route is attempted.
 MAX_EXACT_N = 1 << 12
@@ -167,6 +169,32 @@ def dg_sum_rdp_ball(n: int, sigma, delta: int, alpha: arb) -> arb:
     return result
 
 
+def dg_sum_rdp_approx(n: int, sigma, delta: int, alphas: np.ndarray) -> np.ndarray:
+    """Float form of :func:`dg_sum_rdp_ball` (search only): the same residue formula with the
+    float midpoints of the (certified, cached) residue table, which the certified evaluation
+    needs anyway. Near alpha = 1 the sum over residues is formed relative to its value at
+    alpha = 1 (which is 1) through expm1, to keep the relative accuracy of D_alpha."""
+    sf = _f(sigma)
+    table = _residues(n, sigma, _needed_bits(n, sf, DEFAULT_PRECISION))
+    log_r = np.array([float(v.mid()) for v in table.log_r])
+    r = np.arange(n, dtype=np.float64)
+    diff = log_r - np.roll(log_r, delta)  # log R(r) - log R(r - Delta)
+    small = sf * sf / n
+    base = log_r + log_theta_float(small, r / n)  # log of the alpha = 1 terms: R(r) Theta_s(r/n)
+    weights = np.exp(base - base.max())
+    out = np.empty(alphas.shape)
+    rows = max(1, (1 << 17) // n)  # bounded memory: the theta sums add a third axis of <= 13
+    for start in range(0, alphas.size, rows):
+        am1 = alphas[start : start + rows, None] - 1.0
+        c = am1 * delta
+        z = am1 * diff + log_theta_float(small, (r + c) / n) - (base - log_r)
+        ratio = np.sum(weights * np.expm1(np.minimum(z, 700.0)), axis=-1) / weights.sum()
+        big = np.max(z, axis=-1) > 40
+        log_sum = np.where(big, logsumexp_rows(base + z) - logsumexp_rows(base), np.log1p(ratio))
+        out[start : start + rows] = log_sum
+    return alphas * delta * delta / (2 * n * sf * sf) + out / (alphas - 1.0)
+
+
 def kls_2021_rho(n: int, sigma, delta) -> arb:
     """Ball for rho = eps'^2/2 of Kairouz-Liu-Steinke 2021 Prop. 13 (valid for sigma >= 1/2)."""
     sg = exact(sigma)
@@ -251,20 +279,30 @@ class DiscreteGaussianSum(Mechanism):
         n, sigma, d = self.n, self.sigma, self.sensitivity
         if self.n == 1:
             return DiscreteGaussian(sigma, d).rdp()
+        sf = _f(sigma)
+
+        def single_approx(alphas):
+            return discrete_gaussian_rdp_approx(sf, d, alphas)
+
         if self.exact_route:
             return RDP.from_function(
-                lambda alpha: dg_sum_rdp_ball(n, sigma, d, alpha), f"DiscreteGaussianSum(n={n}, sigma={sigma}, Delta={d}) exact"
+                lambda alpha: dg_sum_rdp_ball(n, sigma, d, alpha),
+                f"DiscreteGaussianSum(n={n}, sigma={sigma}, Delta={d}) exact",
+                approx=safe_approx(lambda alphas: dg_sum_rdp_approx(n, sigma, d, alphas), safe_approx(single_approx)),
             )
         single = DiscreteGaussian(sigma, d).rdp()
         kls = self.closed_forms().get("kairouz_2021_prop13")
         if kls is None:
             return RDP.from_function(
-                lambda a: single.ball(a), f"single N_Z(0,{sigma}^2) exact curve (fallback: n={n} beyond the exact route)"
+                lambda a: single.ball(a),
+                f"single N_Z(0,{sigma}^2) exact curve (fallback: n={n} beyond the exact route)",
+                approx=safe_approx(single_approx),
             )
         kls_curve = kls.to_rdp()
         return RDP.from_function(
             lambda a: single.ball(a).upper().min(kls_curve.ball(a).upper()),
             f"min(KLS 2021 Prop. 13, single N_Z(0,{sigma}^2)) (fallback: n={n} beyond the exact route)",
+            approx=safe_approx(lambda alphas: np.minimum(single_approx(alphas), kls.rho * alphas)),
         )
 
     def zcdp(self) -> ZCDP | None:

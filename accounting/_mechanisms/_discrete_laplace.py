@@ -35,12 +35,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from flint import arb, ctx
+import numpy as np
+from flint import arb
 
 from .._certified import exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP, PureDP
 from .._pairs import IntegerPair
-from .._validation import AccountingError, check_integer, check_positive_int
+from .._validation import AccountingError, check_positive_int
+from ._approx import safe_approx
 from ._base import (
     Mechanism,
     alpha_guard_bits,
@@ -50,7 +52,7 @@ from ._base import (
     half_square_up,
 )
 
-__all__ = ["DiscreteLaplace", "DiscreteLaplacePair", "PolyaDifferenceSum"]
+__all__ = ["DiscreteLaplace", "DiscreteLaplacePair", "PolyaDifferenceSum", "discrete_laplace_rdp_approx"]
 
 
 def _upper_tail(t: arb, k: int) -> arb:
@@ -122,6 +124,33 @@ def discrete_laplace_rdp_ball(scale, sensitivity: int, alpha: arb) -> arb:
     return +result
 
 
+def discrete_laplace_rdp_approx(scale: float, sensitivity: int, alphas: np.ndarray) -> np.ndarray:
+    """Float form of :func:`discrete_laplace_rdp_ball` (search only).
+
+    I = 1 at alpha = 1, so log I is formed as log1p(I - 1) with, for x = alpha - 1,
+    I - 1 = e^{-Delta t} expm1(-2x Delta t)/(1 + e^{-t}) + c sum_{j=1}^{Delta-1} e^{-tj} expm1(-2xtj)
+    (each term of the geometric part minus its value at alpha = 1), which keeps the relative
+    accuracy as alpha -> 1. For Delta > 4096 the geometric part is taken in closed form.
+    """
+    t = 1.0 / scale
+    x = alphas - 1.0
+    d = int(sensitivity)
+    excess = np.exp(-d * t) * np.expm1(-2 * x * d * t) / (1 + np.exp(-t))
+    if d > 1:
+        c = np.tanh(t / 2)
+        if d <= 4096:
+            j = np.arange(1, d, dtype=np.float64)
+            for start in range(0, x.size, 256):
+                xs = x[start : start + 256, None]
+                excess[start : start + 256] += c * np.sum(np.exp(-t * j) * np.expm1(-2 * xs * t * j), axis=-1)
+        else:
+            def geometric(r):
+                return r * (-np.expm1(np.log(r) * (d - 1))) / (-np.expm1(np.log(r)))
+
+            excess += c * (geometric(np.exp(-(2 * alphas - 1) * t)) - geometric(np.exp(-t)))
+    return d * t + np.log1p(excess) / x
+
+
 @dataclass(frozen=True)
 class DiscreteLaplace(Mechanism):
     """Discrete Laplace mechanism: integer query + Lap_Z(scale), P[X = x] ∝ e^{-|x|/scale}.
@@ -146,9 +175,14 @@ class DiscreteLaplace(Mechanism):
 
     def rdp(self) -> RDP:
         scale, delta = self.scale, self.sensitivity
+        scale_f = float(Fraction(scale))
+        eps = delta / scale_f
         return RDP.from_function(
             lambda alpha: discrete_laplace_rdp_ball(scale, delta, alpha),
             f"DiscreteLaplace(b={scale}, Delta={delta}) exact",
+            approx=safe_approx(
+                lambda alphas: discrete_laplace_rdp_approx(scale_f, delta, alphas), lambda alphas: np.full(alphas.shape, eps)
+            ),
         )
 
     def pure(self) -> PureDP:

@@ -3,121 +3,406 @@
 Law: P(k) = e^{-mu} I_{|k|}(mu) (I the modified Bessel function), variance mu. For a 1-D integer
 query of sensitivity Delta (l1 = l2 = Delta: an integer vector whose l1 and l2 norms agree has a
 single non-zero coordinate, so this *is* the 1-D case) the exact curve is
-D_alpha = log S(alpha) / (alpha - 1),  S(alpha) = sum_k P(k)^alpha P(k - Delta)^{1-alpha}.
+D_alpha = log S(alpha) / (alpha - 1),  S(alpha) = sum_k T(k),  T(k) = P(k)^alpha P(k - Delta)^{1-alpha}.
 P is symmetric, so reflecting k -> Delta - k swaps P and Q: both directions agree.
 
-1. The pmf table (computed once per mu, reused across alphas)
--------------------------------------------------------------
-The recurrence I_{n-1}(x) = I_{n+1}(x) + (2n/x) I_n(x) is run *backwards* from two certified seeds
-e^{-mu} I_N(mu), e^{-mu} I_{N+1}(mu) (Arb's ``bessel_i(scaled=True)``). Every step adds two
-positive balls, so the relative radius of P(n-1) is at most the larger relative radius of P(n),
-P(n+1) plus one rounding: after N steps the enclosures have lost only log2(N) bits. (The forward
-recurrence would cancel catastrophically; this one cannot.) The table is rebuilt, longer or at
-higher precision, when an alpha needs it.
+0. Facts used below: Sk(0, mu) is log-concave (a convolution of the log-concave Poisson(mu/2) and
+its reflection; convolution preserves discrete log-concavity) and symmetric, hence unimodal at 0,
+and r(k) = P(k)/P(k - Delta) is non-increasing in k. Consequently, for k >= 0,
+T(k) = P(k) r(k)^{alpha-1} <= P(0) r(0)^{alpha-1} = T(0)  (both factors non-increasing), and
+S(alpha) = exp((alpha - 1) D_alpha) >= 1.
 
-2. Where the tilted mass sits
------------------------------
-T(k) = P(k)^alpha Q(k)^{1-alpha} peaks far left of P's bulk at large alpha (mu = 100, alpha = 1e4:
-near k = -2500). For each alpha the window [-n1, K-1] summed in Arb is chosen from float estimates
-of log T (a heuristic that only affects tightness), then the remainders on both sides are bounded
-*rigorously* as follows.
+1. The pmf on an index segment [lo, hi]
+---------------------------------------
+The recurrence I_{n-1}(x) = I_{n+1}(x) + (2n/x) I_n(x) is run *backwards* from two certified seeds
+e^{-mu} I_{hi+1}(mu), e^{-mu} I_hi(mu) (Arb's ``bessel_i(scaled=True)``, fast at any order). Every
+step adds two positive balls, so the relative radius of P(n-1) is at most the larger relative
+radius of P(n), P(n+1) plus one rounding: after M steps the enclosures have lost only log2(M)
+bits. (The forward recurrence would cancel catastrophically; this one cannot.) The prefix
+segment [0, N] is cached per mu and reused across alphas (rebuilt longer or at higher precision
+when an alpha needs it); far segments (large alpha, section 5) are built for the window alone.
+
+2. Where the tilted mass sits; the summation window
+---------------------------------------------------
+T(k) peaks far left of P's bulk at large alpha (mu = 100, alpha = 1e4: near k = -2500; mu = 1e5,
+Delta = 160, alpha = 1e6: near k = -2e7). The window summed in Arb is chosen from float64
+estimates of log T (section 6; a heuristic that only affects tightness): the run of k where
+log T is within (prec + 40) ln 2 + ... nats of its maximum, widened until the proven remainders
+below are that small. Two shapes of window:
+- *full*: [-n1, K - 1], containing 0, with the remainders of sections 3 and 4;
+- *far* (when the mass sits well left of 0): [-n1, -n0] with n0 >= 1, with the remainders of
+  sections 3 and 5. Only the pmf segment [n0, n1 + Delta] is computed, so the cost follows the
+  width of the tilted measure, not its distance from 0.
 
 3. Left remainder (k < -n1): a decreasing ratio bound
 -----------------------------------------------------
 Let q_m = I_{m+1}(mu)/I_m(mu) > 0 and T(-n) = P(n)^alpha P(n+Delta)^{1-alpha}. Then
   T(-(n+1)) / T(-n) = q_n (q_n / q_{n+Delta})^{alpha-1} = q_n prod_{j<Delta} (q_{n+j}/q_{n+j+1})^{alpha-1}.
-Two bounds on q, each giving a majorant rho(n) of this ratio that is *decreasing* in n:
+Three majorants rho(n) of this ratio, each valid for every m >= n (decreasing in m):
 (a) From the recurrence, 1/q_m = 2(m+1)/mu + q_{m+1}, hence
     (F1) q_m < mu/(2(m+1)),  (F2) q_m > 1/(2(m+1)/mu + mu/(2(m+2))),
     (F3) q_m/q_{m+1} < (m+2)/(m+1) + mu^2/(4(m+1)(m+3)) =: B(m), decreasing in m, so
     rho_a(n) = mu/(2(n+1)) B(n)^{Delta(alpha-1)}.
 (b) Amos (1974) / Segura (2011, Thm 1): for m >= 0,
-    mu/(m + 1/2 + sqrt((m+3/2)^2 + mu^2)) < q_m < mu/(m + 1/2 + sqrt((m+1/2)^2 + mu^2)) =: U(m).
-    With h = m + 1/2, S(h) = sqrt(h^2 + mu^2): q_m/q_{m+1} < (h + 1 + S(h+2))/(h + S(h))
-    = 1 + (1 + S(h+2) - S(h))/(h + S(h)) <= 1 + 3/(h + S(h)), because S(h+2) - S(h) <= 2;
-    this is decreasing in m, so rho_b(n) = U(n) (1 + 3/(n + 1/2 + S(n + 1/2)))^{Delta(alpha-1)}.
-    (The bounds (b) are also checked numerically against Arb's Bessel values in the tests.)
-Both are valid for every m >= n and decreasing, hence so is rho = min(rho_a, rho_b), and if
-rho(n1) < 1, sum_{n > n1} T(-n) <= T(-n1) rho(n1) / (1 - rho(n1)). (a) is the sharper one far
-in the tail (large alpha), (b) in the Gaussian regime n <~ mu.
+    L(m) := mu/(m + 1/2 + S(m + 3/2)) < q_m < mu/(m + 1/2 + S(m + 1/2)) =: U(m),  S(h) := sqrt(h^2 + mu^2).
+    With h = m + 1/2: q_m/q_{m+1} < (h + 1 + S(h+2))/(h + S(h)) = 1 + (1 + S(h+2) - S(h))/(h + S(h))
+    <= 1 + 3/(h + S(h)), because S(h+2) - S(h) <= 2; this is decreasing in m, so
+    rho_b(n) = U(n) (1 + 3/(n + 1/2 + S(n + 1/2)))^{Delta(alpha-1)}.
+    (The bounds are also checked numerically against Arb's Bessel values in the tests.)
+(c) Directly, q_m/q_{m+Delta} < U(m)/L(m+Delta) = f(h) := (A + S(A+1))/(h + S(h)), A = h + Delta.
+    d/dh log f = (1 + 1/(A + S(A+1)))/S(A+1) - 1/S(h), which is <= 0 iff
+    S(h)/(A + S(A+1)) <= S(A+1) - S(h) = c/(S(A+1) + S(h)),  c := (A+1)^2 - h^2 = (Delta+1)(2h+Delta+1);
+    since S(h) <= S(A+1), it suffices that 2 S(A+1) <= c, and c - 2 S(A+1) is increasing in h
+    (derivative 2(Delta+1) - 2(A+1)/S(A+1) > 0). So if 2 S(A+1) <= c at h = n + 1/2 (checked in
+    exact rational arithmetic), f is decreasing on [n, inf), and so is
+    rho_c(n) = U(n) f(n + 1/2)^{alpha-1}. (c) is the sharp one for large Delta.
+rho = min of those that apply; if rho(n1) < 1, sum_{n > n1} T(-n) <= T(-n1) rho(n1) / (1 - rho(n1)).
 
-4. Right remainder (k >= K, K >= Delta/2)
------------------------------------------
-Sk(0, mu) is log-concave (a convolution of the log-concave Poisson(mu/2) and its reflection;
-convolution preserves discrete log-concavity) and symmetric, so r(k) = P(k)/P(k - Delta) is
-non-increasing in k and r(k) <= 1 once |k| >= |k - Delta|, i.e. k >= Delta/2. Hence for k >= K
-  T(k) = P(k) r(k)^{alpha-1} <= r(K)^{alpha-1} P(k),
-and sum_{k >= K} T(k) <= r(K)^{alpha-1} P[X >= K] <= r(K)^{alpha-1} exp(-(K asinh(K/mu) - sqrt(K^2+mu^2) + mu))
+4. Right remainder of the full window (k >= K, K >= Delta/2)
+-----------------------------------------------------------
+For k >= K >= Delta/2, |k| >= |k - Delta| so r(k) <= r(K) <= 1 (section 0), and
+  sum_{k >= K} T(k) <= r(K)^{alpha-1} P[X >= K] <= r(K)^{alpha-1} exp(-(K asinh(K/mu) - sqrt(K^2+mu^2) + mu))
 by the Chernoff bound with the Skellam mgf E e^{tX} = exp(mu (cosh t - 1)) at t = asinh(K/mu).
 The same Chernoff bound gives the pair's tail masses.
 
-Closed forms kept beside the exact value: Agarwal, Kairouz, Liu 2021 Thm 3.5
-alpha D2^2/(2mu) + min{((2alpha-1) D2^2 + 6 D1)/(4 mu^2), 3 D1/(2 mu)}, and the ICLR 2023
-Theorem 2 parametrisation (eps, s, n) -> g = ceil(s eps sqrt(n)), mu = g^2/eps^2 with its
-eps_hat(alpha) as printed (last term 3 eps^2/(2s)) and as corrected (3 eps^2/(2g)).
+5. The remainders of the far window [-n1, -n0]
+----------------------------------------------
+Inner part (-n0 < k <= 0): by (b), for every m >= 0,
+  T(-(m+1))/T(-m) = q_m (q_m/q_{m+Delta})^{alpha-1} >= L(m) (L(m)/U(m+Delta))^{alpha-1} =: lambda(m),
+  L(m)/U(m+Delta) = (h + Delta + S(h+Delta))/(h + S(h+1)), h = m + 1/2.
+Both factors are decreasing in m: L(m) plainly, and d/dh log of the second is
+1/S(h+Delta) - (S(h+1) + h + 1)/(S(h+1)(h + S(h+1))) < 1/S(h+Delta) - 1/S(h+1) <= 0 (Delta >= 1).
+So if lambda(n0 - 1) > 1, then T(-m) <= T(-n0) lambda(n0-1)^{-(n0-m)} for 0 <= m < n0, and
+  sum_{0 <= m < n0} T(-m) <= T(-n0) / (lambda(n0 - 1) - 1).
+Right part (k >= 1): with K >= max(1, Delta/2), T(k) <= T(0) for 1 <= k < K (section 0) and
+sum_{k >= K} T(k) <= P[X >= K] (section 4 with r(K) <= 1), so
+  sum_{k >= 1} T(k) <= (K - 1) T(0) + Chernoff(K),  T(0) = P(0)^alpha P(Delta)^{1-alpha} from two Arb Bessel values.
+(Every remainder is added as the ball [0, bound]; the window choice only affects tightness.
+A window of more than MAX_WINDOW_TERMS terms, at orders far beyond any useful one, is not summed:
+the value there is +inf, valid and vacuous.)
+
+6. Float approximation (search only; never reported)
+----------------------------------------------------
+For s = sqrt(n^2 + mu^2) >= 128, log P(n) in float64 from Debye's uniform expansion
+e^{-mu} I_n(mu) = e^{s - mu} (mu/(n + s))^n (2 pi s)^{-1/2} (1 + sum_{k=1}^{8} u_k(t)/n^k), t = n/s,
+where u_k(t)/n^k = p_k(t^2)/s^k (DLMF 10.41.10; the u_k from their recurrence, exact rationals):
+relative error ~1e-16 there. Below, a float table from Arb. The tilted measure's mode n* and
+width sigma come from q_m ~ mu/(m + 1/2 + S(m+1)); S(alpha) is then the integral of the smooth
+(even, analytic) Debye summand by the trapezoid rule with step sigma/3 over +-14 sigma (its
+difference from the sum over the integers is of order exp(-2 pi^2 sigma^2), the rule's own error
+of order exp(-18 pi^2)), or, when sigma < 8 or Debye does not apply, the direct sum over the
+window. Both are divided by the same scheme's total mass of P (near alpha = 1 on the same nodes,
+through expm1, so that D_alpha keeps its relative accuracy as alpha -> 1): ~1e-11 relative.
+
+Closed form kept beside the exact value: Agarwal, Kairouz, Liu 2021 Thm 3.5
+alpha D2^2/(2mu) + min{((2alpha-1) D2^2 + 6 D1)/(4 mu^2), 3 D1/(2 mu)}. (The ICLR 2023 Theorem 2
+parametrisation and its printed/corrected curves live in :mod:`accounting._paper_params`.)
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 from flint import arb, ctx
 
-from .._certified import exact, upper_float, working_precision
+from .._certified import exact
 from .._guarantees import RDP
 from .._pairs import IntegerPair
-from .._validation import AccountingError, check_positive, check_positive_int
+from .._validation import AccountingError
+from ._approx import logsumexp_rows, safe_approx
 from ._base import Mechanism, alpha_guard_bits, check_scale, check_sensitivity_int, nonneg_error
 
-__all__ = ["Skellam", "SkellamPair", "Theorem2Parameters", "iclr2023_theorem2"]
+__all__ = [
+    "Skellam",
+    "SkellamPair",
+    "agarwal_bound_approx",
+    "agarwal_bound_ball",
+    "skellam_rdp_approx",
+    "skellam_rdp_ball",
+]
+
+_LN2 = math.log(2)
 
 
 # ---------------------------------------------------------------------------------------------
-# pmf table
+# float64 machinery (section 6): approximations and window planning, never reported
+
+
+def _debye_polynomials(count: int) -> np.ndarray:
+    """Coefficients of p_k with u_k(t) = t^k p_k(t^2), k = 1..count, from
+    u_{k+1}(t) = t^2 (1 - t^2) u_k'(t)/2 + (1/8) int_0^t (1 - 5 tau^2) u_k(tau) d tau (DLMF 10.41.9).
+    Returned as a matrix C with p_k(y) = sum_j C[j, k-1] y^j."""
+    u: dict[int, Fraction] = {0: Fraction(1)}
+    columns = []
+    for k in range(1, count + 1):
+        new: dict[int, Fraction] = {}
+        for p, c in u.items():
+            if p > 0:
+                new[p + 1] = new.get(p + 1, Fraction(0)) + c * p / 2
+                new[p + 3] = new.get(p + 3, Fraction(0)) - c * p / 2
+            new[p + 1] = new.get(p + 1, Fraction(0)) + c / (8 * (p + 1))
+            new[p + 3] = new.get(p + 3, Fraction(0)) - 5 * c / (8 * (p + 3))
+        u = new
+        columns.append([float(u.get(k + 2 * j, Fraction(0))) for j in range(count + 1)])
+    return np.array(columns).T
+
+
+_DEBYE = _debye_polynomials(8)
+_DEBYE_Y_POWERS = np.arange(_DEBYE.shape[0], dtype=np.float64)
+_DEBYE_S_POWERS = np.arange(1, _DEBYE.shape[1] + 1, dtype=np.float64)
+#: Debye's expansion (8 terms) is used where sqrt(n^2 + mu^2) >= this (error ~1e-16 relative).
+_DEBYE_MIN_S = 128.0
+#: For mu below _DEBYE_MIN_S, the float log-pmf at n <= this comes from Arb (Debye beyond).
+_FLOAT_TABLE_N = 160
+#: The trapezoid rule's nodes: step sigma/3 over +-14 sigma.
+_TRAPEZOID_J = np.arange(-42, 43, dtype=np.float64)
+_TRAPEZOID_STEP = 1.0 / 3.0
+
+
+def _debye_log_pmf(nu: np.ndarray, mu: float) -> np.ndarray:
+    """log(e^{-mu} I_nu(mu)) for real nu >= 0 (an even, smooth function of nu), float64."""
+    s = np.hypot(nu, mu)
+    smallest = float(np.min(s)) if s.size else 0.0
+    # terms needed for ~1e-17: |u_k| <= 0.13, 0.08, 0.08, 0.12, 0.23, 0.58, 1.8, 6.1 (max at t = 0)
+    terms = 3 if smallest >= 2e4 else 5 if smallest >= 1e3 else _DEBYE.shape[1]
+    y = (nu / s) ** 2
+    values = (y[..., None] ** _DEBYE_Y_POWERS) @ _DEBYE[:, :terms]
+    corr = np.sum(values * (1.0 / s[..., None]) ** _DEBYE_S_POWERS[:terms], axis=-1)
+    # s - mu = nu^2/(s + mu) and nu log((nu + s)/mu) = nu asinh(nu/mu): no cancellation
+    return nu * nu / (s + mu) - nu * np.arcsinh(nu / mu) - 0.5 * np.log(2 * np.pi * s) + np.log1p(corr)
+
+
+def _log_chernoff_float(mu: float, K: np.ndarray) -> np.ndarray:
+    """Float log of the Chernoff bound on P[X >= K] (section 4)."""
+    return -(K * np.arcsinh(K / mu) - K * K / (np.hypot(K, mu) + mu))
+
+
+class _FloatLaw:
+    """float64 log-pmf of Sk(0, mu) at any index, the tilted measure's mode and width."""
+
+    __slots__ = ("mu", "table", "log_norm")
+
+    def __init__(self, mu) -> None:
+        self.mu = float(Fraction(mu))
+        if self.mu >= _DEBYE_MIN_S:
+            self.table = None
+            h = math.sqrt(self.mu) * _TRAPEZOID_STEP
+            x = np.abs(_TRAPEZOID_J * h)
+            self.log_norm = float(logsumexp_rows(_debye_log_pmf(x, self.mu)) + math.log(h))
+        else:
+            table = _Table(mu, _FLOAT_TABLE_N, 80)
+            self.table = np.array([float(v.mid()) for v in table.logs])
+            k = np.abs(np.arange(-_FLOAT_TABLE_N, _FLOAT_TABLE_N + 1, dtype=np.float64))
+            self.log_norm = float(logsumexp_rows(self.lp(k)))
+
+    def lp(self, n: np.ndarray) -> np.ndarray:
+        """log P(n) for n >= 0 (integer-valued where n <= _FLOAT_TABLE_N and mu is small)."""
+        n = np.asarray(n, dtype=np.float64)
+        if self.table is None:
+            return _debye_log_pmf(n, self.mu)
+        small = n <= _FLOAT_TABLE_N
+        out = np.empty(n.shape)
+        out[small] = self.table[n[small].astype(np.int64)]
+        large = ~small
+        if np.any(large):
+            out[large] = _debye_log_pmf(n[large], self.mu)
+        return out
+
+    def log_t(self, k: np.ndarray, am1: float | np.ndarray, delta: int) -> np.ndarray:
+        """log T(k) = log P(k) + (alpha-1)(log P(k) - log P(k - Delta)) at integer k."""
+        k = np.asarray(k, dtype=np.float64)
+        v1 = self.lp(np.abs(k))
+        v2 = self.lp(np.abs(k - delta))
+        return v1 + am1 * (v1 - v2)
+
+    def mode(self, am1: np.ndarray, delta: int) -> tuple[np.ndarray, np.ndarray]:
+        """(n*, sigma): T(-n) increases up to about n* + 1/2, with width sigma (float estimates).
+
+        n* solves q_n (q_n/q_{n+Delta})^{alpha-1} = 1 with q_m ~ mu/(m + 1/2 + S(m+1)) (between
+        the Amos bounds), by bisection; 0 when T(-n) decreases from n = 0.
+        """
+        mu = self.mu
+
+        def ell(m):  # ~ -log q_m, increasing in m
+            return np.log((m + 0.5 + np.hypot(m + 1.0, mu)) / mu)
+
+        def f(n):
+            return am1 * (ell(n + delta) - ell(n)) - ell(n)
+
+        lo = np.zeros_like(am1)
+        hi = am1 * delta + 2.0 * mu + 2.0 * delta + 16.0
+        rising = f(lo) > 0
+        for _ in range(80):  # to 1e-3 (the windows are many sigma >= ~0.5 wide)
+            mid = 0.5 * (lo + hi)
+            up = f(mid) > 0
+            lo = np.where(up, mid, lo)
+            hi = np.where(up, hi, mid)
+            if not np.any(hi - lo > 1e-3):
+                break
+        nstar = np.where(rising, 0.5 * (lo + hi), 0.0)
+        s0 = np.hypot(nstar + 1.0, mu)
+        s1 = np.hypot(nstar + 1.0 + delta, mu)
+        sigma = 1.0 / np.sqrt(1.0 / s0 + am1 * (1.0 / s0 - 1.0 / s1))
+        return nstar, sigma
+
+
+_FLOAT_LAWS: dict[Fraction, _FloatLaw] = {}
+
+
+def _float_law(mu) -> _FloatLaw:
+    key = Fraction(mu)
+    law = _FLOAT_LAWS.get(key)
+    if law is None:
+        law = _FLOAT_LAWS[key] = _FloatLaw(mu)
+    return law
+
+
+def _log_ratio_rows(v1: np.ndarray, v2: np.ndarray, am1: np.ndarray, log_step: np.ndarray, log_norm: float) -> np.ndarray:
+    """log(S/Z) from log P at a row of nodes (v1) and at the nodes shifted by Delta (v2).
+
+    Where the nodes also cover P's bulk (alpha near 1), S/Z is formed on the *same* nodes as
+    1 + sum w expm1((alpha-1) Z) / sum w with w = P, Z = log P - log Q, which keeps full relative
+    accuracy as alpha -> 1; elsewhere log S - log Z from the scheme's total mass ``log_norm``.
+    """
+    z = am1 * (v1 - v2)
+    out = logsumexp_rows(v1 + z) + log_step - log_norm
+    near = np.max(np.abs(z), axis=-1) < 40.0
+    if np.any(near):
+        w = np.exp(v1[near] - np.max(v1[near], axis=-1, keepdims=True))
+        ratio = np.sum(w * np.expm1(z[near]), axis=-1) / np.sum(w, axis=-1)
+        out[near] = np.log1p(ratio)
+    return out
+
+
+def _log_s_values(law: _FloatLaw, delta: int, am1: np.ndarray) -> np.ndarray:
+    """Float log(S(alpha)/Z) at alpha - 1 = am1 > 0 (Z the scheme's total mass of P)."""
+    mu = law.mu
+    nstar, sigma = law.mode(am1, delta)
+    center = -(nstar + 0.5)
+    debye_ok = (law.table is None) | (nstar + 0.5 - 14.5 * sigma - delta >= _FLOAT_TABLE_N + 1)
+    trapezoid = debye_ok & (sigma >= 8.0)
+    log_s = np.full(am1.shape, np.nan)
+    rows = np.flatnonzero(trapezoid)
+    for start in range(0, rows.size, 2048):
+        r = rows[start : start + 2048]
+        h = sigma[r] * _TRAPEZOID_STEP
+        # nodes centred between P's bulk and the tilted mode when they are close (alpha near 1)
+        c = np.where(nstar[r] + 0.5 <= 4 * sigma[r], 0.5 * center[r], center[r])
+        x = c[:, None] + h[:, None] * _TRAPEZOID_J
+        v1 = _debye_log_pmf(np.abs(x), mu)
+        v2 = _debye_log_pmf(np.abs(x - delta), mu)
+        log_s[r] = _log_ratio_rows(v1, v2, am1[r, None], np.log(h), law.log_norm)
+    rows = np.flatnonzero(~trapezoid)
+    if rows.size:
+        half = np.minimum(np.ceil(14 * sigma[rows]) + 8 + np.where(nstar[rows] < 4 * sigma[rows], nstar[rows], 0), 20000)
+        order = np.argsort(half)  # group rows of similar width
+        rows, half = rows[order], half[order].astype(np.int64)
+        for start in range(0, rows.size, 256):
+            r = rows[start : start + 256]
+            w = int(half[start : start + 256].max())
+            c = np.where(nstar[r] + 0.5 <= 4 * sigma[r], 0.0, np.floor(center[r]))
+            k = c[:, None] + np.arange(-w, w + 1, dtype=np.float64)
+            v1 = law.lp(np.abs(k))
+            v2 = law.lp(np.abs(k - delta))
+            log_s[r] = _log_ratio_rows(v1, v2, am1[r, None], np.zeros(r.size), law.log_norm)
+    return log_s
+
+
+def _agarwal_float(mu: float, d1: float, d2: float, alphas: np.ndarray) -> np.ndarray:
+    first = ((2 * alphas - 1) * d2 * d2 + 6 * d1) / (4 * mu * mu)
+    return alphas * d2 * d2 / (2 * mu) + np.minimum(first, 3 * d1 / (2 * mu))
+
+
+def skellam_rdp_approx(mu, delta: int, alphas: np.ndarray) -> np.ndarray:
+    """Float64 approximation of D_alpha(Sk(0,mu) || Sk(Delta,mu)) at an array of orders (search only).
+
+    Accurate to ~1e-12 relative; non-finite results fall back to Agarwal et al.'s closed form.
+    """
+    law = _float_law(mu)
+    a = np.asarray(alphas, dtype=np.float64)
+    out = np.full(a.shape, np.nan)
+    ok = np.isfinite(a) & (a > 1)
+    if np.any(ok):
+        am1 = a[ok] - 1.0
+        out[ok] = np.maximum(_log_s_values(law, int(delta), am1) / am1, 0.0)
+    return out
+
+
+def agarwal_bound_approx(mu, d1, d2):
+    """The float form of :func:`agarwal_bound_ball` (search only)."""
+    m, a1, a2 = float(Fraction(mu)), float(Fraction(d1)), float(Fraction(d2))
+    return safe_approx(lambda alphas: _agarwal_float(m, a1, a2, alphas))
+
+
+# ---------------------------------------------------------------------------------------------
+# pmf segments in Arb (section 1)
 
 
 class _Table:
-    """log P(n), n = 0..N, for Sk(0, mu) at ``bits`` of precision (section 1 of the docstring)."""
+    """log P(n), n = lo..hi, for Sk(0, mu) at ``bits`` of precision (``logs[n - lo]``)."""
 
-    __slots__ = ("mu", "N", "bits", "logs", "floats")
+    __slots__ = ("mu", "lo", "N", "bits", "logs")
 
-    def __init__(self, mu, N: int, bits: int) -> None:
-        self.mu, self.N, self.bits = mu, N, bits
+    def __init__(self, mu, N: int, bits: int, lo: int = 0) -> None:
+        self.mu, self.lo, self.N, self.bits = mu, lo, N, bits
         with ctx.workprec(bits):
             m = exact(mu)
             hi = m.bessel_i(N + 1, scaled=True)
             cur = m.bessel_i(N, scaled=True)
             two_over_mu = 2 / m
-            values = [arb(0)] * (N + 1)
-            values[N] = cur
-            for n in range(N, 0, -1):
+            values = [arb(0)] * (N - lo + 1)
+            values[N - lo] = cur
+            for n in range(N, lo, -1):
                 prev = hi + (two_over_mu * n) * cur
-                values[n - 1] = prev
+                values[n - 1 - lo] = prev
                 hi, cur = cur, prev
             self.logs = [v.log() for v in values]
-        self.floats = [float(v.mid()) for v in self.logs]
 
 
 _TABLES: dict[Fraction, _Table] = {}
+_SEGMENTS: dict[Fraction, list[_Table]] = {}
+#: Far windows ending below this index read the cached prefix table instead of a new segment.
+_PREFIX_ALWAYS = 20_000
+
+
+def _round_bits(bits: int) -> int:
+    """Table precision rounded up to whole 64-bit limbs (free: Arb works in limbs), so that
+    nearby orders, which ask a few bits more or less, reuse a table instead of rebuilding it."""
+    return -(-bits // 64) * 64
 
 
 def _table(mu, N: int, bits: int) -> _Table:
+    """The cached prefix table log P(0..N') with N' >= N, at >= ``bits``."""
     key = Fraction(mu)
     t = _TABLES.get(key)
     if t is None or t.N < N or t.bits < bits:
-        newN = max(N, t.N if t is not None else 0)
-        newbits = max(bits, t.bits if t is not None else 0)
+        newN = N if t is None else max(N, t.N)
         if t is not None and t.N < N:
-            newN = max(newN, 2 * t.N)
-        t = _Table(mu, newN, newbits)
-        _TABLES[key] = t
+            newN = max(newN, t.N + t.N // 2)  # amortise regrowth
+        newbits = bits if t is None else max(bits, t.bits)
+        t = _TABLES[key] = _Table(mu, newN, _round_bits(newbits))
     return t
 
 
-def _initial_N(mu_f: float, delta: int) -> int:
-    return int(mu_f + 40 * math.sqrt(mu_f + 1) + 64 + 2 * delta)
+def _segment(mu, lo: int, hi: int, bits: int) -> _Table:
+    """log P(lo..hi) at >= ``bits`` (a few recent far segments are kept per mu)."""
+    key = Fraction(mu)
+    recent = _SEGMENTS.setdefault(key, [])
+    for t in recent:
+        if t.lo <= lo and t.N >= hi and t.bits >= bits:
+            return t
+    pad = max(16, (hi - lo) // 8)  # neighbouring orders (the certified search's +-1e-4) reuse it
+    t = _Table(mu, hi + pad, _round_bits(bits), lo=max(0, lo - pad))
+    recent.insert(0, t)
+    del recent[4:]
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# proven remainders (sections 3-5)
 
 
 def _chernoff_log_tail(mu: arb, K: int) -> arb:
@@ -126,110 +411,248 @@ def _chernoff_log_tail(mu: arb, K: int) -> arb:
     return -(k * (k / mu).asinh() - (k * k + mu * mu).sqrt() + mu)
 
 
-def _rho_bound(mu: arb, n: int, delta: int, am1: arb) -> arb:
+def _rho_c_applies(mu_q: Fraction, n: int, delta: int) -> bool:
+    """2 S(A+1) <= c at h = n + 1/2 (section 3 (c)), decided exactly: 4((n+Delta+3/2)^2 + mu^2) <= c^2."""
+    c = (delta + 1) * (2 * n + delta + 2)
+    return 4 * (Fraction(2 * n + 2 * delta + 3, 2) ** 2 + mu_q * mu_q) <= c * c
+
+
+def _rho_bound(mu: arb, n: int, delta: int, am1: arb, mu_q: Fraction | None = None) -> arb:
     """rho(n) of section 3: an upper bound of every term ratio T(-(m+1))/T(-m), m >= n."""
     power = delta * am1
     B = arb(n + 2) / (n + 1) + mu * mu / (4 * arb(n + 1) * (n + 3))
     rho_f = mu / (2 * arb(n + 1)) * (B.log() * power).exp()
     h = arb(2 * n + 1) / 2
     root = (h * h + mu * mu).sqrt()
-    rho_s = mu / (h + root) * ((3 / (h + root)).log1p() * power).exp()
-    return rho_f.min(rho_s)
+    rho = rho_f.min(mu / (h + root) * ((3 / (h + root)).log1p() * power).exp())
+    if mu_q is not None and _rho_c_applies(mu_q, n, delta):
+        a1 = h + delta + 1
+        root1 = (a1 * a1 + mu * mu).sqrt()
+        gap = (delta + (a1 * a1 - h * h) / (root1 + root)) / (h + root)  # f - 1
+        rho = rho.min(mu / (h + root) * (gap.log1p() * am1).exp())
+    return rho
 
 
-def _log_rho_float(mu: float, n: int, delta: int, am1: float) -> float:
+def _lambda_bound(mu: arb, m: int, delta: int, am1: arb) -> arb:
+    """lambda(m) of section 5: a lower bound of every ratio T(-(j+1))/T(-j), 0 <= j <= m."""
+    h = arb(2 * m + 1) / 2
+    s1 = ((h + 1) * (h + 1) + mu * mu).sqrt()
+    sd = ((h + delta) * (h + delta) + mu * mu).sqrt()
+    gap = (delta + ((h + delta) * (h + delta) - (h + 1) * (h + 1)) / (sd + s1)) / (h + s1)
+    return mu / (h + s1) * (gap.log1p() * am1).exp()
+
+
+def _log_rho_float(mu: float, n: np.ndarray, delta: int, am1: float) -> np.ndarray:
     power = delta * am1
-    f = math.log(mu / (2 * (n + 1))) + power * math.log((n + 2) / (n + 1) + mu * mu / (4 * (n + 1) * (n + 3)))
+    a = np.log(mu / (2 * (n + 1))) + power * np.log((n + 2) / (n + 1) + mu * mu / (4 * (n + 1) * (n + 3)))
     h = n + 0.5
-    root = math.hypot(h, mu)
-    g = math.log(mu / (h + root)) + power * math.log1p(3 / (h + root))
-    return min(f, g)
+    root = np.hypot(h, mu)
+    b = np.log(mu / (h + root)) + power * np.log1p(3 / (h + root))
+    a1 = h + delta + 1
+    root1 = np.hypot(a1, mu)
+    c = np.log(mu / (h + root)) + am1 * np.log1p((delta + (a1 * a1 - h * h) / (root1 + root)) / (h + root))
+    c = np.where(2 * root1 <= (delta + 1) * (2 * h + delta + 1) * (1 - 1e-12), c, np.inf)
+    return np.minimum(np.minimum(a, b), c)
 
 
-def _window(lp: list[float], N: int, delta: int, af: float, mu_f: float, thr_nats: float):
-    """Float heuristics: (top, n1, K) or None if the table is too short. Affects tightness only."""
+def _log_lambda_float(mu: float, m: np.ndarray, delta: int, am1: float) -> np.ndarray:
+    h = m + 0.5
+    s1 = np.hypot(h + 1, mu)
+    sd = np.hypot(h + delta, mu)
+    gap = (delta + ((h + delta) ** 2 - (h + 1) ** 2) / (sd + s1)) / (h + s1)
+    return np.log(mu / (h + s1)) + am1 * np.log1p(gap)
+
+
+# ---------------------------------------------------------------------------------------------
+# window planning (section 2; float, affects tightness only)
+
+
+def _first_passing(start: float, step: float, direction: int, test, limit: float | None = None) -> int | None:
+    """The first integer n = start + direction*j*step (j = 0, 1, ...) with test(n) true, batched."""
+    n0 = float(start)
+    step = max(1.0, float(step))
+    for _ in range(64):
+        cand = np.floor(n0 + direction * step * np.arange(256, dtype=np.float64))
+        if limit is not None:
+            cand = cand[(cand >= limit) if direction < 0 else (cand <= limit)]
+            if cand.size == 0:
+                return None
+        with np.errstate(all="ignore"):
+            ok = test(cand)
+        hits = np.flatnonzero(ok)
+        if hits.size:
+            return int(cand[hits[0]])
+        n0 = cand[-1] + direction * step
+        step *= 2
+    return None
+
+
+def _plan(law: _FloatLaw, delta: int, af: float, prec: int, allow_far: bool = True):
+    """('full', n1, K, top, max_abs_log) or ('far', n1, n0, K, top, max_abs_log), or None if hopeless."""
+    mu = law.mu
     am1 = af - 1.0
-
-    def log_t(k: int) -> float:
-        return af * lp[abs(k)] - am1 * lp[abs(k - delta)]
-
-    lo_k, hi_k = -(N - delta), N
-    stride = max(1, (hi_k - lo_k) // 1024)
-    best_k = max(range(lo_k, hi_k + 1, stride), key=log_t)
-    a, b = max(lo_k, best_k - stride), min(hi_k, best_k + stride)
-    best_k = max(range(a, b + 1), key=log_t)
-    top = log_t(best_k)
-    thr = top - thr_nats
-    k = best_k
-    while k > lo_k and log_t(k) >= thr:
-        k -= 1
-    n1 = max(0, -k)
-    # the left remainder is T(-n1) rho/(1 - rho): push n1 out until that is below the threshold
-    while True:
-        if n1 + delta > N:
-            return None
-        lr = _log_rho_float(mu_f, n1, delta, am1)
-        if lr < 0 and log_t(-n1) + lr - math.log(-math.expm1(lr)) < thr:
-            break
-        n1 += max(1, n1 // 32)
-    k = max(best_k, 0)
-    while k < hi_k and log_t(k) >= thr:
-        k += 1
-    K = max(k, (delta + 1) // 2, 1)
-    if K > N:
+    nstar_a, sigma_a = law.mode(np.array([am1]), delta)
+    nstar, sigma = float(nstar_a[0]), float(sigma_a[0])
+    if not (math.isfinite(nstar) and math.isfinite(sigma)):
         return None
-    return top, n1, K
+    base_thr = (prec + 40) * _LN2 + max(0.0, -math.log(am1)) + 12
+    c = -int(math.floor(nstar + 0.5))
+    half = int(24 * sigma) + delta + 16
+    for _ in range(40):
+        ks = np.arange(c - half, c + half + 1, dtype=np.float64)
+        lt = law.log_t(ks, am1, delta)
+        i = int(np.argmax(lt))
+        top = float(lt[i])
+        thr = top - base_thr - math.log(2 * half + 2)
+        below = np.flatnonzero(lt < thr)
+        left, right = below[below < i], below[below > i]
+        if left.size and right.size:
+            kmin, kmax = int(ks[left[-1] + 1]), int(ks[right[0] - 1])
+            break
+        half *= 2
+    else:
+        return None
+
+    def log_t_at(k):
+        return law.log_t(k, am1, delta)
+
+    # left edge n1 (section 3)
+    def left_ok(n):
+        lr = _log_rho_float(mu, n, delta, am1)
+        return (lr < 0) & (log_t_at(-n) + lr - np.log(-np.expm1(lr)) < thr)
+
+    n1 = _first_passing(max(0, -kmin), sigma / 8, +1, left_ok)
+    if n1 is None:
+        return None
+    lp0 = float(law.lp(np.array([0.0]))[0])
+
+    def max_abs(N: int) -> float:
+        return max(abs(lp0), abs(float(law.lp(np.array([float(N)]))[0]))) + 10.0
+
+    half_delta = max(1, (delta + 1) // 2)
+    if allow_far and kmax < 0:
+        # far window: right part (K - 1) T(0) + Chernoff(K), inner part T(-n0)/(lambda - 1)
+        K = half_delta
+        while _log_chernoff_float(mu, np.array([float(K)]))[0] >= thr - 1 and K < 1 << 60:
+            K *= 2
+        lt0 = float(log_t_at(np.array([0.0]))[0])
+        if math.log(max(K - 1, 1)) + lt0 < thr - 1:
+
+            def inner_ok(n):
+                ll = _log_lambda_float(mu, n - 1, delta, am1)
+                return (ll > 0) & (log_t_at(-n) - np.log(np.expm1(ll)) < thr - 1)
+
+            n0 = _first_passing(-kmax, sigma / 8, -1, inner_ok, limit=1)
+            if n0 is not None and n0 >= 1 and n0 <= n1:
+                return ("far", n1, n0, K, top, max_abs(n1 + delta))
+    # full window (section 4)
+    def right_ok(k):
+        log_r = np.minimum(law.lp(np.abs(k)) - law.lp(np.abs(k - delta)), 0.0)
+        return am1 * log_r + _log_chernoff_float(mu, k) < thr
+
+    K = _first_passing(max(kmax + 1, half_delta), sigma / 8, +1, right_ok)
+    if K is None:
+        return None
+    return ("full", n1, K, top, max_abs(max(n1 + delta, K)))
+
+
+# ---------------------------------------------------------------------------------------------
+# the certified curve
+
+#: Windows longer than this many terms are not summed: the curve is then +inf there, a valid
+#: (vacuous) bound, rather than minutes of work. Only orders far past any useful one get there
+#: (alpha ~ 1e7 and up; the conversions search alpha <= 1e6 by default, where windows stay below
+#: ~3e5 terms, e.g. 2e5 for mu = 1e4, Delta = 1).
+MAX_WINDOW_TERMS = 1_000_000
 
 
 def skellam_rdp_ball(mu, delta: int, alpha: arb) -> arb:
     """Ball whose upper endpoint bounds D_alpha(Sk(0,mu) || Sk(Delta,mu)) (module docstring)."""
     af = float(alpha.mid())
-    am1_f = af - 1.0
-    mu_f = float(Fraction(mu)) if not isinstance(mu, float) else mu
     prec = ctx.prec
-    N = _initial_N(mu_f, delta)
-    thr_nats = (prec + 40) * math.log(2) + max(0.0, -math.log(max(am1_f, 1e-300))) + 12
+    law = _float_law(mu)
+    mu_q = Fraction(mu)
+    allow_far = True
     while True:
-        max_abs_log = N * math.log(N + 2) + mu_f + 10
-        bits = prec + alpha_guard_bits(alpha) + int(math.log2(max(af, 2) * max_abs_log)) + 24
-        table = _table(mu, N, bits + N.bit_length() + 8)
-        N = table.N
-        found = _window(table.floats, N, delta, af, mu_f, thr_nats + math.log(2 * N + 2))
-        if found is None:
-            N = 2 * N
-            continue
-        top, n1, K = found
-        break
+        plan = _plan(law, delta, af, prec, allow_far)
+        if plan is None:
+            return arb.pos_inf()
+        max_abs_log = plan[-1]
+        terms = plan[1] - plan[2] + 1 if plan[0] == "far" else plan[1] + plan[2]
+        if terms > MAX_WINDOW_TERMS:
+            return arb.pos_inf()
+        bits = prec + alpha_guard_bits(alpha) + int(math.log2(max(af, 2.0) * max_abs_log)) + 24
+        if plan[0] == "far":
+            _, n1, n0, K, top, _ = plan
+            extra = (n1 + delta + 2).bit_length() + 8
+            if n0 <= 4 * (n1 + delta - n0) or n1 + delta <= _PREFIX_ALWAYS:
+                # not far from 0 relative to its length: the cached prefix serves many orders
+                table = _table(mu, n1 + delta, bits + extra)
+            else:
+                table = _segment(mu, n0, n1 + delta, bits + extra)
+            result = _far_sum(mu, mu_q, delta, alpha, bits, table, n0, n1, K, top)
+            if result is None:  # lambda(n0 - 1) not certified > 1: use the full window
+                allow_far = False
+                continue
+            return result
+        _, n1, K, top, _ = plan
+        N = max(n1 + delta, K)
+        table = _table(mu, N, bits + (N + 2).bit_length() + 8)
+        return _full_sum(mu, mu_q, delta, alpha, bits, table, n1, K, top)
 
+
+def _full_sum(mu, mu_q, delta, alpha, bits, table, n1, K, top) -> arb:
     with ctx.workprec(bits):
         logs = table.logs
         m = exact(mu)
         a = alpha
         am1 = a - 1
         shift = arb(top)
-
-        def log_term(k: int) -> arb:
-            return a * logs[abs(k)] - am1 * logs[abs(k - delta)]
-
         total = arb(0)
         for k in range(-n1, K):
-            total += (log_term(k) - shift).exp()
+            total += (a * logs[abs(k)] - am1 * logs[abs(k - delta)] - shift).exp()
         # left remainder (section 3)
-        rho = _rho_bound(m, n1, delta, am1)
+        rho = _rho_bound(m, n1, delta, am1, mu_q)
         if not rho.upper() < 1:
             return arb.pos_inf()
-        total += nonneg_error((log_term(-n1) - shift).exp() * rho / (1 - rho))
+        total += nonneg_error((a * logs[n1] - am1 * logs[n1 + delta] - shift).exp() * rho / (1 - rho))
         # right remainder (section 4)
         log_r = logs[K] - logs[abs(K - delta)]
         log_r = arb(0).union(log_r) if not log_r.upper() <= 0 else log_r
-        right_tail = (am1 * log_r + _chernoff_log_tail(m, K) - shift).exp()
-        total += nonneg_error(right_tail)
-        result = (shift + total.log()) / am1
-    return result
+        total += nonneg_error((am1 * log_r + _chernoff_log_tail(m, K) - shift).exp())
+        return (shift + total.log()) / am1
+
+
+def _far_sum(mu, mu_q, delta, alpha, bits, table, n0, n1, K, top) -> arb | None:
+    with ctx.workprec(bits):
+        m = exact(mu)
+        a = alpha
+        am1 = a - 1
+        lam = _lambda_bound(m, n0 - 1, delta, am1)
+        if not lam.lower() > 1:
+            return None
+        rho = _rho_bound(m, n1, delta, am1, mu_q)
+        if not rho.upper() < 1:
+            return arb.pos_inf()
+        logs, lo = table.logs, table.lo
+        shift = arb(top)
+        total = arb(0)
+        for n in range(n0, n1 + 1):
+            total += (a * logs[n - lo] - am1 * logs[n + delta - lo] - shift).exp()
+        # left remainder (section 3)
+        total += nonneg_error((a * logs[n1 - lo] - am1 * logs[n1 + delta - lo] - shift).exp() * rho / (1 - rho))
+        # inner remainder, -n0 < k <= 0 (section 5)
+        total += nonneg_error((a * logs[n0 - lo] - am1 * logs[n0 + delta - lo] - shift).exp() / (lam - 1))
+        # right part, k >= 1 (section 5): (K - 1) T(0) + Chernoff(K)
+        log_p0 = m.bessel_i(0, scaled=True).log()
+        log_pd = m.bessel_i(delta, scaled=True).log()
+        t0 = (a * log_p0 - am1 * log_pd - shift).exp()
+        total += nonneg_error((K - 1) * t0 + (_chernoff_log_tail(m, K) - shift).exp())
+        return (shift + total.log()) / am1
 
 
 # ---------------------------------------------------------------------------------------------
-# closed forms
+# closed form
 
 
 def agarwal_bound_ball(mu, d1, d2, alpha: arb) -> arb:
@@ -238,62 +661,6 @@ def agarwal_bound_ball(mu, d1, d2, alpha: arb) -> arb:
     first = ((2 * alpha - 1) * a2 * a2 + 6 * a1) / (4 * m * m)
     second = 3 * a1 / (2 * m)
     return alpha * a2 * a2 / (2 * m) + first.min(second)
-
-
-def iclr_printed_ball(eps, s, alpha: arb) -> arb:
-    """ICLR 2023 Thm 2 as printed: alpha eps^2/2 + min{(2alpha-1)eps^2/(4s^2) + 3eps/(2s^3), 3eps^2/(2s)}."""
-    e, sv = exact(eps), exact(s)
-    first = (2 * alpha - 1) * e * e / (4 * sv * sv) + 3 * e / (2 * sv**3)
-    second = 3 * e * e / (2 * sv)
-    return alpha * e * e / 2 + first.min(second)
-
-
-@dataclass(frozen=True)
-class Theorem2Parameters:
-    """ICLR 2023 Theorem 2 (Dist-RDP-SE) parameters: g = ceil(s eps sqrt(n)), mu = g^2/eps^2."""
-
-    epsilon: float | int | Fraction
-    s: float | int | Fraction
-    n: int
-    g: int
-    mu: Fraction
-
-    @property
-    def mechanism(self) -> "Skellam":
-        """The total noise Sk(0, g^2/eps^2) on the sum of encoded rewards (sensitivity g)."""
-        return Skellam(self.mu, self.g, self.g, theorem2=(self.epsilon, self.s, self.n))
-
-    def eps_hat_as_printed(self) -> RDP:
-        eps, s = self.epsilon, self.s
-        return RDP.from_function(lambda a: iclr_printed_ball(eps, s, a), "iclr2023_thm2_as_printed")
-
-    def eps_hat_corrected(self) -> RDP:
-        mu, g = self.mu, self.g
-        return RDP.from_function(lambda a: agarwal_bound_ball(mu, g, g, a), "iclr2023_thm2_corrected (3 eps^2/(2g))")
-
-
-def _ceil_s_eps_sqrt_n(eps, s, n: int) -> int:
-    """ceil(s eps sqrt(n)) computed exactly: the least integer g with g^2 >= (s eps)^2 n, g >= s eps sqrt(n)."""
-    x = Fraction(s) * Fraction(eps)
-    target = x * x * n
-    g = max(1, math.isqrt(int(target)))
-    while Fraction(g * g) < target:
-        g += 1
-    while g > 1 and Fraction((g - 1) ** 2) >= target:
-        g -= 1
-    return g
-
-
-def iclr2023_theorem2(epsilon, s, n: int) -> Theorem2Parameters:
-    """Theorem 2's parametrisation: (eps, s, n) -> g = ceil(s eps sqrt(n)), mu = g^2/eps^2 (exact)."""
-    check_positive("epsilon", epsilon)
-    check_positive("s", s)
-    if Fraction(s) < 1:
-        raise AccountingError("s", s, "a scale s >= 1 (ICLR 2023 Theorem 2)")
-    check_positive_int("n", n)
-    g = _ceil_s_eps_sqrt_n(epsilon, s, n)
-    mu = Fraction(g * g) / (Fraction(epsilon) ** 2)
-    return Theorem2Parameters(epsilon, s, int(n), g, mu)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +715,6 @@ class Skellam(Mechanism):
     variance: float | int | Fraction
     l1_sensitivity: int = 1
     l2_sensitivity: float | int | Fraction | None = None
-    theorem2: tuple | None = field(default=None, compare=False, repr=False)
 
     family = "skellam"
 
@@ -375,20 +741,22 @@ class Skellam(Mechanism):
         mu, d = self.variance, self.l1_sensitivity
         if not self.is_one_dimensional:
             return self.closed_forms()["agarwal_2021_thm3.5"]
-        return RDP.from_function(lambda alpha: skellam_rdp_ball(mu, d, alpha), f"Skellam(mu={mu}, Delta={d}) exact")
+        fallback = agarwal_bound_approx(mu, d, d)
+        return RDP.from_function(
+            lambda alpha: skellam_rdp_ball(mu, d, alpha),
+            f"Skellam(mu={mu}, Delta={d}) exact",
+            approx=safe_approx(lambda alphas: skellam_rdp_approx(mu, d, alphas), fallback),
+        )
 
     def closed_forms(self) -> dict:
         mu, d1, d2 = self.variance, self.l1_sensitivity, self.l2_sensitivity
-        forms = {
+        return {
             "agarwal_2021_thm3.5": RDP.from_function(
-                lambda a: agarwal_bound_ball(mu, d1, d2, a), f"agarwal_2021_thm3.5(mu={mu}, D1={d1}, D2={d2})"
+                lambda a: agarwal_bound_ball(mu, d1, d2, a),
+                f"agarwal_2021_thm3.5(mu={mu}, D1={d1}, D2={d2})",
+                approx=agarwal_bound_approx(mu, d1, d2),
             )
         }
-        if self.theorem2 is not None:
-            params = iclr2023_theorem2(*self.theorem2)
-            forms["iclr2023_thm2_as_printed"] = params.eps_hat_as_printed()
-            forms["iclr2023_thm2_corrected"] = params.eps_hat_corrected()
-        return forms
 
     def output_pair(self) -> SkellamPair | None:
         if not self.is_one_dimensional:

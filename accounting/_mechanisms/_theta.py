@@ -26,11 +26,13 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 from flint import arb, ctx
 
+from ._approx import logsumexp_rows
 from ._base import nonneg_error
 
-__all__ = ["log_theta", "log_theta_ratio", "reduce_shift"]
+__all__ = ["log_theta", "log_theta_float", "log_theta_ratio", "log_theta_ratio_float", "reduce_shift"]
 
 
 def reduce_shift(c: Fraction) -> Fraction:
@@ -114,3 +116,40 @@ def log_theta(s2: arb, s2_float: float, c: Fraction = Fraction(0)) -> arb:
         return base.log() + (1 + 2 * E).log() + (-4 * N / (1 + 2 * E)).log1p()
     K = _direct_terms(s2_float)
     return _direct_sum(s2, u, K).log()
+
+
+# ---------------------------------------------------------------------------------------------
+# float64 forms (search only, never reported): the same two representations, vectorised
+
+
+def _reduce_float(c: np.ndarray) -> np.ndarray:
+    u = c - np.floor(c)
+    return np.minimum(u, 1.0 - u)
+
+
+def log_theta_ratio_float(s2: float, c: np.ndarray) -> np.ndarray:
+    """Float log(Theta_s(c)/Theta_s(0)) for an array of shifts c (s2 = s^2)."""
+    u = _reduce_float(np.asarray(c, dtype=np.float64))
+    if s2 >= 0.25:
+        m = np.arange(1, 7, dtype=np.float64)
+        q = np.exp(-2 * math.pi**2 * s2 * m * m)
+        N = np.sum(q * np.sin(math.pi * u[..., None] * m) ** 2, axis=-1)
+        E = float(np.sum(q))
+        return np.log1p(-4 * N / (1 + 2 * E))
+    K = max(2, math.ceil(math.sqrt(2 * s2 * 60)) + 2)
+    k = np.arange(-K, K + 1, dtype=np.float64)
+    base = logsumexp_rows(-(k * k) / (2 * s2))
+    return logsumexp_rows(-((k + u[..., None]) ** 2) / (2 * s2)) - base
+
+
+def log_theta_float(s2: float, c: np.ndarray) -> np.ndarray:
+    """Float log Theta_s(c) for an array of shifts c."""
+    u = _reduce_float(np.asarray(c, dtype=np.float64))
+    if s2 >= 0.25:
+        m = np.arange(1, 7, dtype=np.float64)
+        q = np.exp(-2 * math.pi**2 * s2 * m * m)
+        total = 1 + 2 * np.sum(q * np.cos(2 * math.pi * u[..., None] * m), axis=-1)
+        return 0.5 * math.log(2 * math.pi * s2) + np.log(total)
+    K = max(2, math.ceil(math.sqrt(2 * s2 * 60)) + 2)
+    k = np.arange(-K, K + 1, dtype=np.float64)
+    return logsumexp_rows(-((k + u[..., None]) ** 2) / (2 * s2))
