@@ -350,7 +350,8 @@ def _estimate(
     i = int(np.argmax(margins))
     method = (f"renyi: data processing over {b.bins} bins chosen on a disjoint sample, simultaneous Clopper-Pearson box "
               f"(Bonferroni over {2 * b.bins} intervals), certified minimum over the box" + note)
-    details = {"orders": list(orders), "lower": list(b.lower), "claimed": list(claims_renyi), "estimate": list(b.estimate)}
+    details = {"orders": list(orders), "lower": list(b.lower), "claimed": list(claims_renyi), "estimate": list(b.estimate),
+               "bin_counts": [list(b.p_counts), list(b.q_counts)]}
     verdict = VIOLATED if any(m > 0 for m in margins) else HOLDS
     return AuditResult(claims_renyi[i], b.lower[i], b.estimate[i], conf, verdict, n_used, elapsed, b.partition,
                        method, est, label, direction, orders[i], details)

@@ -445,6 +445,10 @@ class RenyiBound:
     estimate: tuple[float, ...]
     partition: str
     bins: int
+    #: bound-sample counts of the chosen bins under P and Q (empty when no partition was found),
+    #: so that the bound can be recomputed at another level (see :mod:`._rescore`)
+    p_counts: tuple[float, ...] = ()
+    q_counts: tuple[float, ...] = ()
 
 
 def _groupings(c: Counts) -> list[tuple[np.ndarray, int]]:
@@ -512,4 +516,5 @@ def renyi_lower(counts: Sequence[Counts], orders: Sequence[float], claims: Seque
         lowers.append(lb)
         estimates.append(_plugin_renyi(order, pe, qe))
     desc = f"{bins} bins of {c.view.name} by selection likelihood ratio"
-    return RenyiBound(tuple(orders), tuple(lowers), tuple(estimates), desc, bins)
+    return RenyiBound(tuple(orders), tuple(lowers), tuple(estimates), desc, bins,
+                      tuple(float(x) for x in pe), tuple(float(x) for x in qe))

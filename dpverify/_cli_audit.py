@@ -1,0 +1,194 @@
+"""``dpverify audit PATH``: the audit suite as a CI gate. A click command the lead registers:
+
+    from ._cli_audit import audit_command
+    main.add_command(audit_command)      # dpverify audit audits/ ...
+
+PATH is a suite directory (every ``*.toml`` below it; ``planted/`` holds the planted bugs) or one
+claim file. Output: a table on stdout (claim, guarantee, claimed, estimate, lower bound, verdict,
+samples, seconds), a progress bar on stderr when it is a terminal, ``--json FILE`` and
+``--junit FILE`` reports (``--json -`` writes the JSON to stdout instead of the table).
+
+Exit codes: 0 every claim holds and every planted bug is caught; 1 a claim is violated or a
+planted bug escaped ("missed"); 2 an error in the suite itself (a malformed file, an unknown
+target or parameter, a target that crashed) or a bad option.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import click
+
+__all__ = ["audit_command"]
+
+_STYLE = {"holds": "green", "caught": "green", "violated": "bold red", "missed": "bold red", "error": "bold magenta"}
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return str(x)
+
+
+def _claimed_text(row: Any) -> str:
+    r = row.result
+    if r is None:
+        return "-"
+    if r.estimator == "renyi":
+        return f"{_fmt(r.claimed)} (D_{r.order:g})"
+    if r.estimator == "delta":
+        return f"{_fmt(r.claimed)} (delta)"
+    return _fmt(r.claimed)
+
+
+def _table(outcome: Any, console: Any) -> None:
+    from rich.table import Table
+
+    m = len(outcome.rows)
+    table = Table(
+        title=f"dpverify audit: {m} claims, family-wise error <= {outcome.alpha:g} (Holm), seed {outcome.seed}"
+        + (f", samples x{outcome.samples_scale:g}" if outcome.samples_scale != 1 else ""),
+        caption="lower bound: at the claim's Holm level; D_a = Renyi divergence of order a; inf = an output impossible under the neighbour",
+    )
+    for column, justify in (("claim", "left"), ("guarantee", "left"), ("claimed", "right"), ("estimate", "right"),
+                            ("lower bound", "right"), ("verdict", "left"), ("samples", "right"), ("seconds", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for row in outcome.rows:
+        r = row.result
+        verdict = row.verdict if row.error is None else "error"
+        table.add_row(
+            row.spec.name,
+            row.claim_text or "-",
+            _claimed_text(row),
+            _fmt(r.estimate) if r else "-",
+            _fmt(r.lower_bound) if r else "-",
+            f"[{_STYLE.get(verdict, '')}]{verdict}[/]",
+            f"{row.samples:,}",
+            f"{row.seconds:.1f}",
+        )
+    console.print(table)
+    counts: dict[str, int] = {}
+    for row in outcome.rows:
+        key = row.verdict if row.error is None else "error"
+        counts[key] = counts.get(key, 0) + 1
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    console.print(f"{summary}; {outcome.seconds:.1f} s; exit code {outcome.exit_code}")
+    for row in outcome.errors:
+        console.print(f"[bold magenta]error[/] {row.error}")
+
+
+def _junit(outcome: Any) -> ET.ElementTree:
+    failures = sum(1 for r in outcome.rows if r.error is None and not r.ok)
+    errors = len(outcome.errors)
+    root = ET.Element("testsuites", name="dpverify audit", tests=str(len(outcome.rows)), failures=str(failures),
+                      errors=str(errors), time=f"{outcome.seconds:.3f}")
+    suite = ET.SubElement(root, "testsuite", name="dpverify audit", tests=str(len(outcome.rows)), failures=str(failures),
+                          errors=str(errors), time=f"{outcome.seconds:.3f}")
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("alpha", outcome.alpha), ("correction", "holm"), ("seed", outcome.seed),
+                       ("samples_scale", outcome.samples_scale)):
+        ET.SubElement(props, "property", name=key, value=str(value))
+    for row in outcome.rows:
+        d = row.to_dict()
+        case = ET.SubElement(suite, "testcase", classname="audits.planted" if row.spec.planted else "audits",
+                             name=row.spec.name, file=row.spec.file, time=f"{row.seconds:.3f}")
+        text = (f"claim {d['claim']} (target {d['target']}, expect {d['expect']}): claimed {d['claimed']}, "
+                f"lower bound {d['lower_bound']}, estimate {d['estimate']}, verdict {d['verdict']}, p-value {d['p_value']}, "
+                f"level {d['level']}, {d['samples']} samples per input, {d['estimator']}"
+                + (f" at order {d['order']}" if d.get("order") is not None else "")
+                + f"; pair {d['pair']} {d['direction']}; event {d['event']}")
+        if row.error is not None:
+            ET.SubElement(case, "error", message=row.error, type="SuiteError").text = row.error
+        elif not row.ok:
+            message = (f"planted bug escaped: lower bound {d['lower_bound']} <= claimed {d['claimed']}" if row.verdict == "missed"
+                       else f"claim violated: lower bound {d['lower_bound']} > claimed {d['claimed']}")
+            ET.SubElement(case, "failure", message=message, type=row.verdict).text = text
+        ET.SubElement(case, "system-out").text = text
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        click.echo(text)
+        return
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        if not text.endswith("\n"):
+            handle.write("\n")
+
+
+@click.command("audit")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Write the JSON report to FILE ('-': stdout, instead of the table).")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None, help="Write a JUnit XML report to FILE.")
+@click.option("--samples-scale", type=float, default=1.0, show_default=True,
+              help="Multiply every claim's sample budget (e.g. 0.1 for a quick run; at least 1000 draws per input).")
+@click.option("--alpha", type=float, default=1e-3, show_default=True,
+              help="Family-wise false-alarm rate over the whole suite (Holm).")
+@click.option("--seed", type=int, default=0, show_default=True, help="One integer determines every draw.")
+@click.option("--executor", default="local", show_default=True,
+              help="local (a process pool), serial, dask (a new local cluster) or a Dask scheduler address tcp://host:8786.")
+@click.option("--workers", type=int, default=None, help="Processes of the local pool (default: the CPU count).")
+def audit_command(path: str, json_path: str | None, junit_path: str | None, samples_scale: float, alpha: float,
+                  seed: int, executor: str, workers: int | None) -> None:
+    """Audit every claim of the suite at PATH (a directory of TOML claim files, or one file).
+
+    Exit code 0 when every claim holds and every planted bug is caught, 1 when a claim is
+    violated or a planted bug escapes, 2 on an error in the suite itself.
+    """
+    from rich.console import Console
+
+    from ._audit._suite import SuiteError, load_suite, run_suite
+
+    if not 0 < alpha < 1:
+        raise click.BadParameter(f"alpha={alpha!r}: expected a probability in (0, 1)", param_hint="--alpha")
+    if not (samples_scale > 0 and math.isfinite(samples_scale)):
+        raise click.BadParameter(f"{samples_scale!r}: expected a number > 0", param_hint="--samples-scale")
+    if seed < 0:
+        raise click.BadParameter(f"{seed!r}: expected an integer >= 0", param_hint="--seed")
+    if workers is not None and workers < 1:
+        raise click.BadParameter(f"{workers!r}: expected an integer >= 1", param_hint="--workers")
+    err = Console(stderr=True)
+    try:
+        specs = load_suite(path)
+    except SuiteError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("{task.description}"), console=err, transient=True,
+                        disable=not err.is_terminal)
+    try:
+        with progress:
+            task = progress.add_task("", total=len(specs))
+
+            def done(run: Any) -> None:
+                progress.update(task, advance=1, description=run.name)
+
+            outcome = run_suite(specs, alpha=alpha, seed=seed, samples_scale=samples_scale, executor=executor,
+                                workers=workers, on_done=done)
+    except (OSError, ValueError, ImportError) as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+
+    payload = outcome.to_dict()
+    out = Console(width=None if sys.stdout.isatty() else 160)
+    _table(outcome, err if json_path == "-" else out)
+    if json_path is not None:
+        _write(json_path, json.dumps(payload, indent=2))
+    if junit_path is not None:
+        tree = _junit(outcome)
+        tree.write(junit_path, encoding="utf-8", xml_declaration=True)
+    sys.exit(outcome.exit_code)
