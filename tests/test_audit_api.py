@@ -95,7 +95,7 @@ def test_results_do_not_depend_on_the_executor_or_its_workers():
 
 @pytest.mark.slow
 def test_dask_cluster_gives_the_same_report():
-    distributed = pytest.importorskip("distributed")
+    import distributed  # a test dependency (pyproject [test]): never skipped
     kw = dict(samples=40_000, seed=3, chunk_size=8_000)
     key = lambda rep: [(r.lower_bound, r.estimate, r.event) for r in rep]
     serial = audit(discrete_laplace, (0, 1), PureDP(1.0), executor="serial", **kw)
@@ -126,7 +126,7 @@ def test_integer_seed_callables():
 
 
 def test_numba_callable():
-    numba = pytest.importorskip("numba")
+    import numba
 
     @numba.njit(cache=False)
     def rr(bit, rng, size):
