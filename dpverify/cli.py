@@ -171,16 +171,25 @@ def account() -> None:
     """Exact privacy accounting: RDP curves, (eps, delta) after composition, calibration."""
 
 
-@account.command()
+@account.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("mechanism")
 @_mechanism_options
-@click.option("--alpha", "alphas", type=float, multiple=True, required=True, help="Renyi orders (repeat, or give several after one --alpha).")
+@click.option("--alpha", "alphas", type=float, multiple=True, required=True, help="Renyi orders: --alpha 2 10 100, or repeat --alpha.")
 @click.option("--precision", type=int, default=None, help="Arb working precision in bits (default 96).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def curve(mechanism: str, alphas: tuple[float, ...], precision: int | None, as_json: bool, **options: Any) -> None:
+@click.pass_context
+def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precision: int | None, as_json: bool, **options: Any) -> None:
     """The exact (certified) RDP curve of MECHANISM at the given orders, beside its closed forms."""
     import accounting as acc
 
+    # `--alpha 2 10 100` leaves 10 and 100 as extra arguments: read them as further orders.
+    extra = []
+    for token in ctx.args:
+        try:
+            extra.append(float(token))
+        except ValueError:
+            raise click.UsageError(f"unexpected argument {token!r} (orders go after --alpha)") from None
+    alphas = tuple(alphas) + tuple(extra)
     mech = _build(mechanism, options)
     try:
         exact = mech.rdp().evaluate(alphas, precision=precision)
