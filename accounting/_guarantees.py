@@ -20,6 +20,7 @@ sort the per-curve upper endpoints, so no operation can lower a bound.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Iterable, Sequence
@@ -211,7 +212,7 @@ class ZCDP:
 _Leaf = Callable[[arb], arb]
 
 
-class _Node:
+class _Node(ABC):
     """A node of an RDP curve: maps an exact alpha ball to a ball bounding eps(alpha) above.
 
     ``approx(alphas)`` optionally returns float64 approximations at an array of orders (or None
@@ -221,14 +222,17 @@ class _Node:
 
     __slots__ = ()
 
-    def ball(self, alpha: arb) -> arb:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def ball(self, alpha: arb) -> arb:
+        """A ball whose upper endpoint bounds eps(alpha) from above."""
 
-    def approx(self, alphas: np.ndarray) -> np.ndarray | None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def approx(self, alphas: np.ndarray) -> np.ndarray | None:
+        """Float approximations at many orders, or None (search only)."""
 
-    def describe(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def describe(self) -> str:
+        """A human description of the curve."""
 
 
 class _LeafNode(_Node):

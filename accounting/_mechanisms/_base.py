@@ -17,6 +17,8 @@ Certification conventions used by every module in this package
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import math
 from contextlib import contextmanager
 from fractions import Fraction
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 
-class Mechanism:
+class Mechanism(ABC):
     """Protocol every mechanism object follows (a private base class, not public API).
 
     Subclasses are frozen dataclasses; they override what applies. ``family`` is a short stable
@@ -50,8 +52,9 @@ class Mechanism:
 
     family: str = "mechanism"
 
-    def rdp(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def rdp(self):
+        """The exact, certified RDP curve."""
 
     def closed_forms(self) -> dict:
         return {}
@@ -65,8 +68,9 @@ class Mechanism:
     def output_pair(self):
         return None
 
-    def describe(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def describe(self) -> str:
+        """A one-line human description."""
 
 
 def check_scale(name: str, value: object):
