@@ -80,8 +80,9 @@ def calibrate(
             "upper", upper, f"a noise parameter large enough to reach epsilon <= {target_epsilon} (it gives {best.epsilon:.6g})"
         )
     lo, hi = lower, upper
-    if epsilon_at(lo).epsilon <= target_epsilon:
-        return Calibration(lo, epsilon_at(lo), target_epsilon, delta, compose, 0)
+    at_lo = epsilon_at(lo)
+    if at_lo.epsilon <= target_epsilon:
+        return Calibration(lo, at_lo, target_epsilon, delta, compose, 0)
     iterations = 0
     while hi / lo - 1 > relative_tolerance and iterations < max_iterations:
         mid = math.sqrt(lo * hi)

@@ -197,7 +197,7 @@ class Ledger:
 
         Rounded down, so that spending all of it never exceeds the budget.
         """
-        value = self._spend(self._charges)
+        value = self._worst
         total = self._main_parameter(self._budget)
         if value is None:
             return total

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
-from flint import arb, fmpq
+from flint import arb
 
+from ._certified import exact
 from ._validation import AccountingError, check_integer
 
 __all__ = ["FinitePair", "IntegerPair"]
@@ -71,11 +72,6 @@ class IntegerPair(ABC):
             if half > 1 << 62:
                 raise ArithmeticError("could not find a window holding all but the requested mass")
 
-    def log_p_range(self, lo: int, hi: int) -> list[arb]:
-        return [self.log_p(k) for k in range(lo, hi + 1)]
-
-    def log_q_range(self, lo: int, hi: int) -> list[arb]:
-        return [self.log_q(k) for k in range(lo, hi + 1)]
 
 
 @dataclass(frozen=True)
@@ -108,7 +104,7 @@ class FinitePair(IntegerPair):
         if i < 0 or i >= len(masses) or masses[i] == 0:
             return NEG_INF
         m = masses[i]
-        return arb(fmpq(m.numerator, m.denominator)).log()
+        return exact(m).log()
 
     def log_p(self, k: int) -> arb:
         return self._mass(self.p, k)
@@ -121,7 +117,7 @@ class FinitePair(IntegerPair):
             (m for i, m in enumerate(masses) if not (lo <= i + self.offset <= hi)),
             Fraction(0),
         )
-        return arb(fmpq(outside.numerator, outside.denominator))
+        return exact(outside)
 
     def tail_p(self, lo: int, hi: int) -> arb:
         return self._tail(self.p, lo, hi)

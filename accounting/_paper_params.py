@@ -183,16 +183,12 @@ def theorem2_corrected_rdp(epsilon: float, s: float, n: int) -> "RDP":
     g = _g(epsilon, n, s)
     mu = Fraction(g) ** 2 / Fraction(epsilon) ** 2
 
+    # With D1 = D2 = g and mu = g^2/eps^2 the corrected form *is* Agarwal et al.'s bound.
+    from ._mechanisms._skellam import agarwal_bound_approx, agarwal_bound_ball
+
     def curve(alpha: arb) -> arb:
-        mu_b, g_b = exact(mu), arb(g)  # at the caller's working precision
-        first = ((2 * alpha - 1) * g_b * g_b + 6 * g_b) / (4 * mu_b * mu_b)
-        return alpha * g_b * g_b / (2 * mu_b) + first.min(3 * g_b / (2 * mu_b))
+        return agarwal_bound_ball(mu, g, g, alpha)
 
-    mu_f, g_f = float(mu), float(g)
-
-    def approx(alphas: np.ndarray) -> np.ndarray:
-        a = np.asarray(alphas, dtype=np.float64)
-        first = ((2 * a - 1) * g_f * g_f + 6 * g_f) / (4 * mu_f * mu_f)
-        return a * g_f * g_f / (2 * mu_f) + np.minimum(first, 3 * g_f / (2 * mu_f))
+    approx = agarwal_bound_approx(mu, g, g)
 
     return RDP.from_function(curve, f"ICLR Thm 2 corrected (eps={epsilon:g}, s={s:g}, n={n}, g={g})", approx=approx)

@@ -1149,7 +1149,8 @@ def _build_for(mechanism_pair: object, k: int, discretisation, lattice_step, kwa
     if discretisation is None and lattice_step is None:
         try:
             pld = PrivacyLossDistribution.from_pair(mechanism_pair, **kwargs)
-            if pld.discretisation == "exact lattice":
+            # no lattice: the fallback grid is DEFAULT_DISCRETISATION; reuse it when that is h(k)
+            if pld.discretisation == "exact lattice" or pld.discretisation == _default_h(k):
                 return pld
         except AccountingError as error:
             if error.name != "lattice_step":

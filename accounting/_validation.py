@@ -15,7 +15,6 @@ __all__ = [
     "AccountingError",
     "BudgetExceeded",
     "check_alpha",
-    "check_finite_real",
     "check_nonnegative",
     "check_positive",
     "check_positive_int",
@@ -51,14 +50,6 @@ class BudgetExceeded(ValueError):
 
 def _is_real(value: object) -> bool:
     return isinstance(value, (Real, Fraction)) and not isinstance(value, bool)
-
-
-def check_finite_real(name: str, value: object) -> float | int | Fraction:
-    if not _is_real(value):
-        raise AccountingError(name, value, "a real number")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise AccountingError(name, value, "a finite real number")
-    return value  # type: ignore[return-value]
 
 
 def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float | int | Fraction:
