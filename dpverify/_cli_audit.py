@@ -63,7 +63,7 @@ def _table(outcome: Any, console: Any) -> None:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in outcome.rows:
         r = row.result
-        verdict = row.verdict if row.error is None else "error"
+        verdict = row.verdict
         table.add_row(
             row.spec.name,
             row.claim_text or "-",
@@ -77,7 +77,7 @@ def _table(outcome: Any, console: Any) -> None:
     console.print(table)
     counts: dict[str, int] = {}
     for row in outcome.rows:
-        key = row.verdict if row.error is None else "error"
+        key = row.verdict
         counts[key] = counts.get(key, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     console.print(f"{summary}; {outcome.seconds:.1f} s; exit code {outcome.exit_code}")

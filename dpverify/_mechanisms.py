@@ -80,6 +80,18 @@ class NoiseMechanism:
         return f"{self.name}: {self.law.describe()}{suffix}"
 
 
+def sigma_at_most(variance: Fraction) -> float:
+    """The largest float sigma with sigma^2 <= variance.
+
+    The accountant takes sigma, which is irrational for most rational variances; rounding it
+    *down* assumes less noise than there is, so the computed guarantee can only be weaker.
+    """
+    sigma = math.sqrt(variance)
+    while Fraction(sigma) ** 2 > variance:
+        sigma = math.nextafter(sigma, 0.0)
+    return sigma
+
+
 def discrete_laplace_mechanism(scale: float | Fraction, sensitivity: int = 1) -> NoiseMechanism:
     """Integer query + Lap_Z(scale), exact sampler (Canonne-Kamath-Steinke Alg. 2)."""
     law = acc.DiscreteLaplace(scale=scale, sensitivity=sensitivity)
@@ -89,11 +101,7 @@ def discrete_laplace_mechanism(scale: float | Fraction, sensitivity: int = 1) ->
 def discrete_gaussian_mechanism(sigma2: float | Fraction, sensitivity: int = 1) -> NoiseMechanism:
     """Integer query + N_Z(0, sigma2) for a rational variance, exact sampler (CKS Alg. 3)."""
     variance = Fraction(sigma2)
-    sigma = math.sqrt(variance)
-    # The accountant takes sigma; use a float rounded *down* (less noise assumed: a weaker claim).
-    while Fraction(sigma) ** 2 > variance:
-        sigma = math.nextafter(sigma, 0.0)
-    law = acc.DiscreteGaussian(sigma=sigma, sensitivity=sensitivity)
+    law = acc.DiscreteGaussian(sigma=sigma_at_most(variance), sensitivity=sensitivity)
     return NoiseMechanism("discrete Gaussian", law, lambda rng, size: _samplers.discrete_gaussian(rng, variance, size), True)
 
 

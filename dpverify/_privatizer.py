@@ -61,7 +61,7 @@ def _check_rewards(rewards: Any) -> np.ndarray:
     array = np.asarray(rewards, dtype=np.float64)
     if array.ndim != 1 or array.size == 0:
         raise AccountingError("rewards", f"array of shape {array.shape}", "a non-empty 1-D array of rewards")
-    if not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1:
+    if not np.all((array >= 0) & (array <= 1)):  # one pass; NaN and inf fail both comparisons
         bad = array[~(np.isfinite(array) & (array >= 0) & (array <= 1))][:3]
         raise AccountingError("rewards", bad.tolist(), "rewards in [0, 1] (no NaN); clip in the environment, visibly, if the model needs it")
     return array

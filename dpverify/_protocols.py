@@ -39,6 +39,7 @@ explicit constants (the paper leaves them in O(.)); the tail verifier checks the
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -51,6 +52,7 @@ from accounting._validation import AccountingError, check_positive, check_positi
 
 from . import _protocol_kernels as pk
 from . import _samplers
+from ._mechanisms import sigma_at_most
 from ._privatizer import BatchProtocol
 
 __all__ = [
@@ -120,8 +122,15 @@ class DistributedProtocol(BatchProtocol):
     # ---- parameters --------------------------------------------------------------------------
 
     def parameters(self, n: int) -> BatchParameters:
-        """The theorem's g, tau, m and noise for a batch of n users (exact)."""
+        """The theorem's g, tau, m and noise for a batch of n users (exact).
+
+        Cached: every release asks for them several times (guarantee, views, analyzer, radius),
+        and the exact ceilings cost Arb evaluations. The protocol is frozen, so the key is stable.
+        """
         check_positive_int("n", n)
+        return _batch_parameters(self, int(n))
+
+    def _compute_parameters(self, n: int) -> BatchParameters:
         p_tau = self.tau_p if self.tau_p is not None else self.p
         if self.kind == "dist-dp" or self.kind == "cdp":
             d = acc.theorem1_parameters(self.epsilon, n, p_tau)
@@ -151,11 +160,8 @@ class DistributedProtocol(BatchProtocol):
             return acc.DiscreteLaplace(scale=params.noise, sensitivity=g)
         if self.kind == "dist-rdp":
             return acc.Skellam(variance=params.noise, l1_sensitivity=g, l2_sensitivity=g)
-        # sigma = g/(eps sqrt(n)) is irrational in general: use a float rounded *down* (less noise
-        # assumed, so the computed guarantee can only be weaker than the true one).
-        sigma = math.sqrt(float(params.noise))
-        while Fraction(sigma) ** 2 > params.noise:
-            sigma = math.nextafter(sigma, 0.0)
+        # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim)
+        sigma = sigma_at_most(params.noise)
         return acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
 
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
@@ -196,7 +202,7 @@ class DistributedProtocol(BatchProtocol):
                 if self.kind == "dist-dp":
                     return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=params.noise)
                 return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.noise))
-            return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self._eps_for_kernels())
+            return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self.epsilon)
         if self.kind == "cdp":
             if path == "aggregate":
                 return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=params.noise)
@@ -221,10 +227,6 @@ class DistributedProtocol(BatchProtocol):
         noise = _samplers.discrete_laplace(rng, params.noise, size=x.size)
         return (xhat + noise) % params.m
 
-    def _eps_for_kernels(self) -> Any:
-        # The discrete Gaussian kernel needs eps as an exact rational; floats are dyadic rationals.
-        return Fraction(self.epsilon) if self.kind == "dist-cdp" else self.epsilon
-
     def analyze(self, views: Any, n: int) -> np.ndarray | float:
         params = self.parameters(n)
         return pk.analyze(views, n, params.g, params.m, params.tau, underflow_correction=self.underflow_correction)
@@ -243,6 +245,11 @@ class DistributedProtocol(BatchProtocol):
             "ldp": "LDP-SE protocol (Theorem 6, local discrete Laplace)",
         }
         return f"{names[self.kind]}, eps={float(self.epsilon):g}, p={float(self.p):g}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _batch_parameters(protocol: DistributedProtocol, n: int) -> BatchParameters:
+    return protocol._compute_parameters(n)
 
 
 @dataclass(frozen=True)

@@ -113,8 +113,7 @@ def _emit(as_json: bool, payload: dict, table: Callable[[], None]) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, float) and math.isinf(value):
-        return "inf"
+    # json calls this only for types it cannot serialise (floats never reach it)
     return str(value)
 
 
@@ -199,9 +198,7 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
     for label, bound in mech.closed_forms().items():
         if isinstance(bound, acc.RDP):
             closed[label] = [_finite_or_str(v) for v in bound.evaluate(alphas)]
-        elif isinstance(bound, acc.ZCDP):
-            closed[label] = [_finite_or_str(bound.to_rdp()(a)) for a in alphas]
-        elif isinstance(bound, acc.PureDP):
+        elif isinstance(bound, (acc.ZCDP, acc.PureDP)):
             closed[label] = [_finite_or_str(bound.to_rdp()(a)) for a in alphas]
     payload = {
         "mechanism": mechanism,

@@ -47,7 +47,7 @@ from ._estimators import (
     renyi_lower,
 )
 from ._neighbours import NeighbourPair, as_pairs
-from ._results import HOLDS, VIOLATED, AuditReport, AuditResult
+from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
 from ._stats import sequential_level
 from ._views import Hist, fit_views, merge_hist
@@ -88,10 +88,6 @@ class _Track:
     def offer(self, result: AuditResult) -> None:
         if self.result is None or _margin(result) > _margin(self.result):
             self.result = result
-
-
-def _margin(r: AuditResult) -> float:
-    return math.inf if r.lower_bound == math.inf else r.lower_bound - r.claimed
 
 
 def _verdict(lower: float, claimed: float) -> str:
@@ -183,8 +179,8 @@ def audit(
         An :class:`AuditReport` with one :class:`AuditResult` per (pair, direction, estimator).
     """
     started = time.perf_counter()
-    chosen = tuple(estimators) if estimators is not None else _default_estimators(claim)
-    _default_estimators(claim)  # validates the claim type
+    defaults = _default_estimators(claim)  # also validates the claim type
+    chosen = tuple(estimators) if estimators is not None else defaults
     for name in chosen:
         if name not in ESTIMATORS:
             raise AccountingError("estimators", estimators, f"a subset of {ESTIMATORS}")

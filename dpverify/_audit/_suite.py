@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ._neighbours import NeighbourPair
-from ._results import HOLDS, VIOLATED, AuditResult
+from ._results import HOLDS, VIOLATED, AuditResult, _margin
 from ._rescore import rescore, result_p_value
 
 __all__ = [
@@ -774,7 +774,7 @@ def _bug_secagg_reveals(p: _Table, nb: _Table) -> Built:
 
     proto, n, bp = _batch_params("dist-dp", p)
     noise = proto._noise_kind()
-    eps = proto._eps_for_kernels()
+    eps = proto.epsilon
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
         out = np.empty(size, dtype=np.int64)
@@ -1062,10 +1062,6 @@ class SuiteOutcome:
             "counts": counts,
             "results": [r.to_dict() for r in self.rows],
         }
-
-
-def _margin(r: AuditResult) -> float:
-    return math.inf if r.lower_bound == math.inf else r.lower_bound - r.claimed
 
 
 def _finalise(spec: ClaimSpec, run: ClaimRun, rejected: bool, level: float) -> ClaimOutcome:

@@ -160,11 +160,12 @@ def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
 
     if config.population is not None:
         raise AccountingError("population", config.population, "None for dp-se (returning users are supported for Algorithm 1 variants)")
+    protocol = P.central_laplace_protocol(float(config.epsilon))
     setup = EliminationSetup(
         instance=instance,
         horizon=config.horizon,
-        protocol=P.central_laplace_protocol(float(config.epsilon)),
-        budget=P.central_laplace_protocol(float(config.epsilon)).guarantee(1).pure(),
+        protocol=protocol,
+        budget=protocol.guarantee(1).pure(),
         p=config.confidence,
         path=config.path,
         realised=config.realised,

@@ -155,6 +155,21 @@ class Recorder:
 # ---- radius ---------------------------------------------------------------------------------------
 
 
+def lemma2_tau_p(p: float, arms: int, horizon: int, base: int = 2) -> float:
+    """The confidence tau must be computed at for Lemma 2's radius to be valid: p/(K B^2).
+
+    Lemma 2 applies Assumption 1 at p' = p/(|Phi(b)| b^2) >= p/(K B^2), B the last possible batch
+    index (the least B with base^B >= T, found with integers: a float log rounds the wrong way at
+    T = 2^29). With tau at that confidence, P[|Z| > tau] <= p/(K B^2) <= p', so the exact noise
+    quantile at 2p' never exceeds tau and the analyzer never wraps inside the radius. tau does not
+    enter the privacy guarantee (only m, i.e. the message length, grows).
+    """
+    last, reach = 1, base
+    while reach < horizon:
+        last, reach = last + 1, reach * base
+    return p / (arms * last * last)
+
+
 def lemma2_radius(n: int, batch: int, active: int, p: float, sigma: float, h: float) -> float:
     """beta(b) of Lemma 2 (the square root over the first term only; FORMULAS.md A)."""
     log4 = math.log(4 * active * batch * batch / p)

@@ -9,6 +9,8 @@ No T-by-runs dumps: only the checkpoints are kept.
 
 from __future__ import annotations
 
+import functools
+
 import math
 import platform
 from dataclasses import asdict, dataclass, field
@@ -175,6 +177,14 @@ def _guarantee_dict(g: Any) -> dict:
         return {"type": "described", "text": str(g)}
 
 
+@functools.lru_cache(maxsize=1024)
+def _routes(guarantee: Any, delta: float, multiplicity: int) -> Any:
+    """Every seed's ledger summary asks for the same conversions: compute each once."""
+    import accounting as acc
+
+    return acc.epsilon_routes(guarantee, delta, compose=multiplicity, include_pld=False)
+
+
 def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int | None, protocol: str, notes: str = "") -> dict:
     """The run's privacy ledger: the per-user guarantee in every notion, bits, path, the charges.
 
@@ -218,7 +228,7 @@ def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int |
         per_user["rdp"] = {"orders": list(RDP_ORDERS), "epsilons": values, "note": "worst user's curve at these orders"}
         approx = []
         for g in distinct:
-            approx.append(acc.epsilon_routes(g, delta, compose=multiplicity, include_pld=False) if not isinstance(g, acc.ApproxDP) else None)
+            approx.append(_routes(g, delta, multiplicity) if not isinstance(g, acc.ApproxDP) else None)
         best = max(approx, key=lambda r: r.epsilon)
         per_user["approx"] = {"epsilon": best.epsilon, "delta": delta, "route": best.route}
     else:

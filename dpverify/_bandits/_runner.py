@@ -22,6 +22,7 @@ from accounting._validation import AccountingError, check_positive, check_positi
 
 from ._registry import get_algorithm, get_instance
 from ._results import RunRecord, RunResult, aggregate
+from ._elimination import lemma2_tau_p
 
 __all__ = ["RunConfig", "run", "run_seed", "seed_streams", "sweep"]
 
@@ -121,8 +122,7 @@ class RunConfig:
     def tau_p_for(self, arms: int) -> float:
         """The p used in tau for an instance with ``arms`` arms (every rule)."""
         if self.tau_rule == "lemma2":
-            last = max(1, math.ceil(math.log(max(self.horizon, 2)) / math.log(self.batch_base)))
-            return self.confidence / (arms * last * last)
+            return lemma2_tau_p(self.confidence, arms, self.horizon, self.batch_base)
         return self.tau_p
 
     def options(self) -> dict:

@@ -21,7 +21,7 @@ import math
 from typing import Iterable
 
 import numpy as np
-from scipy.stats import beta as _beta
+from .._audit import _stats
 
 from .. import _protocols as P
 from ._claims import ICLR, Claim, Grid, _LABELS
@@ -32,13 +32,13 @@ __all__ = ["cp_lower", "cp_upper", "monte_carlo_catalogue", "planted_monte_carlo
 
 
 def cp_upper(k: int, n: int, level: float) -> float:
-    """One-sided upper Clopper-Pearson limit: P[limit < p] <= level."""
-    return 1.0 if k >= n else float(_beta.ppf(1.0 - level, k + 1, n - k))
+    """One-sided upper Clopper-Pearson limit: P[limit < p] <= level (the auditor's, as a float)."""
+    return float(_stats.cp_upper(k, n, level))
 
 
 def cp_lower(k: int, n: int, level: float) -> float:
-    """One-sided lower Clopper-Pearson limit: P[limit > p] <= level."""
-    return 0.0 if k <= 0 else float(_beta.ppf(level, k, n - k + 1))
+    """One-sided lower Clopper-Pearson limit: P[limit > p] <= level (the auditor's, as a float)."""
+    return float(_stats.cp_lower(k, n, level))
 
 
 def _factory(kind: str, eps: float, p: float, tau_p: float | None = None) -> P.DistributedProtocol:

@@ -95,10 +95,7 @@ def render_table(report: TailReport, console: Any = None, *, wide: bool = False)
 
 
 def to_json(report: TailReport, *, settings: bool = True) -> str:
-    def default(value: Any) -> Any:
-        if isinstance(value, float) and not math.isfinite(value):
-            return str(value)
-        return str(value)
+    default = str  # json calls it only for types it cannot serialise
 
     def clean(obj: Any) -> Any:
         if isinstance(obj, float) and not math.isfinite(obj):

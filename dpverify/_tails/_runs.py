@@ -38,7 +38,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._bandits._elimination import EliminationLearner, lemma2_radius
+from .._bandits._elimination import EliminationLearner, lemma2_radius, lemma2_tau_p
 from .._bandits._environments import BanditInstance, easy_instance, hard_instance
 from .._protocols import DistributedProtocol
 from ._claims import noise_law
@@ -60,18 +60,6 @@ def _no_noise_radius(protocol: DistributedProtocol, n: int, b: int, active: int,
 @lru_cache(maxsize=4096)
 def _noise_quantile(protocol: DistributedProtocol, n: int, prob: float) -> int:
     return noise_law(protocol, n).quantile(prob)
-
-
-def lemma2_tau_p(p: float, arms: int, horizon: int) -> float:
-    """The confidence tau must be computed at for Lemma 2's radius to be valid: p/(K B^2).
-
-    Lemma 2 applies Assumption 1 at p' = p/(|Phi(b)| b^2) >= p/(K B^2), B = ceil(log2 T) the last
-    possible batch. With tau at that confidence, P[|Z| > tau] <= p/(K B^2) <= p', so the exact
-    noise quantile at 2p' never exceeds tau and the analyzer never wraps inside the radius. tau
-    does not enter the privacy guarantee (only m, i.e. the message length, grows).
-    """
-    last = max(1, math.ceil(math.log2(max(horizon, 2))))
-    return p / (arms * last * last)
 
 
 def exact_radius(protocol: DistributedProtocol, n: int, b: int, active: int, p: float) -> float:

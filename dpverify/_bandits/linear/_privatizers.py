@@ -43,6 +43,7 @@ computes no statistic), then runs R, S, A and returns only the analyzer's output
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -58,10 +59,7 @@ from accounting._validation import AccountingError, check_positive, check_probab
 from ..._privatizer import AccountedReleaser
 from ._design import support_bound
 
-try:  # the lead may re-export it; the private module is the same object
-    from accounting import Gaussian  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the lead's accounting/__init__
-    from accounting._mechanisms import Gaussian
+from accounting import Gaussian
 
 __all__ = [
     "CentralGaussian",
@@ -86,6 +84,7 @@ def l2_sensitivity(reward_bound: float, support_size: int, n: int = 1) -> float:
         return upper_float(2 * exact(float(reward_bound)) * arb(int(support_size)).sqrt() / int(n))
 
 
+@functools.lru_cache(maxsize=256)
 def calibrate_noise_multiplier(epsilon: float, delta: float, *, relative_tolerance: float = 1e-6) -> Calibration:
     """Smallest noise multiplier z (sigma / l2-sensitivity) of the Gaussian mechanism meeting (epsilon, delta).
 
