@@ -53,6 +53,16 @@ class BatchProtocol(ABC):
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
         """Constants (sigma, h) for which the protocol claims Assumption 1 at batch size n, confidence p."""
 
+    def aggregate_resolution(self, n: int) -> int | None:
+        """The rounding resolution g if the protocol's output depends on a batch of ``n`` users only
+        through sum_i xhat_i and its summed noise has a one-draw sampler (the fast aggregate path,
+        :meth:`estimate_from_rounded_sum`); None otherwise."""
+        return None
+
+    def estimate_from_rounded_sum(self, xhat_sum: int, n: int, rng: np.random.Generator) -> float:
+        """The analyzer's estimate given the users' rounded sum (only where :meth:`aggregate_resolution` is not None)."""
+        raise AccountingError("protocol", self.describe(), "a protocol with an aggregate resolution g (see aggregate_resolution)")
+
     def describe(self) -> str:
         return self.name
 
@@ -132,4 +142,22 @@ class Privatizer(AccountedReleaser):
         n = array.size
         self._charge(self._protocol.guarantee(n), participants, n, label)
         estimate = self._protocol.estimate_sum(array, self._rng, path=self._path)
+        return Release(float(estimate), n, self._path)
+
+    def release_rounded_sum(self, xhat_sum: int, n: int, participants: range | np.ndarray | None, *, label: str = "") -> Release:
+        """The aggregate path: charge the ledger for ``n`` users, then estimate from their rounded sum.
+
+        ``xhat_sum`` is sum_i xhat_i, the users' randomised roundings at the protocol's resolution
+        ``g = protocol.aggregate_resolution(n)`` — what secure aggregation would add up before the
+        noise; the trusted side (the simulated users) draws it. Only the estimate comes back.
+        """
+        if self._path != "aggregate":
+            raise AccountingError("path", self._path, "'aggregate' for release_rounded_sum (use release_sum on the per-user path)")
+        g = self._protocol.aggregate_resolution(n)
+        if g is None:
+            raise AccountingError("protocol", self._protocol.describe(), "a protocol with a one-draw aggregate path (dist-dp, dist-rdp, cdp)")
+        if isinstance(xhat_sum, bool) or not isinstance(xhat_sum, (int, np.integer)) or not 0 <= xhat_sum <= n * g:
+            raise AccountingError("xhat_sum", xhat_sum, f"an integer in [0, n g] = [0, {n * g}]")
+        self._charge(self._protocol.guarantee(n), participants, n, label)
+        estimate = self._protocol.estimate_from_rounded_sum(int(xhat_sum), n, self._rng)
         return Release(float(estimate), n, self._path)

@@ -36,6 +36,7 @@ from ._samplers import _MAX_SKELLAM_VARIANCE, _check_polya, _check_rng, _scale, 
 __all__ = [
     "NOISE_KINDS",
     "aggregate_views",
+    "aggregate_views_of_sum",
     "analyze",
     "analyzer_estimates",
     "randomize",
@@ -341,6 +342,35 @@ def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, tota
     _check_rng(rng)
     g, m, xg = _protocol_args(x, g, m)
     reps = _check_int("reps", reps, 0, _MAX_M)
+    kind, s, t, half_mu = _total_noise_args(total_noise, scale, variance)
+    out = np.empty(reps, dtype=np.int64)
+    base = np.floor(xg)
+    frac = xg - base
+    _aggregate_views(rng, int(base.astype(np.int64).sum()) % m, frac[frac != 0.0], m, kind, s, t, half_mu, out)
+    return out
+
+
+def aggregate_views_of_sum(rng: np.random.Generator, xhat_sum: int, m: int, reps: int, total_noise: str, *, scale=None, variance=None) -> np.ndarray:
+    """(xhat_sum + Z) mod m for ``reps`` independent draws of the summed noise Z (as :func:`aggregate_views`).
+
+    For callers that already hold the users' rounded sum sum_i xhat_i (the bandit runner's
+    aggregate path draws its histogram); the noise laws and their exactness are the same.
+    """
+    _check_rng(rng)
+    m = _check_int("m", m, 1, _MAX_M)
+    xhat_sum = _check_int("xhat_sum", xhat_sum, 0, m - 1)
+    reps = _check_int("reps", reps, 0, _MAX_M)
+    kind, s, t, half_mu = _total_noise_args(total_noise, scale, variance)
+    out = np.empty(reps, dtype=np.int64)
+    _aggregate_views(rng, xhat_sum, _NO_FRACTIONS, m, kind, s, t, half_mu, out)
+    return out
+
+
+_NO_FRACTIONS = np.empty(0, dtype=np.float64)
+
+
+def _total_noise_args(total_noise: str, scale, variance) -> tuple[int, int, int, float]:
+    """Kernel arguments (kind, s, t, half_mu) of the one-draw summed noise."""
     kinds = ("none", "discrete_laplace", "skellam")
     if total_noise not in kinds:
         hint = "use server_views for per-user discrete Gaussian noise" if total_noise == "discrete_gaussian" else ""
@@ -354,8 +384,4 @@ def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, tota
         if variance > _MAX_SKELLAM_VARIANCE:  # type: ignore[operator]
             raise AccountingError("variance", variance, "a real number in [0, 2**62]")
         half_mu = 0.5 * float(variance)  # type: ignore[arg-type]
-    out = np.empty(reps, dtype=np.int64)
-    base = np.floor(xg)
-    frac = xg - base
-    _aggregate_views(rng, int(base.astype(np.int64).sum()) % m, frac[frac != 0.0], m, kind, s, t, half_mu, out)
-    return out
+    return kind, s, t, half_mu

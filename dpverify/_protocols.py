@@ -106,6 +106,9 @@ class DistributedProtocol(BatchProtocol):
     tau_p: float | None = None
     underflow_correction: bool = True
     name: str = field(init=False, default="")
+    #: this object's parameters by n (a release asks several times; hashing the frozen fields for
+    #: the shared cache each time costs more than the rest of an aggregate-path release)
+    _by_n: dict = field(init=False, default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -127,8 +130,11 @@ class DistributedProtocol(BatchProtocol):
         Cached: every release asks for them several times (guarantee, views, analyzer, radius),
         and the exact ceilings cost Arb evaluations. The protocol is frozen, so the key is stable.
         """
-        check_positive_int("n", n)
-        return _batch_parameters(self, int(n))
+        found = self._by_n.get(n)
+        if found is None:
+            check_positive_int("n", n)
+            found = self._by_n[n] = _batch_parameters(self, int(n))
+        return found
 
     def _compute_parameters(self, n: int) -> BatchParameters:
         p_tau = self.tau_p if self.tau_p is not None else self.p
@@ -226,6 +232,36 @@ class DistributedProtocol(BatchProtocol):
         xhat = pk.randomize(rng, x, params.g, params.m, "none")
         noise = _samplers.discrete_laplace(rng, params.noise, size=x.size)
         return (xhat + noise) % params.m
+
+    def aggregate_resolution(self, n: int) -> int | None:
+        """g for the kinds whose summed noise is one draw (dist-dp, cdp: Lap_Z(g/eps); dist-rdp:
+        Sk(0, g^2/eps^2)); None for dist-cdp (a sum of discrete Gaussians is not one) and ldp."""
+        return self.parameters(n).g if self.kind in ("dist-dp", "dist-rdp", "cdp") else None
+
+    def estimate_from_rounded_sum(self, xhat_sum: int, n: int, rng: np.random.Generator) -> float:
+        """A((sum_i xhat_i + Z) mod m) with Z the summed noise drawn once: the same law as
+        :meth:`estimate_sum` on the aggregate path, given the users' rounded sum (tested)."""
+        if self.aggregate_resolution(n) is None:
+            return super().estimate_from_rounded_sum(xhat_sum, n, rng)
+        key = ("aggregate", n)
+        args = self._by_n.get(key)
+        if args is None:  # validated once per batch size, by the kernels' own checks
+            params = self.parameters(n)
+            if self.kind == "dist-rdp":
+                kind, s, t, half_mu = pk._total_noise_args("skellam", None, float(params.noise))
+            else:
+                kind, s, t, half_mu = pk._total_noise_args("discrete_laplace", params.noise, None)
+            args = self._by_n[key] = (params.m, kind, s, t, half_mu, params.g, n * params.g + params.tau)
+        m, kind, s, t, half_mu, g, wrap_above = args
+        if not 0 <= xhat_sum < m:
+            raise AccountingError("xhat_sum", xhat_sum, f"an integer in [0, m) = [0, {m})")
+        out = np.empty(1, dtype=np.int64)
+        pk._aggregate_views(rng, xhat_sum, pk._NO_FRACTIONS, m, kind, s, t, half_mu, out)
+        view = int(out[0])
+        # the analyzer A (as pk.analyze): a view above n g + tau is a negative total wrapped mod m
+        if self.underflow_correction and view > wrap_above:
+            view -= m
+        return view / g
 
     def analyze(self, views: Any, n: int) -> np.ndarray | float:
         params = self.parameters(n)

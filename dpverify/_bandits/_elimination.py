@@ -86,20 +86,31 @@ class BatchFeedback:
         self.pulls = 0
 
     def release(self, arm: int, n: int, label: str) -> float:
-        """Pull ``arm`` with ``n`` new users and return the private estimate of their reward sum."""
-        rewards = self._streams.draw(arm, n)
+        """Pull ``arm`` with ``n`` new users and return the private estimate of their reward sum.
+
+        On the aggregate path, with a protocol that offers it, the users' rewards are not drawn one
+        by one: their rounded sum is drawn from its law (:meth:`RewardStreams.rounded_sum`), O(g)
+        instead of O(n); pseudo-regret needs no individual reward."""
         participants = self._users.take(n)
-        if self._privatizers is None:  # the non-private baseline: no privatizer, no ledger
-            estimate = float(rewards.sum())
+        privatizer = self._privatizers[arm] if self._privatizers is not None else None
+        g = privatizer.protocol.aggregate_resolution(n) if privatizer is not None and privatizer.path == "aggregate" else None
+        if g is not None and not self._recorder.realised:
+            xhat_sum = self._streams.rounded_sum(arm, n, g)
+            estimate = privatizer.release_rounded_sum(xhat_sum, n, participants, label=label).estimate
+            self._recorder.segment(arm, n, None)
         else:
-            estimate = self._privatizers[arm].release_sum(rewards, participants, label=label).estimate
-        self._recorder.segment(arm, n, rewards)
+            rewards = self._streams.draw(arm, n)
+            if privatizer is None:  # the non-private baseline: no privatizer, no ledger
+                estimate = float(rewards.sum())
+            else:
+                estimate = privatizer.release_sum(rewards, participants, label=label).estimate
+            self._recorder.segment(arm, n, rewards)
         self.pulls += n
         return estimate
 
     def pull_unreleased(self, arm: int, n: int) -> None:
         """The last, unfinished batch (Algorithm 1 line 9): pulled, never aggregated nor released."""
-        rewards = self._streams.draw(arm, n)
+        rewards = self._streams.draw(arm, n) if self._recorder.realised else None  # pseudo-regret needs no reward
         self._users.take(n)
         self._recorder.segment(arm, n, rewards)
         self.pulls += n
@@ -129,25 +140,26 @@ class Recorder:
         self._best = best_mean
         self.times = times
         self.values = np.zeros(times.size)
-        self._realised = realised
+        self.realised = realised
         self._t = 0
         self._regret = 0.0  # pseudo-regret, or t mu* - sum of rewards if realised
         self._next = 0
         self.pulls = np.zeros(gaps.size, dtype=np.int64)
 
-    def segment(self, arm: int, n: int, rewards: np.ndarray) -> None:
+    def segment(self, arm: int, n: int, rewards: np.ndarray | None) -> None:
+        """Record n pulls of ``arm``; ``rewards`` (the n rewards) are needed for realised regret only."""
         end = self._t + n
         lo = self._next
         hi = int(np.searchsorted(self.times, end, side="right"))
         if hi > lo:
             offsets = self.times[lo:hi] - self._t  # pulls into this segment, 1..n
-            if self._realised:
+            if self.realised:
                 csum = np.cumsum(rewards)
                 self.values[lo:hi] = self._regret + offsets * self._best - csum[offsets - 1]
             else:
                 self.values[lo:hi] = self._regret + offsets * self._gaps[arm]
             self._next = hi
-        self._regret += n * self._best - float(rewards.sum()) if self._realised else n * self._gaps[arm]
+        self._regret += n * self._best - float(rewards.sum()) if self.realised else n * self._gaps[arm]
         self._t = end
         self.pulls[arm] += n
 

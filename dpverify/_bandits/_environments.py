@@ -125,6 +125,100 @@ class ArmLaw:
         cdf[-1] = 1.0
         return values[np.minimum(np.searchsorted(cdf, u, side="right"), k - 1)]
 
+    def rounded_law(self, g: int) -> np.ndarray:
+        """The law of one user's randomised rounding xhat = floor(g x) + Bernoulli(frac(g x)), x ~ this arm.
+
+        A float64 vector P[xhat = k], k = 0..g (the ICLR protocols' first step). For a point mass
+        at v the mass splits between floor(g v) and floor(g v) + 1 (as the per-user path rounds
+        the float g v); for a density f on a cell [j/g, (j+1)/g) the cell's mass P_j goes to j + 1
+        with probability g E[x - j/g | cell], i.e. M_j = g E[(x - j/g); cell] to j + 1 and P_j - M_j
+        to j. Its mean is g E[x] (rounding is unbiased; tested). Float arithmetic: this is the
+        simulated *data*, not the privacy noise, whose laws stay exact.
+        """
+        g = check_positive_int("g", g)
+        p = self.params
+        if self.kind == "bernoulli":
+            return _point_masses(g, np.array([0.0, 1.0]), np.array([1.0 - p[0], p[0]]))
+        if self.kind == "two-point":
+            return _point_masses(g, np.array(p), np.array([0.5, 0.5]))
+        if self.kind == "categorical":
+            k = len(p) // 2
+            return _point_masses(g, np.asarray(p[:k]), np.asarray(p[k:]))
+        if self.kind == "uniform" and p[0] == p[1]:
+            return _point_masses(g, np.array([p[0]]), np.array([1.0]))
+        if self.kind == "clipped-gaussian":
+            law = np.empty(g + 1)
+            _clipped_gaussian_rounded_law(float(p[0]), float(p[1]), g, law)
+            return law
+        edges = np.arange(g + 1) / g
+        if self.kind == "uniform":
+            lo, hi = p
+            left, right = np.clip(edges[:-1], lo, hi), np.clip(edges[1:], lo, hi)
+            mass = (right - left) / (hi - lo)
+            moment = g * ((right - edges[:-1]) ** 2 - (left - edges[:-1]) ** 2) / (2 * (hi - lo))
+        else:  # beta-a-1: F(x) = x^a, E[x; x <= t] = a t^(a+1) / (a + 1)
+            a = p[0]
+            mass = np.diff(edges**a)
+            moment = g * (a / (a + 1) * np.diff(edges ** (a + 1)) - edges[:-1] * mass)
+        mass = np.maximum(mass, 0.0)
+        moment = np.clip(moment, 0.0, mass)
+        law = np.zeros(g + 1)
+        law[:-1] += mass - moment
+        law[1:] += moment
+        return law / law.sum()
+
+
+def _point_masses(g: int, values: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """Rounded law of a discrete reward (values with probabilities), as the per-user path rounds it."""
+    law = np.zeros(g + 1)
+    scaled = values * float(g)  # the float product the per-user path splits into floor + fraction
+    base = np.floor(scaled)
+    frac = scaled - base
+    base = base.astype(np.int64)
+    np.add.at(law, base, probs * (1.0 - frac))
+    up = frac > 0
+    np.add.at(law, base[up] + 1, probs[up] * frac[up])
+    return law
+
+
+@numba.njit(cache=True)
+def _clipped_gaussian_rounded_law(mu, sd, g, out):
+    # ArmLaw.rounded_law for clip(N(mu, sd^2), 0, 1) in one pass over the g cells [j/g, (j+1)/g):
+    # mass P_j from the smaller tail (relative accuracy far from mu), first moment
+    # E[(x - j/g); cell] = (mu - j/g) P_j + sd (phi(z_j) - phi(z_j+1)); the clipped atoms at 0 and 1.
+    inv_sqrt2 = 1.0 / math.sqrt(2.0)
+    inv_sqrt2pi = 1.0 / math.sqrt(2.0 * math.pi)
+    for j in range(g + 1):
+        out[j] = 0.0
+    z0 = (0.0 - mu) / sd
+    cdf0 = 0.5 * math.erfc(-z0 * inv_sqrt2)
+    sf0 = 0.5 * math.erfc(z0 * inv_sqrt2)
+    pdf0 = math.exp(-0.5 * z0 * z0) * inv_sqrt2pi
+    out[0] += cdf0  # x clipped to 0
+    total = cdf0
+    for j in range(g):
+        a = j / g
+        z1 = ((j + 1) / g - mu) / sd
+        cdf1 = 0.5 * math.erfc(-z1 * inv_sqrt2)
+        sf1 = 0.5 * math.erfc(z1 * inv_sqrt2)
+        pdf1 = math.exp(-0.5 * z1 * z1) * inv_sqrt2pi
+        mass = sf0 - sf1 if z0 > 0.0 else cdf1 - cdf0
+        if mass < 0.0:
+            mass = 0.0
+        moment = g * ((mu - a) * mass + sd * (pdf0 - pdf1))
+        if moment < 0.0:
+            moment = 0.0
+        elif moment > mass:
+            moment = mass
+        out[j] += mass - moment
+        out[j + 1] += moment
+        total += mass
+        z0, cdf0, sf0, pdf0 = z1, cdf1, sf1, pdf1
+    out[g] += sf0  # x clipped to 1 (z0 is now z at x = 1)
+    total += sf0
+    for j in range(g + 1):
+        out[j] /= total
+
 
 @numba.njit(cache=True)
 def _clipped_gaussian(rng, mu, sd, out):
@@ -186,10 +280,11 @@ def children(seed: np.random.SeedSequence, count: int) -> list[np.random.SeedSeq
 class RewardStreams:
     """The trusted side's reward source: one independent stream per arm (common random numbers)."""
 
-    __slots__ = ("_instance", "_rngs", "_drawn")
+    __slots__ = ("_instance", "_rngs", "_drawn", "_laws")
 
     def __init__(self, instance: BanditInstance, seed: np.random.SeedSequence) -> None:
         self._instance = instance
+        self._laws: dict[tuple[int, int], np.ndarray] = {}
         self._rngs = [np.random.Generator(np.random.PCG64(s)) for s in children(seed, instance.k)]
         self._drawn = np.zeros(instance.k, dtype=np.int64)
 
@@ -197,6 +292,22 @@ class RewardStreams:
         """The next ``n`` rewards of ``arm``."""
         self._drawn[arm] += n
         return self._instance.arms[arm].sample(self._rngs[arm], n)
+
+    def rounded_sum(self, arm: int, n: int, g: int) -> int:
+        """sum_i xhat_i of the next ``n`` users of ``arm``, rounded at resolution ``g`` (the aggregate path).
+
+        The users' randomised roundings are iid with law ``ArmLaw.rounded_law(g)``, so their
+        histogram is Multinomial(n, law): drawn in O(g), not O(n). It uses the arm's stream but not
+        variate-for-variate as :meth:`draw` does, so common random numbers hold between runs on
+        the aggregate path, not between the aggregate and the per-user path.
+        """
+        key = (arm, g)
+        law = self._laws.get(key)
+        if law is None:
+            law = self._laws[key] = self._instance.arms[arm].rounded_law(g)
+        self._drawn[arm] += n
+        counts = self._rngs[arm].multinomial(n, law)
+        return int(counts @ np.arange(g + 1, dtype=np.int64))
 
     @property
     def drawn(self) -> np.ndarray:
