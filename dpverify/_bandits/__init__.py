@@ -33,7 +33,7 @@ of another family. Names are lower case with dashes; registering a taken name ra
 ``replace=True``. ``RunConfig.extra`` (a dict) carries family-specific options.
 """
 
-from ._elimination import EliminationLearner, lemma2_radius
+from ._elimination import BatchChannel, EliminationLearner, eliminate_in_batches, lemma2_radius
 from ._environments import (
     ArmLaw,
     BanditInstance,
@@ -62,6 +62,7 @@ __all__ = [
     "AlgorithmSpec",
     "ArmLaw",
     "BanditInstance",
+    "BatchChannel",
     "EliminationLearner",
     "FigureSpec",
     "InstanceSpec",
@@ -73,6 +74,7 @@ __all__ = [
     "algorithms",
     "checkpoints",
     "easy_instance",
+    "eliminate_in_batches",
     "figures",
     "hard_instance",
     "instances",

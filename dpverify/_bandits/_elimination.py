@@ -17,6 +17,9 @@ beta(b) is Lemma 2's radius with the protocol's explicit (sigma, h) from ``assum
 
     beta(b) = sqrt(log(4|Phi| b^2/p) / (2 l)) + sigma sqrt(log(2|Phi| b^2/p)) / l + h log(2|Phi| b^2/p) / l.
 
+Both run through one batch loop, :func:`eliminate_in_batches`, whose hooks (batch schedule,
+radius, ``on_batch``) are what the tail verifier instruments.
+
 DP-SE (Sajed & Sheffet 2019), the central continuous-Laplace baseline: epochs e = 1, 2, ... with
 Delta_e = 2^-e, R_e = 1 + max(32 ln(8|S|e^2/p)/Delta_e^2, 8 ln(4|S|e^2/p)/(eps Delta_e)) pulls per
 active arm, one independent Laplace(1/eps) on each arm's epoch sum, radius
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -38,7 +41,7 @@ from .._privatizer import BatchProtocol, Privatizer
 from ._environments import BanditInstance, RewardStreams, children
 from ._results import RunRecord, checkpoints, ledger_summary
 
-__all__ = ["BatchFeedback", "EliminationLearner", "UserPool", "lemma2_radius", "run_batch_elimination", "run_dp_se"]
+__all__ = ["BatchChannel", "BatchFeedback", "EliminationLearner", "UserPool", "eliminate_in_batches", "lemma2_radius", "protocol_radius", "run_batch_elimination", "run_dp_se"]
 
 
 # ---- users ----------------------------------------------------------------------------------------
@@ -251,44 +254,92 @@ def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunReco
     )
 
 
-def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
-    """Algorithm 1 with the setup's protocol (or non-private if ``protocol`` is None)."""
-    check_positive_int("horizon", setup.horizon)
-    check_probability("p", setup.p)
-    if not isinstance(setup.batch_base, int) or setup.batch_base < 2:
-        raise AccountingError("batch_base", setup.batch_base, "an integer >= 2 (l(b) = base^b)")
-    recorder, feedback, ledger = _build(setup, seeds)
-    learner = EliminationLearner(setup.instance.k)
-    T = setup.horizon
+class BatchChannel(Protocol):
+    """What the batch loop needs from the trusted side (:class:`BatchFeedback`, or an instrumented harness)."""
+
+    pulls: int
+
+    def release(self, arm: int, n: int, label: str) -> float: ...
+
+    def pull_unreleased(self, arm: int, n: int) -> None: ...
+
+
+def eliminate_in_batches(
+    channel: BatchChannel,
+    k: int,
+    horizon: int,
+    schedule: Callable[[int, int], int],
+    radius: Callable[[int, int, int], float],
+    *,
+    on_batch: Callable[[int, int, dict[int, float], float], None] | None = None,
+    label: str = "b",
+) -> tuple[EliminationLearner, int]:
+    """The batch loop shared by Algorithm 1 and DP-SE; returns the learner and the last batch index.
+
+    Batch b: n = ``schedule(b, |active|)`` pulls per active arm, each arm's batch released through
+    ``channel`` (mu_hat = release / n, this batch only); the run stops as soon as ``horizon`` pulls
+    are made (the unfinished batch is pulled, never released: Algorithm 1 line 9); then
+    beta = ``radius(n, b, |active|)``, ``on_batch(b, n, mu_hat, beta)`` (instrumentation), and the
+    elimination rule.
+    """
+    learner = EliminationLearner(k)
     b = 0
-    bits = 0
-    radii = []
-    while feedback.pulls < T:
+    while channel.pulls < horizon:
         b += 1
-        n = setup.batch_base**b
+        n = schedule(b, len(learner.active))
         means: dict[int, float] = {}
         for arm in list(learner.active):
-            left = T - feedback.pulls
+            left = horizon - channel.pulls
             if left <= n:
-                feedback.pull_unreleased(arm, left)  # T reached inside this batch: exit (line 9)
+                channel.pull_unreleased(arm, left)
                 break
-            means[arm] = feedback.release(arm, n, label=f"b={b} arm={arm}") / n
-        if feedback.pulls >= T:
+            means[arm] = channel.release(arm, n, label=f"{label}={b} arm={arm}") / n
+        if channel.pulls >= horizon:
             break
-        if setup.protocol is None:
-            sigma, h = 0.0, 0.0
-        else:
-            sigma, h = setup.protocol.assumption1(n, setup.p)
-            params = getattr(setup.protocol, "parameters", None)
-            if params is not None:
-                bits = max(bits, params(n).bits_per_user)
-        radius = lemma2_radius(n, b, len(learner.active), setup.p, sigma, h)
-        radii.append(radius)
-        learner.update(means, radius, feedback.pulls)
+        beta = radius(n, b, len(learner.active))
+        if on_batch is not None:
+            on_batch(b, n, means, beta)
+        learner.update(means, beta, channel.pulls)
+    return learner, b
+
+
+def _check_setup(setup: EliminationSetup) -> None:
+    check_positive_int("horizon", setup.horizon)
+    check_probability("p", setup.p)
+    if isinstance(setup.batch_base, bool) or not isinstance(setup.batch_base, int) or setup.batch_base < 2:
+        raise AccountingError("batch_base", setup.batch_base, "an integer >= 2 (l(b) = base^b)")
+
+
+def protocol_radius(protocol: Any, p: float) -> Callable[[int, int, int], float]:
+    """Lemma 2's beta(b) with the protocol's Assumption 1 constants (sigma = h = 0 without a protocol)."""
+
+    def radius(n: int, b: int, active: int) -> float:
+        sigma, h = (0.0, 0.0) if protocol is None else protocol.assumption1(n, p)
+        return lemma2_radius(n, b, active, p, sigma, h)
+
+    return radius
+
+
+def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
+    """Algorithm 1 with the setup's protocol (or non-private if ``protocol`` is None)."""
+    _check_setup(setup)
+    recorder, feedback, ledger = _build(setup, seeds)
+    radii: list[float] = []
+    learner, b = eliminate_in_batches(
+        feedback,
+        setup.instance.k,
+        setup.horizon,
+        lambda b, active: setup.batch_base**b,
+        protocol_radius(setup.protocol, setup.p),
+        on_batch=lambda b, n, means, beta: radii.append(beta),
+    )
     extra = {"batches": b, "final_active": learner.active, "radius_last": radii[-1] if radii else None}
-    if setup.protocol is not None and getattr(setup.protocol, "parameters", None) is None:
-        bits = None
-    return _finish(setup, recorder, learner, ledger, run_index, bits if setup.protocol is not None else None, extra)
+    bits = None
+    params = getattr(setup.protocol, "parameters", None)
+    if params is not None:
+        # m = n g + 2 tau + 1 grows with n: the largest released batch sends the longest message
+        bits = params(setup.batch_base ** len(radii)).bits_per_user if radii else 0
+    return _finish(setup, recorder, learner, ledger, run_index, bits, extra)
 
 
 def dp_se_epoch(e: int, active: int, p: float, epsilon: float) -> tuple[int, float]:
@@ -303,25 +354,16 @@ def dp_se_epoch(e: int, active: int, p: float, epsilon: float) -> tuple[int, flo
 
 def run_dp_se(setup: EliminationSetup, epsilon: float, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
     """DP-SE: epochs of R_e pulls per active arm, one Laplace(1/eps) per arm's epoch sum."""
-    check_positive_int("horizon", setup.horizon)
-    check_probability("p", setup.p)
+    _check_setup(setup)
     if setup.protocol is None:
         raise AccountingError("protocol", None, "central_laplace_protocol(eps) for DP-SE")
     recorder, feedback, ledger = _build(setup, seeds)
-    learner = EliminationLearner(setup.instance.k)
-    T = setup.horizon
-    e = 0
-    while feedback.pulls < T:
-        e += 1
-        r_e, width = dp_se_epoch(e, len(learner.active), setup.p, epsilon)
-        means: dict[int, float] = {}
-        for arm in list(learner.active):
-            left = T - feedback.pulls
-            if left <= r_e:
-                feedback.pull_unreleased(arm, left)
-                break
-            means[arm] = feedback.release(arm, r_e, label=f"e={e} arm={arm}") / r_e
-        if feedback.pulls >= T:
-            break
-        learner.update(means, width, feedback.pulls)
+    learner, e = eliminate_in_batches(
+        feedback,
+        setup.instance.k,
+        setup.horizon,
+        lambda e, active: dp_se_epoch(e, active, setup.p, epsilon)[0],
+        lambda r_e, e, active: dp_se_epoch(e, active, setup.p, epsilon)[1],
+        label="e",
+    )
     return _finish(setup, recorder, learner, ledger, run_index, 64, {"epochs": e, "final_active": learner.active})

@@ -3,9 +3,9 @@
 :func:`instrumented_run` is Algorithm 1 of the ICLR paper (batch successive elimination) with the
 bandits package's pieces: the environment (:class:`BanditInstance` reward streams), the protocol
 P = (R, S, A) of ``dpverify._protocols`` (its ``estimate_sum``, per user or on the aggregate path
-the protocol offers), the learner (:class:`EliminationLearner`, the elimination rule) and Lemma 2's
-radius (:func:`lemma2_radius`). What it adds is the instrumentation the runner lacks: the radius is
-a parameter, and every batch records, for each active arm, |mu_hat_a(b) - mu_a| against beta(b)
+the protocol offers), the runner's batch loop (:func:`eliminate_in_batches`, with the elimination
+rule) and Lemma 2's radius (:func:`lemma2_radius`). What it adds, through the loop's hooks: the
+radius is a parameter, and every batch records, for each active arm, |mu_hat_a(b) - mu_a| against beta(b)
 (mu_a the arm's exact mean, known to this harness only). The run is *covered* when the event E of
 Lemma 2 holds: every active arm's mean lies within beta(b) in every batch.
 
@@ -38,7 +38,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._bandits._elimination import EliminationLearner, lemma2_radius, lemma2_tau_p
+from .._bandits._elimination import eliminate_in_batches, lemma2_radius, lemma2_tau_p
 from .._bandits._environments import BanditInstance, easy_instance, hard_instance
 from .._protocols import DistributedProtocol
 from ._claims import noise_law
@@ -107,6 +107,31 @@ def _path(protocol: DistributedProtocol) -> str:
     return "aggregate" if protocol.kind in ("dist-dp", "dist-rdp", "cdp") else "per-user"
 
 
+class _HarnessChannel:
+    """The harness's trusted side: reward streams, the protocol run with one stream per arm, and
+    the pseudo-regret (the runner's privatizers and ledger are not needed to measure coverage)."""
+
+    def __init__(self, instance: BanditInstance, protocol: DistributedProtocol, env_seed, noise_seed, path: str) -> None:
+        self._streams = instance.streams(env_seed)
+        self._rngs = [np.random.Generator(np.random.PCG64(s)) for s in noise_seed.spawn(instance.k)]
+        self._protocol = protocol
+        self._path = path
+        self._gaps = instance.gaps
+        self.pulls = 0
+        self.regret = 0.0
+
+    def release(self, arm: int, n: int, label: str) -> float:
+        rewards = self._streams.draw(arm, n)
+        self.pulls += n
+        self.regret += n * self._gaps[arm]
+        return self._protocol.estimate_sum(rewards, self._rngs[arm], path=self._path)
+
+    def pull_unreleased(self, arm: int, n: int) -> None:
+        self._streams.draw(arm, n)
+        self.pulls += n
+        self.regret += n * self._gaps[arm]
+
+
 def instrumented_run(
     instance: BanditInstance,
     protocol: DistributedProtocol,
@@ -117,48 +142,36 @@ def instrumented_run(
     radius: str | Callable[..., float] = "paper",
     path: str | None = None,
 ) -> InstrumentedRun:
-    """Algorithm 1 (l(b) = 2^b, forgetting, stop at T pulls) with per-batch coverage records."""
+    """Algorithm 1 (l(b) = 2^b, forgetting, stop at T pulls) with per-batch coverage records.
+
+    The batch loop is the runner's own (:func:`eliminate_in_batches`); what this adds is the
+    radius as a parameter and the coverage check in its ``on_batch`` hook."""
     radius_fn = _RADIUS_FUNCS[radius] if isinstance(radius, str) else radius
     env_seed, noise_seed = seed.spawn(2)
-    streams = instance.streams(env_seed)
-    rngs = [np.random.Generator(np.random.PCG64(s)) for s in noise_seed.spawn(instance.k)]
-    path = _path(protocol) if path is None else path
+    channel = _HarnessChannel(instance, protocol, env_seed, noise_seed, _path(protocol) if path is None else path)
     means_true = instance.means
-    gaps = instance.gaps
-    learner = EliminationLearner(instance.k)
-    pulls = 0
-    regret = 0.0
-    b = 0
     record = InstrumentedRun(0.0, True, 0)
-    while pulls < horizon:
-        b += 1
-        n = 2**b
-        estimates: dict[int, float] = {}
-        for arm in list(learner.active):
-            left = horizon - pulls
-            if left <= n:  # T is reached inside this batch: pulled, never released (line 9)
-                streams.draw(arm, left)
-                pulls += left
-                regret += left * gaps[arm]
-                break
-            rewards = streams.draw(arm, n)
-            pulls += n
-            regret += n * gaps[arm]
-            estimates[arm] = protocol.estimate_sum(rewards, rngs[arm], path=path) / n
-        if pulls >= horizon:
-            break
-        beta = radius_fn(protocol, n, b, len(learner.active), p)
+
+    def observe(b: int, n: int, estimates: dict[int, float], beta: float) -> None:
         record.radii.append(beta)
         if isinstance(protocol, DistributedProtocol) and radius == "exact":
-            q_part = beta - math.sqrt(math.log(4 * len(learner.active) * b * b / (BUDGET_SCALE * p)) / (2 * n))
+            q_part = beta - math.sqrt(math.log(4 * len(estimates) * b * b / (BUDGET_SCALE * p)) / (2 * n))
             if q_part * protocol.parameters(n).g * n > protocol.parameters(n).tau + 0.5:  # the fallback
                 record.radius_beyond_tau += 1
         for arm, mu_hat in estimates.items():
             if abs(mu_hat - means_true[arm]) > beta and record.covered:
                 record.covered = False
                 record.first_miss = (b, arm)
-        learner.update(estimates, beta, pulls)
-    record.regret = regret
+
+    learner, b = eliminate_in_batches(
+        channel,
+        instance.k,
+        horizon,
+        lambda b, active: 2**b,
+        lambda n, b, active: radius_fn(protocol, n, b, active, p),
+        on_batch=observe,
+    )
+    record.regret = channel.regret
     record.batches = b
     record.final_active = list(learner.active)
     return record
