@@ -204,20 +204,12 @@ def _hoeffding_at(p: float) -> float:
 
 def protocol_variants(kind: str, grid: Grid) -> list[tuple[dict[str, Any], Callable[[float], P.DistributedProtocol]]]:
     """(setting without p, factory p -> protocol) over the grid, for one builder."""
+    scaled = kind in ("dist-rdp", "dist-cdp")  # Theorems 2 and 4 take the scale s
     out = []
     for eps in grid.epsilons:
-        if kind == "dist-dp":
-            out.append(({"eps": eps}, lambda p, e=eps: P.dist_dp_protocol(e, p)))
-        elif kind == "cdp":
-            out.append(({"eps": eps}, lambda p, e=eps: P.central_dp_protocol(e, p)))
-        elif kind == "ldp":
-            out.append(({"eps": eps}, lambda p, e=eps: P.local_dp_protocol(e, p)))
-        elif kind == "dist-rdp":
-            for s in grid.scales:
-                out.append(({"eps": eps, "s": s}, lambda p, e=eps, s=s: P.dist_rdp_protocol(e, s, p)))
-        elif kind == "dist-cdp":
-            for s in grid.scales:
-                out.append(({"eps": eps, "s": s}, lambda p, e=eps, s=s: P.dist_cdp_protocol(e, s, p)))
+        for s in grid.scales if scaled else (1.0,):
+            setting = {"eps": eps, "s": s} if scaled else {"eps": eps}
+            out.append((setting, lambda p, e=eps, s=s: P.DistributedProtocol(kind, e, p, s)))
     return out
 
 

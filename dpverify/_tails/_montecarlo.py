@@ -42,15 +42,8 @@ def cp_lower(k: int, n: int, level: float) -> float:
 
 
 def _factory(kind: str, eps: float, p: float, tau_p: float | None = None) -> P.DistributedProtocol:
-    if kind == "dist-dp":
-        return P.dist_dp_protocol(eps, p, tau_p=tau_p)
-    if kind == "dist-rdp":
-        return P.dist_rdp_protocol(eps, 10.0, p, tau_p=tau_p)
-    if kind == "dist-cdp":
-        return P.dist_cdp_protocol(eps, 10.0, p, tau_p=tau_p)
-    if kind == "cdp":
-        return P.central_dp_protocol(eps, p, tau_p=tau_p)
-    return P.local_dp_protocol(eps, p, tau_p=tau_p)
+    # s = 10 for the scaled protocols (Theorems 2 and 4), the paper's simulation value
+    return P.DistributedProtocol(kind, eps, p, 10.0 if kind in ("dist-rdp", "dist-cdp") else 1.0, tau_p)
 
 
 _KIND_INDEX = {k: i for i, k in enumerate(("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"))}
