@@ -10,11 +10,12 @@ default: the returning-users table of the ICLR paper's Dist-RDP-SE.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Any, Callable
 
 import click
+
+from ._json import jsonable
 
 __all__ = ["main"]
 
@@ -117,10 +118,6 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _finite_or_str(x: float) -> float | str:
-    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
-
-
 def _console():
     from rich.console import Console
 
@@ -197,14 +194,14 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
     closed: dict[str, list] = {}
     for label, bound in mech.closed_forms().items():
         if isinstance(bound, acc.RDP):
-            closed[label] = [_finite_or_str(v) for v in bound.evaluate(alphas)]
+            closed[label] = [jsonable(v) for v in bound.evaluate(alphas)]
         elif isinstance(bound, (acc.ZCDP, acc.PureDP)):
-            closed[label] = [_finite_or_str(bound.to_rdp()(a)) for a in alphas]
+            closed[label] = [jsonable(bound.to_rdp()(a)) for a in alphas]
     payload = {
         "mechanism": mechanism,
         "description": mech.describe(),
         "alphas": list(alphas),
-        "rdp": [_finite_or_str(v) for v in exact],
+        "rdp": [jsonable(v) for v in exact],
         "rdp_direction": "certified upper bound of the exact Renyi divergence",
         "closed_forms": closed,
         "precision_bits": precision or acc.DEFAULT_PRECISION,

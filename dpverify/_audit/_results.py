@@ -13,6 +13,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
+from .._json import jsonable
+
 __all__ = ["AuditReport", "AuditResult"]
 
 HOLDS = "holds"
@@ -64,7 +66,7 @@ class AuditResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (infinities become the strings "inf" / "-inf")."""
         out = asdict(self)
-        return _jsonable(out)
+        return jsonable(out)
 
     def __str__(self) -> str:
         order = f" at alpha={self.order:g}" if self.order is not None else ""
@@ -139,19 +141,3 @@ def _margin(result: AuditResult) -> float:
 
 def _fmt(x: float) -> str:
     return "inf" if x == math.inf else f"{x:.6g}"
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return _jsonable(value.item())
-    return value

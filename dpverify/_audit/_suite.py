@@ -998,7 +998,7 @@ class ClaimOutcome:
         return self.error is None and self.verdict in (HOLDS, CAUGHT)
 
     def to_dict(self) -> dict[str, Any]:
-        from ._results import _jsonable
+        from .._json import jsonable
 
         r = self.result
         out: dict[str, Any] = {
@@ -1025,7 +1025,7 @@ class ClaimOutcome:
         }
         if self.error:
             out["error"] = self.error
-        return _jsonable(out)
+        return jsonable(out)
 
 
 @dataclass(frozen=True)

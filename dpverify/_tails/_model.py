@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._json import jsonable
+
 __all__ = ["HOLDS", "INCONCLUSIVE", "VIOLATED", "Evaluation", "TailReport", "TailResult", "verdict_of"]
 
 HOLDS = "holds"
@@ -39,13 +41,6 @@ def verdict_of(lower: float, upper: float, claimed: float) -> str:
     return INCONCLUSIVE
 
 
-def _num(x: Any) -> Any:
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-    return x
 
 
 @dataclass(frozen=True)
@@ -79,15 +74,15 @@ class Evaluation:
 
     def to_dict(self) -> dict[str, Any]:
         out = {
-            "setting": {k: _num(v) for k, v in self.setting.items()},
+            "setting": {k: jsonable(v) for k, v in self.setting.items()},
             "claimed_probability": self.claimed_probability,
             "actual_lower": self.lower,
             "actual_upper": self.upper,
             "method": self.method,
             "confidence": self.confidence,
-            "radius": _num(self.radius) if self.radius is not None else None,
-            "radius_min": _num(self.radius_min) if self.radius_min is not None else None,
-            "slack": _num(self.slack) if self.slack is not None else None,
+            "radius": jsonable(self.radius) if self.radius is not None else None,
+            "radius_min": jsonable(self.radius_min) if self.radius_min is not None else None,
+            "slack": jsonable(self.slack) if self.slack is not None else None,
             "verdict": self.verdict,
         }
         if self.note:
@@ -146,9 +141,9 @@ class TailResult:
             "actual_upper": w.upper,
             "method": w.method,
             "confidence": min(e.confidence for e in self.evaluations),
-            "slack": _num(self.slack) if self.slack is not None else None,
+            "slack": jsonable(self.slack) if self.slack is not None else None,
             "verdict": self.verdict,
-            "worst_setting": {k: _num(v) for k, v in w.setting.items()},
+            "worst_setting": {k: jsonable(v) for k, v in w.setting.items()},
             "settings_checked": len(self.evaluations),
             "settings_violated": len(self.violations),
             "planted": self.planted,

@@ -7,6 +7,8 @@ import math
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from .._json import jsonable
+
 from ._model import HOLDS, VIOLATED, TailReport, TailResult
 
 __all__ = ["render_table", "to_json", "to_junit"]
@@ -97,16 +99,8 @@ def render_table(report: TailReport, console: Any = None, *, wide: bool = False)
 def to_json(report: TailReport, *, settings: bool = True) -> str:
     default = str  # json calls it only for types it cannot serialise
 
-    def clean(obj: Any) -> Any:
-        if isinstance(obj, float) and not math.isfinite(obj):
-            return "inf" if obj > 0 else ("-inf" if obj < 0 else "nan")
-        if isinstance(obj, dict):
-            return {k: clean(v) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            return [clean(v) for v in obj]
-        return obj
 
-    return json.dumps(clean(report.to_dict(settings=settings)), indent=1, default=default)
+    return json.dumps(jsonable(report.to_dict(settings=settings)), indent=1, default=default)
 
 
 def to_junit(report: TailReport) -> str:
