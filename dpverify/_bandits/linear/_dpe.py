@@ -217,11 +217,14 @@ def run_linear(
     *,
     run_index: int = 0,
     streams: dict[str, np.random.SeedSequence] | None = None,
+    reference: LinearRunResult | None = None,
 ) -> LinearRunResult:
     """Run one of ``ALGORITHMS`` on ``instance`` for ``config.horizon`` rounds.
 
     The random streams are :func:`linear_streams(seed, run_index) <linear_streams>` unless
     ``streams`` (a dict with "environment" and "privatizer" ``SeedSequence``) is given.
+    DPE-FixedU without ``config.clients_per_phase`` takes U from the DPE run with the same seed:
+    pass that run as ``reference`` if it is already at hand, or it is run here.
     """
     if algorithm not in ALGORITHMS:
         raise AccountingError("algorithm", algorithm, f"one of {ALGORITHMS}")
@@ -252,10 +255,13 @@ def run_linear(
     fixed_from: dict | None = None
     clients_per_phase = config.clients_per_phase
     if algorithm == "dpe-fixedu" and clients_per_phase is None:
-        reference = run_linear(
-            "dpe", instance, seed, DPEConfig(horizon=config.horizon, alpha=config.alpha, beta=config.beta, checkpoints=config.checkpoints),
-            run_index=run_index, streams=streams,
-        )
+        if reference is None:
+            reference = run_linear(
+                "dpe", instance, seed, DPEConfig(horizon=config.horizon, alpha=config.alpha, beta=config.beta, checkpoints=config.checkpoints),
+                run_index=run_index, streams=streams,
+            )
+        elif reference.algorithm != "dpe" or reference.seed != seed or reference.run_index != run_index:
+            raise AccountingError("reference", f"{reference.algorithm} seed {reference.seed} run {reference.run_index}", f"the DPE run with seed {seed}, run {run_index}")
         clients_per_phase = fixed_client_count(reference.phases)
         fixed_from = {"rule": "U = ceil(sum |U_l| N_l / sum N_l) of the DPE run with the same seed", "dpe_reals_total": reference.communication["reals_total"]}
 

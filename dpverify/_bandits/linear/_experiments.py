@@ -38,13 +38,23 @@ FIG2_DELTA = 0.25
 FIG2_EPSILON_B = 10.0
 
 
-def _task(spec: tuple) -> dict:
+def _task(spec: tuple) -> list[dict]:
+    """One run as a record; a "dpe" task also runs DPE-FixedU on U from that DPE run (panel (c)),
+    so each DPE run is made once, not again as DPE-FixedU's reference."""
     instance_name, algorithm, seed, run_index, config_dict, keep = spec
     instance = INSTANCES[instance_name]()
     result = run_linear(algorithm, instance, seed, DPEConfig(**config_dict), run_index=run_index)
+    records = [_record(result, config_dict, keep)]
+    if algorithm == "dpe":
+        fixed = run_linear("dpe-fixedu", instance, seed, DPEConfig(**config_dict), run_index=run_index, reference=result)
+        records.append(_record(fixed, config_dict, keep))
+    return records
+
+
+def _record(result, config_dict: dict, keep: bool) -> dict:
     return {
-        "algorithm": algorithm,
-        "run_index": run_index,
+        "algorithm": result.algorithm,
+        "run_index": result.run_index,
         "epsilon": config_dict.get("epsilon"),
         "checkpoints": result.checkpoints,
         "regret": result.regret,
@@ -103,8 +113,7 @@ def li_fig2(
     base = {"horizon": horizon, "alpha": alpha, "privacy_width": privacy_width, "path": path}
     specs: list[tuple] = []
     for r in range(runs):
-        specs.append((instance, "dpe", seed, r, {"horizon": horizon, "alpha": alpha}, keep_runs))
-        specs.append((instance, "dpe-fixedu", seed, r, {"horizon": horizon, "alpha": alpha}, keep_runs))
+        specs.append((instance, "dpe", seed, r, {"horizon": horizon, "alpha": alpha}, keep_runs))  # and DPE-FixedU
         for eps in epsilons:
             for algorithm in ("cdp-dpe", "ldp-dpe"):
                 specs.append((instance, algorithm, seed, r, {**base, "epsilon": eps, "delta": delta}, keep_runs))
@@ -112,7 +121,7 @@ def li_fig2(
     if own:
         executor = ProcessPoolExecutor(max_workers=max(1, os.cpu_count() or 1))
     try:
-        records = list(executor.map(_task, specs))
+        records = [record for task in executor.map(_task, specs) for record in task]
     finally:
         if own:
             executor.shutdown()
