@@ -250,6 +250,16 @@ def _log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
 
 
+def event_epsilon_bound(a: int, n: int, b: int, m: int, each: float) -> float:
+    """log CP_lower(a; n, each) - log CP_upper(b; m, each): the event's epsilon lower bound (may be < 0)."""
+    return _log(float(cp_lower(a, n, each))) - _log(float(cp_upper(b, m, each)))
+
+
+def event_delta_bound(a: int, n: int, b: int, m: int, each: float, factor: float) -> float:
+    """CP_lower(a; n, each) - e^eps CP_upper(b; m, each), ``factor`` = e^eps: the event's delta lower bound."""
+    return float(cp_lower(a, n, each)) - factor * float(cp_upper(b, m, each))
+
+
 def epsilon_lower(counts: Sequence[Counts], level: float, max_events: int = DEFAULT_EVENTS) -> EventBound:
     """Lower confidence bound (error <= ``level``) on sup_E log P(E)/Q(E) (P = first input)."""
     predicted = level / (2 * max_events)
@@ -265,7 +275,7 @@ def epsilon_lower(counts: Sequence[Counts], level: float, max_events: int = DEFA
     best: EventBound | None = None
     for ev in events:
         a, n, b, m = _event_counts(counts, ev)
-        lower = _log(float(cp_lower(a, n, each))) - _log(float(cp_upper(b, m, each)))
+        lower = event_epsilon_bound(a, n, b, m, each)
         est = _log(a / n) - _log(b / m) if a > 0 else (-math.inf if b > 0 else 0.0)
         cand = EventBound(max(lower, 0.0), est, counts[ev.view_index].view.describe(counts[ev.view_index].keys, ev.mask),
                           ev.family, (a, n, b, m), len(events))
@@ -289,7 +299,7 @@ def delta_lower(counts: Sequence[Counts], epsilon: float, level: float, max_even
     best: EventBound | None = None
     for ev in events:
         a, n, b, m = _event_counts(counts, ev)
-        lower = float(cp_lower(a, n, each)) - factor * float(cp_upper(b, m, each))
+        lower = event_delta_bound(a, n, b, m, each, factor)
         est = a / n - factor * b / m
         cand = EventBound(max(lower, 0.0), est, counts[ev.view_index].view.describe(counts[ev.view_index].keys, ev.mask),
                           ev.family, (a, n, b, m), len(events))

@@ -34,15 +34,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ._estimators import _box, renyi_box_lower
+from ._estimators import _box, event_delta_bound, event_epsilon_bound, renyi_box_lower
 from ._results import HOLDS, VIOLATED, AuditResult
-from ._stats import cp_lower, cp_upper
 
 __all__ = ["rescore", "result_p_value", "rescorable"]
-
-
-def _log(x: float) -> float:
-    return math.log(x) if x > 0 else -math.inf
 
 
 def rescorable(result: AuditResult) -> bool:
@@ -64,10 +59,9 @@ def _event_bound(result: AuditResult, level: float) -> float:
         return 0.0
     each = min(level / (2 * k), 0.5)
     if result.estimator == "epsilon":
-        value = _log(float(cp_lower(a, n, each))) - _log(float(cp_upper(b, m, each)))
+        value = event_epsilon_bound(a, n, b, m, each)
     else:
-        factor = math.exp(result.details["epsilon"])
-        value = float(cp_lower(a, n, each)) - factor * float(cp_upper(b, m, each))
+        value = event_delta_bound(a, n, b, m, each, math.exp(result.details["epsilon"]))
     return max(value, 0.0) if not math.isnan(value) else 0.0
 
 
