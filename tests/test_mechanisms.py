@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 
 import mpmath
@@ -568,17 +567,17 @@ def test_approx_never_raises():
     assert np.all(np.isinf(Binomial(10, 0.5).rdp().approx(np.array([2.0, 10.0]))))
 
 
-def test_skellam_approx_is_fast_and_monotone():
-    """The Dist-RDP-SE batch mechanism (mu = g^2/eps^2, Delta = g): the search's 2049 orders."""
+def test_skellam_approx_is_monotone_and_tracks_the_certified_curve():
+    """The Dist-RDP-SE batch mechanism (mu = g^2/eps^2, Delta = g) on the search's 2049 orders:
+    the float guide is finite, non-decreasing, and within 1e-6 of the certified curve where
+    checked (its speed is measured in benchmarks/, not asserted here)."""
     curve = Skellam(102400, 160).rdp()
     grid = 1 + np.exp(np.linspace(math.log(1.0001 - 1), math.log(1e6 - 1), 2049))
-    curve.approx(grid[:3])
-    start = time.process_time()
     values = curve.approx(grid)
-    elapsed = time.process_time() - start
-    assert elapsed < 0.5
     assert np.all(np.isfinite(values))
     assert np.all(np.diff(values) >= -1e-12 * values[1:])
+    for i in (0, 1024, 1500):
+        assert values[i] == pytest.approx(curve(float(grid[i])), rel=1e-6)
 
 
 SEARCH_CASES = {
