@@ -22,6 +22,8 @@ coarser scan and golden-section refinement). Either way the reported value is ce
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Literal
@@ -39,6 +41,7 @@ __all__ = [
     "DeltaResult",
     "rdp_to_epsilon",
     "rdp_to_delta",
+    "mechanism_rdp_epsilon",
     "zcdp_to_epsilon",
     "zcdp_epsilon_closed_form",
 ]
@@ -236,6 +239,45 @@ def rdp_to_epsilon(
         alpha=alpha,
         detail=f"{curve.describe()}; optimal alpha = {alpha:.6g}",
     )
+
+
+def _mechanism_key(subject) -> tuple | None:
+    """A hashable key that determines a mechanism's exact curve, or None (then nothing is cached).
+
+    Accounting mechanisms are frozen dataclasses whose curve is a function of their fields; the
+    key holds the class and every field with its type, so equal keys mean the same curve."""
+    if not dataclasses.is_dataclass(subject) or isinstance(subject, type):
+        return None
+    params = getattr(subject, "__dataclass_params__", None)
+    if params is None or not params.frozen:
+        return None
+    fields = tuple((f.name, type(getattr(subject, f.name)), getattr(subject, f.name)) for f in dataclasses.fields(subject))
+    key = (type(subject), fields)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+@functools.lru_cache(maxsize=4096)
+def _mechanism_epsilon_cached(key: tuple, subject, delta: float, compose: int, conversion: str) -> EpsilonResult:
+    return rdp_to_epsilon(subject.rdp().times(compose), delta, conversion=conversion)
+
+
+def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion: Conversion = "cks") -> EpsilonResult:
+    """:func:`rdp_to_epsilon` of a mechanism's exact curve composed ``compose`` times (default
+    search and precision), memoised per (mechanism, delta, compose, conversion).
+
+    The routes (:func:`accounting.epsilon_routes`), a run's budget and the ledger's budget
+    check all ask for these same conversions; the memo makes them one computation. It is
+    transparent: the conversion is a deterministic function of the key (the mechanism's class
+    and fields, delta, compose, conversion), so a hit returns what a fresh call would.
+    """
+    key = _mechanism_key(subject)
+    if key is None:
+        return rdp_to_epsilon(subject.rdp().times(compose), delta, conversion=conversion)
+    return _mechanism_epsilon_cached(key, subject, float(delta), int(compose), conversion)
 
 
 def rdp_to_delta(

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ._certified import exact, lower_float, working_precision
-from ._conversions import rdp_to_epsilon
+from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up
 from ._validation import AccountingError, BudgetExceeded, check_integer
 
@@ -318,6 +318,11 @@ def _compose_into(budget: Budget, guarantees: list[tuple[Any, int]]) -> float:
         return parts[0].compose(*parts[1:]).rho
     # (eps, delta) budget: RDP-expressible charges are composed exactly as curves and converted
     # at what is left of delta; approximate-DP charges are added by basic composition.
+    if len(guarantees) == 1 and not isinstance(guarantees[0][0], (PureDP, ZCDP, ApproxDP, RDP)):
+        # one mechanism, n times: the same conversion as rdp_to_epsilon(RDP.sequence([g.rdp()], [n]),
+        # delta), shared (memoised) with the routes and a run's budget
+        g, n = guarantees[0]
+        return _sum_up(mechanism_rdp_epsilon(g, budget.delta, compose=n).epsilon, 0.0)
     curves: list[RDP] = []
     counts: list[int] = []
     approx_parts: list[ApproxDP] = []

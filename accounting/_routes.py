@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._conversions import EpsilonResult, rdp_to_epsilon, zcdp_to_epsilon
+from ._conversions import EpsilonResult, mechanism_rdp_epsilon, rdp_to_epsilon, zcdp_to_epsilon
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._validation import AccountingError, check_positive_int, check_probability
 
@@ -35,12 +35,17 @@ def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> Epsilon
     return None
 
 
-def epsilon_routes(subject: Any, delta: float, *, compose: int = 1, include_pld: bool = True) -> EpsilonResult:
+def epsilon_routes(
+    subject: Any, delta: float, *, compose: int = 1, include_pld: bool = True, comparisons: bool = True
+) -> EpsilonResult:
     """The smallest certified eps at ``delta`` after ``compose``-fold composition, with every route.
 
     ``subject`` is a mechanism from :mod:`accounting` (anything with ``rdp()``, ``pure()``,
     ``closed_forms()`` and optionally ``output_pair()``), or a guarantee (PureDP, ZCDP, RDP).
-    The returned result's ``alternatives`` hold every route, certified and comparison ones.
+    The returned result's ``alternatives`` hold every route, certified and comparison ones;
+    ``comparisons=False`` skips the comparison routes (Mironov, the closed forms), which never
+    change the answer, for callers that only read it. A mechanism's exact-curve conversion is
+    memoised per (mechanism, delta, compose) (:func:`accounting._conversions.mechanism_rdp_epsilon`).
     """
     check_probability("delta", delta)
     k = check_positive_int("compose", compose)
@@ -61,17 +66,17 @@ def epsilon_routes(subject: Any, delta: float, *, compose: int = 1, include_pld:
         pure = subject.pure() if hasattr(subject, "pure") else None
         if pure is not None:
             certified.append(EpsilonResult(pure.times(k).epsilon, delta, "pure", None, "basic composition"))
-        curve = subject.rdp().times(k)
-        exact_rdp = rdp_to_epsilon(curve, delta)
+        exact_rdp = mechanism_rdp_epsilon(subject, delta, compose=k)
         if math.isfinite(exact_rdp.epsilon):
             certified.append(EpsilonResult(exact_rdp.epsilon, delta, "rdp-cks", exact_rdp.alpha, "exact RDP curve, CKS conversion"))
-            mironov = rdp_to_epsilon(curve, delta, conversion="mironov")
-            comparison.append(EpsilonResult(mironov.epsilon, delta, "rdp-mironov", mironov.alpha, "exact RDP curve, Mironov conversion"))
+            if comparisons:
+                mironov = mechanism_rdp_epsilon(subject, delta, compose=k, conversion="mironov")
+                comparison.append(EpsilonResult(mironov.epsilon, delta, "rdp-mironov", mironov.alpha, "exact RDP curve, Mironov conversion"))
         if include_pld:
             pld = _pld_route(subject, k, delta)
             if pld is not None:
                 certified.append(pld)
-        for label, bound in subject.closed_forms().items():
+        for label, bound in subject.closed_forms().items() if comparisons else ():
             result = _closed_form_result(label, bound, k, delta)
             if result is not None:
                 comparison.append(result)

@@ -182,7 +182,9 @@ def _routes(guarantee: Any, delta: float, multiplicity: int) -> Any:
     """Every seed's ledger summary asks for the same conversions: compute each once."""
     import accounting as acc
 
-    return acc.epsilon_routes(guarantee, delta, compose=multiplicity, include_pld=False)
+    # only the best certified route is read (comparison routes skipped); the exact conversion is
+    # memoised per (mechanism, delta, compose) in accounting, shared with the budget and ledger
+    return acc.epsilon_routes(guarantee, delta, compose=multiplicity, include_pld=False, comparisons=False)
 
 
 def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int | None, protocol: str, notes: str = "") -> dict:
