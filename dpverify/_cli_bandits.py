@@ -41,9 +41,17 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--path", type=click.Choice(["per-user", "aggregate"]), default="per-user", show_default=True, help="Simulate every user, or draw the summed noise once.")
 @click.option("--realised", is_flag=True, help="Report realised regret (T mu* - sum of rewards) instead of pseudo-regret.")
 @click.option("--delta", type=float, default=1e-6, show_default=True, help="delta at which the (eps, delta) guarantee is reported.")
-@click.option("--population", type=int, default=None, help="Returning users: population size N (with --max-returns B).")
-@click.option("--max-returns", type=int, default=None, help="Returning users: batches a user may join, B.")
-@click.option("--returning-calibration", type=click.Choice(["exact", "appendix-i"]), default="exact", show_default=True)
+@click.option("--population", type=int, default=None,
+              help="Returning users: a finite population of N users handed out round-robin, so users come back (give with "
+                   "--max-returns B; needs N * B >= T and N >= the largest batch the run can release). --eps/--delta then "
+                   "bound each user's loss over the whole run.")
+@click.option("--max-returns", type=int, default=None,
+              help="Returning users: B, the most batches a user may join; the per-batch noise is calibrated so that B "
+                   "batches together meet (eps, delta).")
+@click.option("--returning-calibration", type=click.Choice(["exact", "appendix-i"]), default="exact", show_default=True,
+              help="Returning users: per-batch calibration. exact: the accountant's B-fold composition (exact RDP curves); "
+                   "appendix-i: the ICLR paper's App. I advanced-composition split eps_i = eps / (2 sqrt(2B log(2/delta))), "
+                   "delta_i = delta / (2B) (needs eps < 1), for comparison.")
 @click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
 @click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")

@@ -83,7 +83,9 @@ def _budget_cached(algorithm: str, epsilon: float, s: float, p: float, tau_p: fl
         return acc.PureDP(max(g.pure().epsilon for g in guarantees))
     if algorithm == "dist-cdp-se":
         return acc.ZCDP(max(g.zcdp().rho for g in guarantees))
-    worst = max(acc.epsilon_routes(g, delta, include_pld=False).epsilon for g in guarantees)
+    # only the certified answer is read: the comparison routes (closed forms, Mironov) are skipped;
+    # the exact conversion is memoised per (mechanism, delta), shared with the ledger's check
+    worst = max(acc.epsilon_routes(g, delta, include_pld=False, comparisons=False).epsilon for g in guarantees)
     return acc.ApproxDP(worst, delta)
 
 
@@ -97,25 +99,71 @@ def run_budget(config: Any, arms: int) -> Any:
 # ---- returning users --------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=64)
-def calibrated_batch_epsilon(algorithm: str, epsilon: float, delta: float, returns: int, s: float, p: float, tau_p: float, n_ref: int, rule: str) -> dict:
-    """The per-batch protocol eps meeting (epsilon, delta) over ``returns`` batches per user.
+def _snap_down(value: float, digits: int = 4) -> float:
+    """``value`` rounded *down* to ``digits`` significant decimals (a short decimal: the protocol's
+    exact parameters stay small rationals; rounding down means more noise, the safe side)."""
+    from decimal import ROUND_FLOOR, Decimal
 
-    ``rule="exact"``: ``accounting.calibrate`` on the ``returns``-fold composition of the batch
-    guarantee at n_ref users. ``rule="appendix-i"``: the paper's App. I split (advanced
-    composition) into per-batch (eps_i, delta_i), then the least noise meeting (eps_i, delta_i)
-    for one batch, by the same exact calibration.
+    d = Decimal(repr(float(value)))
+    quantum = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    return float(d.quantize(quantum, rounding=ROUND_FLOOR))
+
+
+def largest_release(horizon: int, base: int) -> int:
+    """The largest batch Algorithm 1 can release in ``horizon`` pulls (the largest base^b < T).
+
+    A batch of n users is released only if more than n pulls are left (line 9), so n < T.
+    With returning users every batch needs n distinct users: the population must be at least this.
     """
+    sizes = batch_sizes(horizon, base)
+    return sizes[-1] if horizon > base else 0
 
-    def family(e: float) -> Any:
-        return make_protocol(algorithm, e, s=s, p=p, tau_p=tau_p).guarantee(n_ref)
+
+@lru_cache(maxsize=64)
+def calibrated_batch_epsilon(
+    algorithm: str, epsilon: float, delta: float, returns: int, s: float, p: float, tau_p: float, horizon: int, base: int, rule: str
+) -> dict:
+    """The per-batch protocol eps meeting (epsilon, delta) when a user joins up to ``returns`` batches.
+
+    The per-batch guarantee is the pointwise maximum of the RDP curves of every batch size the
+    run can release (``batch_sizes(horizon, base)``): a user's B' <= B releases, whatever their
+    sizes, compose to at most B times that curve, which is what is certified. The curve is the
+    one the ledger composes (the mechanism's exact RDP curve, CKS conversion), so a calibrated run
+    is never refused by its ledger.
+
+    ``rule="exact"``: ``accounting.calibrate`` on the ``returns``-fold composition, at (epsilon,
+    delta). ``rule="appendix-i"``: the paper's App. I split (advanced composition, Theorem 7;
+    epsilon < 1) into per-batch (eps_i, delta_i), then the least noise meeting (eps_i, delta_i)
+    for one batch, by the same calibration. The calibrated parameter is the noise multiplier
+    1/eps_b (more noise, larger parameter, as ``calibrate`` expects); eps_b is rounded down to 4
+    significant digits inside the family, so the returned ``batch_epsilon`` is the certified one.
+    """
+    if rule not in ("exact", "appendix-i"):
+        raise AccountingError("returning_calibration", rule, "'exact' or 'appendix-i'")
+    sizes = tuple(batch_sizes(horizon, base))
+
+    def worst_curve(x: float) -> Any:
+        protocol = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p)
+        curves = [protocol.guarantee(n).rdp() for n in sizes]
+        return curves[0].parallel(*curves[1:])
 
     if rule == "exact":
-        cal = acc.calibrate(family, epsilon, delta, compose=returns, lower=epsilon / (50 * returns), upper=epsilon, relative_tolerance=1e-3)
-        return {"rule": rule, "batch_epsilon": cal.parameter, "calibration": cal.as_dict()}
-    per_batch = acc.appendix_i_per_batch(epsilon, delta, returns)
-    cal = acc.calibrate(family, per_batch.epsilon, per_batch.delta, compose=1, lower=per_batch.epsilon / 50, upper=max(per_batch.epsilon * 4, epsilon), relative_tolerance=1e-3)
-    return {"rule": rule, "batch_epsilon": cal.parameter, "per_batch": [per_batch.epsilon, per_batch.delta], "calibration": cal.as_dict()}
+        target, target_delta, compose, smallest = epsilon, delta, returns, epsilon / (100 * returns)
+        extra: dict = {}
+    else:
+        per_batch = acc.appendix_i_per_batch(epsilon, delta, returns)
+        target, target_delta, compose, smallest = per_batch.epsilon, per_batch.delta, 1, per_batch.epsilon / 100
+        extra = {"per_batch": [per_batch.epsilon, per_batch.delta]}
+    # noise multiplier x = 1/eps_b in [1/epsilon (no more than the one-batch eps), 1/smallest]
+    cal = acc.calibrate(worst_curve, target, target_delta, compose=compose, lower=1.0 / epsilon, upper=1.0 / smallest, relative_tolerance=1e-3)
+    return {
+        "rule": rule,
+        "returns": returns,
+        "batch_epsilon": _snap_down(1.0 / cal.parameter),
+        "batch_sizes": [sizes[0], sizes[-1]],
+        **extra,
+        "calibration": cal.as_dict(),
+    }
 
 
 # ---- runners bound to the registry -----------------------------------------------------------------
@@ -126,11 +174,19 @@ def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
     if config.algorithm == "se":
         protocol, budget = None, None
     elif config.population is not None:
+        largest = largest_release(config.horizon, config.batch_base)
+        if config.population < largest:
+            raise AccountingError(
+                "population", config.population,
+                f"at least the largest batch the run can release ({largest} = the largest {config.batch_base}^b < T = {config.horizon}): "
+                "a user joins a batch at most once",
+            )
+        tau_p = config.tau_p_for(instance.k)
         cal = calibrated_batch_epsilon(
-            config.algorithm, float(config.epsilon), config.delta, int(config.max_returns), float(config.s), config.confidence, config.tau_p_for(instance.k),
-            config.batch_base, config.returning_calibration,
+            config.algorithm, float(config.epsilon), float(config.delta), int(config.max_returns), float(config.s), config.confidence, tau_p,
+            int(config.horizon), int(config.batch_base), config.returning_calibration,
         )
-        protocol = make_protocol(config.algorithm, cal["batch_epsilon"], s=config.s, p=config.confidence, tau_p=config.tau_p_for(instance.k))
+        protocol = make_protocol(config.algorithm, cal["batch_epsilon"], s=config.s, p=config.confidence, tau_p=tau_p)
         budget = acc.ApproxDP(float(config.epsilon), config.delta)
         extra["returning_users"] = {"population": config.population, "max_returns": config.max_returns, **cal}
     else:
