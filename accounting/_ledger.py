@@ -22,6 +22,7 @@ mechanism parameters and its participants, so an audit can reload and re-verify 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -101,8 +102,12 @@ class _Runs:
         stops = ids[np.concatenate((breaks - 1, [ids.size - 1]))] + 1
         return starts, stops
 
+    def _after_all(self, participants: range | np.ndarray) -> bool:
+        # the common case of a run with fresh users: ids handed out in increasing ranges
+        return isinstance(participants, range) and (self.stops.size == 0 or participants.start >= self.stops[-1])
+
     def disjoint(self, participants: range | np.ndarray) -> bool:
-        if self.starts.size == 0:
+        if self.starts.size == 0 or self._after_all(participants):
             return True
         starts, stops = self._runs_of(participants)
         # a new run [a, b) meets a stored run iff the last stored run starting before b ends after a
@@ -111,6 +116,13 @@ class _Runs:
         return not bool(np.any(self.stops[index[valid]] > starts[valid]))
 
     def add(self, participants: range | np.ndarray) -> None:
+        if self._after_all(participants) and self.stops.size and len(participants):
+            if participants.start == self.stops[-1]:  # extends the last run
+                self.stops[-1] = participants.stop
+            else:
+                self.starts = np.append(self.starts, participants.start)
+                self.stops = np.append(self.stops, participants.stop)
+            return
         starts, stops = self._runs_of(participants)
         starts = np.concatenate((self.starts, starts))
         stops = np.concatenate((self.stops, stops))
@@ -146,6 +158,7 @@ class Ledger:
         self._worst: float | None = None
         self._covered = _Runs()
         self._charged_everyone = False
+        self._all_fresh = True  # every charge so far met fresh users (then each user has one charge)
 
     # ---- public API --------------------------------------------------------------------------
 
@@ -161,7 +174,8 @@ class Ledger:
         """Record a release touching ``participants``; raise BudgetExceeded (and record nothing) if over."""
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
         self._check_compatible(entry.guarantee)
-        prospective = self._prospective(entry)
+        fresh = self._is_fresh(entry)
+        prospective = self._prospective(entry, fresh)
         if not self._within(prospective):
             raise BudgetExceeded(
                 f"charge {label or entry.guarantee!s} would spend {prospective:.6g} "
@@ -169,6 +183,7 @@ class Ledger:
             )
         self._charges.append(entry)
         self._worst = prospective
+        self._all_fresh = self._all_fresh and fresh
         if entry.participants is None:
             self._charged_everyone = True
         else:
@@ -178,15 +193,26 @@ class Ledger:
         """Would this charge fit in the remaining budget? (Records nothing.)"""
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants))
         self._check_compatible(entry.guarantee)
-        return self._within(self._prospective(entry))
+        return self._within(self._prospective(entry, self._is_fresh(entry)))
+
+    def max_charges_per_user(self) -> int:
+        """The most charges any single user is touched by (1 when every charge met fresh users)."""
+        if not self._charges:
+            return 0
+        if self._all_fresh:
+            return 1
+        return max(sum(n for _, n in group) for group in _user_groups(self._charges))
 
     def spent(self) -> Budget | None:
         """The worst user's spend so far in the budget's notion (certified upper bound), or None."""
         return None if self._worst is None else self._wrap(self._worst)
 
-    def _prospective(self, entry: Charge) -> float:
-        """The worst user's spend if ``entry`` were recorded."""
-        fresh = entry.participants is not None and not self._charged_everyone and self._covered.disjoint(entry.participants)
+    def _is_fresh(self, entry: Charge) -> bool:
+        """Whether ``entry`` touches only users no earlier charge touched."""
+        return entry.participants is not None and not self._charged_everyone and self._covered.disjoint(entry.participants)
+
+    def _prospective(self, entry: Charge, fresh: bool) -> float:
+        """The worst user's spend if ``entry`` were recorded (``fresh``: see :meth:`_is_fresh`)."""
         if fresh:
             alone = self._compose([entry], ((0, 1),))
             return alone if self._worst is None else max(self._worst, alone)
@@ -249,13 +275,13 @@ class Ledger:
         if isinstance(self._budget, PureDP):
             if isinstance(guarantee, PureDP):
                 return
-            if not isinstance(guarantee, (ZCDP, ApproxDP, RDP)) and guarantee.pure() is not None:
+            if not isinstance(guarantee, (ZCDP, ApproxDP, RDP)) and _mechanism_pure(guarantee) is not None:
                 return
             raise AccountingError("guarantee", guarantee, "a pure-DP guarantee or mechanism (the budget is pure DP)")
         if isinstance(self._budget, ZCDP):
             if isinstance(guarantee, (PureDP, ZCDP)):
                 return
-            if not isinstance(guarantee, (ApproxDP, RDP)) and (guarantee.zcdp() is not None or guarantee.pure() is not None):
+            if not isinstance(guarantee, (ApproxDP, RDP)) and (_mechanism_zcdp(guarantee) is not None or _mechanism_pure(guarantee) is not None):
                 return
             raise AccountingError("guarantee", guarantee, "a pure-DP or zCDP guarantee or mechanism (the budget is zCDP)")
 
@@ -300,10 +326,51 @@ def _fmt(g: Any) -> str:
     return "nothing" if g is None else str(g)
 
 
+@functools.lru_cache(maxsize=4096)
+def _memo_pure(mechanism: Any) -> PureDP | None:
+    return mechanism.pure()
+
+
+@functools.lru_cache(maxsize=4096)
+def _memo_zcdp(mechanism: Any) -> ZCDP | None:
+    return mechanism.zcdp()
+
+
+def _mechanism_pure(mechanism: Any) -> PureDP | None:
+    """``mechanism.pure()``, memoised: mechanisms are frozen values, and every release of a run
+    charges one of a few (each pure() is a certified Arb evaluation)."""
+    try:
+        return _memo_pure(mechanism)
+    except TypeError:  # an unhashable mechanism
+        return mechanism.pure()
+
+
+def _mechanism_zcdp(mechanism: Any) -> ZCDP | None:
+    try:
+        return _memo_zcdp(mechanism)
+    except TypeError:
+        return mechanism.zcdp()
+
+
 def _compose_into(budget: Budget, guarantees: list[tuple[Any, int]]) -> float:
-    """The composition of ``guarantees`` (each with a multiplicity) in the budget's main parameter."""
+    """The composition of ``guarantees`` (each with a multiplicity) in the budget's main parameter.
+
+    Memoised across ledgers (a sweep's runs charge the same few guarantees): budgets, guarantees
+    and mechanisms are frozen values, so equal keys mean equal compositions."""
+    try:
+        return _compose_memo(budget, tuple(guarantees))
+    except TypeError:  # an unhashable guarantee
+        return _compose_uncached(budget, guarantees)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compose_memo(budget: Budget, guarantees: tuple[tuple[Any, int], ...]) -> float:
+    return _compose_uncached(budget, list(guarantees))
+
+
+def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> float:
     if isinstance(budget, PureDP):
-        parts = [(g if isinstance(g, PureDP) else g.pure()).times(n) for g, n in guarantees]
+        parts = [(g if isinstance(g, PureDP) else _mechanism_pure(g)).times(n) for g, n in guarantees]
         return parts[0].compose(*parts[1:]).epsilon
     if isinstance(budget, ZCDP):
         parts = []
@@ -313,7 +380,7 @@ def _compose_into(budget: Budget, guarantees: list[tuple[Any, int]]) -> float:
             elif isinstance(g, PureDP):
                 z = g.to_zcdp()
             else:
-                z = g.zcdp() or g.pure().to_zcdp()
+                z = _mechanism_zcdp(g) or _mechanism_pure(g).to_zcdp()
             parts.append(z.times(n))
         return parts[0].compose(*parts[1:]).rho
     # (eps, delta) budget: RDP-expressible charges are composed exactly as curves and converted

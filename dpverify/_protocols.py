@@ -159,7 +159,14 @@ class DistributedProtocol(BatchProtocol):
     # ---- privacy -----------------------------------------------------------------------------
 
     def guarantee(self, n: int) -> Any:
-        """The per-user guarantee of one batch of n users, from the accountant."""
+        """The per-user guarantee of one batch of n users, from the accountant (one object per n)."""
+        key = ("guarantee", n)
+        found = self._by_n.get(key)
+        if found is None:
+            found = self._by_n[key] = self._guarantee(n)
+        return found
+
+    def _guarantee(self, n: int) -> Any:
         params = self.parameters(n)
         g = params.g
         if self.kind in ("dist-dp", "cdp", "ldp"):

@@ -108,3 +108,37 @@ def test_many_fresh_batches_compose_in_parallel():
     assert ledger.spent() == PureDP(0.5)
     with pytest.raises(BudgetExceeded):
         ledger.charge(PureDP(0.6), range(500, 1500))
+
+
+def test_covered_user_runs_match_a_set_oracle():
+    """The ledger's merged runs of charged users (with the append fast path for increasing
+    ranges) against a plain Python set, after every add, over 400 random operations mixing
+    contiguous and gapped increasing ranges, earlier ranges and id arrays."""
+    from accounting._ledger import _normalise_participants, _Runs
+
+    rng = np.random.default_rng(17)
+    runs, users, top = _Runs(), set(), 0
+    for _ in range(400):
+        kind = rng.integers(0, 4)
+        if kind == 0:  # continues the last run
+            part = range(top, top + int(rng.integers(1, 30)))
+        elif kind == 1:  # after a gap
+            start = top + int(rng.integers(1, 30))
+            part = range(start, start + int(rng.integers(1, 30)))
+        elif kind == 2:  # anywhere below
+            start = int(rng.integers(0, max(top, 1)))
+            part = range(start, start + int(rng.integers(1, 30)))
+        else:
+            part = np.unique(rng.integers(0, top + 50, size=int(rng.integers(1, 10))))
+        part = _normalise_participants(part)
+        ids = set(int(i) for i in part)
+        assert runs.disjoint(part) == (not (ids & users))
+        runs.add(part)
+        users |= ids
+        top = max(top, max(ids) + 1)
+        expected = sorted(users)
+        covered = set()
+        for a, b in zip(runs.starts.tolist(), runs.stops.tolist()):
+            covered |= set(range(a, b))
+        assert covered == set(expected)
+        assert np.all(runs.starts[1:] > runs.stops[:-1])  # merged: no touching or overlapping runs

@@ -186,23 +186,28 @@ def _clipped_gaussian_rounded_law(mu, sd, g, out):
     # ArmLaw.rounded_law for clip(N(mu, sd^2), 0, 1) in one pass over the g cells [j/g, (j+1)/g):
     # mass P_j from the smaller tail (relative accuracy far from mu), first moment
     # E[(x - j/g); cell] = (mu - j/g) P_j + sd (phi(z_j) - phi(z_j+1)); the clipped atoms at 0 and 1.
+    # tail(z) is the smaller of P[Z <= z] and P[Z > z]: one erfc per cell edge.
     inv_sqrt2 = 1.0 / math.sqrt(2.0)
     inv_sqrt2pi = 1.0 / math.sqrt(2.0 * math.pi)
     for j in range(g + 1):
         out[j] = 0.0
     z0 = (0.0 - mu) / sd
-    cdf0 = 0.5 * math.erfc(-z0 * inv_sqrt2)
-    sf0 = 0.5 * math.erfc(z0 * inv_sqrt2)
+    tail0 = 0.5 * math.erfc(abs(z0) * inv_sqrt2)
     pdf0 = math.exp(-0.5 * z0 * z0) * inv_sqrt2pi
+    cdf0 = tail0 if z0 <= 0.0 else 1.0 - tail0
     out[0] += cdf0  # x clipped to 0
     total = cdf0
     for j in range(g):
         a = j / g
         z1 = ((j + 1) / g - mu) / sd
-        cdf1 = 0.5 * math.erfc(-z1 * inv_sqrt2)
-        sf1 = 0.5 * math.erfc(z1 * inv_sqrt2)
+        tail1 = 0.5 * math.erfc(abs(z1) * inv_sqrt2)
         pdf1 = math.exp(-0.5 * z1 * z1) * inv_sqrt2pi
-        mass = sf0 - sf1 if z0 > 0.0 else cdf1 - cdf0
+        if z0 > 0.0:  # both edges above the mean: difference of upper tails
+            mass = tail0 - tail1
+        elif z1 <= 0.0:  # both below: difference of lower tails
+            mass = tail1 - tail0
+        else:  # the cell holds the mean
+            mass = 1.0 - tail0 - tail1
         if mass < 0.0:
             mass = 0.0
         moment = g * ((mu - a) * mass + sd * (pdf0 - pdf1))
@@ -213,9 +218,10 @@ def _clipped_gaussian_rounded_law(mu, sd, g, out):
         out[j] += mass - moment
         out[j + 1] += moment
         total += mass
-        z0, cdf0, sf0, pdf0 = z1, cdf1, sf1, pdf1
-    out[g] += sf0  # x clipped to 1 (z0 is now z at x = 1)
-    total += sf0
+        z0, tail0, pdf0 = z1, tail1, pdf1
+    sf = tail0 if z0 >= 0.0 else 1.0 - tail0  # P[x >= 1], z0 now at x = 1
+    out[g] += sf  # x clipped to 1
+    total += sf
     for j in range(g + 1):
         out[j] /= total
 

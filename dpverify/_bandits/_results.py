@@ -177,6 +177,29 @@ def _guarantee_dict(g: Any) -> dict:
         return {"type": "described", "text": str(g)}
 
 
+def _views(guarantee: Any) -> tuple[Any, Any, tuple[float, ...] | None]:
+    """(pure, zCDP, RDP at RDP_ORDERS) of one charged guarantee, each None where it has none;
+    memoised, since every seed of a sweep charges the same few guarantees."""
+    try:
+        return _views_cached(guarantee)
+    except TypeError:  # unhashable
+        return _compute_views(guarantee)
+
+
+def _compute_views(g: Any) -> tuple[Any, Any, tuple[float, ...] | None]:
+    import accounting as acc
+
+    pure = g.pure() if hasattr(g, "pure") and not isinstance(g, acc.PureDP) else g
+    zcdp = g if isinstance(g, acc.ZCDP) else (g.zcdp() if hasattr(g, "zcdp") and not isinstance(g, (acc.PureDP, acc.ApproxDP)) else None)
+    if isinstance(g, acc.ApproxDP):
+        return pure, zcdp, None
+    curve = g.to_rdp() if isinstance(g, (acc.PureDP, acc.ZCDP)) else g.rdp()
+    return pure, zcdp, tuple(curve(a) for a in RDP_ORDERS)
+
+
+_views_cached = functools.lru_cache(maxsize=1024)(_compute_views)
+
+
 @functools.lru_cache(maxsize=1024)
 def _routes(guarantee: Any, delta: float, multiplicity: int) -> Any:
     """Every seed's ledger summary asks for the same conversions: compute each once."""
@@ -203,30 +226,25 @@ def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int |
     spent = ledger.spent()
     charges = ledger.charges
     distinct: list = []
-    for c in charges:
-        if not any(c.guarantee is d or c.guarantee == d for d in distinct):
-            distinct.append(c.guarantee)
+    try:  # guarantees are frozen values: a dict keeps the first of each, in order
+        distinct = list(dict.fromkeys(c.guarantee for c in charges))
+    except TypeError:  # an unhashable one
+        for c in charges:
+            if not any(c.guarantee is d or c.guarantee == d for d in distinct):
+                distinct.append(c.guarantee)
     per_user: dict[str, Any] = {}
     # per-user multiplicity: the most charges any single user is touched by
-    multiplicity = _max_multiplicity(charges)
-    pures = [g.pure() if hasattr(g, "pure") and not isinstance(g, acc.PureDP) else g for g in distinct]
+    multiplicity = ledger.max_charges_per_user()
+    views = [_views(g) for g in distinct]
+    pures = [v[0] for v in views]
     if all(isinstance(p, acc.PureDP) for p in pures) and pures:
         per_user["pure"] = max(p.epsilon for p in pures) * multiplicity if multiplicity > 1 else max(p.epsilon for p in pures)
     else:
         per_user["pure"] = None
-    zs = []
-    for g in distinct:
-        z = g if isinstance(g, acc.ZCDP) else (g.zcdp() if hasattr(g, "zcdp") and not isinstance(g, (acc.PureDP, acc.ApproxDP)) else None)
-        zs.append(z)
+    zs = [v[1] for v in views]
     per_user["zcdp"] = (max(z.rho for z in zs) * multiplicity) if zs and all(z is not None for z in zs) else None
-    curves = []
-    for g in distinct:
-        if isinstance(g, acc.ApproxDP):
-            curves = []
-            break
-        curves.append(g.to_rdp() if isinstance(g, (acc.PureDP, acc.ZCDP)) else g.rdp())
-    if curves:
-        values = [max(c(a) for c in curves) * multiplicity for a in RDP_ORDERS]
+    if distinct and all(v[2] is not None for v in views):
+        values = [max(v[2][i] for v in views) * multiplicity for i in range(len(RDP_ORDERS))]
         per_user["rdp"] = {"orders": list(RDP_ORDERS), "epsilons": values, "note": "worst user's curve at these orders"}
         approx = []
         for g in distinct:
@@ -249,12 +267,3 @@ def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int |
         "bits_per_user": bits_per_user,
         "notes": notes,
     }
-
-
-def _max_multiplicity(charges: Sequence[Any]) -> int:
-    """The largest number of charges touching one user (1 for unique users)."""
-    from accounting._ledger import _user_groups
-
-    if not charges:
-        return 0
-    return max(sum(n for _, n in group) for group in _user_groups(list(charges)))
