@@ -19,7 +19,6 @@ sort the per-curve upper endpoints, so no operation can lower a bound.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from fractions import Fraction

@@ -30,7 +30,7 @@ from flint import arb
 from ._certified import exact
 from ._validation import AccountingError, check_integer
 
-__all__ = ["FinitePair", "IntegerPair"]
+__all__ = ["FinitePair", "IntegerPair", "ShiftPair"]
 
 NEG_INF = arb.neg_inf()
 
@@ -72,6 +72,38 @@ class IntegerPair(ABC):
             if half > 1 << 62:
                 raise ArithmeticError("could not find a window holding all but the requested mass")
 
+
+
+class ShiftPair(IntegerPair):
+    """P = a law on all of Z (noise), Q = P shifted by ``sensitivity``: the additive-noise pairs.
+
+    A subclass gives ``_log_pmf(x)`` (a ball containing log P(x)), ``_outside(lo, hi)`` (a ball
+    whose upper endpoint bounds P's mass outside [lo, hi]) and a ``sensitivity`` attribute; Q's
+    values are P's, shifted.
+    """
+
+    sensitivity: int
+
+    @abstractmethod
+    def _log_pmf(self, x: int) -> arb: ...
+
+    @abstractmethod
+    def _outside(self, lo: int, hi: int) -> arb: ...
+
+    def log_p(self, k: int) -> arb:
+        return self._log_pmf(int(k))
+
+    def log_q(self, k: int) -> arb:
+        return self._log_pmf(int(k) - self.sensitivity)
+
+    def tail_p(self, lo: int, hi: int) -> arb:
+        return self._outside(int(lo), int(hi))
+
+    def tail_q(self, lo: int, hi: int) -> arb:
+        return self._outside(int(lo) - self.sensitivity, int(hi) - self.sensitivity)
+
+    def support(self) -> tuple[None, None]:
+        return None, None
 
 
 @dataclass(frozen=True)

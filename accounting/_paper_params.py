@@ -20,11 +20,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from flint import arb
 
 from ._certified import exact, working_precision
 from ._validation import AccountingError, check_positive, check_positive_int, check_probability
+
+if TYPE_CHECKING:  # annotations only
+    from ._guarantees import RDP
 
 __all__ = [
     "DistributedParameters",
@@ -171,8 +175,6 @@ def theorem2_corrected_rdp(epsilon: float, s: float, n: int) -> "RDP":
     (``Skellam(mu, g).rdp()``) is the reference, and this equals that mechanism's
     ``closed_forms()["agarwal_2021_thm3.5"]``.
     """
-    import numpy as np
-
     from ._guarantees import RDP
 
     check_positive("epsilon", epsilon)

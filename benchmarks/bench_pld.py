@@ -17,7 +17,6 @@ import platform
 import sys
 import time
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 from flint import arb

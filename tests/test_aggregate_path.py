@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import accounting as acc
-from accounting._validation import AccountingError
 from dpverify import _protocol_kernels as pk
 from dpverify import _protocols as P
 from dpverify._bandits import RunConfig, run_seed

@@ -213,7 +213,6 @@ def test_heterogeneous_composition_on_a_common_lattice():
         return ctx.tanh(t / 2) * ctx.exp(-t * abs(x))
 
     eps = 0.8
-    e = ctx.exp(eps)
     xs = range(-700, 711)
     ys = range(-60, 62)
     p1 = {x: pmf(20, x) for x in xs}

@@ -36,7 +36,7 @@ from flint import arb
 
 from .._certified import exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP
-from .._pairs import IntegerPair
+from .._pairs import ShiftPair
 from ._base import (
     Mechanism,
     alpha_guard_bits,
@@ -82,7 +82,7 @@ def _gauss_upper_tail(s2: arb, t: int) -> arb:
 
 
 @dataclass(frozen=True)
-class DiscreteGaussianPair(IntegerPair):
+class DiscreteGaussianPair(ShiftPair):
     """P = N_Z(0, sigma^2), Q = N_Z(Delta, sigma^2), certified log-pmfs and tails."""
 
     sigma: float | int | Fraction
@@ -103,27 +103,12 @@ class DiscreteGaussianPair(IntegerPair):
     def _log_pmf(self, x: int) -> arb:
         return -(arb(x) * x) / (2 * self._s2()) - self._log_norm()
 
-    def log_p(self, k: int) -> arb:
-        return self._log_pmf(int(k))
-
-    def log_q(self, k: int) -> arb:
-        return self._log_pmf(int(k) - self.sensitivity)
-
     def _outside(self, lo: int, hi: int) -> arb:
         if lo > hi or hi + 1 < 1 or 1 - lo < 1:
             return arb(0).union(arb(1))
         s2 = self._s2()
         bound = (_gauss_upper_tail(s2, hi + 1) + _gauss_upper_tail(s2, 1 - lo)) / self._log_norm().exp()
         return nonneg_error(bound)
-
-    def tail_p(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo), int(hi))
-
-    def tail_q(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo) - self.sensitivity, int(hi) - self.sensitivity)
-
-    def support(self) -> tuple[None, None]:
-        return None, None
 
 
 @dataclass(frozen=True)

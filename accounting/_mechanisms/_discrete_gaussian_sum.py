@@ -43,7 +43,7 @@ from flint import arb, arb_poly, ctx
 
 from .._certified import DEFAULT_PRECISION, exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP
-from .._pairs import IntegerPair
+from .._pairs import ShiftPair
 from .._validation import AccountingError, check_positive_int
 from ._approx import logsumexp_rows, safe_approx
 from ._base import Mechanism, alpha_guard_bits, arb_to_fraction, check_scale, check_sensitivity_int, nonneg_error
@@ -212,7 +212,7 @@ def kls_2021_rho(n: int, sigma, delta) -> arb:
 
 
 @dataclass(frozen=True)
-class DiscreteGaussianSumPair(IntegerPair):
+class DiscreteGaussianSumPair(ShiftPair):
     """P = law of the sum of n iid N_Z(0, sigma^2), Q = P shifted by Delta (exact route only)."""
 
     n: int
@@ -226,12 +226,6 @@ class DiscreteGaussianSumPair(IntegerPair):
         sg = exact(self.sigma)
         return self._table().log_r[k % self.n] - arb(k) * k / (2 * self.n * sg * sg)
 
-    def log_p(self, k: int) -> arb:
-        return self._log_pmf(int(k))
-
-    def log_q(self, k: int) -> arb:
-        return self._log_pmf(int(k) - self.sensitivity)
-
     def _outside(self, lo: int, hi: int) -> arb:
         if lo > hi or hi + 1 < 1 or 1 - lo < 1:
             return arb(0).union(arb(1))
@@ -239,15 +233,6 @@ class DiscreteGaussianSumPair(IntegerPair):
         v = 2 * self.n * sg * sg
         bound = (-(arb(hi + 1) ** 2) / v).exp() + (-(arb(1 - lo) ** 2) / v).exp()
         return nonneg_error(bound)
-
-    def tail_p(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo), int(hi))
-
-    def tail_q(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo) - self.sensitivity, int(hi) - self.sensitivity)
-
-    def support(self) -> tuple[None, None]:
-        return None, None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from flint import arb
 
 from .._certified import exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP, PureDP
-from .._pairs import IntegerPair
+from .._pairs import ShiftPair
 from .._validation import AccountingError, check_positive_int
 from ._approx import safe_approx
 from ._base import (
@@ -64,7 +64,7 @@ def _upper_tail(t: arb, k: int) -> arb:
 
 
 @dataclass(frozen=True)
-class DiscreteLaplacePair(IntegerPair):
+class DiscreteLaplacePair(ShiftPair):
     """P = Lap_Z(scale), Q = Lap_Z(scale) + sensitivity: the worst-case neighbouring outputs.
 
     log-pmfs are exact closed forms evaluated in Arb; tails are exact (geometric series), so the
@@ -85,26 +85,11 @@ class DiscreteLaplacePair(IntegerPair):
         t = self._t()
         return (t / 2).tanh().log() - t * abs(int(x))
 
-    def log_p(self, k: int) -> arb:
-        return self._log_pmf(k)
-
-    def log_q(self, k: int) -> arb:
-        return self._log_pmf(k - self.sensitivity)
-
     def _outside(self, lo: int, hi: int) -> arb:
         if lo > hi:
             return arb(1)
         t = self._t()
         return _upper_tail(t, hi + 1) + _upper_tail(t, 1 - lo)
-
-    def tail_p(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo), int(hi))
-
-    def tail_q(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo) - self.sensitivity, int(hi) - self.sensitivity)
-
-    def support(self) -> tuple[None, None]:
-        return None, None
 
 
 def discrete_laplace_rdp_ball(scale, sensitivity: int, alpha: arb) -> arb:

@@ -147,7 +147,7 @@ from flint import arb, ctx
 
 from .._certified import exact
 from .._guarantees import RDP
-from .._pairs import IntegerPair
+from .._pairs import ShiftPair
 from .._validation import AccountingError
 from ._approx import logsumexp_rows, safe_approx
 from ._base import Mechanism, alpha_guard_bits, check_scale, check_sensitivity_int, nonneg_error
@@ -916,7 +916,7 @@ def agarwal_bound_ball(mu, d1, d2, alpha: arb) -> arb:
 
 
 @dataclass(frozen=True)
-class SkellamPair(IntegerPair):
+class SkellamPair(ShiftPair):
     """P = Sk(0, mu), Q = Sk(Delta, mu): certified log-pmfs (Arb Bessel), Chernoff tails."""
 
     variance: float | int | Fraction
@@ -929,27 +929,12 @@ class SkellamPair(IntegerPair):
     def _log_pmf(self, x: int) -> arb:
         return exact(self.variance).bessel_i(abs(int(x)), scaled=True).log()
 
-    def log_p(self, k: int) -> arb:
-        return self._log_pmf(k)
-
-    def log_q(self, k: int) -> arb:
-        return self._log_pmf(int(k) - self.sensitivity)
-
     def _outside(self, lo: int, hi: int) -> arb:
         if lo > hi or hi + 1 < 1 or 1 - lo < 1:
             return arb(0).union(arb(1))
         m = exact(self.variance)
         bound = _chernoff_log_tail(m, hi + 1).exp() + _chernoff_log_tail(m, 1 - lo).exp()
         return nonneg_error(bound)
-
-    def tail_p(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo), int(hi))
-
-    def tail_q(self, lo: int, hi: int) -> arb:
-        return self._outside(int(lo) - self.sensitivity, int(hi) - self.sensitivity)
-
-    def support(self) -> tuple[None, None]:
-        return None, None
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,8 @@ the whole run and the per-batch privacy parameter is calibrated to it, either ex
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any
-
-import numpy as np
 
 import accounting as acc
 from accounting._validation import AccountingError

@@ -87,7 +87,7 @@ def _register(table: dict, spec: Any, kind: str, replace: bool) -> None:
     if not isinstance(name, str) or not name or name != name.lower() or " " in name:
         raise AccountingError(f"{kind} name", name, "a non-empty lower-case name with dashes")
     if name in table and not replace and table[name] != spec:
-        raise AccountingError(f"{kind} name", name, f"a name not already registered (pass replace=True to override)")
+        raise AccountingError(f"{kind} name", name, "a name not already registered (pass replace=True to override)")
     table[name] = spec
 
 

@@ -9,12 +9,11 @@ result depends only on the seed, never on the number or kind of workers.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
 
 import numpy as np
 

@@ -17,10 +17,8 @@ workers. Each task returns a compact summary (regret at checkpoints, communicati
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import asdict
 from typing import Any, Callable
 
 import numpy as np

@@ -30,7 +30,6 @@ Instances:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any

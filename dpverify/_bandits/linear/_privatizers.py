@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from flint import arb
 
-from accounting import Calibration, Ledger, calibrate
+from accounting import Calibration, calibrate
 from accounting._certified import exact, upper_float, working_precision
 from accounting._validation import AccountingError, check_positive, check_probability
 
