@@ -214,6 +214,42 @@ def test_regret_is_sublinear(algorithm):
         assert res.ledger["per_user"]["pure"] == pytest.approx(2.0, rel=1e-12)
 
 
+@pytest.mark.parametrize("algorithm,path", [("dist-rdp-se", "aggregate"), ("dist-cdp-se", "per-user")])
+def test_scaled_protocols_regret_is_sublinear_and_ledger_is_the_accountants(algorithm, path):
+    """Dist-RDP-SE (Theorem 2) and Dist-CDP-SE (Theorem 4), s = 10, easy, eps = 2, T = 2^17, 3
+    seeds: Reg(T)/T below Reg(T/16)/(T/16), and the run's per-user guarantee equals the
+    accountant's, recomputed here from Theorem 2/4's parameters for every batch size the run
+    released: the worst (eps, delta) of Skellam(g^2/eps^2, g) at delta = 1e-6 (RDP), the worst
+    rho of the sum of n discrete Gaussians (zCDP). A ledger that charged the wrong n, or a
+    protocol with the wrong g, would disagree."""
+    from fractions import Fraction
+
+    from dpverify._mechanisms import sigma_at_most
+
+    T, eps = 2**17, 2.0
+    res = run(RunConfig(algorithm, "easy", T, epsilon=eps, seeds=3, seed=4, path=path))
+    t, m = np.array(res.times), np.array(res.mean_regret)
+    i = int(np.searchsorted(t, 2**13))
+    assert m[-1] / t[-1] < m[i] / t[i]
+    sizes = sorted({n for run_ in res.per_run for n in (2**b for b in range(1, run_["batches"]))})
+    tau_p = 1.0 / T  # the default tau rule, "theorem"
+    if algorithm == "dist-rdp-se":
+        worst = 0.0
+        for n in sizes:
+            g = acc.theorem2_parameters(Fraction(2), 10.0, n, tau_p).g
+            mech = acc.Skellam(variance=Fraction(g * g, 4), l1_sensitivity=g)
+            worst = max(worst, acc.epsilon_routes(mech, 1e-6, include_pld=False).epsilon)
+        assert res.ledger["per_user"]["approx"]["epsilon"] == pytest.approx(worst, rel=1e-12)
+    else:
+        worst = 0.0
+        for n in sizes:
+            g = acc.theorem4_parameters(Fraction(2), 10.0, n, tau_p).g
+            sigma = sigma_at_most(Fraction(g * g, 4 * n))
+            worst = max(worst, acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g).zcdp().rho)
+        assert res.ledger["per_user"]["zcdp"] == pytest.approx(worst, rel=1e-12)
+        assert worst <= eps**2 / 2 * (1 + 1e-9)  # Theorem 4's rho = eps^2/2, up to sigma's round-down
+
+
 # ---- UCB kernel against a naive twin ------------------------------------------------------------
 
 
