@@ -207,14 +207,21 @@ def _encode(x: object, g: int) -> np.ndarray:
     return out
 
 
-def _noise_params(noise: object, eps: object, g: int, n: int):
-    """Kernel arguments (kind, r, beta, half_mu, p, q, t, ymax) of the per-user noise."""
+def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = None):
+    """Kernel arguments (kind, r, beta, half_mu, p, q, t, ymax) of the per-user noise.
+
+    ``sigma2`` (discrete Gaussian only) gives the per-user variance directly, instead of
+    g^2/(n eps^2): a protocol whose exact variance the sampler cannot take passes the nearest
+    larger one it can (``DistributedProtocol`` for Theorem 4)."""
     if noise not in _KIND_CODE:
         raise AccountingError("noise", noise, f"one of {NOISE_KINDS}")
     kind = _KIND_CODE[noise]  # type: ignore[index]
     # placeholders for the unused parameters; beta = 1/2 keeps the (unused) Polya constants finite
     r, beta, half_mu, p, q, t, ymax = 1.0, 0.5, 0.0, 1, 1, 1, 0
     if kind == 0:
+        return kind, r, beta, half_mu, p, q, t, ymax
+    if kind == 3 and sigma2 is not None:
+        p, q, t, ymax = discrete_gaussian_range(sigma2)
         return kind, r, beta, half_mu, p, q, t, ymax
     if eps is None:
         raise AccountingError("eps", eps, f"a privacy parameter eps > 0 (required for noise={noise!r})")
@@ -253,15 +260,16 @@ def _protocol_args(x, g, m):
 # ------------------------------------------------------------------------------------------------
 
 
-def randomize(rng: np.random.Generator, x, g: int, m: int, noise: str = "none", *, eps=None) -> np.ndarray:
+def randomize(rng: np.random.Generator, x, g: int, m: int, noise: str = "none", *, eps=None, sigma2=None) -> np.ndarray:
     """R applied to every user: y_i = (xhat_i + eta_i) mod m, an int64 array of length n = len(x).
 
     ``noise`` picks eta by theorem ("polya": gamma+ - gamma-, Polya(1/n, e^{-eps/g}); "skellam":
-    Sk(0, g^2/(n eps^2)); "discrete_gaussian": N_Z(0, g^2/(n eps^2)) with eps rational; "none").
+    Sk(0, g^2/(n eps^2)); "discrete_gaussian": N_Z(0, g^2/(n eps^2)) with eps rational, or
+    N_Z(0, sigma2) if ``sigma2`` is given; "none").
     """
     _check_rng(rng)
     g, m, xg = _protocol_args(x, g, m)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2)
     out = np.empty(xg.size, dtype=np.int64)
     _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
@@ -301,13 +309,14 @@ def analyze(yhat, n: int, g: int, m: int, tau: int, *, underflow_correction: boo
     return z.item() if z.ndim == 0 else z
 
 
-def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None) -> np.ndarray:
+def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None, sigma2=None) -> np.ndarray:
     """The server's view yhat = S(R(x_1), ..., R(x_n)) of ``reps`` independent runs, per user
-    (every user's rounding and noise drawn, reduced mod m as it goes). int64 array of length reps."""
+    (every user's rounding and noise drawn, reduced mod m as it goes). int64 array of length reps.
+    ``eps``/``sigma2``: as for :func:`randomize`."""
     _check_rng(rng)
     g, m, xg = _protocol_args(x, g, m)
     reps = _check_int("reps", reps, 0, _MAX_M)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2)
     out = np.empty(reps, dtype=np.int64)
     _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out

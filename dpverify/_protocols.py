@@ -146,7 +146,13 @@ class DistributedProtocol(BatchProtocol):
             return BatchParameters(n, d.g, d.tau, d.m, d.noise)
         if self.kind == "dist-cdp":
             d = acc.theorem4_parameters(self.epsilon, self.s, n, p_tau)
-            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            noise = _sampler_variance_at_least(d.noise)
+            if noise == d.noise:
+                return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            # tau bounds (g/eps) sqrt(2 log(2/p)) = sqrt(2 n v log(2/p)); with v' = v (1 + r) the
+            # bound grows by sqrt(1 + r) <= 1 + r, so tau + ceil(tau r) covers it
+            tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
+            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
         # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
         d = acc.theorem1_parameters(self.epsilon, n, p_tau)
         b = float(d.noise)
@@ -188,7 +194,10 @@ class DistributedProtocol(BatchProtocol):
         if self.kind == "dist-rdp":
             return rounding + 2 / eps, math.sqrt(2) / g
         if self.kind == "dist-cdp":
-            return rounding + math.sqrt(2) / eps, 0.0
+            # sqrt(2)/eps for the theorem's variance g^2/(n eps^2); scaled if the sampler's is larger
+            theorem = Fraction(g * g) / (n * Fraction(self.epsilon) ** 2)
+            scale = 1.0 if params.noise == theorem else math.sqrt(float(params.noise / theorem))
+            return rounding + math.sqrt(2) / eps * scale, 0.0
         b = float(params.noise)
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
@@ -215,6 +224,8 @@ class DistributedProtocol(BatchProtocol):
                 if self.kind == "dist-dp":
                     return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=params.noise)
                 return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.noise))
+            if self.kind == "dist-cdp":
+                return pk.server_views(rng, x, params.g, params.m, reps, "discrete_gaussian", sigma2=params.noise)
             return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self.epsilon)
         if self.kind == "cdp":
             if path == "aggregate":
@@ -288,6 +299,30 @@ class DistributedProtocol(BatchProtocol):
             "ldp": "LDP-SE protocol (Theorem 6, local discrete Laplace)",
         }
         return f"{names[self.kind]}, eps={float(self.epsilon):g}, p={float(self.p):g}"
+
+
+def _sampler_variance_at_least(variance: Fraction) -> Fraction:
+    """``variance`` if the exact discrete Gaussian sampler takes it (int64 range, truncation below
+    2^-100), else the least k/2^j >= variance it takes, j as large as possible.
+
+    Theorem 4's per-user variance g^2/(n eps^2) can have a numerator or denominator too large for
+    the sampler's exact integer arithmetic (e.g. eps = 0.2499); rounding it *up* adds noise, and
+    the protocol then samples, accounts (``guarantee``) and bounds (``assumption1``, tau) with the
+    rounded value, so the three stay consistent.
+    """
+    try:
+        _samplers.discrete_gaussian_range(variance)
+        return variance
+    except AccountingError:
+        pass
+    for j in range(62, -1, -1):
+        candidate = Fraction(math.ceil(variance * 2**j), 2**j)
+        try:
+            _samplers.discrete_gaussian_range(candidate)
+            return candidate
+        except AccountingError:
+            continue
+    raise AccountingError("noise", variance, "a per-user variance the exact discrete Gaussian sampler can take (at most ~1.7e8)")
 
 
 @functools.lru_cache(maxsize=4096)

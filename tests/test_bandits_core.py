@@ -250,6 +250,40 @@ def test_scaled_protocols_regret_is_sublinear_and_ledger_is_the_accountants(algo
         assert worst <= eps**2 / 2 * (1 + 1e-9)  # Theorem 4's rho = eps^2/2, up to sigma's round-down
 
 
+def test_dist_cdp_variance_beyond_the_sampler_is_rounded_up_everywhere():
+    """Theorem 4 at eps = 0.2499: the per-user variance g^2/(n eps^2) is outside the exact
+    sampler's integer range, so the protocol rounds it up (by < 1e-8 relative) and uses the
+    rounded value for sampling, the guarantee, Assumption 1 and tau alike; a representable
+    variance (eps = 0.5) is kept exactly. Deterministic."""
+    from fractions import Fraction
+
+    from dpverify import _protocols as P
+    from dpverify._mechanisms import sigma_at_most
+    from dpverify._samplers import discrete_gaussian_range
+
+    proto = P.dist_cdp_protocol(Fraction(2499, 10000), 10.0, 0.1)
+    for n in (2, 1024, 2**16):
+        theorem = acc.theorem4_parameters(Fraction(2499, 10000), 10.0, n, 0.1)
+        params = proto.parameters(n)
+        assert params.noise > theorem.noise and params.noise / theorem.noise - 1 < 1e-8
+        discrete_gaussian_range(params.noise)  # accepted (raises otherwise)
+        with pytest.raises(ValueError):
+            discrete_gaussian_range(theorem.noise)
+        assert params.tau > theorem.tau and params.m == n * params.g + 2 * params.tau + 1
+        assert proto.guarantee(n).sigma == sigma_at_most(params.noise)
+        assert proto.assumption1(n, 0.1)[0] > math.sqrt(n / 2) / params.g + math.sqrt(2) / 0.2499
+    exact = P.dist_cdp_protocol(Fraction(1, 2), 10.0, 0.1)
+    assert exact.parameters(1024).noise == acc.theorem4_parameters(Fraction(1, 2), 10.0, 1024, 0.1).noise
+
+
+@pytest.mark.slow
+def test_dist_cdp_se_with_returning_users_runs_within_budget():
+    """Returning users with Dist-CDP-SE (which failed before: the calibrated eps gave a variance
+    the sampler refused). ~2 min: the calibration composes exact discrete-Gaussian-sum curves."""
+    res = run(RunConfig("dist-cdp-se", "easy", 2**15, epsilon=0.5, seeds=1, seed=2, population=2**14, max_returns=4))
+    assert 0 < res.ledger["per_user"]["approx"]["epsilon"] <= 0.5
+
+
 # ---- UCB kernel against a naive twin ------------------------------------------------------------
 
 
