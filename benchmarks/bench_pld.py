@@ -16,58 +16,17 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
 
 import numpy as np
-from flint import arb
 from scipy import stats
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from accounting._mechanisms._discrete_laplace import DiscreteLaplace  # noqa: E402
-from accounting._pairs import IntegerPair  # noqa: E402
+from accounting._mechanisms._skellam import SkellamPair  # noqa: E402
 from accounting._pld import PrivacyLossDistribution  # noqa: E402
 
 DELTA = 1e-5
-
-
-@dataclass(frozen=True)
-class SkellamPair(IntegerPair):
-    """Sk(mu/2, mu/2) (variance mu) vs its shift by Delta. Stand-in until accounting's Skellam
-    mechanism exposes output_pair(): log-pmf -mu + log I_|k|(mu) in Arb; Chernoff tails
-    P[X >= t] <= exp(-s t + mu (cosh s - 1)), s = asinh(t / mu)."""
-
-    variance: int
-    sensitivity: int = 1
-
-    def _log(self, k: int) -> arb:
-        mu = arb(self.variance)
-        return -mu + mu.bessel_i(arb(abs(k))).log()
-
-    def log_p(self, k):
-        return self._log(k)
-
-    def log_q(self, k):
-        return self._log(k - self.sensitivity)
-
-    def _chernoff(self, t: int) -> arb:
-        if t <= 0:
-            return arb(1)
-        mu = arb(self.variance)
-        s = (arb(t) / mu).asinh()
-        return (-s * t + mu * (s.cosh() - 1)).exp()
-
-    def _outside(self, lo, hi):
-        return self._chernoff(hi + 1) + self._chernoff(1 - lo)
-
-    def tail_p(self, lo, hi):
-        return self._outside(lo, hi)
-
-    def tail_q(self, lo, hi):
-        return self._outside(lo - self.sensitivity, hi - self.sensitivity)
-
-    def support(self):
-        return None, None
 
 
 def ours(subject, k: int, **kwargs) -> dict:

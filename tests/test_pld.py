@@ -12,6 +12,7 @@ from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accounting._mechanisms._skellam import SkellamPair
 from accounting._pairs import FinitePair, IntegerPair
 from accounting._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
 
@@ -46,43 +47,6 @@ class DLPair(IntegerPair):
 
     def _outside(self, lo, hi):
         return self._up(max(1, hi + 1)) + self._up(max(1, 1 - lo))
-
-    def tail_p(self, lo, hi):
-        return self._outside(lo, hi)
-
-    def tail_q(self, lo, hi):
-        return self._outside(lo - self.sensitivity, hi - self.sensitivity)
-
-    def support(self):
-        return None, None
-
-
-@dataclass(frozen=True)
-class SkellamPair(IntegerPair):
-    """Sk(mu/2, mu/2) (variance mu) vs its shift by Delta; Chernoff tails."""
-
-    variance: int
-    sensitivity: int = 1
-
-    def _log(self, k: int) -> arb:
-        mu = arb(self.variance)
-        return -mu + mu.bessel_i(arb(abs(k))).log()
-
-    def log_p(self, k):
-        return self._log(k)
-
-    def log_q(self, k):
-        return self._log(k - self.sensitivity)
-
-    def _chernoff(self, t: int) -> arb:
-        if t <= 0:
-            return arb(1)
-        mu = arb(self.variance)
-        s = (arb(t) / mu).asinh()
-        return (-s * t + mu * (s.cosh() - 1)).exp()
-
-    def _outside(self, lo, hi):
-        return self._chernoff(hi + 1) + self._chernoff(1 - lo)
 
     def tail_p(self, lo, hi):
         return self._outside(lo, hi)
