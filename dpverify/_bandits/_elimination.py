@@ -28,6 +28,7 @@ w_e = sqrt(ln(8|S|e^2/p)/(2 R_e)) + ln(4|S|e^2/p)/(eps R_e), the same eliminatio
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -139,21 +140,22 @@ class Recorder:
     """Regret at the checkpoints, from the segments (arm, n) pulled in order (trusted bookkeeping)."""
 
     def __init__(self, gaps: np.ndarray, best_mean: float, times: np.ndarray, realised: bool) -> None:
-        self._gaps = gaps
+        self._gaps = gaps.tolist()  # Python floats: one segment per release, scalar work only
         self._best = best_mean
         self.times = times
+        self._times = times.tolist()
         self.values = np.zeros(times.size)
         self.realised = realised
         self._t = 0
         self._regret = 0.0  # pseudo-regret, or t mu* - sum of rewards if realised
         self._next = 0
-        self.pulls = np.zeros(gaps.size, dtype=np.int64)
+        self.pulls = np.zeros(len(self._gaps), dtype=np.int64)
 
     def segment(self, arm: int, n: int, rewards: np.ndarray | None) -> None:
         """Record n pulls of ``arm``; ``rewards`` (the n rewards) are needed for realised regret only."""
         end = self._t + n
         lo = self._next
-        hi = int(np.searchsorted(self.times, end, side="right"))
+        hi = bisect.bisect_right(self._times, end, lo)
         if hi > lo:
             offsets = self.times[lo:hi] - self._t  # pulls into this segment, 1..n
             if self.realised:

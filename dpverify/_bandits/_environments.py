@@ -290,7 +290,7 @@ class RewardStreams:
 
     def __init__(self, instance: BanditInstance, seed: np.random.SeedSequence) -> None:
         self._instance = instance
-        self._laws: dict[tuple[int, int], np.ndarray] = {}
+        self._laws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._rngs = [np.random.Generator(np.random.PCG64(s)) for s in children(seed, instance.k)]
         self._drawn = np.zeros(instance.k, dtype=np.int64)
 
@@ -308,12 +308,12 @@ class RewardStreams:
         the aggregate path, not between the aggregate and the per-user path.
         """
         key = (arm, g)
-        law = self._laws.get(key)
-        if law is None:
-            law = self._laws[key] = self._instance.arms[arm].rounded_law(g)
+        found = self._laws.get(key)
+        if found is None:
+            found = self._laws[key] = (self._instance.arms[arm].rounded_law(g), np.arange(g + 1, dtype=np.int64))
+        law, values = found
         self._drawn[arm] += n
-        counts = self._rngs[arm].multinomial(n, law)
-        return int(counts @ np.arange(g + 1, dtype=np.int64))
+        return int(self._rngs[arm].multinomial(n, law) @ values)
 
     @property
     def drawn(self) -> np.ndarray:
