@@ -159,6 +159,8 @@ class Ledger:
         self._covered = _Runs()
         self._charged_everyone = False
         self._all_fresh = True  # every charge so far met fresh users (then each user has one charge)
+        # guarantee objects already checked, with their spend alone once known: {id: (object, spend or None)}
+        self._by_object: dict[int, tuple[Any, float | None]] = {}
 
     # ---- public API --------------------------------------------------------------------------
 
@@ -173,7 +175,7 @@ class Ledger:
     def charge(self, guarantee: Any, participants: Any = None, *, label: str = "") -> None:
         """Record a release touching ``participants``; raise BudgetExceeded (and record nothing) if over."""
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
-        self._check_compatible(entry.guarantee)
+        self._check_known(entry.guarantee)
         fresh = self._is_fresh(entry)
         prospective = self._prospective(entry, fresh)
         if not self._within(prospective):
@@ -192,7 +194,7 @@ class Ledger:
     def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
         """Would this charge fit in the remaining budget? (Records nothing.)"""
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants))
-        self._check_compatible(entry.guarantee)
+        self._check_known(entry.guarantee)
         return self._within(self._prospective(entry, self._is_fresh(entry)))
 
     def max_charges_per_user(self) -> int:
@@ -214,7 +216,13 @@ class Ledger:
     def _prospective(self, entry: Charge, fresh: bool) -> float:
         """The worst user's spend if ``entry`` were recorded (``fresh``: see :meth:`_is_fresh`)."""
         if fresh:
-            alone = self._compose([entry], ((0, 1),))
+            g = entry.guarantee
+            known = self._by_object.get(id(g))
+            if known is not None and known[0] is g and known[1] is not None:
+                alone = known[1]
+            else:
+                alone = self._compose([entry], ((0, 1),))
+                self._by_object[id(g)] = (g, alone)
             return alone if self._worst is None else max(self._worst, alone)
         return self._spend(self._charges + [entry])
 
@@ -270,6 +278,14 @@ class Ledger:
         return f"Ledger(budget={self._budget!s}, charges={len(self._charges)}, spent={_fmt(self.spent())})"
 
     # ---- internals ---------------------------------------------------------------------------
+
+    def _check_known(self, guarantee: Any) -> None:
+        """:meth:`_check_compatible`, once per guarantee object: a run charges the same few objects
+        over and over. Keyed by identity; the entry holds the object, so its id cannot be reused."""
+        known = self._by_object.get(id(guarantee))
+        if known is None or known[0] is not guarantee:
+            self._check_compatible(guarantee)
+            self._by_object[id(guarantee)] = (guarantee, None)
 
     def _check_compatible(self, guarantee: Any) -> None:
         if isinstance(self._budget, PureDP):

@@ -377,6 +377,30 @@ def aggregate_views_of_sum(rng: np.random.Generator, xhat_sum: int, m: int, reps
 
 _NO_FRACTIONS = np.empty(0, dtype=np.float64)
 
+#: the compiled entry point of _aggregate_views for the argument types of draw_summed_noise
+_ENTRY: list = []
+
+
+def draw_summed_noise(rng: np.random.Generator, xhat_sum: int, m: int, kind: int, s: int, t: int, half_mu: float, out: np.ndarray) -> int:
+    """One view (xhat_sum + Z) mod m, arguments already validated (see :func:`aggregate_views_of_sum`).
+
+    The bandit runner's aggregate path calls this once per release; numba's per-call type dispatch
+    on a ``Generator`` argument costs about as much as the draw itself, so after the first call
+    the compiled entry point for these argument types is called directly. The dispatcher is used
+    whenever that entry point is not available: the draws are the same either way (tested).
+    """
+    if _ENTRY:
+        _ENTRY[0](rng, xhat_sum, _NO_FRACTIONS, m, kind, s, t, half_mu, out)
+        return int(out[0])
+    args = (rng, xhat_sum, _NO_FRACTIONS, m, kind, s, t, half_mu, out)
+    _aggregate_views(*args)
+    try:
+        key = tuple(_aggregate_views.typeof_pyval(a) for a in args)
+        _ENTRY.append(_aggregate_views.overloads[key].entry_point)
+    except (AttributeError, KeyError, TypeError):  # another numba: keep the dispatcher
+        _ENTRY.append(_aggregate_views)
+    return int(out[0])
+
 
 def _total_noise_args(total_noise: str, scale, variance) -> tuple[int, int, int, float]:
     """Kernel arguments (kind, s, t, half_mu) of the one-draw summed noise."""

@@ -259,23 +259,21 @@ class DistributedProtocol(BatchProtocol):
     def estimate_from_rounded_sum(self, xhat_sum: int, n: int, rng: np.random.Generator) -> float:
         """A((sum_i xhat_i + Z) mod m) with Z the summed noise drawn once: the same law as
         :meth:`estimate_sum` on the aggregate path, given the users' rounded sum (tested)."""
-        if self.aggregate_resolution(n) is None:
-            return super().estimate_from_rounded_sum(xhat_sum, n, rng)
         key = ("aggregate", n)
         args = self._by_n.get(key)
         if args is None:  # validated once per batch size, by the kernels' own checks
+            if self.aggregate_resolution(n) is None:
+                return super().estimate_from_rounded_sum(xhat_sum, n, rng)
             params = self.parameters(n)
             if self.kind == "dist-rdp":
                 kind, s, t, half_mu = pk._total_noise_args("skellam", None, float(params.noise))
             else:
                 kind, s, t, half_mu = pk._total_noise_args("discrete_laplace", params.noise, None)
-            args = self._by_n[key] = (params.m, kind, s, t, half_mu, params.g, n * params.g + params.tau)
+            args = self._by_n[key] = (params.m, int(kind), int(s), int(t), float(half_mu), params.g, n * params.g + params.tau)
         m, kind, s, t, half_mu, g, wrap_above = args
         if not 0 <= xhat_sum < m:
             raise AccountingError("xhat_sum", xhat_sum, f"an integer in [0, m) = [0, {m})")
-        out = np.empty(1, dtype=np.int64)
-        pk._aggregate_views(rng, xhat_sum, pk._NO_FRACTIONS, m, kind, s, t, half_mu, out)
-        view = int(out[0])
+        view = pk.draw_summed_noise(rng, int(xhat_sum), m, kind, s, t, half_mu, np.empty(1, dtype=np.int64))
         # the analyzer A (as pk.analyze): a view above n g + tau is a negative total wrapped mod m
         if self.underflow_correction and view > wrap_above:
             view -= m

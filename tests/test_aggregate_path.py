@@ -192,3 +192,17 @@ def test_realised_regret_on_aggregate_path_draws_rewards():
     """Realised regret needs every reward: the aggregate path then draws them (still one noise draw)."""
     rec = run_seed(RunConfig("dist-dp-se", "easy", 5000, epsilon=1.0, path="aggregate", realised=True), 0)
     assert np.all(np.isfinite(rec.regret)) and rec.ledger["path"] == "aggregate"
+
+
+def test_direct_entry_point_draws_what_the_dispatcher_draws():
+    """draw_summed_noise calls numba's compiled entry point after its first call: the same views
+    as the dispatcher from the same stream (deterministic, 200 draws of each noise kind)."""
+    for kind, s, t, half_mu in ((1, 3, 17, 0.0), (2, 1, 1, 1234.5)):
+        a, b = np.random.default_rng(8), np.random.default_rng(8)
+        out = np.empty(1, dtype=np.int64)
+        fast = [pk.draw_summed_noise(a, 77, 100_003, kind, s, t, half_mu, out) for _ in range(200)]
+        slow = []
+        for _ in range(200):
+            pk._aggregate_views(b, 77, pk._NO_FRACTIONS, 100_003, kind, s, t, half_mu, out)
+            slow.append(int(out[0]))
+        assert fast == slow and len(set(fast)) > 20
