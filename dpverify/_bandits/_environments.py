@@ -25,6 +25,7 @@ Instances (FORMULAS.md A and B, data/README.md):
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -251,9 +252,13 @@ class BanditInstance:
     def k(self) -> int:
         return len(self.arms)
 
+    @functools.cached_property
+    def _exact_means(self) -> np.ndarray:
+        return np.array([arm.mean for arm in self.arms])  # each a closed form with ndtr: computed once
+
     @property
     def means(self) -> np.ndarray:
-        return np.array([arm.mean for arm in self.arms])
+        return self._exact_means.copy()
 
     @property
     def gaps(self) -> np.ndarray:
