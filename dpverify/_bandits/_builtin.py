@@ -30,35 +30,28 @@ from ._ucb import UCB_ALGORITHMS, UCBSetup, run_ucb
 
 __all__ = ["SE_PROTOCOLS", "make_protocol", "run_budget"]
 
-#: Algorithm 1 variants -> protocol builder name in dpverify._protocols
+#: Algorithm 1 variants -> the protocol kind of dpverify._protocols.DistributedProtocol
 SE_PROTOCOLS = {
-    "dist-dp-se": "dist_dp_protocol",
-    "dist-rdp-se": "dist_rdp_protocol",
-    "dist-cdp-se": "dist_cdp_protocol",
-    "cdp-se": "central_dp_protocol",
-    "ldp-se": "local_dp_protocol",
+    "dist-dp-se": "dist-dp",  # Theorem 1
+    "dist-rdp-se": "dist-rdp",  # Theorem 2 (scale s)
+    "dist-cdp-se": "dist-cdp",  # Theorem 4 (scale s)
+    "cdp-se": "cdp",  # Theorem 5
+    "ldp-se": "ldp",  # Theorem 6
 }
 
 
 def make_protocol(algorithm: str, epsilon: float, *, s: float, p: float, tau_p: float) -> Any:
-    """The protocol of an Algorithm 1 variant, from the lead's builders (``dpverify._protocols``)."""
+    """The protocol of an Algorithm 1 variant (``dpverify._protocols.DistributedProtocol`` of its kind)."""
     from fractions import Fraction
 
-    from .. import _protocols as P
+    from .._protocols import DistributedProtocol
 
-    # eps as the decimal the user typed (0.1 -> 1/10), not the binary float 0.1000000000000000055...:
-    # the exact parameters (g, tau, noise scale g/eps) stay small rationals the samplers accept.
-    epsilon = Fraction(repr(float(epsilon)))
-    if algorithm == "dist-dp-se":
-        return P.dist_dp_protocol(epsilon, p, tau_p=tau_p)
-    if algorithm == "dist-rdp-se":
-        return P.dist_rdp_protocol(epsilon, s, p, tau_p=tau_p)
-    if algorithm == "dist-cdp-se":
-        return P.dist_cdp_protocol(epsilon, s, p, tau_p=tau_p)
-    if algorithm == "cdp-se":
-        return P.central_dp_protocol(epsilon, p, tau_p=tau_p)
-    if algorithm == "ldp-se":
-        return P.local_dp_protocol(epsilon, p, tau_p=tau_p)
+    kind = SE_PROTOCOLS.get(algorithm)
+    if kind is not None:
+        # eps as the decimal the user typed (0.1 -> 1/10), not the binary float 0.1000000000000000055...:
+        # the exact parameters (g, tau, noise scale g/eps) stay small rationals the samplers accept.
+        epsilon = Fraction(repr(float(epsilon)))
+        return DistributedProtocol(kind, epsilon, p, s if kind in ("dist-rdp", "dist-cdp") else 1.0, tau_p)
     raise AccountingError("algorithm", algorithm, f"one of {tuple(SE_PROTOCOLS)}")
 
 
