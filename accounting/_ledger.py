@@ -151,7 +151,6 @@ class Ledger:
         self._budget = budget
         self._charges: list[Charge] = []
         self.name = name
-        self._cache: dict[tuple, Any] = {}
         # The worst spend so far, and the users charged so far as merged [start, stop) runs: a
         # charge on users disjoint from all of them (and no charge on everyone yet) only adds a
         # group of its own, so it is checked in O(log n) instead of regrouping every user.
@@ -318,17 +317,9 @@ class Ledger:
         return worst
 
     def _compose(self, charges: Sequence[Charge], multiset: tuple[tuple[int, int], ...]) -> float:
-        """Compose the charges one group of users shares, given as ((charge index, count), ...).
-
-        The cache is keyed by the guarantee objects themselves (held alive by the key), so a key
-        can never be confused with a later object that reuses an id.
-        """
-        key = tuple((charges[i].guarantee, n) for i, n in multiset)
-        cached = self._cache.get(key)
-        if cached is None:
-            cached = _compose_into(self._budget, [(charges[i].guarantee, n) for i, n in multiset])
-            self._cache[key] = cached
-        return cached
+        """Compose the charges one group of users shares, given as ((charge index, count), ...)
+        (memoised by :func:`_compose_into`, across ledgers)."""
+        return _compose_into(self._budget, [(charges[i].guarantee, n) for i, n in multiset])
 
     def _wrap(self, value: float) -> Budget:
         if isinstance(self._budget, PureDP):

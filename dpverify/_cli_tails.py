@@ -33,7 +33,7 @@ def _regret_comparison(seeds: int, horizon: int, out) -> None:
     for inst in ("easy", "hard"):
         for eps in (0.125, 0.5, 1.0):  # 0.125 for 0.1: dist-cdp per user refuses non-dyadic eps
             for name, kind in names.items():
-                pr = P.DistributedProtocol(kind, eps, 0.1, 10.0 if kind in ("dist-rdp", "dist-cdp") else 1.0, tp)
+                pr = P.DistributedProtocol(kind, eps, 0.1, 10.0 if kind in P.SCALED_KINDS else 1.0, tp)
                 mp, rp, _ = coverage_and_regret(inst, pr, horizon, 0.1, seeds, 7, radius="paper")
                 me, re_, _ = coverage_and_regret(inst, pr, horizon, 0.1, seeds, 7, radius="exact")
                 a, b = float(np.mean(rp)), float(np.mean(re_))

@@ -58,6 +58,7 @@ from ._privatizer import BatchProtocol
 __all__ = [
     "DistributedProtocol",
     "CentralLaplaceProtocol",
+    "SCALED_KINDS",
     "central_dp_protocol",
     "central_laplace_protocol",
     "dist_cdp_protocol",
@@ -68,6 +69,8 @@ __all__ = [
 
 Kind = Literal["dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"]
 _KINDS = ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp")
+#: the kinds whose theorem takes the scale s (Theorems 2 and 4); the others ignore it
+SCALED_KINDS = ("dist-rdp", "dist-cdp")
 _PATHS = ("per-user", "aggregate")
 
 

@@ -541,15 +541,8 @@ def _protocol(kind: str, p: _Table, *, underflow: bool = True) -> Any:
 
     eps = p.number("epsilon", maximum=10.0)
     conf = p.number("p", 0.1, maximum=0.999)
-    if kind in ("dist-rdp", "dist-cdp"):
-        s = p.number("s", 1.0, minimum=1.0, maximum=100.0)
-        build_fn = P.dist_rdp_protocol if kind == "dist-rdp" else P.dist_cdp_protocol
-        return build_fn(eps, s, conf, underflow_correction=underflow)
-    if kind == "dist-dp":
-        return P.dist_dp_protocol(eps, conf, underflow_correction=underflow)
-    if kind == "cdp":
-        return P.central_dp_protocol(eps, conf)
-    return P.local_dp_protocol(eps, conf)
+    s = p.number("s", 1.0, minimum=1.0, maximum=100.0) if kind in P.SCALED_KINDS else 1.0
+    return P.DistributedProtocol(kind, eps, conf, s, underflow_correction=underflow)
 
 
 def _reward_pair(nb: _Table, n: int) -> tuple[NeighbourPair, ...]:

@@ -44,14 +44,14 @@ def make_protocol(algorithm: str, epsilon: float, *, s: float, p: float, tau_p: 
     """The protocol of an Algorithm 1 variant (``dpverify._protocols.DistributedProtocol`` of its kind)."""
     from fractions import Fraction
 
-    from .._protocols import DistributedProtocol
+    from .._protocols import SCALED_KINDS, DistributedProtocol
 
     kind = SE_PROTOCOLS.get(algorithm)
     if kind is not None:
         # eps as the decimal the user typed (0.1 -> 1/10), not the binary float 0.1000000000000000055...:
         # the exact parameters (g, tau, noise scale g/eps) stay small rationals the samplers accept.
         epsilon = Fraction(repr(float(epsilon)))
-        return DistributedProtocol(kind, epsilon, p, s if kind in ("dist-rdp", "dist-cdp") else 1.0, tau_p)
+        return DistributedProtocol(kind, epsilon, p, s if kind in SCALED_KINDS else 1.0, tau_p)
     raise AccountingError("algorithm", algorithm, f"one of {tuple(SE_PROTOCOLS)}")
 
 

@@ -204,7 +204,7 @@ def _hoeffding_at(p: float) -> float:
 
 def protocol_variants(kind: str, grid: Grid) -> list[tuple[dict[str, Any], Callable[[float], P.DistributedProtocol]]]:
     """(setting without p, factory p -> protocol) over the grid, for one builder."""
-    scaled = kind in ("dist-rdp", "dist-cdp")  # Theorems 2 and 4 take the scale s
+    scaled = kind in P.SCALED_KINDS
     out = []
     for eps in grid.epsilons:
         for s in grid.scales if scaled else (1.0,):

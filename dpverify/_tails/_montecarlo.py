@@ -43,7 +43,7 @@ def cp_lower(k: int, n: int, level: float) -> float:
 
 def _factory(kind: str, eps: float, p: float, tau_p: float | None = None) -> P.DistributedProtocol:
     # s = 10 for the scaled protocols (Theorems 2 and 4), the paper's simulation value
-    return P.DistributedProtocol(kind, eps, p, 10.0 if kind in ("dist-rdp", "dist-cdp") else 1.0, tau_p)
+    return P.DistributedProtocol(kind, eps, p, 10.0 if kind in P.SCALED_KINDS else 1.0, tau_p)
 
 
 _KIND_INDEX = {k: i for i, k in enumerate(("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"))}
@@ -139,7 +139,7 @@ def monte_carlo_catalogue() -> list[Claim]:
     claims = []
     for kind in ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"):
         label = _LABELS[kind]
-        s_note = " (s = 10)" if kind in ("dist-rdp", "dist-cdp") else ""
+        s_note = " (s = 10)" if kind in P.SCALED_KINDS else ""
         claims.append(
             Claim(
                 "analyzer-mc",
@@ -153,7 +153,7 @@ def monte_carlo_catalogue() -> list[Claim]:
         )
     for kind in ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"):
         label = _LABELS[kind]
-        s_note = " (s = 10)" if kind in ("dist-rdp", "dist-cdp") else ""
+        s_note = " (s = 10)" if kind in P.SCALED_KINDS else ""
         for radius, stream, what in (("paper", 0, "Lemma 2's beta(b)"), ("exact", 1, "exact-quantile beta*(b)")):
             claims.append(
                 Claim(

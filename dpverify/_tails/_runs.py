@@ -38,7 +38,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._bandits._elimination import eliminate_in_batches, lemma2_radius, lemma2_tau_p
+from .._bandits._elimination import eliminate_in_batches, lemma2_radius, lemma2_tau_p, protocol_radius
 from .._bandits._environments import BanditInstance, easy_instance, hard_instance
 from .._protocols import DistributedProtocol
 from ._claims import noise_law
@@ -49,8 +49,8 @@ RADII = ("paper", "exact", "no-noise")
 
 
 def paper_radius(protocol: DistributedProtocol, n: int, b: int, active: int, p: float) -> float:
-    sigma, h = protocol.assumption1(n, p)
-    return lemma2_radius(n, b, active, p, sigma, h)
+    """Lemma 2's beta(b) with the protocol's Assumption 1 constants: the runner's own radius."""
+    return protocol_radius(protocol, p)(n, b, active)
 
 
 def _no_noise_radius(protocol: DistributedProtocol, n: int, b: int, active: int, p: float) -> float:
