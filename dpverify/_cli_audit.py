@@ -131,6 +131,8 @@ def _write(path: str, text: str) -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               help="Write the JSON report to FILE ('-': stdout, instead of the table).")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None, help="Write a JUnit XML report to FILE.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a self-contained HTML report (every claim, verdict and bound; a figure) to FILE.")
 @click.option("--samples-scale", type=float, default=1.0, show_default=True,
               help="Multiply every claim's sample budget (e.g. 0.1 for a quick run; at least 1000 draws per input).")
 @click.option("--alpha", type=float, default=1e-3, show_default=True,
@@ -139,8 +141,8 @@ def _write(path: str, text: str) -> None:
 @click.option("--executor", default="local", show_default=True,
               help="local (a process pool), serial, dask (a new local cluster) or a Dask scheduler address tcp://host:8786.")
 @click.option("--workers", type=int, default=None, help="Processes of the local pool (default: the CPU count).")
-def audit_command(path: str, json_path: str | None, junit_path: str | None, samples_scale: float, alpha: float,
-                  seed: int, executor: str, workers: int | None) -> None:
+def audit_command(path: str, json_path: str | None, junit_path: str | None, html_path: str | None, samples_scale: float,
+                  alpha: float, seed: int, executor: str, workers: int | None) -> None:
     """Audit every claim of the suite at PATH (a directory of TOML claim files, or one file).
 
     Exit code 0 when every claim holds and every planted bug is caught, 1 when a claim is
@@ -158,6 +160,13 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, samp
         raise click.BadParameter(f"{seed!r}: expected an integer >= 0", param_hint="--seed")
     if workers is not None and workers < 1:
         raise click.BadParameter(f"{workers!r}: expected an integer >= 1", param_hint="--workers")
+    if html_path is not None:
+        from ._html_report import check_writable
+
+        try:
+            check_writable(html_path, "--html")
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--html") from None
     err = Console(stderr=True)
     try:
         specs = load_suite(path)
@@ -191,4 +200,8 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, samp
     if junit_path is not None:
         tree = _junit(outcome)
         tree.write(junit_path, encoding="utf-8", xml_declaration=True)
+    if html_path is not None:
+        from ._html_report import audit_report, write_report
+
+        write_report(html_path, audit_report(payload, command="dpverify audit " + " ".join(sys.argv[2:])))
     sys.exit(outcome.exit_code)

@@ -55,9 +55,11 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
 @click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Write a self-contained HTML report (regret figure, ledger, seeds, versions) to FILE.")
 @click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
 def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
-                population, max_returns, returning_calibration, fixed_instance, workers, json_out, list_only):
+                population, max_returns, returning_calibration, fixed_instance, workers, json_out, html_out, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
     from accounting import BudgetExceeded
 
@@ -76,6 +78,10 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             raise ValueError("instance=None is invalid: expected an instance name (see --list)")
         if horizon is None:
             raise ValueError("horizon=None is invalid: expected an integer T >= 1")
+        if html_out is not None:
+            from ._html_report import check_writable
+
+            check_writable(html_out, "--html")
         p_value = None if p.strip().upper() == "1/T" else float(p)
         config = RunConfig(
             algorithm=algorithm, instance=instance, horizon=horizon, epsilon=epsilon, seeds=seeds, seed=seed, s=s, p=p_value,
@@ -91,6 +97,10 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         _fail_usage(error)
         return
     data = result.to_dict()
+    if html_out is not None:
+        from ._html_report import run_report, write_report
+
+        write_report(html_out, run_report(data, command="dpverify run " + " ".join(sys.argv[2:])))
     if json_out == "-":
         click.echo(json.dumps(data, default=float))
         return
@@ -122,7 +132,9 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
               help="auto: the aggregate path where the protocol has one (same law), per-user otherwise.")
 @click.option("--batch-base", type=int, default=2, show_default=True, help="2 (paper); 4 reproduces the authors' released figures.")
 @click.option("--tau-rule", type=click.Choice(["theorem", "simulation", "lemma2"]), default="theorem", show_default=True)
-def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule):
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write a self-contained HTML report (the figure as SVG, every curve's numbers and ledger) to FILE.")
+def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule, html_out):
     """Regenerate a figure of the papers as PNG plus the CSV behind it."""
     from ._bandits import figures
 
@@ -135,6 +147,13 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
         return
     if figure not in table:
         _fail_usage(ValueError(f"figure={figure!r} is invalid: expected one of {sorted(table)}"))
+    if html_out is not None:
+        from ._html_report import check_writable
+
+        try:
+            check_writable(html_out, "--html")
+        except ValueError as error:
+            _fail_usage(error)
     executor = None
     if dask_address:
         from dask.distributed import Client
@@ -150,5 +169,14 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
     except ValueError as error:
         _fail_usage(error)
         return
+    if html_out is not None:
+        from ._html_report import reproduce_report, write_report
+
+        csv_path = next(p for p in paths if str(p).endswith(".csv"))
+        json_path = next(p for p in paths if str(p).endswith(".json"))
+        summary = json.loads(Path(json_path).read_text())
+        write_report(html_out, reproduce_report(summary, csv_path, description=table[figure].description,
+                                                command="dpverify reproduce " + " ".join(sys.argv[2:])))
+        paths = [*paths, Path(html_out)]
     for p in paths:
         click.echo(str(p))
