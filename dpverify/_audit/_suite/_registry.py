@@ -107,7 +107,12 @@ def build(spec: ClaimSpec) -> Claim:
     from accounting import ApproxDP, PureDP, RDP, ZCDP, rdp_to_delta
     from accounting._validation import AccountingError
 
-    target = TARGETS[spec.target]
+    if spec.target in TARGETS:
+        target = TARGETS[spec.target]
+    else:
+        from ._user import user_target  # "package.module:function" (load_claim checked the form)
+
+        target = user_target(spec.file, spec.target, spec.claim)
     params = _Table(spec, "parameters", spec.parameters)
     neighbours = _Table(spec, "neighbours", spec.neighbours)
     try:

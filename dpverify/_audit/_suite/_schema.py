@@ -108,12 +108,17 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
     if not isinstance(description, str):
         raise SuiteError(path, "description", f"expected a string, got {description!r}")
     from ._registry import TARGETS
+    from ._user import check_target_name, check_user_claim, is_user_target
 
     target = data.get("target")
     if target is None:
         raise SuiteError(path, "target", f"missing (one of: {', '.join(sorted(TARGETS))})")
-    if not isinstance(target, str) or target not in TARGETS:
-        raise SuiteError(path, "target", f"unknown target {target!r} (one of: {', '.join(sorted(TARGETS))})")
+    user = isinstance(target, str) and is_user_target(target)
+    if user:
+        check_target_name(str(path), target)
+    elif not isinstance(target, str) or target not in TARGETS:
+        raise SuiteError(path, "target", f"unknown target {target!r} (one of: {', '.join(sorted(TARGETS))}; "
+                         'or a user mechanism "package.module:function")')
     if "expect" in data:
         expect = data["expect"]
         if expect not in (HOLDS, VIOLATED):
@@ -155,6 +160,10 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
             raise SuiteError(path, "audit.orders", f"expected a list of Renyi orders > 1, got {orders!r}")
         orders = tuple(float(o) for o in orders)
     claim = tables["claim"]
+    if user:  # a user mechanism states its claim (no guarantee object to read it from)
+        _, orders = check_user_claim(str(path), claim, orders)
+        return ClaimSpec(name.strip(), str(path), target, dict(tables["parameters"]), dict(claim), dict(tables["neighbours"]),
+                         int(samples), estimators, directions, orders, expect, planted, description)
     unknown = sorted(set(claim) - {"form", "epsilon"})
     if unknown:
         raise SuiteError(path, f"claim.{unknown[0]}", "unknown key (allowed: form, epsilon)")
@@ -284,6 +293,12 @@ class _Table:
             rng = f" in [{lo:g}, {hi:g}]" if lo is not None else ""
             raise self.error(key, f"expected two different {kind}{rng} [value in D, value in D'], got {value!r}")
         return (int(value[0]), int(value[1])) if integer else (float(value[0]), float(value[1]))
+
+    def remaining(self) -> dict[str, Any]:
+        """Every key not read yet, marked read (a user mechanism's keyword arguments)."""
+        rest = {k: v for k, v in self._table.items() if k not in self._used}
+        self._used.update(rest)
+        return rest
 
     def done(self) -> None:
         unknown = sorted(set(self._table) - self._used)
