@@ -220,3 +220,16 @@ def test_assert_private_claim_shorthands_and_errors() -> None:
         _as_claim("1-DP")
     with pytest.raises(ValueError, match="epsilon=inf"):
         _as_claim(math.inf)
+
+
+def test_readme_assert_private_example() -> None:
+    """The README's pytest example, run as written (its two tests, seed 1; rates as above)."""
+    import re
+
+    text = (TESTS.parent / "README.md").read_text()
+    match = re.search(r"<!-- assert-private-example -->\s*```python\n(.*?)```", text, re.S)
+    assert match, "README.md must hold the assert_private example after <!-- assert-private-example -->"
+    namespace: dict = {}
+    exec(compile(match.group(1), "README.md", "exec"), namespace)
+    namespace["test_clipped_sum_is_private"]()
+    namespace["test_forgotten_sensitivity_is_caught"]()
