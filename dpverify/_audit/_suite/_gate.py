@@ -54,6 +54,7 @@ class ClaimRun:
     seconds: float
     claim_text: str
     error: str | None = None
+    claimed_rho: float | None = None  # the claim's rho, for zCDP claims
 
 
 def claim_seed(seed: int, name: str) -> int:
@@ -85,7 +86,8 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
         p = min(1.0, min(r * result_p_value(res, [g / r for g in grid]) for res in results))
         # the grid levels are claim-level; a result's level is the claim's divided by R
         p = _snap(p, grid)
-        return ClaimRun(spec.name, results, p, samples, time.perf_counter() - started, c.text)
+        rho = getattr(c.claim, "rho", None) if c.form == "zcdp" else None
+        return ClaimRun(spec.name, results, p, samples, time.perf_counter() - started, c.text, claimed_rho=rho)
     except SuiteError as error:
         return ClaimRun(spec.name, (), 1.0, samples, time.perf_counter() - started, "", str(error))
     except Exception as error:  # a crash of the target is an error in the suite (exit 2)
@@ -148,6 +150,7 @@ class ClaimOutcome:
     seconds: float
     claim_text: str
     error: str | None = None
+    claimed_rho: float | None = None
 
     @property
     def violated(self) -> bool:
@@ -183,6 +186,12 @@ class ClaimOutcome:
             "direction": r.direction if r else None,
             "event": r.event if r else None,
             "method": r.method if r else None,
+            # the other views of the same bound: delta at the claimed epsilon and epsilon at the
+            # claimed delta (delta results), the implied zCDP rho (Renyi results)
+            "delta_at_epsilon": r.delta_at_epsilon if r else None,
+            "epsilon_at_delta": r.epsilon_at_delta if r else None,
+            "rho": r.rho if r else None,
+            "claimed_rho": self.claimed_rho,
         }
         if self.error:
             out["error"] = self.error
@@ -242,7 +251,8 @@ def _finalise(spec: ClaimSpec, run: ClaimRun, rejected: bool, level: float) -> C
         verdict = CAUGHT if spec.expect == VIOLATED else VIOLATED
     else:
         verdict = MISSED if spec.expect == VIOLATED else HOLDS
-    return ClaimOutcome(spec, verdict, worst, run.p_value, level, run.samples, run.seconds, run.claim_text)
+    return ClaimOutcome(spec, verdict, worst, run.p_value, level, run.samples, run.seconds, run.claim_text,
+                        claimed_rho=run.claimed_rho)
 
 
 def _decide(specs: Sequence[ClaimSpec], runs: Sequence[ClaimRun], alpha: float) -> list[ClaimOutcome]:
