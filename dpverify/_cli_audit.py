@@ -55,9 +55,9 @@ def _also_text(row: Any) -> str:
     if r is None:
         return "-"
     if r.epsilon_at_delta is not None:
-        return f"eps {_fmt(r.epsilon_at_delta)} @ delta {r.claimed:.3g}"
+        return f"eps {_fmt(r.epsilon_at_delta)} @ {r.claimed:.3g}"
     if r.rho is not None:
-        claimed = f" (claimed {_fmt(row.claimed_rho)})" if row.claimed_rho is not None else ""
+        claimed = f" ({_fmt(row.claimed_rho)})" if row.claimed_rho is not None else ""
         return f"rho {_fmt(r.rho)}{claimed}"
     return "-"
 
@@ -70,9 +70,13 @@ def _table(outcome: Any, console: Any) -> None:
         title=f"dpverify audit: {m} claims, family-wise error <= {outcome.alpha:g} (Holm), seed {outcome.seed}"
         + (f", samples x{outcome.samples_scale:g}" if outcome.samples_scale != 1 else ""),
         caption="lower bound: at the claim's Holm level; D_a = Renyi divergence of order a; inf = an output impossible under the neighbour; "
-        "also: the same bound as epsilon at the claimed delta, or as the zCDP rho",
+        "also: the same bound read as epsilon at the claimed delta (eps E @ delta) or as the zCDP rho (rho R (claimed rho))",
     )
-    for column, justify in (("claim", "left"), ("guarantee", "left"), ("claimed", "right"), ("estimate", "right"),
+    # the claim names and guarantees are what a reader looks for: never truncated (numbers wrap)
+    table.add_column("claim", justify="left", no_wrap=True, min_width=max((len(r.spec.name) for r in outcome.rows), default=5))
+    table.add_column("guarantee", justify="left", no_wrap=True,
+                     min_width=max((len(r.claim_text or "-") for r in outcome.rows), default=9))
+    for column, justify in (("claimed", "right"), ("estimate", "right"),
                             ("lower bound", "right"), ("also", "right"), ("verdict", "left"), ("samples", "right"),
                             ("seconds", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]

@@ -153,4 +153,4 @@ def test_gate_reports_the_new_fields(tmp_path: Path) -> None:
     assert g["claimed_rho"] == 0.125 and 0 <= g["rho"] <= 0.125 and g["epsilon_at_delta"] is None
     assert b["estimator"] == "delta" and b["delta_at_epsilon"] == b["lower_bound"]
     assert b["epsilon_at_delta"] is not None and b["epsilon_at_delta"] <= 1.0 and b["rho"] is None
-    assert "rho " in result.output and "@ delta" in result.output
+    assert "rho " in result.output and "eps " in result.output and " @ " in result.output

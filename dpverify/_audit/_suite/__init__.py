@@ -14,6 +14,7 @@ The package, one part per module:
   and :func:`build` (mechanism, pairs, claim from the target's ``accounting`` guarantee);
 - :mod:`._targets` -- the built-in targets (samplers, curators, protocols, privatizers);
 - :mod:`._planted` -- the planted bugs;
+- :mod:`._user` -- users' own callables as targets (``target = "package.module:function"``);
 - :mod:`._gate` -- running the claims (serial, a process pool or Dask), p-values, Holm, outcome.
 
 Error control, reproducibility: see :mod:`._gate`.
