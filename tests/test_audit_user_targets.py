@@ -233,3 +233,25 @@ def test_readme_assert_private_example() -> None:
     exec(compile(match.group(1), "README.md", "exec"), namespace)
     namespace["test_clipped_sum_is_private"]()
     namespace["test_forgotten_sensitivity_is_caught"]()
+
+
+def test_user_zcdp_and_rdp_claims_gate(tmp_path: Path, user_path: None) -> None:
+    """A count plus N(0, 4) is 0.125-zCDP (RDP 0.125 alpha): stated both ways it holds; with
+    sigma = 1 (rho = 0.5, D_2 = 1 against the claimed 0.25) the same claims are caught. Seeds fixed
+    (the suite's seed 0 and the file names); alpha 1e-3 family-wise."""
+    from dpverify._audit._suite import run_suite
+
+    head = 'target = "user_mechanisms.mechanisms:gaussian_count"\n{expect}\n[parameters]\nsigma = {sigma}\n'
+    tail = "[neighbours]\npairs = [[[0, 1], [1, 1]]]\n[audit]\nsamples = 50_000\n"
+    zcdp = "[claim]\nrho = 0.125\n"
+    rdp = "[claim]\norders = [2, 4, 8, 16]\nepsilons = [0.25, 0.5, 1.0, 2.0]\n"
+    for sigma, expect, folder in ((2.0, "", ""), (1.0, 'expect = "violated"', "planted/")):
+        _write(tmp_path, f"{folder}gauss_zcdp.toml", head.format(expect=expect, sigma=sigma) + zcdp + tail)
+        _write(tmp_path, f"{folder}gauss_rdp.toml", head.format(expect=expect, sigma=sigma) + rdp + tail)
+    outcome = run_suite(load_suite(tmp_path), executor="serial")
+    verdicts = {row.spec.name: row.verdict for row in outcome.rows}
+    assert verdicts == {"gauss_zcdp": "holds", "gauss_rdp": "holds",
+                        "planted/gauss_zcdp": "caught", "planted/gauss_rdp": "caught"}, verdicts
+    rows = {row.spec.name: row for row in outcome.rows}
+    assert rows["gauss_zcdp"].claimed_rho == 0.125 and rows["gauss_zcdp"].result.rho <= 0.125
+    assert rows["planted/gauss_rdp"].result.rho > 0.2 and outcome.exit_code == 0

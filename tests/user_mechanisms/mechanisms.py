@@ -44,3 +44,8 @@ def two_arguments(data, rng):
 
 
 NOT_CALLABLE = 3
+
+
+def gaussian_count(data, rng, size, sigma=2.0):
+    """A count plus N(0, sigma^2): rho-zCDP with rho = 1 / (2 sigma^2); RDP eps(alpha) = alpha rho."""
+    return float(np.sum(data)) + rng.normal(0.0, sigma, size=size)
