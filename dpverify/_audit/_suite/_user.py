@@ -65,10 +65,9 @@ def check_target_name(file: str, name: str) -> None:
 # ---- the stated claim ----------------------------------------------------------------------------
 
 
-def _number(file: str, key: str, value: Any, *, positive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 or (positive and value == 0):
-        bound = "> 0" if positive else ">= 0"
-        raise SuiteError(file, f"claim.{key}", f"expected a finite number {bound}, got {value!r}")
+def _number(file: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise SuiteError(file, f"claim.{key}", f"expected a finite number > 0, got {value!r}")
     return float(value)
 
 
@@ -88,7 +87,7 @@ def check_user_claim(file: str, claim: Mapping[str, Any], audit_orders: tuple[fl
     if stated not in FORMS or stated != form:
         raise SuiteError(file, "claim.form", f"expected {form!r} for the keys given ({', '.join(sorted(keys))}), got {stated!r}")
     if form in ("pure", "approx"):
-        _number(file, "epsilon", claim["epsilon"], positive=form == "pure")
+        _number(file, "epsilon", claim["epsilon"])
     if form == "approx":
         delta = claim["delta"]
         if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 <= delta < 1:
