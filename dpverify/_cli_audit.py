@@ -49,6 +49,19 @@ def _claimed_text(row: Any) -> str:
     return _fmt(r.claimed)
 
 
+def _also_text(row: Any) -> str:
+    """The same bound read another way: epsilon at the claimed delta, or the implied zCDP rho."""
+    r = row.result
+    if r is None:
+        return "-"
+    if r.epsilon_at_delta is not None:
+        return f"eps {_fmt(r.epsilon_at_delta)} @ {r.claimed:.3g}"
+    if r.rho is not None:
+        claimed = f" ({_fmt(row.claimed_rho)})" if row.claimed_rho is not None else ""
+        return f"rho {_fmt(r.rho)}{claimed}"
+    return "-"
+
+
 def _table(outcome: Any, console: Any) -> None:
     from rich.table import Table
 
@@ -56,10 +69,16 @@ def _table(outcome: Any, console: Any) -> None:
     table = Table(
         title=f"dpverify audit: {m} claims, family-wise error <= {outcome.alpha:g} (Holm), seed {outcome.seed}"
         + (f", samples x{outcome.samples_scale:g}" if outcome.samples_scale != 1 else ""),
-        caption="lower bound: at the claim's Holm level; D_a = Renyi divergence of order a; inf = an output impossible under the neighbour",
+        caption="lower bound: at the claim's Holm level; D_a = Renyi divergence of order a; inf = an output impossible under the neighbour; "
+        "also: the same bound read as epsilon at the claimed delta (eps E @ delta) or as the zCDP rho (rho R (claimed rho))",
     )
-    for column, justify in (("claim", "left"), ("guarantee", "left"), ("claimed", "right"), ("estimate", "right"),
-                            ("lower bound", "right"), ("verdict", "left"), ("samples", "right"), ("seconds", "right")):
+    # the claim names and guarantees are what a reader looks for: never truncated (numbers wrap)
+    table.add_column("claim", justify="left", no_wrap=True, min_width=max((len(r.spec.name) for r in outcome.rows), default=5))
+    table.add_column("guarantee", justify="left", no_wrap=True,
+                     min_width=max((len(r.claim_text or "-") for r in outcome.rows), default=9))
+    for column, justify in (("claimed", "right"), ("estimate", "right"),
+                            ("lower bound", "right"), ("also", "right"), ("verdict", "left"), ("samples", "right"),
+                            ("seconds", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in outcome.rows:
         r = row.result
@@ -70,6 +89,7 @@ def _table(outcome: Any, console: Any) -> None:
             _claimed_text(row),
             _fmt(r.estimate) if r else "-",
             _fmt(r.lower_bound) if r else "-",
+            _also_text(row),
             f"[{_STYLE.get(verdict, '')}]{verdict}[/]",
             f"{row.samples:,}",
             f"{row.seconds:.1f}",

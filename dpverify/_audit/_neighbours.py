@@ -69,10 +69,20 @@ def _short(x: Any) -> str:
 
 
 def as_pairs(pairs: Any) -> tuple[NeighbourPair, ...]:
-    """Normalise one pair, a (d, d') tuple or a sequence of either into NeighbourPairs."""
+    """Normalise one pair, a (d, d') tuple or a sequence of either into NeighbourPairs.
+
+    A list is always a sequence of pairs. A tuple of two 2-tuples, ``((0, 1), (1, 0))``, is an
+    error (two pairs, or one pair of tuple inputs?): pass a list, or wrap the one pair.
+    """
     if isinstance(pairs, NeighbourPair):
         return (pairs,)
     if isinstance(pairs, tuple) and len(pairs) == 2 and not isinstance(pairs[0], NeighbourPair):
+        if all(isinstance(x, tuple) and len(x) == 2 for x in pairs):
+            # ((0, 1), (1, 0)) reads as two pairs and as one pair of tuple inputs: never guess
+            raise AccountingError(
+                "pairs", pairs, "an unambiguous set of neighbouring pairs",
+                f"a tuple of two 2-tuples is ambiguous: pass a list [{pairs[0]!r}, {pairs[1]!r}] for two pairs, "
+                f"or [{pairs!r}] (or NeighbourPair{pairs!r}) for one pair of tuple inputs")
         # A single (d, d') tuple. A sequence of two (d, d') tuples is passed as a list.
         return (NeighbourPair(pairs[0], pairs[1]),)
     try:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from .._json import jsonable
+from ._stats import cp_lower, cp_upper
 
 __all__ = ["AuditReport", "AuditResult"]
 
@@ -42,6 +43,21 @@ class AuditResult:
         direction: ``"D||D'"`` (P = M(D) against Q = M(D')) or ``"D'||D"``.
         order: the Renyi order the result is reported at (``None`` for epsilon and delta).
         details: estimator-specific extras (per-order table, counts, rounds).
+        delta_at_epsilon: (``"delta"`` results) the lower bound on delta at the claimed epsilon,
+            ``lower_bound`` under its own name; ``None`` for the other estimators.
+        epsilon_at_delta: (``"delta"`` results) a lower bound on epsilon at the claimed delta,
+            log((CP_lower P(E) - delta) / CP_upper Q(E)) on the same witnessing event and the
+            same bound-sample counts (0 when CP_lower P(E) <= delta). It holds simultaneously with
+            ``lower_bound`` (both are functions of the same simultaneous Clopper-Pearson bounds),
+            at no extra error; the event was chosen for delta, so it may be loose. ``None`` for
+            the other estimators.
+        rho: (``"renyi"`` results) a lower bound on the zCDP parameter, max over the audited
+            orders of D_alpha-lower / alpha (rho-zCDP means D_alpha <= rho alpha for all alpha;
+            the per-order bounds are simultaneous); compare with the claimed rho of a zCDP
+            claim. ``None`` for the other estimators.
+
+    The last three are derived from the other fields (recomputed by :func:`dataclasses.replace`,
+    so a re-scored result carries its own).
     """
 
     claimed: float
@@ -58,6 +74,16 @@ class AuditResult:
     direction: str = ""
     order: float | None = None
     details: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    delta_at_epsilon: float | None = field(default=None, init=False, compare=False)
+    epsilon_at_delta: float | None = field(default=None, init=False, compare=False)
+    rho: float | None = field(default=None, init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.estimator == "delta":
+            object.__setattr__(self, "delta_at_epsilon", self.lower_bound)
+            object.__setattr__(self, "epsilon_at_delta", _epsilon_at_delta(self))
+        elif self.estimator == "renyi":
+            object.__setattr__(self, "rho", _rho(self))
 
     @property
     def violated(self) -> bool:
@@ -70,9 +96,14 @@ class AuditResult:
 
     def __str__(self) -> str:
         order = f" at alpha={self.order:g}" if self.order is not None else ""
+        also = ""
+        if self.epsilon_at_delta is not None:
+            also = f" (epsilon >= {_fmt(self.epsilon_at_delta)} at delta={self.claimed:.3g})"
+        elif self.rho is not None:
+            also = f" (rho >= {_fmt(self.rho)})"
         return (
             f"[{self.verdict}] {self.estimator}{order} {self.pair} {self.direction}: "
-            f"lower={_fmt(self.lower_bound)} claimed={_fmt(self.claimed)} "
+            f"lower={_fmt(self.lower_bound)} claimed={_fmt(self.claimed)}{also} "
             f"(estimate {_fmt(self.estimate)}, {self.confidence:.4g} conf, n={self.samples}, "
             f"{self.seconds:.2f}s) via {self.event}"
         )
@@ -131,6 +162,39 @@ class AuditReport:
     def __str__(self) -> str:
         head = f"audit of {self.claim}: {self.verdict} (family-wise error <= {self.alpha:g}, {self.seconds:.2f}s)"
         return "\n".join([head, *("  " + str(r) for r in self.results)])
+
+
+def _epsilon_at_delta(result: AuditResult) -> float | None:
+    """log((CP_lower(a; n, each) - delta) / CP_upper(b; m, each)) on the result's event, at the
+    result's own level: the epsilon an (epsilon, delta) claim with this delta would need."""
+    d = result.details
+    if "counts" not in d or "events_tested" not in d:
+        return None
+    a, n, b, m = d["counts"]
+    k = int(d["events_tested"])
+    # 1 - confidence is the result's level up to one rounding of 1 - level; a level smaller by
+    # 2^-52 can only widen the intervals, so the bound stays valid at the stated confidence
+    level = (1.0 - result.confidence) - 2.0**-52
+    if k == 0 or n == 0 or m == 0 or level <= 0:
+        return 0.0
+    each = min(level / (2 * k), 0.5)
+    excess = float(cp_lower(a, n, each)) - result.claimed
+    if excess <= 0:
+        return 0.0
+    upper = float(cp_upper(b, m, each))
+    return math.inf if upper <= 0 else max(0.0, math.log(excess) - math.log(upper))
+
+
+def _rho(result: AuditResult) -> float | None:
+    """max over the audited orders of (lower bound on D_alpha) / alpha."""
+    if result.lower_bound == math.inf:
+        return math.inf
+    d = result.details
+    if "lower" in d and "orders" in d and d["orders"]:
+        return max(max(lo / a for lo, a in zip(d["lower"], d["orders"])), 0.0)
+    if result.order is not None:
+        return max(result.lower_bound / result.order, 0.0)
+    return None
 
 
 def _margin(result: AuditResult) -> float:

@@ -1,0 +1,57 @@
+"""The declarative audit suite: TOML claim files, a registry of auditable targets, Holm over claims.
+
+A suite is a directory of TOML files, one claim each (``audits/README.md`` documents the schema),
+or a single file. Each file names a *target* -- a built-in of the registry, or a user's importable
+callable ``"package.module:function"`` -- its parameters, the claim, the neighbouring inputs and a
+sample budget. Files under a ``planted/`` directory are planted bugs: they state the verdict the
+suite must reach (``expect = "violated"``: the bug must be caught; ``expect = "holds"``: a variant
+that must *not* be flagged).
+
+The package, one part per module:
+
+- :mod:`._schema` -- the claim files: validation into a :class:`ClaimSpec`, typed table access;
+- :mod:`._registry` -- the target registry (how a module registers a target is documented there)
+  and :func:`build` (mechanism, pairs, claim from the target's ``accounting`` guarantee);
+- :mod:`._targets` -- the built-in targets (samplers, curators, protocols, privatizers);
+- :mod:`._planted` -- the planted bugs;
+- :mod:`._user` -- users' own callables as targets (``target = "package.module:function"``);
+- :mod:`._gate` -- running the claims (serial, a process pool or Dask), p-values, Holm, outcome.
+
+Error control, reproducibility: see :mod:`._gate`.
+"""
+
+from __future__ import annotations
+
+# the built-in targets register themselves on import
+from . import _planted, _targets  # noqa: F401
+from ._gate import (
+    CAUGHT,
+    DEFAULT_ALPHA,
+    MISSED,
+    ClaimOutcome,
+    ClaimRun,
+    SuiteOutcome,
+    claim_seed,
+    holm,
+    p_value_grid,
+    resolve_suite_executor,
+    run_claim,
+    run_suite,
+)
+from ._registry import TARGETS, Built, Claim, Target, build
+from ._schema import FORMS, ClaimSpec, SuiteError, load_claim, load_suite
+
+__all__ = [
+    "CAUGHT",
+    "MISSED",
+    "TARGETS",
+    "Built",
+    "ClaimOutcome",
+    "ClaimSpec",
+    "SuiteError",
+    "SuiteOutcome",
+    "build",
+    "holm",
+    "load_suite",
+    "run_suite",
+]
