@@ -826,6 +826,16 @@ class PrivacyLossDistribution:
         ``engine``: ``"arb"``, ``"float"`` or ``"auto"`` (arb on exact lattices, float otherwise);
         ``lower_bound``: also build the optimistic twin (for ``epsilon_lower``).
         """
+        # continuous mechanisms (a monotone privacy loss): connect-the-dots, accounting._pld_continuous
+        from ._pld_continuous import continuous_loss_pair, pld_from_monotone_loss
+
+        loss_pair = continuous_loss_pair(mechanism_pair)
+        if loss_pair is not None:
+            if lattice_step is not None or engine == "arb":
+                raise AccountingError("lattice_step" if lattice_step is not None else "engine", lattice_step if lattice_step is not None else engine, "None / 'auto' / 'float' for a continuous mechanism (it has no lattice)")
+            return pld_from_monotone_loss(
+                loss_pair, discretisation=discretisation, tail_mass=tail_mass, truncation=truncation, lower_bound=lower_bound, precision=precision
+            )
         pair = _resolve_pair(mechanism_pair)
         check_probability("tail_mass", tail_mass)
         check_probability("truncation", truncation)
@@ -1146,6 +1156,11 @@ def _default_h(k: int) -> float:
 
 
 def _build_for(mechanism_pair: object, k: int, discretisation, lattice_step, kwargs) -> PrivacyLossDistribution:
+    from ._pld_continuous import continuous_loss_pair
+
+    if discretisation is None and lattice_step is None and continuous_loss_pair(mechanism_pair) is not None:
+        # connect-the-dots is exact at the grid points, so h need not shrink with k
+        discretisation = DEFAULT_DISCRETISATION
     if discretisation is None and lattice_step is None:
         try:
             pld = PrivacyLossDistribution.from_pair(mechanism_pair, **kwargs)
