@@ -40,6 +40,9 @@ from ._mechanisms import (
 )
 from ._pairs import FinitePair, IntegerPair
 from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
+from ._pld_continuous import GaussianLoss, LaplaceLoss, MonotoneLossPair
+from ._subsampling import PoissonSampled, SampledWithoutReplacement
+from ._dp_event import from_dp_event
 from ._paper_params import (
     DistributedParameters,
     theorem1_parameters,
@@ -53,6 +56,12 @@ from ._routes import epsilon_routes
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
+    "GaussianLoss",
+    "LaplaceLoss",
+    "MonotoneLossPair",
+    "PoissonSampled",
+    "SampledWithoutReplacement",
+    "from_dp_event",
     "BernoulliCurator",
     "Binomial",
     "DiscreteGaussianSum",

@@ -99,6 +99,13 @@ def epsilon_routes(
 
 def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
     """The privacy-loss-distribution route, for mechanisms with an integer output pair."""
+    builder = getattr(subject, "privacy_loss_distribution", None)  # compositions (accounting._dp_event)
+    if callable(builder):
+        composed = builder()
+        if composed is None:
+            return None
+        r = composed.self_compose(k).epsilon(delta)
+        return EpsilonResult(r.epsilon, delta, "pld", None, f"privacy-loss distribution of the composition, grid h = {r.discretisation}; worse direction {r.direction}")
     pair = subject.output_pair() if hasattr(subject, "output_pair") else None
     if pair is None:  # continuous and subsampled mechanisms: connect-the-dots (accounting._pld_continuous)
         from ._pld_continuous import continuous_loss_pair
