@@ -103,6 +103,13 @@ class NonPrivate(Mechanism):
     def rdp(self) -> RDP:
         return RDP.from_function(lambda alpha: arb.pos_inf(), "non-private")
 
+    def output_pair(self):
+        """P and Q with disjoint supports: all privacy-loss mass at +inf (so the PLD route
+        certifies epsilon = inf for every delta < 1)."""
+        from ._pairs import FinitePair
+
+        return FinitePair.from_masses([1, 0], [0, 1])
+
     def describe(self) -> str:
         return "non-private release"
 

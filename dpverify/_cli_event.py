@@ -26,7 +26,11 @@ def event_command(file: str, delta: float, no_pld: bool, as_json: bool) -> None:
     import accounting as acc
 
     try:
-        text = sys.stdin.read() if file == "-" else open(file, encoding="utf-8").read()
+        if file == "-":
+            text = sys.stdin.read()
+        else:
+            with open(file, encoding="utf-8") as handle:
+                text = handle.read()
     except OSError as error:
         raise click.BadParameter(f"file={file!r} is invalid: expected a readable JSON file ({error.strerror})", param_hint="FILE") from None
     try:
