@@ -86,6 +86,57 @@ def _phi(x: arb) -> arb:
     return (-x / arb(2).sqrt()).erfc() / 2
 
 
+#: Taylor terms and radius of the anchored expansions of Phi (:func:`_phi_many`).
+_TAYLOR_TERMS = 24
+_TAYLOR_RADIUS = 0.125
+
+
+def _phi_many(points: list[arb]) -> list[arb]:
+    """Phi at many points, ~20x faster than one erfc each: about anchors a spaced 2r apart,
+    Phi(a + x) = sum_{k<K} c_k(a) x^k + c_K(xi) x^K with xi between a and a + x (Lagrange), the
+    Taylor coefficients c_k(a) from Arb's power series of erfc and c_K(xi) enclosed by the same
+    series evaluated on the ball [a - r, a + r]; points with |x| <= r (certified) use the
+    polynomial plus that remainder ball, any other point a direct erfc."""
+    from flint import arb_poly, arb_series, ctx
+
+    n = len(points)
+    out: list[arb | None] = [None] * n
+    order = sorted(range(n), key=lambda i: float(points[i].mid()))
+    k_terms, r = _TAYLOR_TERMS, _TAYLOR_RADIUS
+    s2 = 1 / arb(2).sqrt()
+    r_ball = arb(r)
+    saved = ctx.cap
+    try:
+        j = 0
+        while j < n:
+            first = points[order[j]]
+            a_float = float(first.mid()) + r
+            a = arb(a_float)
+            ctx.cap = k_terms
+            coeffs = arb_series([-a * s2, -s2]).erfc().coeffs()
+            ctx.cap = k_terms + 1
+            tail = arb_series([-arb(a_float, r) * s2, -s2]).erfc().coeffs()
+            usable = len(coeffs) == k_terms and len(tail) == k_terms + 1 and tail[-1].is_finite()
+            if usable:
+                poly = arb_poly([c / 2 for c in coeffs])
+                rem_up = (tail[-1].abs_upper() / 2) * r_ball**k_terms
+                remainder = arb(0).union(rem_up).union(-rem_up)
+            consumed = False
+            while usable and j < n:
+                x = points[order[j]] - a
+                if not bool(x.abs_upper() <= r_ball):
+                    break
+                out[order[j]] = poly(x) + remainder
+                j += 1
+                consumed = True
+            if not consumed:
+                out[order[j]] = _phi(first)
+                j += 1
+    finally:
+        ctx.cap = saved
+    return out  # type: ignore[return-value]
+
+
 class MonotoneLossPair(ABC):
     """Neighbouring laws (P, Q) described by their privacy loss L = log dP/dQ (see module doc).
 
@@ -116,6 +167,21 @@ class MonotoneLossPair(ABC):
             return self.hockey_stick(t)
         raise NotImplementedError
 
+    # Many points at once (a pair may override these with a faster evaluation).
+    def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
+        return [self.hockey_stick(t) for t in ts]
+
+    def hockey_stick_reverse_many(self, ts: list[arb]) -> list[arb]:
+        if self.symmetric:
+            return self.hockey_stick_many(ts)
+        return [self.hockey_stick_reverse(t) for t in ts]
+
+    def survival_p_many(self, ts: list[arb]) -> list[arb]:
+        return [self.survival_p(t) for t in ts]
+
+    def survival_q_many(self, ts: list[arb]) -> list[arb]:
+        return [self.survival_q(t) for t in ts]
+
     def reversed(self) -> "MonotoneLossPair":
         """The pair (Q, P): loss -L, with its own survival functions."""
         return _Reversed(self)
@@ -142,6 +208,18 @@ class _Reversed(MonotoneLossPair):
 
     def survival_q(self, t: arb) -> arb:
         return 1 - self.base.survival_p(-t)
+
+    def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
+        return self.base.hockey_stick_reverse_many(ts)
+
+    def hockey_stick_reverse_many(self, ts: list[arb]) -> list[arb]:
+        return self.base.hockey_stick_many(ts)
+
+    def survival_p_many(self, ts: list[arb]) -> list[arb]:
+        return [1 - v for v in self.base.survival_q_many([-t for t in ts])]
+
+    def survival_q_many(self, ts: list[arb]) -> list[arb]:
+        return [1 - v for v in self.base.survival_p_many([-t for t in ts])]
 
     def loss_window(self, tail: float) -> tuple[float, float]:
         lo, hi = self.base.loss_window(tail)
@@ -233,6 +311,21 @@ class GaussianLoss(MonotoneLossPair):
         m = self._m()
         return _phi(-m / 2 - t / m)
 
+    def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
+        m = self._m()
+        us = [m / 2 - t / m for t in ts]
+        phis = _phi_many(us + [u - m for u in us])
+        n = len(ts)
+        return [phis[i] - ts[i].exp() * phis[n + i] for i in range(n)]
+
+    def survival_p_many(self, ts: list[arb]) -> list[arb]:
+        m = self._m()
+        return _phi_many([m / 2 - t / m for t in ts])
+
+    def survival_q_many(self, ts: list[arb]) -> list[arb]:
+        m = self._m()
+        return _phi_many([-m / 2 - t / m for t in ts])
+
     def loss_window(self, tail: float) -> tuple[float, float]:
         m = float(Fraction(self.sensitivity) / Fraction(self.sigma))
         z = math.sqrt(2 * math.log(1 / tail)) + 0.5  # Phi(-z) <= e^{-z^2/2}/2 <= tail
@@ -285,7 +378,7 @@ def _connect_the_dots(pair: MonotoneLossPair, h: arb, n_lo: int, n_hi: int) -> t
     """Upper endpoints of the connect-the-dots masses on (n_lo..n_hi) h, and the +inf atom ball."""
     from ._pld import _floats_of_balls
 
-    deltas = [pair.hockey_stick(n * h) for n in range(n_lo, n_hi + 1)]
+    deltas = pair.hockey_stick_many([n * h for n in range(n_lo, n_hi + 1)])
     for d in deltas:
         if not d.is_finite():
             raise ArithmeticError("a hockey-stick enclosure is not finite: raise the precision")
@@ -308,7 +401,7 @@ def _round_down(pair: MonotoneLossPair, h: arb, n_lo: int, n_hi: int) -> np.ndar
     """Lower endpoints of the rounded-down masses on (n_lo..n_hi) h (module docstring)."""
     from ._pld import _floats_of_balls
 
-    surv = [pair.survival_p(n * h) for n in range(n_lo, n_hi + 1)]
+    surv = pair.survival_p_many([n * h for n in range(n_lo, n_hi + 1)])
     masses = [surv[j] - surv[j + 1] for j in range(len(surv) - 1)] + [surv[-1]]
     return _floats_of_balls(masses, upper=False)
 

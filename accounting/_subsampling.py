@@ -354,6 +354,62 @@ class PoissonSubsampledLoss(MonotoneLossPair):
     def survival_q(self, t: arb) -> arb:
         return self._mixture_survival(t, arb(0))
 
+    # many points: the base is evaluated once on all transformed points (fast for a Gaussian base)
+    def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
+        q = self._q()
+        out: list[arb | None] = [None] * len(ts)
+        index, inner = [], []
+        for i, t in enumerate(ts):
+            c = t.exp() - (1 - q)
+            if bool(c > 0):
+                index.append(i)
+                inner.append(_log_ratio(c, q))
+            else:
+                out[i] = self.hockey_stick(t)
+        for i, value in zip(index, self.base.hockey_stick_many(inner)):
+            out[i] = q * value
+        return out  # type: ignore[return-value]
+
+    def hockey_stick_reverse_many(self, ts: list[arb]) -> list[arb]:
+        q = self._q()
+        out: list[arb | None] = [None] * len(ts)
+        index, inner, scale = [], [], []
+        for i, t in enumerate(ts):
+            e = t.exp()
+            c = 1 - (1 - q) * e
+            if bool(c > 0):
+                index.append(i)
+                inner.append((q * e / c).log())
+                scale.append(c)
+            else:
+                out[i] = self.hockey_stick_reverse(t)
+        for i, c, value in zip(index, scale, self.base.hockey_stick_reverse_many(inner)):
+            out[i] = c * value
+        return out  # type: ignore[return-value]
+
+    def _mixture_survival_many(self, ts: list[arb], weight_p: arb) -> list[arb]:
+        q = self._q()
+        out: list[arb | None] = [None] * len(ts)
+        index, inner = [], []
+        for i, t in enumerate(ts):
+            c = t.exp() - (1 - q)
+            if bool(c > 0):
+                index.append(i)
+                inner.append(_log_ratio(c, q))
+            else:
+                out[i] = self._mixture_survival(t, weight_p)
+        sp = self.base.survival_p_many(inner)
+        sq = self.base.survival_q_many(inner)
+        for i, a, b in zip(index, sp, sq):
+            out[i] = weight_p * a + (1 - weight_p) * b
+        return out  # type: ignore[return-value]
+
+    def survival_p_many(self, ts: list[arb]) -> list[arb]:
+        return self._mixture_survival_many(ts, self._q())
+
+    def survival_q_many(self, ts: list[arb]) -> list[arb]:
+        return self._mixture_survival_many(ts, arb(0))
+
     def loss_window(self, tail: float) -> tuple[float, float]:
         lo0, hi0 = self.base.loss_window(tail)
         q = float(self.probability)
