@@ -733,6 +733,30 @@ def _round_index(loss: arb, h: arb, h_float: float, up: bool) -> int:
     return n
 
 
+def _grid_indices(atoms, step: arb, step_float: float, up: bool) -> tuple[list[tuple[int, arb]], arb]:
+    """Grid indices for discretised mode, and the certified shift of the side.
+
+    A loss whose Arb ball straddles a grid point n h (a loss exactly on the grid, e.g. +-0.1 of a
+    discrete Laplace at h = 1e-4, known only to ball precision) would be rounded a whole step up
+    by :func:`_round_index`; it is placed on n h instead, and the side's ``shift`` (every grid loss
+    raised by it, as in lattice mode) becomes the largest certified excess sup(L - n h), which is
+    at most h 2^-30 (for the lower side: sup(n h - L), lowered)."""
+    tolerance = step * arb(2.0**-30)
+    shift = arb(0)
+    out = []
+    for L, m in atoms:
+        n = _round_index(L, step, step_float, up)
+        near = round(float((L / step).mid()))
+        if near != n:
+            excess = (L - near * step).upper() if up else (near * step - L).upper()
+            if (near < n if up else near > n) and bool(excess <= tolerance):
+                n = near
+                if bool(excess > shift):
+                    shift = arb(excess)
+        out.append((n, m))
+    return out, arb(shift.upper())
+
+
 def _build_side(
     indexed: list[tuple[int, arb]],
     zero_q: arb,
@@ -903,12 +927,12 @@ class PrivacyLossDistribution:
                     up = _build_side(indexed, zero_q, tail, True, arb(s_up.upper()), origin, chosen)
                     low = _build_side(indexed, zero_q, tail, False, arb(s_dn.upper()), origin, chosen) if lower_bound else None
                 else:
-                    up_idx = [(_round_index(L, step, step_float, True), m) for L, m in atoms]
-                    up = _build_side(up_idx, zero_q, tail, True, arb(0), arb(0), chosen)
+                    up_idx, up_shift = _grid_indices(atoms, step, step_float, True)
+                    up = _build_side(up_idx, zero_q, tail, True, up_shift, arb(0), chosen)
                     low = None
                     if lower_bound:
-                        dn_idx = [(_round_index(L, step, step_float, False), m) for L, m in atoms]
-                        low = _build_side(dn_idx, zero_q, tail, False, arb(0), arb(0), chosen)
+                        dn_idx, dn_shift = _grid_indices(atoms, step, step_float, False)
+                        low = _build_side(dn_idx, zero_q, tail, False, dn_shift, arb(0), chosen)
                 directions.append(_Direction(name, up, low))
             directions = _merge_symmetric(directions)
             disc: float | str = "exact lattice" if mode == "lattice" else float(h_value)  # type: ignore[arg-type]
