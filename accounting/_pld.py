@@ -1180,11 +1180,12 @@ def _default_h(k: int) -> float:
 
 
 def _build_for(mechanism_pair: object, k: int, discretisation, lattice_step, kwargs) -> PrivacyLossDistribution:
-    from ._pld_continuous import continuous_loss_pair
+    from ._pld_continuous import continuous_loss_pair, default_discretisation
 
-    if discretisation is None and lattice_step is None and continuous_loss_pair(mechanism_pair) is not None:
+    continuous = continuous_loss_pair(mechanism_pair) if discretisation is None and lattice_step is None else None
+    if continuous is not None:
         # connect-the-dots is exact at the grid points, so h need not shrink with k
-        discretisation = DEFAULT_DISCRETISATION
+        discretisation = default_discretisation(continuous)
     if discretisation is None and lattice_step is None:
         try:
             pld = PrivacyLossDistribution.from_pair(mechanism_pair, **kwargs)

@@ -362,6 +362,26 @@ def continuous_loss_pair(subject: object) -> MonotoneLossPair | None:
 # ----------------------------------------------------------------------------------------------
 # discretisation
 
+#: Grid points per direction the automatic step aims at (``default_discretisation``).
+AUTO_POINTS = 200_000
+
+
+def default_discretisation(pair: MonotoneLossPair) -> float:
+    """The routes' grid step for a continuous pair: 1e-4, coarsened (by powers of 2) so that the
+    loss window holds at most about ``AUTO_POINTS`` points (a Gaussian with sigma << Delta has a
+    window of width ~ 2 z Delta / sigma). Connect-the-dots is sound on any grid; a coarser one only
+    loosens the bound, by O(h^2) per release."""
+    from ._pld import DEFAULT_DISCRETISATION, DEFAULT_TAIL_MASS
+
+    h = DEFAULT_DISCRETISATION
+    widths = [pair.loss_window(DEFAULT_TAIL_MASS)]
+    if not pair.symmetric:
+        widths.append(pair.reversed().loss_window(DEFAULT_TAIL_MASS))
+    width = max(hi - lo for lo, hi in widths)
+    while width / h > AUTO_POINTS:
+        h *= 2
+    return h
+
 
 def _grid(pair: MonotoneLossPair, h_float: float, tail: float) -> tuple[int, int]:
     lo, hi = pair.loss_window(tail)

@@ -8,6 +8,7 @@ so a wrong discretisation (losses rounded the wrong way, a mass formula off by a
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 import warnings
 
 import mpmath
@@ -216,3 +217,18 @@ def test_phi_many_encloses_direct_erfc():
             direct = _phi(p)
             assert v.overlaps(direct)
             assert float(v.rad()) <= 1e-20 * float(abs(direct.mid())) + 1e-40
+
+
+def test_route_grid_coarsens_for_wide_loss_windows():
+    """A Gaussian with sigma << Delta has a loss window ~2 z Delta/sigma wide: the route's step grows
+    (powers of 2 from 1e-4) to keep <= AUTO_POINTS points, and the result stays above the exact
+    Balle-Wang value."""
+    from accounting._pld_continuous import AUTO_POINTS, default_discretisation
+
+    pair = GaussianLoss(Fraction(1, 10), 1)
+    h = default_discretisation(pair)
+    lo, hi = pair.loss_window(1e-18)
+    assert h > 1e-4 and (hi - lo) / h <= AUTO_POINTS
+    assert default_discretisation(GaussianLoss(1, 1)) == 1e-4
+    r = acc.pld_delta(acc.Gaussian(Fraction(1, 10), 1), 1, 60.0)
+    assert r.delta >= gaussian_delta(10, 60)
