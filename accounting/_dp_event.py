@@ -9,9 +9,7 @@ dp_accounting is never imported here: events are read through their field names.
 Translation (dp_accounting's conventions, sensitivity 1 unless the event carries one):
 GaussianDpEvent(s) -> Gaussian(s, 1); LaplaceDpEvent(s) -> Laplace(s, 1);
 DiscreteLaplaceDpEvent(a, C) -> DiscreteLaplace(scale 1/a, C);
-RandomizedResponseDpEvent(p, k) -> RandomizedResponse(eps) with eps = log((1 - p + p/k)/(p/k))
-rounded up (exact for k = 2; for k > 2 binary RR at the same eps dominates every eps-DP
-mechanism, Kairouz, Oh & Viswanath 2015, so the translation is sound but looser);
+RandomizedResponseDpEvent(p, k) -> KaryRandomizedResponse(p, k) (exact pair on three outputs);
 PoissonSampledDpEvent -> PoissonSampled; SampledWithoutReplacementDpEvent -> SampledWithoutReplacement;
 SelfComposedDpEvent / ComposedDpEvent -> Composition; NoOpDpEvent -> nothing (dropped from a
 composition); NonPrivateDpEvent -> NonPrivate (epsilon = inf on every route).
@@ -32,7 +30,7 @@ from ._guarantees import RDP, PureDP
 from ._mechanisms._base import Mechanism
 from ._validation import AccountingError
 
-__all__ = ["Composition", "NonPrivate", "from_dp_event", "event_from_json"]
+__all__ = ["Composition", "KaryRandomizedResponse", "NonPrivate", "from_dp_event", "event_from_json"]
 
 # field order of dp_accounting's named tuples (after module_name, class_name), for the list form
 _FIELDS = {
@@ -114,6 +112,60 @@ class NonPrivate(Mechanism):
         return "non-private release"
 
 
+@dataclass(frozen=True)
+class KaryRandomizedResponse(Mechanism):
+    """dp_accounting's RandomizedResponse over ``num_buckets`` = k buckets with noise parameter p:
+    keep the bucket with probability 1 - p, else report a uniform bucket. With a = 1 - p + p/k and
+    b = p/k, the worst pair (inputs in different buckets) has P = (a, b, (k-2) b), Q = (b, a, (k-2) b)
+    on (D's bucket, D''s bucket, the others), so D_alpha = log(a^alpha b^{1-alpha} + b^alpha a^{1-alpha}
+    + (k-2) b) / (alpha - 1) and eps = log(a/b). p is read exactly (floats are dyadic)."""
+
+    noise_parameter: Fraction
+    num_buckets: int
+
+    family = "k-ary-randomized-response"
+
+    def __post_init__(self) -> None:
+        p = Fraction(self.noise_parameter)
+        if not (0 < p <= 1):
+            raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
+        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) or self.num_buckets < 2:
+            raise AccountingError("num_buckets", self.num_buckets, "an integer >= 2")
+        object.__setattr__(self, "noise_parameter", p)
+
+    def _ab(self) -> tuple[Fraction, Fraction]:
+        p, k = self.noise_parameter, self.num_buckets
+        return 1 - p + p / k, p / k
+
+    def rdp(self) -> RDP:
+        a, b = self._ab()
+        rest = (self.num_buckets - 2) * b
+
+        def curve(alpha: arb) -> arb:
+            la, lb = exact(a).log(), exact(b).log()
+            total = (alpha * la + (1 - alpha) * lb).exp() + (alpha * lb + (1 - alpha) * la).exp() + exact(rest)
+            return total.log() / (alpha - 1)
+
+        return RDP.from_function(curve, f"{self.num_buckets}-ary RR(p={float(self.noise_parameter)}) exact")
+
+    def pure(self) -> PureDP:
+        a, b = self._ab()
+        with working_precision(None):
+            return PureDP(upper_float((exact(a) / exact(b)).log()))
+
+    def output_pair(self):
+        from ._pairs import FinitePair
+
+        a, b = self._ab()
+        rest = (self.num_buckets - 2) * b
+        if rest == 0:
+            return FinitePair.from_masses([a, b], [b, a])
+        return FinitePair.from_masses([a, b, rest], [b, a, rest])
+
+    def describe(self) -> str:
+        return f"{self.num_buckets}-ary randomized response, noise parameter {float(self.noise_parameter)}"
+
+
 def _get(event: Any, name: str) -> Any:
     if isinstance(event, dict):
         if name not in event:
@@ -151,7 +203,7 @@ def _exact_float(name: str, value: Any) -> Fraction:
 def _translate(event: Any) -> Any | None:
     event = _as_dict(event)
     kind = _class_name(event)
-    from ._mechanisms import DiscreteLaplace, Gaussian, Laplace, RandomizedResponse
+    from ._mechanisms import DiscreteLaplace, Gaussian, Laplace
     from ._subsampling import PoissonSampled, SampledWithoutReplacement
 
     if kind == "NoOpDpEvent":
@@ -174,10 +226,7 @@ def _translate(event: Any) -> Any | None:
             return NonPrivate()
         if p == 1:
             return None
-        with working_precision(None):
-            keep, other = exact(1 - p + p / k), exact(p / k)
-            eps = upper_float((keep / other).log())
-        return RandomizedResponse(eps)
+        return KaryRandomizedResponse(p, k)
     if kind == "PoissonSampledDpEvent":
         inner = _translate(_get(event, "event"))
         q = float(_get(event, "sampling_probability"))
