@@ -208,8 +208,8 @@ class PoissonSampled(Mechanism):
 
     def monotone_loss_pair(self) -> MonotoneLossPair | None:
         base = continuous_loss_pair(self.mechanism)
-        if base is None:
-            return None
+        if base is None or self.probability == 1:
+            return base
         return PoissonSubsampledLoss(base, self.probability)
 
     def describe(self) -> str:
