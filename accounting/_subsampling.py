@@ -47,10 +47,12 @@ from flint import arb
 from ._certified import exact, upper_float, working_precision
 from ._guarantees import RDP, PureDP
 from ._mechanisms._base import Mechanism
+from ._pairs import IntegerPair
 from ._pld_continuous import MonotoneLossPair, continuous_loss_pair
 from ._validation import AccountingError, check_positive_int, check_probability
 
 __all__ = [
+    "PoissonMixturePair",
     "PoissonSampled",
     "PoissonSubsampledLoss",
     "SampledWithoutReplacement",
@@ -166,7 +168,8 @@ class PoissonSampled(Mechanism):
     Neighbouring datasets differ by adding or removing one record. ``rdp()``: MTZ 2019's exact
     integer-order formula for a Gaussian base, Zhu & Wang 2019's general bound otherwise;
     ``pure()``: log(1 + q (e^eps - 1)) for a pure-DP base (Li, Qardaji & Su 2012);
-    ``monotone_loss_pair()``: the subsampled pair for the PLD route (continuous bases).
+    ``monotone_loss_pair()`` (continuous bases) / ``output_pair()`` (discrete bases): the
+    subsampled pair for the PLD route.
     """
 
     mechanism: Any
@@ -212,8 +215,51 @@ class PoissonSampled(Mechanism):
             return base
         return PoissonSubsampledLoss(base, self.probability)
 
+    def output_pair(self):
+        """For a discrete base with an integer output pair (P, Q) = (mu_1, mu_0): the remove pair
+        (q mu_1 + (1-q) mu_0, mu_0) on the integers; the PLD builds both directions from it."""
+        maker = getattr(self.mechanism, "output_pair", None)
+        base = maker() if callable(maker) else None
+        if base is None or self.probability == 1:
+            return base
+        return PoissonMixturePair(base, self.probability)
+
     def describe(self) -> str:
         return f"{self.mechanism.describe()}, Poisson-subsampled with probability {self.probability}"
+
+
+class PoissonMixturePair(IntegerPair):
+    """P = q mu_1 + (1-q) mu_0, Q = mu_0 for an integer pair (mu_1, mu_0): log-masses by a
+    log-sum-exp of the base's balls, tails as the same mixture of the base's tail bounds."""
+
+    def __init__(self, base: IntegerPair, probability) -> None:
+        check_probability("probability", probability)
+        self.base = base
+        self.probability = probability
+
+    def _mix(self, a: arb, b: arb) -> arb:
+        q = exact(self.probability)
+        if not a.is_finite() and bool(a < 0):
+            return (1 - q).log() + b if b.is_finite() else b
+        if not b.is_finite() and bool(b < 0):
+            return q.log() + a
+        return _logsumexp([q.log() + a, (1 - q).log() + b])
+
+    def log_p(self, k: int) -> arb:
+        return self._mix(self.base.log_p(k), self.base.log_q(k))
+
+    def log_q(self, k: int) -> arb:
+        return self.base.log_q(k)
+
+    def tail_p(self, lo: int, hi: int) -> arb:
+        q = exact(self.probability)
+        return q * arb(self.base.tail_p(lo, hi).upper()) + (1 - q) * arb(self.base.tail_q(lo, hi).upper())
+
+    def tail_q(self, lo: int, hi: int) -> arb:
+        return self.base.tail_q(lo, hi)
+
+    def support(self):
+        return self.base.support()
 
 
 def _zhu_wang_log_moment(q, base: RDP, alpha: int) -> arb:

@@ -104,3 +104,26 @@ def test_epsilon_routes_and_ledger_accept_subsampled():
     ledger = acc.Ledger(acc.ApproxDP(1.0, 1e-5))
     ledger.charge(mech)
     assert ledger.spent().epsilon < 1.0
+
+
+def test_subsampled_discrete_laplace_pld_brackets_exact_hockey_stick():
+    """Poisson-subsampled discrete Laplace through the integer mixture pair: the certified bracket
+    holds the exact delta(eps) = max over add/remove of sum_x (P(x) - e^eps Q(x))_+, summed here
+    in mpmath from the pmf (the two directions differ, so a one-direction slip would show)."""
+    mech = PoissonSampled(acc.DiscreteLaplace(2, 1), 0.1)
+    pld = PrivacyLossDistribution.from_pair(mech)
+    t = mpmath.mpf(1) / 2
+    c = mpmath.tanh(t / 2)
+    q = mpmath.mpf("0.1")
+
+    def f(x):
+        return c * mpmath.exp(-t * abs(x))
+
+    for eps in (0.02, 0.05):
+        e = mpmath.exp(eps)
+        remove = sum(max(0, q * f(x) + (1 - q) * f(x - 1) - e * f(x - 1)) for x in range(-300, 301))
+        add = sum(max(0, f(x - 1) - e * (q * f(x) + (1 - q) * f(x - 1))) for x in range(-300, 301))
+        lo, up = pld.delta_bounds(eps)
+        assert lo <= max(remove, add) <= up
+        assert up - max(remove, add) <= 1e-4
+    assert remove != add
