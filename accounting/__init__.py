@@ -10,7 +10,10 @@ behind each route:
 - :mod:`accounting._routes` — every route for a mechanism, the smallest certified one reported;
 - :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
 - :mod:`accounting._ledger` — budgets, per-user charges, refusal to overspend, JSON trail;
-- :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input).
+- :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input);
+- :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
+- :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
+- :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms.
 """
 
 from ._calibration import Calibration, calibrate

@@ -4,7 +4,6 @@ computation, the chord between orders, the PLD route against dp_accounting, bad 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import mpmath
 import pytest
