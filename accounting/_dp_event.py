@@ -251,17 +251,17 @@ def _translate(event: Any) -> Any | None:
             return inner
         return Composition(((inner, count),))
     if kind == "ComposedDpEvent":
-        parts = []
+        counts: dict[Any, int] = {}  # equal releases merged into one part with a count (order kept)
         for sub in _get(event, "events"):
             inner = _translate(sub)
             if inner is None:
                 continue
             if isinstance(inner, NonPrivate):
                 return inner
-            parts.append((inner, 1))
-        if not parts:
+            counts[inner] = counts.get(inner, 0) + 1
+        if not counts:
             return None
-        return Composition(tuple(parts))
+        return Composition(tuple(counts.items()))
     raise AccountingError("event", kind, f"one of {sorted(_FIELDS)}")
 
 
