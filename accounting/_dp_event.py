@@ -30,7 +30,7 @@ from ._guarantees import RDP, PureDP
 from ._mechanisms._base import Mechanism
 from ._validation import AccountingError
 
-__all__ = ["Composition", "KaryRandomizedResponse", "NonPrivate", "from_dp_event", "event_from_json"]
+__all__ = ["Composition", "KaryRandomizedResponse", "NonPrivate", "event_from_json", "from_dp_event", "pld_bracket"]
 
 # field order of dp_accounting's named tuples (after module_name, class_name), for the list form
 _FIELDS = {
@@ -164,6 +164,26 @@ class KaryRandomizedResponse(Mechanism):
 
     def describe(self) -> str:
         return f"{self.num_buckets}-ary randomized response, noise parameter {float(self.noise_parameter)}"
+
+
+def pld_bracket(mechanism: Any, delta: float, *, compose: int = 1, discretisation: float | None = None):
+    """The PLD route with its optimistic twin: a PLDResult whose [epsilon_lower, epsilon] brackets
+    the true eps(delta) (both certified), or None when the mechanism has no PLD route."""
+    from ._pld import PrivacyLossDistribution
+    from ._pld_continuous import continuous_loss_pair, default_discretisation
+
+    if isinstance(mechanism, Composition):
+        pld = mechanism.privacy_loss_distribution(discretisation or 1e-4, lower_bound=True)
+    elif continuous_loss_pair(mechanism) is not None:
+        h = discretisation or default_discretisation(continuous_loss_pair(mechanism))
+        pld = PrivacyLossDistribution.from_pair(mechanism, discretisation=h)
+    elif getattr(mechanism, "output_pair", None) is not None and mechanism.output_pair() is not None:
+        pld = PrivacyLossDistribution.from_pair(mechanism, discretisation=discretisation)
+    else:
+        return None
+    if pld is None:
+        return None
+    return pld.self_compose(compose).epsilon(delta)
 
 
 def _get(event: Any, name: str) -> Any:

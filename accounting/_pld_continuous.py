@@ -76,11 +76,6 @@ def _union(*balls: arb) -> arb:
     return out
 
 
-def _below(t: arb, c: arb) -> tuple[bool, bool]:
-    """(t < c is possible, t >= c is possible), decided on balls."""
-    return (not bool(t >= c)), (not bool(t < c))
-
-
 def _phi(x: arb) -> arb:
     """Standard normal CDF, Phi(x) = erfc(-x / sqrt 2) / 2, in Arb."""
     return (-x / arb(2).sqrt()).erfc() / 2
@@ -253,14 +248,14 @@ class LaplaceLoss(MonotoneLossPair):
     def _piecewise(self, t: arb, below, middle, above) -> arb:
         eps = self._eps()
         parts = []
-        lo_possible, _ = _below(t, -eps)
-        if lo_possible:
+        if not bool(t >= -eps):
             parts.append(below(t))
-        mid_possible = (not bool(t < -eps)) and (not bool(t >= eps))
-        if mid_possible:
+        # the middle formulas hold on the closed interval [-eps, eps]: at the atoms +-eps they give
+        # values inside [P(L > t), P(L >= t)] (e.g. P(L >= eps) = 1/2), which the optimistic
+        # side may use (module docstring); the above/below branches only strictly outside it
+        if (not bool(t < -eps)) and (not bool(t > eps)):
             parts.append(middle(t, eps))
-        _, hi_possible = _below(t, eps)
-        if hi_possible:
+        if not bool(t <= eps):
             parts.append(above(t))
         return _union(*parts)
 

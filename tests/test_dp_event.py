@@ -131,5 +131,14 @@ def test_cli_reads_dp_accounting_json(tmp_path):
     payload = json.loads(result.output)
     assert payload["epsilon"] == pytest.approx(ours(event))
     assert {r["route"] for r in payload["routes"]} >= {"pure", "rdp-cks", "pld"}
+    bracketed = CliRunner().invoke(main, ["account", "event", str(path), "--bracket", "--json"])
+    sandwich = json.loads(bracketed.output)["pld_bracket"]
+    assert sandwich["epsilon_lower"] <= payload["epsilon"] <= sandwich["epsilon"] + 1e-12
+    # the lower bound is within one grid step per release of dp_accounting's (uncertified) optimistic
+    # value: the atom at eps = 0.1 lies just below 1000 h (h = the double nearest 1e-4), so the
+    # optimistic side certifiably rounds it down a whole step, where dp_accounting's float floor
+    # puts it on 1000 h
+    theirs_opt = optimistic(_quiet(pl.from_laplace_mechanism, 10.0, pessimistic_estimate=False, value_discretization_interval=H, use_connect_dots=False).self_compose(20))
+    assert theirs_opt - 20 * H * 1.01 <= sandwich["epsilon_lower"] <= theirs_opt
     bad = CliRunner().invoke(main, ["account", "event", str(tmp_path / "missing.json")])
     assert bad.exit_code == 2 and "file=" in bad.output
