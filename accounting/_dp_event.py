@@ -230,10 +230,13 @@ def _translate(event: Any) -> Any | None:
         return None
     if kind == "NonPrivateDpEvent":
         return NonPrivate()
-    if kind == "GaussianDpEvent":
-        return Gaussian(float(_get(event, "noise_multiplier")), 1)
-    if kind == "LaplaceDpEvent":
-        return Laplace(float(_get(event, "noise_multiplier")), 1)
+    if kind in ("GaussianDpEvent", "LaplaceDpEvent"):
+        noise = float(_exact_float("noise_multiplier", _get(event, "noise_multiplier")))
+        if noise < 0:
+            raise AccountingError("noise_multiplier", noise, "a real number >= 0")
+        if noise == 0:  # dp_accounting's convention: no noise is a non-private release
+            return NonPrivate()
+        return (Gaussian if kind == "GaussianDpEvent" else Laplace)(noise, 1)
     if kind == "DiscreteLaplaceDpEvent":
         a = _exact_float("noise_parameter", _get(event, "noise_parameter"))
         return DiscreteLaplace(1 / a, int(_get(event, "sensitivity")))

@@ -104,6 +104,9 @@ def test_sampled_without_replacement_against_rdp():
 
 def test_non_private_and_no_op():
     assert ours(D.ComposedDpEvent([D.NonPrivateDpEvent(), D.GaussianDpEvent(1.0)])) == math.inf
+    assert ours(D.SelfComposedDpEvent(D.GaussianDpEvent(0.0), 3)) == math.inf
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        acc.from_dp_event({"class_name": "LaplaceDpEvent", "noise_multiplier": -1.0})
     with pytest.raises(ValueError, match="no-op"):
         acc.from_dp_event(D.NoOpDpEvent())
     with pytest.raises(ValueError, match="event"):
