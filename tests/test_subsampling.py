@@ -29,6 +29,19 @@ def sgm_rdp_by_integration(q, sigma, alpha):
     return mpmath.log(moment) / (alpha - 1)
 
 
+def sgm_add_direction_by_integration(q, sigma, alpha):
+    """D_alpha(N(0, s^2) || q N(1, s^2) + (1-q) N(0, s^2)): the add direction, which MTZ 2019 show
+    is never the larger one (so the curve may omit it); checked here, not assumed."""
+    s = mpmath.mpf(sigma)
+    q = mpmath.mpf(q)
+
+    def f(x):
+        ratio = 1 - q + q * mpmath.exp((2 * x - 1) / (2 * s * s))
+        return ratio ** (1 - alpha) * mpmath.npdf(x, 0, s)
+
+    return mpmath.log(mpmath.quad(f, [-mpmath.inf, -10, 0, 0.5, 5, 20, mpmath.inf])) / (alpha - 1)
+
+
 @pytest.mark.parametrize("alpha", [2, 3, 8, 32])
 def test_sampled_gaussian_rdp_equals_exact_integral_at_integer_orders(alpha):
     curve = PoissonSampled(acc.Gaussian(1, 1), 0.01).rdp()
@@ -36,6 +49,7 @@ def test_sampled_gaussian_rdp_equals_exact_integral_at_integer_orders(alpha):
     ours = curve(alpha)
     assert ours >= exact
     assert ours - exact <= 1e-12 * (1 + abs(exact))
+    assert ours >= sgm_add_direction_by_integration(0.01, 1, alpha)
 
 
 def test_fractional_orders_lie_between_and_above():
