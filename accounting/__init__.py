@@ -10,7 +10,10 @@ behind each route:
 - :mod:`accounting._routes` — every route for a mechanism, the smallest certified one reported;
 - :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
 - :mod:`accounting._ledger` — budgets, per-user charges, refusal to overspend, JSON trail;
-- :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input).
+- :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input);
+- :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
+- :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
+- :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms.
 """
 
 from ._calibration import Calibration, calibrate
@@ -40,6 +43,9 @@ from ._mechanisms import (
 )
 from ._pairs import FinitePair, IntegerPair
 from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
+from ._pld_continuous import GaussianLoss, LaplaceLoss, MonotoneLossPair
+from ._subsampling import PoissonSampled, SampledWithoutReplacement
+from ._dp_event import from_dp_event
 from ._paper_params import (
     DistributedParameters,
     theorem1_parameters,
@@ -53,6 +59,12 @@ from ._routes import epsilon_routes
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
+    "GaussianLoss",
+    "LaplaceLoss",
+    "MonotoneLossPair",
+    "PoissonSampled",
+    "SampledWithoutReplacement",
+    "from_dp_event",
     "BernoulliCurator",
     "Binomial",
     "DiscreteGaussianSum",

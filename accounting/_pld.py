@@ -362,6 +362,55 @@ def _convolve_floats(a: np.ndarray, b: np.ndarray, square: bool) -> tuple[np.nda
     return z, _float_up(bound)
 
 
+#: Heavy entries (atoms) of each factor convolved directly by :func:`_convolve_split`.
+_SPLIT_ATOMS = 16
+_SPLIT_MAX_LENGTH = 1 << 18
+
+
+def _convolve_split(a: np.ndarray, b: np.ndarray, square: bool) -> tuple[np.ndarray, float]:
+    """(z_hat, bound) like :func:`_convolve_floats`, with the heaviest entries taken out first.
+
+    The FFT error bound grows with the factors' l2 norms, which a few heavy entries dominate (the
+    atoms of a Laplace or randomized-response PLD and their compositions). With A, B the
+    ``_SPLIT_ATOMS`` largest entries of a, b and a', b' the rest (an exact split: each entry goes
+    to one part), a * b = A * b + a' * B + a' * b'. The first two are direct sums (shifted adds),
+    the last an FFT of small-norm vectors. Each entry of z_hat is a float sum of at most
+    2 _SPLIT_ATOMS + 1 non-negative terms (products rounded once), so its error is at most
+    gamma_{2m+3} times the exact sum of those terms, plus the FFT bound of a' * b'."""
+    na, nb = len(a), len(b)
+    m = _SPLIT_ATOMS
+    if min(na, nb) <= max(_DIRECT_CONVOLUTION, 4 * m) or na + nb > _SPLIT_MAX_LENGTH:
+        # long factors: the shifted adds would cost more than the FFT; the early (short) products
+        # matter most anyway, since an error made there is carried through every later squaring
+        return _convolve_floats(a, b, square)
+    ia = np.argpartition(a, -m)[-m:]
+    ib = ia if square else np.argpartition(b, -m)[-m:]
+    heavy = float(np.dot(a[ia], a[ia]))
+    if heavy < 0.5 * float(np.dot(a, a)):
+        return _convolve_floats(a, b, square)
+    ar = a.copy()
+    ar[ia] = 0.0
+    br = ar if square else b.copy()
+    if not square:
+        br[ib] = 0.0
+    if not (ar.any() and br.any()):  # every mass is an atom: nothing left for the FFT
+        rest, fft_bound = np.zeros(na + nb - 1), 0.0
+    else:
+        rest, fft_bound = _convolve_floats(ar, br, square)
+    z = np.array(rest, dtype=np.float64)
+    for i in ia:
+        if a[i] != 0.0:
+            z[i : i + nb] += a[i] * b
+    for j in ib:
+        if b[j] != 0.0:
+            z[j : j + na] += b[j] * ar
+    gamma = (2 * m + 3) * _U / (1 - (2 * m + 3) * _U)
+    terms = _sum_upper(a[ia]) * _sum_upper(b) + _sum_upper(b[ib]) * _sum_upper(ar) + _sum_upper(rest) + fft_bound
+    bound = fft_bound + gamma * terms * (1 + 1e-10)
+    np.maximum(z, 0.0, out=z)
+    return z, _float_up(bound)
+
+
 def _multiply(s1: _Side, s2: _Side) -> _Side:
     """The convolution of two sides of the same bound direction (no truncation)."""
     if s1.engine != s2.engine:
@@ -379,7 +428,7 @@ def _multiply(s1: _Side, s2: _Side) -> _Side:
     if s1.poly is not None:
         poly = s1.poly * s1.poly if s1 is s2 else s1.poly * s2.poly
         return _Side(s1.upper, offset, poly, None, 0.0, inf, shift, origin, truncated)
-    z, fresh = _convolve_floats(s1.vec, s2.vec, s1 is s2)
+    z, fresh = _convolve_split(s1.vec, s2.vec, s1 is s2)
     # whole-measure norms of the computed measures (finite part + +inf atom)
     a1 = _sum_upper(s1.vec) + upper_float(s1.inf.abs_upper())
     b1 = _sum_upper(s2.vec) + upper_float(s2.inf.abs_upper())
@@ -733,6 +782,30 @@ def _round_index(loss: arb, h: arb, h_float: float, up: bool) -> int:
     return n
 
 
+def _grid_indices(atoms, step: arb, step_float: float, up: bool) -> tuple[list[tuple[int, arb]], arb]:
+    """Grid indices for discretised mode, and the certified shift of the side.
+
+    A loss whose Arb ball straddles a grid point n h (a loss exactly on the grid, e.g. +-0.1 of a
+    discrete Laplace at h = 1e-4, known only to ball precision) would be rounded a whole step up
+    by :func:`_round_index`; it is placed on n h instead, and the side's ``shift`` (every grid loss
+    raised by it, as in lattice mode) becomes the largest certified excess sup(L - n h), which is
+    at most h 2^-30 (for the lower side: sup(n h - L), lowered)."""
+    tolerance = step * arb(2.0**-30)
+    shift = arb(0)
+    out = []
+    for L, m in atoms:
+        n = _round_index(L, step, step_float, up)
+        near = round(float((L / step).mid()))
+        if near != n:
+            excess = (L - near * step).upper() if up else (near * step - L).upper()
+            if (near < n if up else near > n) and bool(excess <= tolerance):
+                n = near
+                if bool(excess > shift):
+                    shift = arb(excess)
+        out.append((n, m))
+    return out, arb(shift.upper())
+
+
 def _build_side(
     indexed: list[tuple[int, arb]],
     zero_q: arb,
@@ -826,6 +899,16 @@ class PrivacyLossDistribution:
         ``engine``: ``"arb"``, ``"float"`` or ``"auto"`` (arb on exact lattices, float otherwise);
         ``lower_bound``: also build the optimistic twin (for ``epsilon_lower``).
         """
+        # continuous mechanisms (a monotone privacy loss): connect-the-dots, accounting._pld_continuous
+        from ._pld_continuous import continuous_loss_pair, pld_from_monotone_loss
+
+        loss_pair = continuous_loss_pair(mechanism_pair)
+        if loss_pair is not None:
+            if lattice_step is not None or engine == "arb":
+                raise AccountingError("lattice_step" if lattice_step is not None else "engine", lattice_step if lattice_step is not None else engine, "None / 'auto' / 'float' for a continuous mechanism (it has no lattice)")
+            return pld_from_monotone_loss(
+                loss_pair, discretisation=discretisation, tail_mass=tail_mass, truncation=truncation, lower_bound=lower_bound, precision=precision
+            )
         pair = _resolve_pair(mechanism_pair)
         check_probability("tail_mass", tail_mass)
         check_probability("truncation", truncation)
@@ -893,12 +976,12 @@ class PrivacyLossDistribution:
                     up = _build_side(indexed, zero_q, tail, True, arb(s_up.upper()), origin, chosen)
                     low = _build_side(indexed, zero_q, tail, False, arb(s_dn.upper()), origin, chosen) if lower_bound else None
                 else:
-                    up_idx = [(_round_index(L, step, step_float, True), m) for L, m in atoms]
-                    up = _build_side(up_idx, zero_q, tail, True, arb(0), arb(0), chosen)
+                    up_idx, up_shift = _grid_indices(atoms, step, step_float, True)
+                    up = _build_side(up_idx, zero_q, tail, True, up_shift, arb(0), chosen)
                     low = None
                     if lower_bound:
-                        dn_idx = [(_round_index(L, step, step_float, False), m) for L, m in atoms]
-                        low = _build_side(dn_idx, zero_q, tail, False, arb(0), arb(0), chosen)
+                        dn_idx, dn_shift = _grid_indices(atoms, step, step_float, False)
+                        low = _build_side(dn_idx, zero_q, tail, False, dn_shift, arb(0), chosen)
                 directions.append(_Direction(name, up, low))
             directions = _merge_symmetric(directions)
             disc: float | str = "exact lattice" if mode == "lattice" else float(h_value)  # type: ignore[arg-type]
@@ -1146,6 +1229,12 @@ def _default_h(k: int) -> float:
 
 
 def _build_for(mechanism_pair: object, k: int, discretisation, lattice_step, kwargs) -> PrivacyLossDistribution:
+    from ._pld_continuous import continuous_loss_pair, default_discretisation
+
+    continuous = continuous_loss_pair(mechanism_pair) if discretisation is None and lattice_step is None else None
+    if continuous is not None:
+        # connect-the-dots is exact at the grid points, so h need not shrink with k
+        discretisation = default_discretisation(continuous)
     if discretisation is None and lattice_step is None:
         try:
             pld = PrivacyLossDistribution.from_pair(mechanism_pair, **kwargs)

@@ -4,7 +4,8 @@ For a mechanism released ``compose`` times to the same user (k-fold composition,
 returns to ``compose`` batches of the same protocol), the certified routes are
 - ``pure``: k * eps when the mechanism is pure DP;
 - ``rdp-cks``: the exact RDP curve, composed, converted by Canonne-Kamath-Steinke over real alpha;
-- ``pld``: the privacy-loss distribution, composed by convolution (discrete mechanisms only);
+- ``pld``: the privacy-loss distribution, composed by convolution (discrete mechanisms; continuous
+  and subsampled ones through connect-the-dots, :mod:`accounting._pld_continuous`);
 and the comparison routes are the closed forms the papers and the literature print (Agarwal
 et al.'s Skellam bound, the ICLR paper's Theorem 2, Mironov's conversion, ...). Every route's
 value is an upper bound; the answer is the smallest certified one, and the report lists all of
@@ -98,7 +99,18 @@ def epsilon_routes(
 
 def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
     """The privacy-loss-distribution route, for mechanisms with an integer output pair."""
+    builder = getattr(subject, "privacy_loss_distribution", None)  # compositions (accounting._dp_event)
+    if callable(builder):
+        composed = builder()
+        if composed is None:
+            return None
+        r = composed.self_compose(k).epsilon(delta)
+        return EpsilonResult(r.epsilon, delta, "pld", None, f"privacy-loss distribution of the composition, grid h = {r.discretisation}; worse direction {r.direction}")
     pair = subject.output_pair() if hasattr(subject, "output_pair") else None
+    if pair is None:  # continuous and subsampled mechanisms: connect-the-dots (accounting._pld_continuous)
+        from ._pld_continuous import continuous_loss_pair
+
+        pair = continuous_loss_pair(subject)
     if pair is None:
         return None
     from ._pld import pld_epsilon

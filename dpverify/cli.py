@@ -342,5 +342,10 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
     _emit(as_json, payload, table)
 
 
+from ._cli_event import event_command  # noqa: E402  (dp_accounting events: accounting._dp_event)
+
+account.add_command(event_command)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -1,0 +1,318 @@
+"""dp_accounting's ``DpEvent`` trees as accounting guarantees (a thin translation at the edge).
+
+``from_dp_event(event)`` accepts a dp_accounting ``DpEvent``, its ``to_named_tuple()`` form, or
+the JSON form of that named tuple (a dict with ``class_name`` and the event's fields, nested;
+e.g. ``json.dumps(namedtuple_to_dict(event.to_named_tuple()))``), and returns a mechanism of
+:mod:`accounting` that every route accepts (:func:`accounting.epsilon_routes`, the ledger).
+dp_accounting is never imported here: events are read through their field names.
+
+Translation (dp_accounting's conventions, sensitivity 1 unless the event carries one):
+GaussianDpEvent(s) -> Gaussian(s, 1); LaplaceDpEvent(s) -> Laplace(s, 1);
+DiscreteLaplaceDpEvent(a, C) -> DiscreteLaplace(scale 1/a, C);
+RandomizedResponseDpEvent(p, k) -> KaryRandomizedResponse(p, k) (exact pair on three outputs);
+PoissonSampledDpEvent -> PoissonSampled; SampledWithoutReplacementDpEvent -> SampledWithoutReplacement;
+SelfComposedDpEvent / ComposedDpEvent -> Composition; NoOpDpEvent -> nothing (dropped from a
+composition); NonPrivateDpEvent -> NonPrivate (epsilon = inf on every route).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from flint import arb
+
+from ._certified import exact, upper_float, working_precision
+from ._guarantees import RDP, PureDP
+from ._mechanisms._base import Mechanism
+from ._validation import AccountingError
+
+__all__ = ["Composition", "KaryRandomizedResponse", "NonPrivate", "event_from_json", "from_dp_event", "pld_bracket"]
+
+# field order of dp_accounting's named tuples (after module_name, class_name), for the list form
+_FIELDS = {
+    "NoOpDpEvent": (),
+    "NonPrivateDpEvent": (),
+    "GaussianDpEvent": ("noise_multiplier",),
+    "LaplaceDpEvent": ("noise_multiplier",),
+    "DiscreteLaplaceDpEvent": ("noise_parameter", "sensitivity"),
+    "RandomizedResponseDpEvent": ("noise_parameter", "num_buckets"),
+    "PoissonSampledDpEvent": ("sampling_probability", "event"),
+    "SampledWithoutReplacementDpEvent": ("source_dataset_size", "sample_size", "event"),
+    "SelfComposedDpEvent": ("event", "count"),
+    "ComposedDpEvent": ("events",),
+}
+
+
+@dataclass(frozen=True)
+class Composition(Mechanism):
+    """Sequential composition of mechanisms, each with a multiplicity: ((mechanism, count), ...)."""
+
+    parts: tuple
+
+    family = "composition"
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            raise AccountingError("parts", self.parts, "a non-empty tuple of (mechanism, count)")
+
+    def rdp(self) -> RDP:
+        return RDP.sequence([m.rdp() for m, _ in self.parts], [n for _, n in self.parts])
+
+    def pure(self) -> PureDP | None:
+        pures = [m.pure() if hasattr(m, "pure") else None for m, _ in self.parts]
+        if any(p is None for p in pures):
+            return None
+        total = [p.times(n) for p, (_, n) in zip(pures, self.parts)]
+        return total[0].compose(*total[1:])
+
+    def privacy_loss_distribution(self, discretisation: float = 1e-4, lower_bound: bool = False):
+        """The composed PLD on the grid h Z, or None if some part has no PLD route."""
+        from ._pld import PrivacyLossDistribution
+        from ._pld_continuous import continuous_loss_pair
+
+        out = None
+        for m, n in self.parts:
+            if isinstance(m, Composition):
+                pld = m.privacy_loss_distribution(discretisation, lower_bound)
+            elif continuous_loss_pair(m) is not None or (hasattr(m, "output_pair") and m.output_pair() is not None):
+                pld = PrivacyLossDistribution.from_pair(m, discretisation=discretisation, lower_bound=lower_bound)
+            else:
+                return None
+            if pld is None:
+                return None
+            pld = pld.self_compose(n)
+            out = pld if out is None else out + pld
+        return out
+
+    def describe(self) -> str:
+        return " + ".join(m.describe() if n == 1 else f"{n} x ({m.describe()})" for m, n in self.parts)
+
+
+@dataclass(frozen=True)
+class NonPrivate(Mechanism):
+    """A release with no privacy guarantee: every route reports epsilon = inf."""
+
+    family = "non-private"
+
+    def rdp(self) -> RDP:
+        return RDP.from_function(lambda alpha: arb.pos_inf(), "non-private")
+
+    def output_pair(self):
+        """P and Q with disjoint supports: all privacy-loss mass at +inf (so the PLD route
+        certifies epsilon = inf for every delta < 1)."""
+        from ._pairs import FinitePair
+
+        return FinitePair.from_masses([1, 0], [0, 1])
+
+    def describe(self) -> str:
+        return "non-private release"
+
+
+@dataclass(frozen=True)
+class KaryRandomizedResponse(Mechanism):
+    """dp_accounting's RandomizedResponse over ``num_buckets`` = k buckets with noise parameter p:
+    keep the bucket with probability 1 - p, else report a uniform bucket. With a = 1 - p + p/k and
+    b = p/k, the worst pair (inputs in different buckets) has P = (a, b, (k-2) b), Q = (b, a, (k-2) b)
+    on (D's bucket, D''s bucket, the others), so D_alpha = log(a^alpha b^{1-alpha} + b^alpha a^{1-alpha}
+    + (k-2) b) / (alpha - 1) and eps = log(a/b). p is read exactly (floats are dyadic)."""
+
+    noise_parameter: Fraction
+    num_buckets: int
+
+    family = "k-ary-randomized-response"
+
+    def __post_init__(self) -> None:
+        p = Fraction(self.noise_parameter)
+        if not (0 < p <= 1):
+            raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
+        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) or self.num_buckets < 2:
+            raise AccountingError("num_buckets", self.num_buckets, "an integer >= 2")
+        object.__setattr__(self, "noise_parameter", p)
+
+    def _ab(self) -> tuple[Fraction, Fraction]:
+        p, k = self.noise_parameter, self.num_buckets
+        return 1 - p + p / k, p / k
+
+    def rdp(self) -> RDP:
+        a, b = self._ab()
+        rest = (self.num_buckets - 2) * b
+
+        def curve(alpha: arb) -> arb:
+            la, lb = exact(a).log(), exact(b).log()
+            total = (alpha * la + (1 - alpha) * lb).exp() + (alpha * lb + (1 - alpha) * la).exp() + exact(rest)
+            return total.log() / (alpha - 1)
+
+        return RDP.from_function(curve, f"{self.num_buckets}-ary RR(p={float(self.noise_parameter)}) exact")
+
+    def pure(self) -> PureDP:
+        a, b = self._ab()
+        with working_precision(None):
+            return PureDP(upper_float((exact(a) / exact(b)).log()))
+
+    def output_pair(self):
+        from ._pairs import FinitePair
+
+        a, b = self._ab()
+        rest = (self.num_buckets - 2) * b
+        if rest == 0:
+            return FinitePair.from_masses([a, b], [b, a])
+        return FinitePair.from_masses([a, b, rest], [b, a, rest])
+
+    def describe(self) -> str:
+        return f"{self.num_buckets}-ary randomized response, noise parameter {float(self.noise_parameter)}"
+
+
+def pld_bracket(mechanism: Any, delta: float, *, compose: int = 1, discretisation: float | None = None):
+    """The PLD route with its optimistic twin: a PLDResult whose [epsilon_lower, epsilon] brackets
+    the true eps(delta) (both certified), or None when the mechanism has no PLD route."""
+    from ._pld import PrivacyLossDistribution
+    from ._pld_continuous import continuous_loss_pair, default_discretisation
+
+    if isinstance(mechanism, Composition):
+        pld = mechanism.privacy_loss_distribution(discretisation or 1e-4, lower_bound=True)
+    elif continuous_loss_pair(mechanism) is not None:
+        h = discretisation or default_discretisation(continuous_loss_pair(mechanism))
+        pld = PrivacyLossDistribution.from_pair(mechanism, discretisation=h)
+    elif getattr(mechanism, "output_pair", None) is not None and mechanism.output_pair() is not None:
+        pld = PrivacyLossDistribution.from_pair(mechanism, discretisation=discretisation)
+    else:
+        return None
+    if pld is None:
+        return None
+    return pld.self_compose(compose).epsilon(delta)
+
+
+def _get(event: Any, name: str) -> Any:
+    if isinstance(event, dict):
+        if name not in event:
+            raise AccountingError("event", event, f"a {event.get('class_name')} with field {name!r}")
+        return event[name]
+    return getattr(event, name)
+
+
+def _class_name(event: Any) -> str:
+    if isinstance(event, dict):
+        name = event.get("class_name")
+    elif isinstance(event, (list, tuple)) and len(event) >= 2 and isinstance(event[1], str) and event[1] in _FIELDS:
+        name = event[1]
+    else:
+        name = getattr(event, "class_name", None) or type(event).__name__
+    if isinstance(name, bytes):
+        name = name.decode()
+    return name
+
+
+def _as_dict(event: Any) -> Any:
+    """The list form (a JSON-dumped named tuple: [module, class, fields...]) as a dict."""
+    if isinstance(event, (list, tuple)) and not hasattr(event, "_fields") and len(event) >= 2 and event[1] in _FIELDS:
+        fields = _FIELDS[event[1]]
+        return {"class_name": event[1], **dict(zip(fields, event[2:]))}
+    return event
+
+
+def _exact_float(name: str, value: Any) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not math.isfinite(float(value)):
+        raise AccountingError(name, value, "a finite real number")
+    return Fraction(value)
+
+
+def _translate(event: Any) -> Any | None:
+    event = _as_dict(event)
+    kind = _class_name(event)
+    from ._mechanisms import DiscreteLaplace, Gaussian, Laplace
+    from ._subsampling import PoissonSampled, SampledWithoutReplacement
+
+    if kind == "NoOpDpEvent":
+        return None
+    if kind == "NonPrivateDpEvent":
+        return NonPrivate()
+    if kind in ("GaussianDpEvent", "LaplaceDpEvent"):
+        noise = float(_exact_float("noise_multiplier", _get(event, "noise_multiplier")))
+        if noise < 0:
+            raise AccountingError("noise_multiplier", noise, "a real number >= 0")
+        if noise == 0:  # dp_accounting's convention: no noise is a non-private release
+            return NonPrivate()
+        return (Gaussian if kind == "GaussianDpEvent" else Laplace)(noise, 1)
+    if kind == "DiscreteLaplaceDpEvent":
+        a = _exact_float("noise_parameter", _get(event, "noise_parameter"))
+        return DiscreteLaplace(1 / a, int(_get(event, "sensitivity")))
+    if kind == "RandomizedResponseDpEvent":
+        p = _exact_float("noise_parameter", _get(event, "noise_parameter"))
+        k = int(_get(event, "num_buckets"))
+        if not (0 <= p <= 1) or k < 2:
+            raise AccountingError("noise_parameter", float(p), "a probability in [0, 1] with num_buckets >= 2")
+        if p == 0:
+            return NonPrivate()
+        if p == 1:
+            return None
+        return KaryRandomizedResponse(p, k)
+    if kind == "PoissonSampledDpEvent":
+        inner = _translate(_get(event, "event"))
+        q = float(_get(event, "sampling_probability"))
+        if inner is None or q == 0:
+            return None
+        if isinstance(inner, NonPrivate):
+            return inner
+        return PoissonSampled(inner, q)
+    if kind == "SampledWithoutReplacementDpEvent":
+        inner = _translate(_get(event, "event"))
+        if inner is None:
+            return None
+        if isinstance(inner, NonPrivate):
+            return inner
+        return SampledWithoutReplacement(inner, int(_get(event, "sample_size")), int(_get(event, "source_dataset_size")))
+    if kind == "SelfComposedDpEvent":
+        inner = _translate(_get(event, "event"))
+        count = int(_get(event, "count"))
+        if inner is None or count == 0:
+            return None
+        if isinstance(inner, NonPrivate):
+            return inner
+        return Composition(((inner, count),))
+    if kind == "ComposedDpEvent":
+        counts: dict[Any, int] = {}  # equal releases merged into one part with a count (order kept)
+        for sub in _get(event, "events"):
+            inner = _translate(sub)
+            if inner is None:
+                continue
+            if isinstance(inner, NonPrivate):
+                return inner
+            counts[inner] = counts.get(inner, 0) + 1
+        if not counts:
+            return None
+        return Composition(tuple(counts.items()))
+    raise AccountingError("event", kind, f"one of {sorted(_FIELDS)}")
+
+
+def from_dp_event(event: Any) -> Any:
+    """The accounting mechanism of a dp_accounting ``DpEvent`` (object, named tuple, dict or JSON
+    text). A tree with no privacy cost (only NoOpDpEvent) is refused with a ValueError."""
+    if isinstance(event, (str, bytes)):
+        event = event_from_json(event)
+    out = _translate(event)
+    if out is None:
+        raise AccountingError("event", _class_name(event), "an event with a privacy cost (this one is a no-op)")
+    return out
+
+
+def event_from_json(text: str | bytes) -> Any:
+    """Parse the JSON form of a dp_accounting event (dicts with ``class_name``, or the list form)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise AccountingError("event", str(text)[:60], f"JSON text of a dp_accounting event ({error})") from None
+
+
+def event_to_dict(event: Any) -> Any:
+    """A dp_accounting event (or named tuple) as nested dicts, the JSON form read above."""
+    if hasattr(event, "to_named_tuple"):
+        event = event.to_named_tuple()
+    if hasattr(event, "_asdict"):
+        return {k: event_to_dict(v) for k, v in event._asdict().items()}
+    if isinstance(event, (list, tuple)):
+        return [event_to_dict(v) for v in event]
+    return event

@@ -1,0 +1,73 @@
+"""``dpverify account event FILE.json``: certified (eps, delta) of a dp_accounting DpEvent.
+
+FILE holds the JSON form of a dp_accounting event (nested dicts with ``class_name`` and the
+event's fields, as ``accounting._dp_event.event_to_dict(event)`` writes it, or a JSON-dumped
+``event.to_named_tuple()`` list); ``-`` reads stdin. Every route is printed, the smallest marked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["event_command"]
+
+
+@click.command("event")
+@click.argument("file", type=click.Path(allow_dash=True))
+@click.option("--delta", type=float, default=1e-5, show_default=True, help="Target delta in (0, 1).")
+@click.option("--no-pld", is_flag=True, help="Skip the privacy-loss-distribution route.")
+@click.option("--bracket", is_flag=True, help="Also build the optimistic PLD: print [certified lower, certified upper] (about twice the PLD time).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def event_command(file: str, delta: float, no_pld: bool, bracket: bool, as_json: bool) -> None:
+    """Every certified route for the dp_accounting event in FILE (JSON), and the smallest."""
+    import accounting as acc
+
+    try:
+        if file == "-":
+            text = sys.stdin.read()
+        else:
+            with open(file, encoding="utf-8") as handle:
+                text = handle.read()
+    except OSError as error:
+        raise click.BadParameter(f"file={file!r} is invalid: expected a readable JSON file ({error.strerror})", param_hint="FILE") from None
+    try:
+        mech = acc.from_dp_event(text)
+        report = acc.epsilon_routes(mech, delta, include_pld=not no_pld)
+        sandwich = None
+        if bracket and not no_pld:
+            from accounting._dp_event import pld_bracket
+
+            sandwich = pld_bracket(mech, delta)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    payload: dict[str, Any] = {
+        "event_file": file,
+        "description": mech.describe(),
+        "delta": delta,
+        "epsilon": report.epsilon,
+        "route": report.route,
+        "routes": [r.as_dict() for r in report.alternatives],
+    }
+    if sandwich is not None:
+        payload["pld_bracket"] = {"epsilon_lower": sandwich.epsilon_lower, "epsilon": sandwich.epsilon, "discretisation": sandwich.discretisation}
+    if as_json:
+        click.echo(json.dumps(payload, indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"(eps, {delta:g})-DP of {mech.describe()}")
+    t.add_column("route")
+    t.add_column("epsilon", justify="right")
+    t.add_column("how")
+    for r in sorted(report.alternatives, key=lambda r: r.epsilon):
+        style = "bold green" if r.route == report.route and r.epsilon == report.epsilon else None
+        t.add_row(r.route, f"{r.epsilon:.6g}", r.detail, style=style)
+    Console().print(t)
+    Console().print(f"best certified: epsilon = {report.epsilon:.6g} via {report.route}")
+    if sandwich is not None:
+        Console().print(f"PLD bracket around the true epsilon: [{sandwich.epsilon_lower:.6g}, {sandwich.epsilon:.6g}] (both certified)")
