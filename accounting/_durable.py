@@ -415,6 +415,7 @@ class DurableLedger(Ledger):
     def charge(self, guarantee: Any, participants: Any = None, *, label: str = "") -> None:
         """Check every affected user's prospective spend and record the charge, in one transaction;
         raise BudgetExceeded (the database unchanged) if any user would go over the budget."""
+        self._check_writable()
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
         self._check_known(entry.guarantee)
         spec = guarantee_spec(entry.guarantee)  # refuses a free-form RDP curve before any I/O
@@ -484,6 +485,7 @@ class DurableLedger(Ledger):
 
         The position is stored in the ledger, so successive runs (and concurrent processes) sharing
         the ledger hand out users in one sequence and spread the budget evenly."""
+        self._check_writable()
         check_positive_int("n", n)
         check_positive_int("population", population)
         with self._store.write():
@@ -495,6 +497,10 @@ class DurableLedger(Ledger):
             start = self._store.one("SELECT cursor FROM dpverify_state WHERE id = 1")[0]
             self._store.run("UPDATE dpverify_state SET cursor = ? WHERE id = 1", (start + n,))
         return int(start)
+
+    def _check_writable(self) -> None:
+        if self._store.read_only:
+            raise AccountingError("ledger", self.url, "a ledger opened for writing (this one was opened read-only)")
 
     # ---- the segment map ----------------------------------------------------------------------
 
