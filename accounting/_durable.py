@@ -73,6 +73,7 @@ SCHEMA_VERSION = 1
 #: participants=None stands for the user ids [0, EVERYONE)
 EVERYONE = 2**62
 LEDGER_FORMAT = "dpverify-ledger/1"
+_NO_TRANSACTION: dict = {}  # the pending-profile map outside a charge (never written to)
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS dpverify_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -154,7 +155,7 @@ class _SQLiteStore(_Store):
         self.connection.executemany(sql, rows)
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[None]:
+    def creating(self) -> Iterator[None]:
         self.connection.execute("BEGIN IMMEDIATE")  # the write lock, before anything is read
         try:
             yield
@@ -162,6 +163,12 @@ class _SQLiteStore(_Store):
             self.connection.execute("ROLLBACK")
             raise
         self.connection.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[float | None]:
+        """A write transaction holding the ledger's lock; yields the worst spend (None: none yet)."""
+        with self.creating():
+            yield self.one("SELECT worst FROM dpverify_state WHERE id = 1")[0]
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
@@ -205,12 +212,14 @@ class _PostgresStore(_Store):
             cursor.executemany(sql, [tuple(r) for r in rows])
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[None]:
-        with self.connection.transaction():
+    def write(self) -> Iterator[float | None]:
+        """A write transaction holding the ledger's lock; yields the worst spend (None: none yet)."""
+        # pipeline mode: writes are sent without waiting for each reply (reads still wait), so
+        # the lock is held for fewer round trips
+        with self.connection.pipeline(), self.connection.transaction():
             # the row lock on the budget serialises every charge (READ COMMITTED: each statement
             # after it sees every commit made before the lock was granted)
-            self.run("SELECT worst FROM dpverify_state WHERE id = 1 FOR UPDATE")
-            yield
+            yield self.one("SELECT worst FROM dpverify_state WHERE id = 1 FOR UPDATE")[0]
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
@@ -337,9 +346,12 @@ class DurableLedger(Ledger):
         self._profile_of_pid: dict[int, tuple[str, float]] = {}
         self._pid_of_key: dict[str, tuple[int, float]] = {}
         self._spend_of_key: dict[str, float] = {}  # pure values: safe to keep from a refused charge
-        # rows inserted by the transaction under way (never cached: a rollback frees their ids)
+        # rows inserted by the transaction under way (never cached: a rollback frees their ids),
+        # and profile keys found absent under the lock
         self._pending_gids: dict[int, Any] = {}
         self._pending_pids: dict[int, tuple[str, float]] = {}
+        self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
+        self._absent_keys: set[str] = set()
 
     # ---- opening --------------------------------------------------------------------------------
 
@@ -383,8 +395,7 @@ class DurableLedger(Ledger):
 
     @staticmethod
     def _create(store: _Store, budget: Budget, name: str) -> tuple[int, Budget, str]:
-        creating = store.creating() if isinstance(store, _PostgresStore) else store.write()
-        with creating:
+        with store.creating():
             store.create()
             meta = dict(store.all("SELECT key, value FROM dpverify_meta"))
             if "schema_version" not in meta:  # nobody created it while we waited for the lock
@@ -420,22 +431,20 @@ class DurableLedger(Ledger):
         self._check_known(entry.guarantee)
         spec = guarantee_spec(entry.guarantee)  # refuses a free-form RDP curve before any I/O
         runs = _runs(entry.participants)
-        new_keys: dict[str, tuple[int, float]] = {}
-        self._pending_pids = {}
-        self._pending_gids = {}
+        self._begin_pending()
+        committed = False
         try:
-            with self._store.write():
+            with self._store.write() as worst:
                 gid, new_gid = self._gid(spec)
                 prospective = -math.inf
                 # runs are disjoint: each is planned after the previous one is written (a write may
                 # merge segments the next run reads); a refusal rolls all of it back
                 for a, b in runs:
-                    pieces, spends = self._plan(a, b, gid)
+                    pieces, spends, rows = self._plan(a, b, gid)
                     prospective = max([prospective, *spends])
                     if prospective > self._limit:
                         break
-                    self._write_pieces(pieces, new_keys)
-                worst = self._store.one("SELECT worst FROM dpverify_state WHERE id = 1")[0]
+                    self._write_pieces(pieces, rows)
                 if prospective > self._limit:
                     raise BudgetExceeded(
                         f"charge {label or spec} would raise a user's spend to {prospective:.6g} against a budget of "
@@ -443,14 +452,26 @@ class DurableLedger(Ledger):
                         "the ledger is unchanged"
                     )
                 self._write_charge(entry, label, gid, prospective, worst)
+            committed = True
         finally:
-            self._pending_pids, self._pending_gids = {}, {}
-        # committed: the new rows' ids are now everyone's
-        if new_gid:
-            self._gid_of_spec[spec] = gid
-        for key, (pid, spend) in new_keys.items():
-            self._pid_of_key[key] = (pid, spend)
-            self._profile_of_pid[pid] = (key, spend)
+            self._end_pending(committed, spec if committed and new_gid else None)
+
+    def _begin_pending(self) -> None:
+        self._pending_gids, self._pending_pids, self._pending_keys, self._absent_keys = {}, {}, {}, set()
+
+    def _end_pending(self, committed: bool, new_spec: str | None) -> None:
+        """After the transaction: a commit makes the new rows' ids everyone's (cache them); a
+        rollback frees them (forget them)."""
+        if committed:
+            if new_spec is not None:
+                gid, g = next(iter(self._pending_gids.items()))
+                self._gid_of_spec[new_spec] = gid
+                self._guarantee_of_gid[gid] = g
+            for key, (pid, spend) in self._pending_keys.items():
+                self._pid_of_key[key] = (pid, spend)
+                self._profile_of_pid[pid] = (key, spend)
+        self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
+        self._absent_keys = set()
 
     def _write_charge(self, entry: Charge, label: str, gid: int, prospective: float, worst: float | None) -> None:
         """The charge row and the new worst spend (inside the charge's transaction)."""
@@ -532,29 +553,19 @@ class DurableLedger(Ledger):
             self._pid_of_key[key] = (pid, spend)
         return known
 
-    def _profile_spend(self, key: str) -> float:
-        """The composed spend of a profile key: the stored one if any process stored it, else computed."""
-        known = self._pid_of_key.get(key)
-        if known is not None:
-            return known[1]
-        spend = self._spend_of_key.get(key)
-        if spend is None:
-            row = self._store.one("SELECT spend FROM dpverify_profiles WHERE key = ?", (key,))
-            if row is not None:
-                spend = row[0]
-            else:
-                spend = compose_canonical(self._budget, [(self._guarantee(g), n) for g, n in _multiset_of(key).items()])
-            self._spend_of_key[key] = spend
-        return spend
-
-    def _plan(self, a: int, b: int, gid: int) -> tuple[list[tuple[int, int, str, int | None]], list[float]]:
+    def _plan(self, a: int, b: int, gid: int) -> tuple[list[tuple[int, int, str, int | None]], list[float], list[tuple]]:
         """The pieces that replace the segments overlapping [a, b) once ``gid`` touches [a, b):
-        (start, stop, profile key, old segment start or None), and the new profiles' spends."""
-        rows = self._store.all(
-            "SELECT start, stop, profile FROM dpverify_segments WHERE start < ? AND start >= "
-            "COALESCE((SELECT MAX(start) FROM dpverify_segments WHERE start <= ?), ?) ORDER BY start",
-            (b, a, a),
-        )
+        (start, stop, profile key, old segment start or None); the new profiles' spends; and the
+        segments read (those overlapping plus their neighbours, for merging)."""
+        # one indexed query: the two segments starting at or before a (the one holding a and its
+        # left neighbour), those starting in (a, b], and the first one after b
+        rows = sorted(self._store.all(
+            "SELECT start, stop, profile FROM (SELECT start, stop, profile FROM dpverify_segments WHERE start <= ? "
+            "ORDER BY start DESC LIMIT 2) AS l UNION ALL SELECT start, stop, profile FROM dpverify_segments "
+            "WHERE start > ? AND start <= ? UNION ALL SELECT start, stop, profile FROM (SELECT start, stop, profile "
+            "FROM dpverify_segments WHERE start > ? ORDER BY start LIMIT 1) AS r",
+            (a, a, b, b),
+        ))
         pieces: list[tuple[int, int, str, int | None]] = []
         touched: list[str] = []
 
@@ -567,7 +578,7 @@ class DurableLedger(Ledger):
 
         position = a
         for start, stop, pid in rows:
-            if stop <= a:
+            if stop <= a or start >= b:
                 continue
             key = self._profile(pid)[0]
             if start < a:
@@ -581,40 +592,61 @@ class DurableLedger(Ledger):
             position = inner_stop
         if position < b:
             pieces.append((position, b, plus(""), None))
-        return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)]
+        return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
 
-    def _pid(self, key: str, new_keys: dict[str, tuple[int, float]]) -> int:
-        known = self._pid_of_key.get(key) or new_keys.get(key)
-        if known is not None:
-            return known[0]
+    def _stored_profile(self, key: str) -> tuple[int, float] | None:
+        """(id, spend) of a profile already in the database (committed, or written by this
+        transaction), or None."""
+        known = self._pid_of_key.get(key) or self._pending_keys.get(key)
+        if known is not None or key in self._absent_keys:
+            return known
         row = self._store.one("SELECT id, spend FROM dpverify_profiles WHERE key = ?", (key,))
-        if row is not None:
-            self._pid_of_key[key] = (row[0], row[1])
-            self._profile_of_pid[row[0]] = (key, row[1])
-            return row[0]
+        if row is None:
+            if self._pending_keys is not _NO_TRANSACTION:  # under the lock nobody else can add it
+                self._absent_keys.add(key)
+            return None
+        self._pid_of_key[key] = (row[0], row[1])  # not ours, so committed by someone
+        self._profile_of_pid[row[0]] = (key, row[1])
+        return row[0], row[1]
+
+    def _profile_spend(self, key: str) -> float:
+        """The composed spend of a profile key: the stored one if any process stored it, else computed."""
+        stored = self._stored_profile(key)
+        if stored is not None:
+            return stored[1]
+        spend = self._spend_of_key.get(key)
+        if spend is None:
+            spend = compose_canonical(self._budget, [(self._guarantee(g), n) for g, n in _multiset_of(key).items()])
+            self._spend_of_key[key] = spend
+        return spend
+
+    def _pid(self, key: str) -> int:
+        stored = self._stored_profile(key)
+        if stored is not None:
+            return stored[0]
         spend = self._profile_spend(key)
         releases = sum(_multiset_of(key).values())
         pid = self._store.one("INSERT INTO dpverify_profiles (key, spend, releases) VALUES (?, ?, ?) RETURNING id", (key, spend, releases))[0]
-        new_keys[key] = (pid, spend)
+        self._pending_keys[key] = (pid, spend)
         self._pending_pids[pid] = (key, spend)
+        self._absent_keys.discard(key)
         return pid
 
-    def _write_pieces(self, pieces: list[tuple[int, int, str, int | None]], new_keys: dict[str, tuple[int, float]]) -> None:
+    def _write_pieces(self, pieces: list[tuple[int, int, str, int | None]], rows: list[tuple]) -> None:
         if not pieces:
             return
         old = sorted({p[3] for p in pieces if p[3] is not None})
-        segments = [[start, stop, self._pid(key, new_keys)] for start, stop, key, _ in pieces]
+        segments = [[start, stop, self._pid(key)] for start, stop, key, _ in pieces]
         # merge with the untouched neighbours when they carry the same profile (round-robin batches
         # of one guarantee then stay a handful of segments)
         lo, hi = segments[0][0], segments[-1][1]
-        left = self._store.one("SELECT start, stop, profile FROM dpverify_segments WHERE start < ? ORDER BY start DESC LIMIT 1", (lo,))
-        if left is not None and left[1] == lo and left[2] == segments[0][2]:
-            segments[0][0] = left[0]
-            old.append(left[0])
-        right = self._store.one("SELECT start, stop, profile FROM dpverify_segments WHERE start = ?", (hi,))
-        if right is not None and right[2] == segments[-1][2]:
-            segments[-1][1] = right[1]
-            old.append(right[0])
+        for start, stop, pid in rows:
+            if stop == lo and pid == segments[0][2]:
+                segments[0][0] = start
+                old.append(start)
+            elif start == hi and pid == segments[-1][2]:
+                segments[-1][1] = stop
+                old.append(start)
         merged: list[list[int]] = []
         for segment in segments:
             if merged and merged[-1][1] == segment[0] and merged[-1][2] == segment[2]:

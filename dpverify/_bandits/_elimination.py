@@ -55,17 +55,25 @@ class UserPool:
     ``population=N``: returning users drawn round-robin from N users; a user comes back after the
     N - 1 others, so in a run of T pulls she takes part in at most ceil(T / N) batches and never
     twice in one batch as long as N >= the number of pulls in any batch.
+    ``ledger``: a durable ledger (``accounting.Ledger.open``) whose stored position continues the
+    round-robin across runs and processes, so the runs sharing it spend one population's budget.
     """
 
-    def __init__(self, population: int | None = None) -> None:
+    def __init__(self, population: int | None = None, ledger: Any = None) -> None:
         if population is not None:
             check_positive_int("population", population)
+        if ledger is not None and population is None:
+            raise AccountingError("population", None, "a finite population with a durable ledger")
         self._population = population
+        self._ledger = ledger
         self._next = 0
 
     def take(self, n: int) -> range | np.ndarray:
-        start = self._next
-        self._next += n
+        if self._ledger is not None:
+            start = self._ledger.advance_cursor(n, self._population)
+        else:
+            start = self._next
+            self._next += n
         if self._population is None:
             return range(start, start + n)
         if n > self._population:
@@ -210,6 +218,7 @@ class EliminationSetup:
     path: str = "per-user"
     realised: bool = False
     population: int | None = None
+    ledger: str | None = None  # a durable ledger URL (returning users across runs), or None: in memory
     delta: float = 1e-6
     checkpoint_count: int = 60
     protocol_label: str = ""
@@ -223,9 +232,13 @@ def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
     if setup.protocol is None:
         ledger, privatizers = None, None
     else:
-        ledger = acc.Ledger(setup.budget, name=setup.protocol_label)
+        if setup.ledger is None:
+            ledger = acc.Ledger(setup.budget, name=setup.protocol_label)
+        else:
+            ledger = acc.Ledger.open(setup.ledger, setup.budget, name=setup.protocol_label)
         privatizers = [Privatizer(setup.protocol, ledger, s, path=setup.path) for s in children(seeds["privatizer"], inst.k)]
-    feedback = BatchFeedback(streams, privatizers, UserPool(setup.population), recorder)
+    durable = ledger if setup.ledger is not None else None
+    feedback = BatchFeedback(streams, privatizers, UserPool(setup.population, durable), recorder)
     return recorder, feedback, ledger
 
 
@@ -244,6 +257,9 @@ def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunReco
         bits_per_user=bits,
         protocol=describe_protocol(setup.protocol) if setup.protocol is not None else "none",
     )
+    if setup.ledger is not None:  # the summary covers every run that charged the durable ledger
+        summary["ledger_url"] = setup.ledger
+        ledger.close()
     return RunRecord(
         run_index=run_index,
         times=recorder.times,
