@@ -58,8 +58,6 @@ from ._ledger import (
     _guarantee_of,
     _trail_json,
     _normalise_participants,
-    _participants_from_json,
-    _participants_to_json,
     canonical_multiset,
     compose_canonical,
     guarantee_spec,
@@ -285,6 +283,33 @@ def _runs(participants: Any) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), stops.tolist()))
 
 
+def _stored_participants(participants: Any) -> Any:
+    """Participants as stored: null (everyone), {"range": [a, b]}, or an id array as its runs
+    {"runs": [[a, b], ...]} (a run's wrapped-around batch is two runs, not millions of ids)."""
+    if participants is None:
+        return None
+    if isinstance(participants, range):
+        return {"range": [participants.start, participants.stop]}
+    return {"runs": [list(r) for r in _runs(participants)]}
+
+
+def _runs_of_stored(stored: Any) -> list[tuple[int, int]]:
+    if stored is None:
+        return [(0, EVERYONE)]
+    if "range" in stored:
+        return [tuple(stored["range"])]
+    return [tuple(r) for r in stored["runs"]]
+
+
+def _participants_of(stored: Any) -> Any:
+    """The participants a stored row describes (None, a range, or the sorted id array)."""
+    if stored is None:
+        return None
+    if "range" in stored:
+        return range(*stored["range"])
+    return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in stored["runs"]])
+
+
 def _key_of(multiset: dict[int, int]) -> str:
     return ",".join(f"{g}:{n}" for g, n in sorted(multiset.items()))
 
@@ -479,7 +504,7 @@ class DurableLedger(Ledger):
         count = None if entry.participants is None else len(entry.participants)
         self._store.run(
             "INSERT INTO dpverify_charges (label, guarantee, participants, users, spent_after, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (label, gid, json.dumps(_participants_to_json(entry.participants)), count, after, _now()),
+            (label, gid, json.dumps(_stored_participants(entry.participants)), count, after, _now()),
         )
         self._store.run("UPDATE dpverify_state SET worst = ?, charges = charges + 1 WHERE id = 1", (after,))
 
@@ -683,8 +708,9 @@ class DurableLedger(Ledger):
                 rows = self._store.all(sql + " ORDER BY seq")
             out = []
             for seq, label, gid, participants, users, after, at in rows:
-                charge = Charge(self._guarantee(gid), _participants_from_json(json.loads(participants)), label)
-                out.append((charge, {"seq": seq, "users": users, "spent_after": after, "recorded_at": at}))
+                stored = json.loads(participants)
+                charge = Charge(self._guarantee(gid), _participants_of(stored), label)
+                out.append((charge, {"seq": seq, "users": users, "participants": stored, "spent_after": after, "recorded_at": at}))
         return out
 
     def max_charges_per_user(self) -> int:
@@ -718,7 +744,7 @@ class DurableLedger(Ledger):
             "population": None if population is None else int(population[0]),
             "population_cursor": cursor,
             "history": [
-                {**row, "label": c.label, "guarantee": json.loads(guarantee_spec(c.guarantee)), "participants": _participants_to_json(c.participants)}
+                {**row, "label": c.label, "guarantee": json.loads(guarantee_spec(c.guarantee))}
                 for c, row in self.history(last)
             ],
         }
@@ -759,7 +785,7 @@ class DurableLedger(Ledger):
             if gid not in guarantees:
                 problems.append(f"charge {seq} names guarantee {gid}, which is missing or unreadable")
                 continue
-            for a, b in _runs(_normalise_participants(_participants_from_json(json.loads(participants)))):
+            for a, b in _runs_of_stored(json.loads(participants)):
                 events.setdefault(a, {}).setdefault(gid, 0)
                 events[a][gid] += 1
                 events.setdefault(b, {}).setdefault(gid, 0)

@@ -66,7 +66,10 @@ def _normalise_participants(participants: Any) -> Participants:
             if participants.start < 0:
                 raise AccountingError("participants", participants, "user ids >= 0")
             return participants
-    array = np.unique(np.asarray(participants))
+    array = np.asarray(participants)
+    # already strictly increasing (a run's users, millions of them): O(n) check instead of a sort
+    if not (array.ndim == 1 and array.size and array.dtype.kind in "iu" and bool(np.all(array[1:] > array[:-1]))):
+        array = np.unique(array)
     if array.size == 0:
         raise AccountingError("participants", participants, "a non-empty set of user ids")
     if array.dtype.kind not in "iu" or array[0] < 0:
@@ -443,9 +446,19 @@ def guarantee_spec(g: Any) -> str:
 
 def _sort_key(g: Any) -> str:
     try:
+        return _memo_spec(g)
+    except TypeError:  # unhashable
+        return _spec_or_repr(g)
+
+
+def _spec_or_repr(g: Any) -> str:
+    try:
         return guarantee_spec(g)
     except (AccountingError, TypeError):  # a free-form RDP curve: in-memory ledgers only
         return "~" + repr(g)
+
+
+_memo_spec = functools.lru_cache(maxsize=4096)(_spec_or_repr)
 
 
 def canonical_multiset(pairs: Sequence[tuple[Any, int]]) -> list[tuple[Any, int]]:

@@ -81,7 +81,8 @@ class UserPool:
         lo, hi = start % self._population, (start + n) % self._population
         if lo < hi or hi == 0:
             return range(lo, lo + n)
-        return np.concatenate([np.arange(lo, self._population), np.arange(0, hi)])
+        # wrapped around: users lo..N-1 and 0..hi-1, in increasing order (the ledger's fast path)
+        return np.concatenate([np.arange(0, hi), np.arange(lo, self._population)])
 
 
 # ---- the two parties ----------------------------------------------------------------------------
