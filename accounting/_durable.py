@@ -64,7 +64,7 @@ from ._ledger import (
 )
 from ._validation import AccountingError, BudgetExceeded, check_positive_int
 
-__all__ = ["DurableLedger", "EVERYONE", "SCHEMA_VERSION", "VerifyReport"]
+__all__ = ["DurableLedger", "EVERYONE", "SCHEMA_VERSION", "VerifyReport", "redacted"]
 
 #: the schema this code writes and the newest it reads
 SCHEMA_VERSION = 1
@@ -133,12 +133,15 @@ class _SQLiteStore(_Store):
         import sqlite3
 
         super().__init__(url, read_only)
-        if read_only:
-            if not os.path.exists(path):
-                raise AccountingError("url", url, "an existing SQLite ledger (nothing at that path)")
-            self.connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=600)
-        else:
-            self.connection = sqlite3.connect(path, isolation_level=None, timeout=600)
+        if read_only and not os.path.exists(path):
+            raise AccountingError("url", url, "an existing SQLite ledger (nothing at that path)")
+        try:
+            if read_only:
+                self.connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=600)
+            else:
+                self.connection = sqlite3.connect(path, isolation_level=None, timeout=600)
+        except sqlite3.Error as error:
+            raise AccountingError("url", url, f"a SQLite file that can be opened ({error})") from None
         # concurrent writers wait for the lock (BEGIN IMMEDIATE) instead of failing
         self.connection.execute("PRAGMA busy_timeout = 600000")
         if not read_only:
@@ -198,7 +201,10 @@ class _PostgresStore(_Store):
             raise AccountingError("url", url, "a sqlite:/// URL, or install the 'postgres' extra (psycopg 3)") from error
         super().__init__(url, read_only)
         self._psycopg = psycopg
-        self.connection = psycopg.connect(url, autocommit=True)
+        try:
+            self.connection = psycopg.connect(url, autocommit=True)
+        except psycopg.Error as error:
+            raise AccountingError("url", redacted(url), f"a reachable PostgreSQL server ({str(error).strip()})") from None
         if read_only:
             self.connection.execute("SET default_transaction_read_only = on")
 
@@ -242,6 +248,18 @@ class _PostgresStore(_Store):
 
     def describe(self) -> str:
         return "PostgreSQL, synchronous_commit=" + str(self.one("SHOW synchronous_commit")[0])
+
+
+def redacted(url: str) -> str:
+    """The URL with any password replaced by ***, for messages, summaries and JSON results."""
+    try:
+        parts = urlsplit(url)
+    except (TypeError, ValueError):
+        return str(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
 
 
 def _connect(url: str, read_only: bool) -> _Store:
@@ -363,7 +381,7 @@ class DurableLedger(Ledger):
     def __init__(self, store: _Store, budget: Budget, name: str) -> None:
         super().__init__(budget, name=name)
         self._store = store
-        self.url = store.url
+        self.url = redacted(store.url)  # what messages and summaries show (never a password)
         self._limit = _main_parameter(budget)
         # committed rows never change, so these caches stay valid across other processes' charges
         self._gid_of_spec: dict[str, int] = {}

@@ -1,5 +1,5 @@
 """Durable ledger throughput: charges per second on SQLite and PostgreSQL, 1 and 8 processes,
-against the in-memory ledger in the same run; and what a durable ledger adds to a Dist-DP-SE run.
+against the in-memory ledger in the same run; and what the ~130 charges of a Dist-DP-SE run cost.
 
 Workload: each charge is PureDP(0.001) on a random range of 1-39 users of a 3,000-user population
 (budget eps = 1e6, so nothing is refused and every charge is written), the shape of a returning
@@ -72,25 +72,37 @@ def charges_per_second(make_url, processes: int, charges: int) -> float:
     return processes * charges / elapsed
 
 
-def run_cost(url_factory, runs: int) -> tuple[float, float, int]:
-    """Median seconds of a Dist-DP-SE aggregate run, T = 10^7, returning users (population 2^23,
-    B = 2), with the in-memory ledger and with a fresh durable ledger; and its charge count."""
+def run_charges() -> list:
+    """The charges of one Dist-DP-SE run, K = 10, T = 10^7, aggregate path (what its privatizers
+    charge, in order: guarantee, participants, label)."""
     from dpverify._bandits import RunConfig
+    from dpverify._bandits._elimination import Privatizer
     from dpverify._bandits._runner import run_seed
 
-    base = dict(algorithm="dist-dp-se", instance="easy", horizon=10**7, epsilon=1.0, seeds=1, path="aggregate", population=2**23, max_returns=2)
-    run_seed(RunConfig(**base).validate(), 0)  # warm-up: JIT, calibration, accounting memos
-    memory, durable, count = [], [], 0
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        run_seed(RunConfig(**base).validate(), 0)
-        memory.append(time.perf_counter() - t0)
-        url = url_factory()
-        t0 = time.perf_counter()
-        record = run_seed(RunConfig(**base, ledger=url).validate(), 0)
-        durable.append(time.perf_counter() - t0)
-        count = record.ledger["charges"]
-    return statistics.median(memory), statistics.median(durable), count
+    charges = []
+    original = Privatizer._charge
+
+    def spy(self, guarantee, participants, n, label):
+        charges.append((guarantee, participants, label))
+        return original(self, guarantee, participants, n, label)
+
+    Privatizer._charge = spy
+    try:
+        run_seed(RunConfig(algorithm="dist-dp-se", instance="easy", horizon=10**7, epsilon=1.0, seeds=1, path="aggregate").validate(), 0)
+    finally:
+        Privatizer._charge = original
+    return charges
+
+
+def replay_seconds(charges: list, make_ledger) -> float:
+    ledger = make_ledger()
+    t0 = time.perf_counter()
+    for guarantee, participants, label in charges:
+        ledger.charge(guarantee, participants, label=label)
+    elapsed = time.perf_counter() - t0
+    if hasattr(ledger, "close"):
+        ledger.close()
+    return elapsed
 
 
 def main() -> None:
@@ -133,20 +145,27 @@ def main() -> None:
                         f"{rate / baseline:.3g}x |")
                 print(line, flush=True)
                 lines.append(line)
-        memory, durable, count = run_cost(stores["SQLite, WAL, synchronous=FULL"], args.runs)
-        pg_memory, pg_durable, _ = run_cost(server.url, args.runs)
+        charges = run_charges()
+        budget = acc.PureDP(10.0)
+        replays = {
+            "in memory (baseline)": lambda: acc.Ledger(budget),
+            "SQLite, synchronous=FULL": lambda: acc.Ledger.open(stores["SQLite, WAL, synchronous=FULL"](), budget),
+            "SQLite, synchronous=NORMAL": lambda: acc.Ledger.open(stores["SQLite, WAL, synchronous=NORMAL"](), budget),
+            "PostgreSQL, synchronous_commit=on": lambda: acc.Ledger.open(server.url(), budget),
+        }
         lines += [
             "",
-            "Dist-DP-SE, K = 10, T = 10^7, aggregate path, returning users (population 2^23, B = 2), one seed, "
-            f"{count} charges; median of {args.runs}:",
+            f"The {len(charges)} charges of a Dist-DP-SE run (K = 10, T = 10^7, aggregate path, unique users), replayed "
+            f"in order into each ledger; median of {args.runs} (each on a fresh ledger):",
             "",
-            "| ledger | run (s) | added by the durable ledger (s) | per charge (ms) |",
+            "| ledger | all charges (s) | per charge (ms) | runs (s) |",
             "|---|---|---|---|",
-            f"| in memory (baseline) | {memory:.3f} | — | — |",
-            f"| SQLite, synchronous=FULL | {durable:.3f} | {durable - memory:.3f} | {(durable - memory) / count * 1e3:.2f} |",
-            f"| PostgreSQL, synchronous_commit=on | {pg_durable:.3f} | {pg_durable - pg_memory:.3f} | {(pg_durable - pg_memory) / count * 1e3:.2f} |",
         ]
-        print("\n".join(lines[-6:]))
+        for name, make in replays.items():
+            times = [replay_seconds(charges, make) for _ in range(args.runs)]
+            median = statistics.median(times)
+            lines.append(f"| {name} | {median:.3f} | {median / len(charges) * 1e3:.2f} | {', '.join(f'{t:.3f}' for t in times)} |")
+            print(lines[-1], flush=True)
     finally:
         server.stop()
     Path(args.out).write_text("\n".join(lines) + "\n")

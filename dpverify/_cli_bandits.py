@@ -90,7 +90,9 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         result = run(config, workers=workers)
     except BudgetExceeded as error:
         if ledger_url:
-            click.echo(f"stopped: the next batch would exceed a user's budget in the ledger {ledger_url}: {error}", err=True)
+            from accounting._durable import redacted
+
+            click.echo(f"stopped: the next batch would exceed a user's budget in the ledger {redacted(ledger_url)}: {error}", err=True)
         else:
             click.echo(f"refused: {error}", err=True)
         sys.exit(1)

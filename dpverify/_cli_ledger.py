@@ -35,7 +35,9 @@ def _open(url: str, **kwargs):
     except ValueError as error:
         _fail_usage(error)
     except Exception as error:  # the database could not be reached or read
-        click.echo(f"error: cannot open the ledger at {url}: {error}", err=True)
+        from accounting._durable import redacted
+
+        click.echo(f"error: cannot open the ledger at {redacted(url)}: {error}", err=True)
         sys.exit(2)
 
 

@@ -259,7 +259,7 @@ def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunReco
         protocol=describe_protocol(setup.protocol) if setup.protocol is not None else "none",
     )
     if setup.ledger is not None:  # the summary covers every run that charged the durable ledger
-        summary["ledger_url"] = setup.ledger
+        summary["ledger_url"] = ledger.url  # without any password
         ledger.close()
     return RunRecord(
         run_index=run_index,

@@ -134,6 +134,10 @@ class RunConfig:
 
     def options(self) -> dict:
         out = asdict(self)
+        if self.ledger is not None:  # results never carry a database password
+            from accounting._durable import redacted
+
+            out["ledger"] = redacted(self.ledger)
         out["confidence_p"] = self.confidence
         out["tau_p"] = self.tau_p if self.tau_rule != "lemma2" else "p/(K B^2)"
         return out
