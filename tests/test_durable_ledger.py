@@ -61,8 +61,8 @@ def _random_charges(seed: int, count: int, population: int, guarantees: list) ->
 @pytest.mark.parametrize(
     "budget, guarantees, count",
     [
-        (PureDP(1.0), [PureDP(0.05), PureDP(0.1), PureDP(0.3), acc.DiscreteLaplace(scale=Fraction(32, 3), sensitivity=1)], 120),
-        (ZCDP(0.5), [ZCDP(0.01), PureDP(0.2), ZCDP(0.07)], 120),
+        (PureDP(1.0), [PureDP(0.05), PureDP(0.1), PureDP(0.3), acc.DiscreteLaplace(scale=Fraction(32, 3), sensitivity=1)], 70),
+        (ZCDP(0.5), [ZCDP(0.01), PureDP(0.2), ZCDP(0.07)], 70),
         # each distinct multiset is an exact RDP conversion (~0.1 s): fewer charges
         (ApproxDP(1.0, 1e-6), [acc.Skellam(variance=100, l1_sensitivity=1, l2_sensitivity=1), ZCDP(0.02), ApproxDP(0.1, 1e-8)], 30),
     ],
@@ -75,7 +75,7 @@ def test_same_decisions_values_and_trail_as_the_in_memory_ledger(new_url, budget
     durable = Ledger.open(new_url(), budget, name="same")
     memory = Ledger(budget, name="same")
     decisions = []
-    for g, users, label in _random_charges(5, count, 400, guarantees):
+    for g, users, label in _random_charges(5, count, 150, guarantees):
         outcome = []
         for ledger in (durable, memory):
             try:
