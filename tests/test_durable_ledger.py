@@ -385,3 +385,15 @@ def test_sigkill_at_random_points_leaves_whole_charges(store, kills, window, tmp
     # the children did charge between kills (so kills landed among charges)
     assert len(stored) >= kills // 4
     print(f"{store}: {killed} kills, {len(stored)} charges stored, {len(entries)} logged outcomes")
+
+
+def test_population_cursor_is_shared_and_fixed(new_url):
+    """Two handles on one ledger hand out one round-robin sequence; another population is refused."""
+    url = new_url()
+    first, second = Ledger.open(url, PureDP(1.0)), Ledger.open(url)
+    assert [first.advance_cursor(10, 100), second.advance_cursor(5, 100), first.advance_cursor(1, 100)] == [0, 10, 15]
+    with pytest.raises(ValueError, match="population"):
+        second.advance_cursor(1, 200)
+    assert first.summary()["population_cursor"] == 16 and first.spent() is None
+    first.close()
+    second.close()
