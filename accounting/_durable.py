@@ -339,6 +339,14 @@ def _participants_of(stored: Any) -> Any:
     return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in stored["runs"]])
 
 
+def _same_participants(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, range) or isinstance(b, range):
+        return isinstance(a, range) and isinstance(b, range) and a == b
+    return a is b or (len(a) == len(b) and bool(np.array_equal(a, b)))
+
+
 def _key_of(multiset: dict[int, int]) -> str:
     return ",".join(f"{g}:{n}" for g, n in sorted(multiset.items()))
 
@@ -402,10 +410,11 @@ class DurableLedger(Ledger):
         self._spend_of_key: dict[str, float] = {}  # pure values: safe to keep from a refused charge
         # rows inserted by the transaction under way (never cached: a rollback frees their ids),
         # and profile keys found absent under the lock
-        self._pending_gids: dict[int, Any] = {}
+        self._pending_gids: dict[int, tuple[str, Any]] = {}
         self._pending_pids: dict[int, tuple[str, float]] = {}
         self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
         self._absent_keys: set[str] = set()
+        self._prepaid: list[tuple[Any, Any, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
 
@@ -479,47 +488,72 @@ class DurableLedger(Ledger):
 
     def charge(self, guarantee: Any, participants: Any = None, *, label: str = "") -> None:
         """Check every affected user's prospective spend and record the charge, in one transaction;
-        raise BudgetExceeded (the database unchanged) if any user would go over the budget."""
+        raise BudgetExceeded (the database unchanged) if any user would go over the budget.
+
+        A charge equal (guarantee, participants, label) to the next one :meth:`prepay` recorded is
+        already in the database: it is taken off the prepaid list instead of being charged twice."""
+        if self._prepaid:
+            g, p, l = self._prepaid[0]
+            if l == label and (g is guarantee or g == guarantee) and _same_participants(p, participants):
+                self._prepaid.pop(0)
+                return
+        self.charge_many([(guarantee, participants, label)])
+
+    def prepay(self, items: Sequence[tuple[Any, Any, str]]) -> None:
+        """Charge ``items`` (guarantee, participants, label) now, all in one transaction, and let the
+        matching :meth:`charge` calls that follow (in order) find them already recorded.
+
+        What a batch round uses: the K arms' charges of one round are synced to disk once, before
+        any of the round's releases (charge before release still holds: each release's charge is
+        durable before it). Unused prepaid charges are budget spent, never budget leaked."""
+        self.charge_many(items)
+        self._prepaid.extend(items)
+
+    def charge_many(self, items: Sequence[tuple[Any, Any, str]]) -> None:
+        """Record every charge in ``items`` (guarantee, participants, label), in order, in one
+        transaction, or none of them: BudgetExceeded if any would take a user over the budget."""
         self._check_writable()
-        entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
-        self._check_known(entry.guarantee)
-        spec = guarantee_spec(entry.guarantee)  # refuses a free-form RDP curve before any I/O
-        runs = _runs(entry.participants)
+        entries = []
+        for guarantee, participants, label in items:
+            entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
+            self._check_known(entry.guarantee)
+            # guarantee_spec refuses a free-form RDP curve before any I/O
+            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants)))
         self._begin_pending()
         committed = False
         try:
             with self._store.write() as worst:
-                gid, new_gid = self._gid(spec)
-                prospective = -math.inf
-                # runs are disjoint: each is planned after the previous one is written (a write may
-                # merge segments the next run reads); a refusal rolls all of it back
-                for a, b in runs:
-                    pieces, spends, rows = self._plan(a, b, gid)
-                    prospective = max([prospective, *spends])
+                for entry, spec, runs in entries:
+                    gid = self._gid(spec)
+                    prospective = -math.inf
+                    # runs are disjoint: each is planned after the previous one is written (a write
+                    # may merge segments the next run reads); a refusal rolls all of it back
+                    for a, b in runs:
+                        pieces, spends, rows = self._plan(a, b, gid)
+                        prospective = max([prospective, *spends])
+                        if prospective > self._limit:
+                            break
+                        self._write_pieces(pieces, rows)
                     if prospective > self._limit:
-                        break
-                    self._write_pieces(pieces, rows)
-                if prospective > self._limit:
-                    raise BudgetExceeded(
-                        f"charge {label or spec} would raise a user's spend to {prospective:.6g} against a budget of "
-                        f"{_fmt(self._budget)}; the worst user's spend is {_fmt(None if worst is None else self._wrap(worst))}; "
-                        "the ledger is unchanged"
-                    )
-                self._write_charge(entry, label, gid, prospective, worst)
+                        raise BudgetExceeded(
+                            f"charge {entry.label or spec} would raise a user's spend to {prospective:.6g} against a budget of "
+                            f"{_fmt(self._budget)}; the worst user's spend is {_fmt(None if worst is None else self._wrap(worst))}; "
+                            "the ledger is unchanged"
+                        )
+                    worst = self._write_charge(entry, entry.label, gid, prospective, worst)
             committed = True
         finally:
-            self._end_pending(committed, spec if committed and new_gid else None)
+            self._end_pending(committed)
 
     def _begin_pending(self) -> None:
         self._pending_gids, self._pending_pids, self._pending_keys, self._absent_keys = {}, {}, {}, set()
 
-    def _end_pending(self, committed: bool, new_spec: str | None) -> None:
+    def _end_pending(self, committed: bool) -> None:
         """After the transaction: a commit makes the new rows' ids everyone's (cache them); a
         rollback frees them (forget them)."""
         if committed:
-            if new_spec is not None:
-                gid, g = next(iter(self._pending_gids.items()))
-                self._gid_of_spec[new_spec] = gid
+            for gid, (spec, g) in self._pending_gids.items():
+                self._gid_of_spec[spec] = gid
                 self._guarantee_of_gid[gid] = g
             for key, (pid, spend) in self._pending_keys.items():
                 self._pid_of_key[key] = (pid, spend)
@@ -527,7 +561,7 @@ class DurableLedger(Ledger):
         self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
         self._absent_keys = set()
 
-    def _write_charge(self, entry: Charge, label: str, gid: int, prospective: float, worst: float | None) -> None:
+    def _write_charge(self, entry: Charge, label: str, gid: int, prospective: float, worst: float | None) -> float:
         """The charge row and the new worst spend (inside the charge's transaction)."""
         after = prospective if worst is None else max(worst, prospective)
         count = None if entry.participants is None else len(entry.participants)
@@ -536,6 +570,7 @@ class DurableLedger(Ledger):
             (label, gid, json.dumps(_stored_participants(entry.participants)), count, after, _now()),
         )
         self._store.run("UPDATE dpverify_state SET worst = ?, charges = charges + 1 WHERE id = 1", (after,))
+        return after
 
     def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
         """Would this charge fit now? (Records nothing; another process may charge in between.)"""
@@ -581,21 +616,26 @@ class DurableLedger(Ledger):
 
     # ---- the segment map ----------------------------------------------------------------------
 
-    def _gid(self, spec: str) -> tuple[int, bool]:
+    def _gid(self, spec: str) -> int:
         gid = self._gid_of_spec.get(spec)
         if gid is not None:
-            return gid, False
+            return gid
+        for pending, (pending_spec, _) in self._pending_gids.items():
+            if pending_spec == spec:
+                return pending
         row = self._store.one("SELECT id FROM dpverify_guarantees WHERE spec = ?", (spec,))
         if row is not None:
             self._gid_of_spec[spec] = row[0]
-            return row[0], False
+            return row[0]
         gid = self._store.one("INSERT INTO dpverify_guarantees (spec) VALUES (?) RETURNING id", (spec,))[0]
         # uncommitted: its id may be reused after a rollback, so it is cached only once committed
-        self._pending_gids[gid] = _guarantee_from_dict(json.loads(spec))
-        return gid, True
+        self._pending_gids[gid] = (spec, _guarantee_from_dict(json.loads(spec)))
+        return gid
 
     def _guarantee(self, gid: int) -> Any:
-        g = self._guarantee_of_gid.get(gid) or self._pending_gids.get(gid)
+        g = self._guarantee_of_gid.get(gid)
+        if g is None and gid in self._pending_gids:
+            return self._pending_gids[gid][1]
         if g is None:
             spec = self._store.one("SELECT spec FROM dpverify_guarantees WHERE id = ?", (gid,))[0]
             g = self._guarantee_of_gid[gid] = _guarantee_from_dict(json.loads(spec))

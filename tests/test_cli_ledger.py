@@ -84,3 +84,22 @@ def test_ledger_show_verify_export_import_and_account_charge(tmp_path):
 
     missing = runner.invoke(main, ["ledger", "show", f"sqlite:///{tmp_path}/none.db"])
     assert missing.exit_code == 2 and "url" in missing.output
+
+
+def test_a_durable_ledger_changes_nothing_in_a_run_but_where_charges_are_kept(tmp_path):
+    """One returning-users run (aggregate path) with the in-memory ledger and with a fresh SQLite
+    ledger: identical regret curves and per-user summaries, and the durable ledger holds exactly
+    the in-memory ledger's charges (labels, guarantees, participants, spend): prepaying a round's
+    charges in one transaction changes when they are synced, not what is charged."""
+    from dpverify._bandits import RunConfig
+    from dpverify._bandits._runner import run_seed
+
+    base = dict(algorithm="dist-dp-se", instance="easy", horizon=20000, epsilon=1.0, seeds=1, path="aggregate", population=16384, max_returns=2)
+    memory = run_seed(RunConfig(**base).validate(), 0)
+    url = f"sqlite:///{tmp_path}/one.db"
+    durable = run_seed(RunConfig(**base, ledger=url).validate(), 0)
+    assert (memory.regret == durable.regret).all()
+    assert memory.ledger["spent"] == durable.ledger["spent"] and memory.ledger["per_user"] == durable.ledger["per_user"]
+    assert memory.ledger["charges"] == durable.ledger["charges"] > 0
+    stored = Ledger.open(url, read_only=True)
+    assert stored.verify().ok and stored.summary()["population_cursor"] == 20000

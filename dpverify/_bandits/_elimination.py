@@ -96,7 +96,24 @@ class BatchFeedback:
         self._privatizers = privatizers
         self._users = users
         self._recorder = recorder
+        self._taken: dict[int, range | np.ndarray] = {}  # users of arms whose round was prepaid
         self.pulls = 0
+
+    def prepare_round(self, arms: list[int], n: int, labels: list[str]) -> None:
+        """Before a round's releases: with a durable ledger, take the users of every arm that will
+        be released and charge all of them in one transaction (``Ledger.prepay``: one disk sync per
+        round instead of one per arm; each release still finds its charge recorded before it).
+        Refused (BudgetExceeded) before any of the round is released. In memory: nothing to do."""
+        if not self._privatizers or not arms:
+            return
+        ledger = self._privatizers[arms[0]].ledger
+        if not hasattr(ledger, "prepay"):
+            return
+        items = []
+        for arm, label in zip(arms, labels):
+            self._taken[arm] = self._users.take(n)
+            items.append((self._privatizers[arm].protocol.guarantee(n), self._taken[arm], label))
+        ledger.prepay(items)
 
     def release(self, arm: int, n: int, label: str) -> float:
         """Pull ``arm`` with ``n`` new users and return the private estimate of their reward sum.
@@ -104,7 +121,7 @@ class BatchFeedback:
         On the aggregate path, with a protocol that offers it, the users' rewards are not drawn one
         by one: their rounded sum is drawn from its law (:meth:`RewardStreams.rounded_sum`), O(g)
         instead of O(n); pseudo-regret needs no individual reward."""
-        participants = self._users.take(n)
+        participants = self._taken.pop(arm) if arm in self._taken else self._users.take(n)
         privatizer = self._privatizers[arm] if self._privatizers is not None else None
         g = privatizer.protocol.aggregate_resolution(n) if privatizer is not None and privatizer.path == "aggregate" else None
         if g is not None and not self._recorder.realised:
@@ -302,10 +319,15 @@ def eliminate_in_batches(
     elimination rule.
     """
     learner = EliminationLearner(k)
+    prepare = getattr(channel, "prepare_round", None)  # optional (BatchFeedback: durable ledgers)
     b = 0
     while channel.pulls < horizon:
         b += 1
         n = schedule(b, len(learner.active))
+        if prepare is not None:
+            # the arms this round will release: arm i goes out iff T - (pulls + i n) > n
+            released = [arm for i, arm in enumerate(learner.active) if horizon - (channel.pulls + i * n) > n]
+            prepare(released, n, [f"{label}={b} arm={arm}" for arm in released])
         means: dict[int, float] = {}
         for arm in list(learner.active):
             left = horizon - channel.pulls
