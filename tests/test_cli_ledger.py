@@ -88,9 +88,9 @@ def test_ledger_show_verify_export_import_and_account_charge(tmp_path):
 
 def test_a_durable_ledger_changes_nothing_in_a_run_but_where_charges_are_kept(tmp_path):
     """One returning-users run (aggregate path) with the in-memory ledger and with a fresh SQLite
-    ledger: identical regret curves and per-user summaries, and the durable ledger holds exactly
-    the in-memory ledger's charges (labels, guarantees, participants, spend): prepaying a round's
-    charges in one transaction changes when they are synced, not what is charged."""
+    ledger: identical regret curves and ledger summaries (spend, per-user guarantees, number of
+    charges), and the durable ledger verifies: prepaying a round's charges in one transaction
+    changes when they are synced, not what is charged."""
     from dpverify._bandits import RunConfig
     from dpverify._bandits._runner import run_seed
 
