@@ -101,5 +101,5 @@ def test_a_durable_ledger_changes_nothing_in_a_run_but_where_charges_are_kept(tm
     assert (memory.regret == durable.regret).all()
     assert memory.ledger["spent"] == durable.ledger["spent"] and memory.ledger["per_user"] == durable.ledger["per_user"]
     assert memory.ledger["charges"] == durable.ledger["charges"] > 0
-    stored = Ledger.open(url, read_only=True)
-    assert stored.verify().ok and stored.summary()["population_cursor"] == 20000
+    with Ledger.open(url, read_only=True) as stored:
+        assert stored.verify().ok and stored.summary()["population_cursor"] == 20000

@@ -133,6 +133,7 @@ def test_a_refused_charge_leaves_no_trace(tmp_path):
     ledger.charge(PureDP(0.45), np.array([99, 100]))  # the same users elsewhere still fit
     assert ledger.spent() == PureDP(0.6)
     assert ledger.verify().ok
+    ledger.close()
 
 
 def test_newer_schema_is_refused_and_budgets_are_checked(tmp_path):
@@ -170,7 +171,8 @@ def test_verify_finds_tampering(tmp_path):
     ledger.charge(PureDP(0.2), range(50, 150))
     ledger.charge(PureDP(0.1), np.array([7, 300]))
     ledger.close()
-    assert Ledger.open(url, read_only=True).verify().ok
+    with Ledger.open(url, read_only=True) as reader:
+        assert reader.verify().ok
     tampering = [
         "DELETE FROM dpverify_charges WHERE seq = 3",
         "UPDATE dpverify_segments SET profile = (SELECT MIN(id) FROM dpverify_profiles) WHERE start = 100",
@@ -183,8 +185,8 @@ def test_verify_finds_tampering(tmp_path):
             source.backup(target)
         with sqlite3.connect(copy) as connection:
             connection.execute(statement)
-        report = Ledger.open(f"sqlite:///{copy}", read_only=True).verify()
-        assert not report.ok, statement
+        with Ledger.open(f"sqlite:///{copy}", read_only=True) as reader:
+            assert not reader.verify().ok, statement
 
 
 # ---- concurrency ----------------------------------------------------------------------------------
@@ -397,3 +399,26 @@ def test_population_cursor_is_shared_and_fixed(new_url):
     assert first.summary()["population_cursor"] == 16 and first.spent() is None
     first.close()
     second.close()
+
+
+def test_prepay_is_all_or_nothing_and_each_prepaid_charge_is_taken_once(tmp_path):
+    """A round's charges in one transaction: a refusal of the last leaves the database byte-identical
+    (the first two are not recorded either); accepted, each later matching charge finds its own
+    record (no second charge); a charge that matches nothing prepaid is charged normally."""
+    path = tmp_path / "l.db"
+    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0))
+    ledger.charge(PureDP(0.5), range(0, 10), label="before")
+    before = _dump(path)
+    round_ = [(PureDP(0.3), range(20, 30), "b=1 arm=0"), (PureDP(0.3), range(30, 40), "b=1 arm=1"), (PureDP(0.6), range(5, 6), "b=1 arm=2")]
+    with pytest.raises(BudgetExceeded, match="b=1 arm=2"):
+        ledger.prepay(round_)
+    assert _dump(path) == before and ledger._prepaid == []
+    ledger.prepay(round_[:2])
+    assert len(ledger.charges) == 3
+    for g, users, label in round_[:2]:
+        ledger.charge(g, users, label=label)
+    assert len(ledger.charges) == 3 and ledger._prepaid == []
+    ledger.charge(PureDP(0.3), range(20, 30), label="b=1 arm=0")  # not prepaid any more: a real charge
+    assert len(ledger.charges) == 4 and ledger.spent() == PureDP(0.6)
+    assert ledger.verify().ok
+    ledger.close()

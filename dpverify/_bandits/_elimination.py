@@ -366,14 +366,19 @@ def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.Se
     _check_setup(setup)
     recorder, feedback, ledger = _build(setup, seeds)
     radii: list[float] = []
-    learner, b = eliminate_in_batches(
-        feedback,
-        setup.instance.k,
-        setup.horizon,
-        lambda b, active: setup.batch_base**b,
-        protocol_radius(setup.protocol, setup.p),
-        on_batch=lambda b, n, means, beta: radii.append(beta),
-    )
+    try:
+        learner, b = eliminate_in_batches(
+            feedback,
+            setup.instance.k,
+            setup.horizon,
+            lambda b, active: setup.batch_base**b,
+            protocol_radius(setup.protocol, setup.p),
+            on_batch=lambda b, n, means, beta: radii.append(beta),
+        )
+    except BaseException:
+        if setup.ledger is not None:  # a refused batch stops the run: release the connection
+            ledger.close()
+        raise
     extra = {"batches": b, "final_active": learner.active, "radius_last": radii[-1] if radii else None}
     bits = None
     params = getattr(setup.protocol, "parameters", None)
