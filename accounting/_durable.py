@@ -22,7 +22,9 @@ spend, and commits; a refusal rolls the transaction back, so it leaves no trace.
 charges are serialised by the lock (so two processes can never together overspend a user), and a
 process killed mid-charge leaves either the whole charge or none of it (the database's atomic
 commit). The privatizer charges before it releases, so a crash between the two wastes budget and
-never leaks it.
+never leaks it. :meth:`DurableLedger.prepay` records several charges in one transaction (all or
+none; a bandit run prepays each batch round's K arms before releasing any of them, so the round
+costs one disk sync instead of K), and each later matching ``charge`` finds its own record.
 
 Durability: SQLite in WAL mode with ``synchronous=FULL`` (every commit is fsynced before
 ``charge`` returns; ``?synchronous=normal`` in the URL trades the last commits on power loss, never
