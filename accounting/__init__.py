@@ -10,6 +10,7 @@ behind each route:
 - :mod:`accounting._routes` — every route for a mechanism, the smallest certified one reported;
 - :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
 - :mod:`accounting._ledger` — budgets, per-user charges, refusal to overspend, JSON trail;
+- :mod:`accounting._durable` — the ledger kept in SQLite or PostgreSQL (``Ledger.open(url)``);
 - :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input);
 - :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
 - :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
@@ -29,6 +30,7 @@ from ._conversions import (
 )
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
+from ._durable import DurableLedger, VerifyReport
 from ._mechanisms import (
     BernoulliCurator,
     Binomial,
@@ -87,6 +89,8 @@ __all__ = [
     "FinitePair",
     "IntegerPair",
     "Ledger",
+    "DurableLedger",
+    "VerifyReport",
     "PLDResult",
     "PrivacyLossDistribution",
     "PureDP",

@@ -66,7 +66,10 @@ def _normalise_participants(participants: Any) -> Participants:
             if participants.start < 0:
                 raise AccountingError("participants", participants, "user ids >= 0")
             return participants
-    array = np.unique(np.asarray(participants))
+    array = np.asarray(participants)
+    # already strictly increasing (a run's users, millions of them): O(n) check instead of a sort
+    if not (array.ndim == 1 and array.size and array.dtype.kind in "iu" and bool(np.all(array[1:] > array[:-1]))):
+        array = np.unique(array)
     if array.size == 0:
         raise AccountingError("participants", participants, "a non-empty set of user ids")
     if array.dtype.kind not in "iu" or array[0] < 0:
@@ -240,31 +243,19 @@ class Ledger:
     # ---- JSON trail --------------------------------------------------------------------------
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "format": "dpverify-ledger/1",
-                "name": self.name,
-                "budget": _guarantee_to_dict(self._budget),
-                "charges": [
-                    {
-                        "label": c.label,
-                        "guarantee": _guarantee_to_dict(c.guarantee),
-                        "participants": _participants_to_json(c.participants),
-                    }
-                    for c in self._charges
-                ],
-                "spent": _guarantee_to_dict(self.spent()) if self._charges else None,
-            },
-            indent=2,
-        )
+        return _trail_json(self.name, self._budget, self._charges, self.spent())
 
     @classmethod
-    def from_json(cls, text: str) -> "Ledger":
-        """Reload a trail; every charge is re-checked against the budget as it is replayed."""
+    def from_json(cls, text: str, *, url: str | None = None) -> "Ledger":
+        """Reload a trail; every charge is re-checked against the budget as it is replayed.
+
+        With ``url``, the charges are replayed into the durable ledger there (created with the
+        trail's budget, or an existing one with the same budget)."""
         data = json.loads(text)
         if data.get("format") != "dpverify-ledger/1":
             raise AccountingError("format", data.get("format"), "'dpverify-ledger/1'")
-        ledger = cls(_guarantee_from_dict(data["budget"]), name=data.get("name", ""))
+        budget = _guarantee_from_dict(data["budget"])
+        ledger = cls(budget, name=data.get("name", "")) if url is None else cls.open(url, budget, name=data.get("name", ""))
         for charge in data["charges"]:
             ledger.charge(
                 _guarantee_from_dict(charge["guarantee"]),
@@ -272,6 +263,17 @@ class Ledger:
                 label=charge.get("label", ""),
             )
         return ledger
+
+    @staticmethod
+    def open(url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False) -> "Ledger":
+        """A durable ledger at ``url``: ``sqlite:///path/ledger.db`` or ``postgresql://user@host/db``.
+
+        Creates it with ``budget`` if the database holds no ledger; otherwise ``budget`` (if given)
+        must be the ledger's own. Same charges, guarantees and exact values as the in-memory
+        ledger; every charge is one atomic check-and-charge (see :mod:`accounting._durable`)."""
+        from ._durable import DurableLedger
+
+        return DurableLedger.connect(url, budget, name=name, read_only=read_only)
 
     def __repr__(self) -> str:
         return f"Ledger(budget={self._budget!s}, charges={len(self._charges)}, spent={_fmt(self.spent())})"
@@ -318,8 +320,8 @@ class Ledger:
 
     def _compose(self, charges: Sequence[Charge], multiset: tuple[tuple[int, int], ...]) -> float:
         """Compose the charges one group of users shares, given as ((charge index, count), ...)
-        (memoised by :func:`_compose_into`, across ledgers)."""
-        return _compose_into(self._budget, [(charges[i].guarantee, n) for i, n in multiset])
+        (canonical order, memoised by :func:`_compose_into`, across ledgers)."""
+        return compose_canonical(self._budget, [(charges[i].guarantee, n) for i, n in multiset])
 
     def _wrap(self, value: float) -> Budget:
         if isinstance(self._budget, PureDP):
@@ -327,6 +329,23 @@ class Ledger:
         if isinstance(self._budget, ZCDP):
             return ZCDP(value)
         return ApproxDP(value, self._budget.delta)
+
+
+def _trail_json(name: str, budget: Budget, charges: Sequence[Charge], spent: Budget | None) -> str:
+    """The JSON trail: budget, every charge (guarantee or mechanism parameters, participants), spend."""
+    return json.dumps(
+        {
+            "format": "dpverify-ledger/1",
+            "name": name,
+            "budget": _guarantee_to_dict(budget),
+            "charges": [
+                {"label": c.label, "guarantee": _guarantee_to_dict(c.guarantee), "participants": _participants_to_json(c.participants)}
+                for c in charges
+            ],
+            "spent": _guarantee_to_dict(spent) if charges else None,
+        },
+        indent=2,
+    )
 
 
 def _fmt(g: Any) -> str:
@@ -417,6 +436,51 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
         return math.inf  # the approximate charges alone use up delta
     result = rdp_to_epsilon(RDP.sequence(curves, counts), delta_left)
     return _sum_up(result.epsilon, eps_approx)
+
+
+def guarantee_spec(g: Any) -> str:
+    """The canonical text of a guarantee: the JSON trail's dict with sorted keys (floats written
+    exactly, Fractions as "p/q"), so equal guarantees have equal text in every process and store."""
+    return json.dumps(_guarantee_to_dict(g), sort_keys=True, separators=(",", ":"))
+
+
+def _sort_key(g: Any) -> str:
+    try:
+        return _memo_spec(g)
+    except TypeError:  # unhashable
+        return _spec_or_repr(g)
+
+
+def _spec_or_repr(g: Any) -> str:
+    try:
+        return guarantee_spec(g)
+    except (AccountingError, TypeError):  # a free-form RDP curve: in-memory ledgers only
+        return "~" + repr(g)
+
+
+_memo_spec = functools.lru_cache(maxsize=4096)(_spec_or_repr)
+
+
+def canonical_multiset(pairs: Sequence[tuple[Any, int]]) -> list[tuple[Any, int]]:
+    """One user's charges as (guarantee, count) with equal guarantees merged and in a fixed order
+    (by :func:`guarantee_spec`): composition is then a function of the multiset alone, whatever
+    order the charges came in, so the in-memory and the durable ledgers compute identical values."""
+    merged: list[list] = []
+    for g, n in pairs:
+        for item in merged:
+            if item[0] is g or item[0] == g:
+                item[1] += n
+                break
+        else:
+            merged.append([g, n])
+    if len(merged) > 1:
+        merged.sort(key=lambda item: _sort_key(item[0]))
+    return [(g, n) for g, n in merged]
+
+
+def compose_canonical(budget: Budget, pairs: Sequence[tuple[Any, int]]) -> float:
+    """The spend of one user touched by ``pairs`` (guarantee, count), in the budget's main parameter."""
+    return _compose_into(budget, canonical_multiset(pairs))
 
 
 def _user_groups(charges: Sequence[Charge]) -> Iterable[tuple[tuple[int, int], ...]]:

@@ -135,6 +135,7 @@ class _LazyGroup(click.Group):
         "tails": ("dpverify._cli_tails", "tails"),
         "run": ("dpverify._cli_bandits", "run_command"),
         "reproduce": ("dpverify._cli_bandits", "reproduce_command"),
+        "ledger": ("dpverify._cli_ledger", "ledger_group"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -345,6 +346,10 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
 from ._cli_event import event_command  # noqa: E402  (dp_accounting events: accounting._dp_event)
 
 account.add_command(event_command)
+
+from ._cli_ledger import account_charge_command  # noqa: E402  (click only: cheap to import)
+
+account.add_command(account_charge_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

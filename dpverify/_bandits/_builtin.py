@@ -192,6 +192,7 @@ def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
         path=config.path,
         realised=config.realised,
         population=config.population,
+        ledger=config.ledger,
         delta=config.delta,
         checkpoint_count=config.checkpoint_count,
         protocol_label=config.algorithm,

@@ -55,17 +55,25 @@ class UserPool:
     ``population=N``: returning users drawn round-robin from N users; a user comes back after the
     N - 1 others, so in a run of T pulls she takes part in at most ceil(T / N) batches and never
     twice in one batch as long as N >= the number of pulls in any batch.
+    ``ledger``: a durable ledger (``accounting.Ledger.open``) whose stored position continues the
+    round-robin across runs and processes, so the runs sharing it spend one population's budget.
     """
 
-    def __init__(self, population: int | None = None) -> None:
+    def __init__(self, population: int | None = None, ledger: Any = None) -> None:
         if population is not None:
             check_positive_int("population", population)
+        if ledger is not None and population is None:
+            raise AccountingError("population", None, "a finite population with a durable ledger")
         self._population = population
+        self._ledger = ledger
         self._next = 0
 
     def take(self, n: int) -> range | np.ndarray:
-        start = self._next
-        self._next += n
+        if self._ledger is not None:
+            start = self._ledger.advance_cursor(n, self._population)
+        else:
+            start = self._next
+            self._next += n
         if self._population is None:
             return range(start, start + n)
         if n > self._population:
@@ -73,7 +81,8 @@ class UserPool:
         lo, hi = start % self._population, (start + n) % self._population
         if lo < hi or hi == 0:
             return range(lo, lo + n)
-        return np.concatenate([np.arange(lo, self._population), np.arange(0, hi)])
+        # wrapped around: users lo..N-1 and 0..hi-1, in increasing order (the ledger's fast path)
+        return np.concatenate([np.arange(0, hi), np.arange(lo, self._population)])
 
 
 # ---- the two parties ----------------------------------------------------------------------------
@@ -87,7 +96,24 @@ class BatchFeedback:
         self._privatizers = privatizers
         self._users = users
         self._recorder = recorder
+        self._taken: dict[int, range | np.ndarray] = {}  # users of arms whose round was prepaid
         self.pulls = 0
+
+    def prepare_round(self, arms: list[int], n: int, labels: list[str]) -> None:
+        """Before a round's releases: with a durable ledger, take the users of every arm that will
+        be released and charge all of them in one transaction (``Ledger.prepay``: one disk sync per
+        round instead of one per arm; each release still finds its charge recorded before it).
+        Refused (BudgetExceeded) before any of the round is released. In memory: nothing to do."""
+        if not self._privatizers or not arms:
+            return
+        ledger = self._privatizers[arms[0]].ledger
+        if not hasattr(ledger, "prepay"):
+            return
+        items = []
+        for arm, label in zip(arms, labels):
+            self._taken[arm] = self._users.take(n)
+            items.append((self._privatizers[arm].protocol.guarantee(n), self._taken[arm], label))
+        ledger.prepay(items)
 
     def release(self, arm: int, n: int, label: str) -> float:
         """Pull ``arm`` with ``n`` new users and return the private estimate of their reward sum.
@@ -95,7 +121,7 @@ class BatchFeedback:
         On the aggregate path, with a protocol that offers it, the users' rewards are not drawn one
         by one: their rounded sum is drawn from its law (:meth:`RewardStreams.rounded_sum`), O(g)
         instead of O(n); pseudo-regret needs no individual reward."""
-        participants = self._users.take(n)
+        participants = self._taken.pop(arm) if arm in self._taken else self._users.take(n)
         privatizer = self._privatizers[arm] if self._privatizers is not None else None
         g = privatizer.protocol.aggregate_resolution(n) if privatizer is not None and privatizer.path == "aggregate" else None
         if g is not None and not self._recorder.realised:
@@ -210,6 +236,7 @@ class EliminationSetup:
     path: str = "per-user"
     realised: bool = False
     population: int | None = None
+    ledger: str | None = None  # a durable ledger URL (returning users across runs), or None: in memory
     delta: float = 1e-6
     checkpoint_count: int = 60
     protocol_label: str = ""
@@ -223,9 +250,13 @@ def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
     if setup.protocol is None:
         ledger, privatizers = None, None
     else:
-        ledger = acc.Ledger(setup.budget, name=setup.protocol_label)
+        if setup.ledger is None:
+            ledger = acc.Ledger(setup.budget, name=setup.protocol_label)
+        else:
+            ledger = acc.Ledger.open(setup.ledger, setup.budget, name=setup.protocol_label)
         privatizers = [Privatizer(setup.protocol, ledger, s, path=setup.path) for s in children(seeds["privatizer"], inst.k)]
-    feedback = BatchFeedback(streams, privatizers, UserPool(setup.population), recorder)
+    durable = ledger if setup.ledger is not None else None
+    feedback = BatchFeedback(streams, privatizers, UserPool(setup.population, durable), recorder)
     return recorder, feedback, ledger
 
 
@@ -244,6 +275,9 @@ def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunReco
         bits_per_user=bits,
         protocol=describe_protocol(setup.protocol) if setup.protocol is not None else "none",
     )
+    if setup.ledger is not None:  # the summary covers every run that charged the durable ledger
+        summary["ledger_url"] = ledger.url  # without any password
+        ledger.close()
     return RunRecord(
         run_index=run_index,
         times=recorder.times,
@@ -285,10 +319,15 @@ def eliminate_in_batches(
     elimination rule.
     """
     learner = EliminationLearner(k)
+    prepare = getattr(channel, "prepare_round", None)  # optional (BatchFeedback: durable ledgers)
     b = 0
     while channel.pulls < horizon:
         b += 1
         n = schedule(b, len(learner.active))
+        if prepare is not None:
+            # the arms this round will release: arm i goes out iff T - (pulls + i n) > n
+            released = [arm for i, arm in enumerate(learner.active) if horizon - (channel.pulls + i * n) > n]
+            prepare(released, n, [f"{label}={b} arm={arm}" for arm in released])
         means: dict[int, float] = {}
         for arm in list(learner.active):
             left = horizon - channel.pulls
@@ -327,14 +366,19 @@ def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.Se
     _check_setup(setup)
     recorder, feedback, ledger = _build(setup, seeds)
     radii: list[float] = []
-    learner, b = eliminate_in_batches(
-        feedback,
-        setup.instance.k,
-        setup.horizon,
-        lambda b, active: setup.batch_base**b,
-        protocol_radius(setup.protocol, setup.p),
-        on_batch=lambda b, n, means, beta: radii.append(beta),
-    )
+    try:
+        learner, b = eliminate_in_batches(
+            feedback,
+            setup.instance.k,
+            setup.horizon,
+            lambda b, active: setup.batch_base**b,
+            protocol_radius(setup.protocol, setup.p),
+            on_batch=lambda b, n, means, beta: radii.append(beta),
+        )
+    except BaseException:
+        if setup.ledger is not None:  # a refused batch stops the run: release the connection
+            ledger.close()
+        raise
     extra = {"batches": b, "final_active": learner.active, "radius_last": radii[-1] if radii else None}
     bits = None
     params = getattr(setup.protocol, "parameters", None)

@@ -62,6 +62,7 @@ class RunConfig:
     population: int | None = None  # returning users: a finite population (None: unique users)
     max_returns: int | None = None  # returning users: B, batches a user may join
     returning_calibration: str = "exact"  # "exact" (accounting.calibrate) or "appendix-i"
+    ledger: str | None = None  # returning users: a durable ledger URL shared across runs (None: in memory)
     fixed_instance: bool = False  # True: every seed runs on the instance of seed index 0
     checkpoint_count: int = 60
     extra: dict = field(default_factory=dict)
@@ -100,6 +101,13 @@ class RunConfig:
                 raise AccountingError(
                     "population", self.population, f"population * max_returns >= horizon ({self.horizon}): users join at most B batches"
                 )
+        if self.ledger is not None:
+            if not isinstance(self.ledger, str) or not self.ledger:
+                raise AccountingError("ledger", self.ledger, "a ledger URL: sqlite:///path/ledger.db or postgresql://...")
+            if self.population is None:
+                raise AccountingError(
+                    "ledger", self.ledger, "given with population and max_returns (a durable ledger accounts for a population of returning users)"
+                )
         if self.returning_calibration not in ("exact", "appendix-i"):
             raise AccountingError("returning_calibration", self.returning_calibration, "'exact' or 'appendix-i'")
         return self
@@ -126,6 +134,10 @@ class RunConfig:
 
     def options(self) -> dict:
         out = asdict(self)
+        if self.ledger is not None:  # results never carry a database password
+            from accounting._durable import redacted
+
+            out["ledger"] = redacted(self.ledger)
         out["confidence_p"] = self.confidence
         out["tau_p"] = self.tau_p if self.tau_rule != "lemma2" else "p/(K B^2)"
         return out

@@ -1,0 +1,232 @@
+"""``dpverify ledger show|verify|export|import`` and ``dpverify account charge``: the durable ledger.
+
+Registered by the lead on the main group (``_LazyGroup._lazy["ledger"]``) and on ``account``.
+``show`` prints the budget, the worst user's spend, how many users are near their limit and the
+last charges (a table, or ``--json``); ``verify`` opens the ledger read-only and recomputes every
+user's spend from the raw charges with the exact accountant (exit 0 when everything agrees, 1 on
+any disagreement); ``export``/``import`` move the JSON trail (``accounting.Ledger.to_json``) in
+and out losslessly; ``account charge`` records one charge (exit 1 if refused, the ledger
+unchanged). Exit 2 for a bad parameter, with the message naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["account_charge_command", "ledger_group"]
+
+_URL_HELP = "sqlite:///path/ledger.db (relative) or sqlite:////abs/path.db, or postgresql://user@host/dbname"
+
+
+def _fail_usage(error: Exception) -> None:
+    click.echo(f"error: {error}", err=True)
+    sys.exit(2)
+
+
+def _open(url: str, **kwargs):
+    from accounting import Ledger
+
+    try:
+        return Ledger.open(url, **kwargs)
+    except ValueError as error:
+        _fail_usage(error)
+    except Exception as error:  # the database could not be reached or read
+        from accounting._durable import redacted
+
+        click.echo(f"error: cannot open the ledger at {redacted(url)}: {error}", err=True)
+        sys.exit(2)
+
+
+def parse_budget(text: str):
+    """``pure:EPS``, ``zcdp:RHO`` or ``approx:EPS,DELTA`` as an accounting budget."""
+    from accounting import ZCDP, ApproxDP, PureDP
+
+    kind, _, value = text.partition(":")
+    try:
+        if kind == "pure":
+            return PureDP(float(value))
+        if kind == "zcdp":
+            return ZCDP(float(value))
+        if kind == "approx":
+            eps, delta = value.split(",")
+            return ApproxDP(float(eps), float(delta))
+    except ValueError as error:
+        raise click.BadParameter(f"budget={text!r} is invalid: {error}", param_hint="--budget") from None
+    raise click.BadParameter(f"budget={text!r} is invalid: expected pure:EPS, zcdp:RHO or approx:EPS,DELTA", param_hint="--budget")
+
+
+@click.group("ledger")
+def ledger_group() -> None:
+    """A durable privacy ledger (SQLite or PostgreSQL): show, verify, export, import."""
+
+
+@ledger_group.command("show")
+@click.argument("url")
+@click.option("--near", type=float, default=0.9, show_default=True, help="Count users who spent at least this fraction of the budget.")
+@click.option("--last", type=int, default=20, show_default=True, help="How many of the latest charges to list (0: none).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def show_command(url: str, near: float, last: int, as_json: bool) -> None:
+    """Budget, worst user's spend, users near their limit and the history of charges at URL."""
+    if not 0 < near <= 1:
+        _fail_usage(ValueError(f"near={near} is invalid: expected a fraction in (0, 1]"))
+    if last < 0:
+        _fail_usage(ValueError(f"last={last} is invalid: expected an integer >= 0"))
+    ledger = _open(url, read_only=True)
+    try:
+        summary = ledger.summary(near=near, last=last)
+    finally:
+        ledger.close()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    budget = summary["budget"]
+    worst = summary["worst_user_spend"]
+    console.print(f"ledger {summary['url']} ({summary['store']}, schema {summary['schema_version']})")
+    console.print(f"  budget {_describe(budget)}; worst user's spend {'nothing yet' if worst is None else f'{worst:.6g}'}; remaining {summary['remaining']:.6g}")
+    console.print(f"  {summary['charges']} charges; users at >= {near:g} of the budget: {summary['users_near_limit']}; "
+                  f"most charges on one user: {summary['max_charges_per_user']}")
+    if summary["population"] is not None:
+        console.print(f"  population {summary['population']}, users handed out so far {summary['population_cursor']}")
+    if summary["history"]:
+        table = Table(title=f"last {len(summary['history'])} charges")
+        for column in ("#", "label", "guarantee", "users", "worst after", "recorded (UTC)"):
+            table.add_column(column)
+        for row in summary["history"]:
+            table.add_row(str(row["seq"]), row["label"], _describe(row["guarantee"]), "everyone" if row["users"] is None else str(row["users"]),
+                          f"{row['spent_after']:.6g}", row["recorded_at"])
+        console.print(table)
+
+
+def _describe(spec: dict) -> str:
+    kind = spec.get("type")
+    if kind == "pure":
+        return f"pure eps={spec['epsilon']:g}"
+    if kind == "zcdp":
+        return f"zCDP rho={spec['rho']:g}"
+    if kind == "approx":
+        return f"(eps={spec['epsilon']:g}, delta={spec['delta']:g})"
+    if kind == "mechanism":
+        parameters = ", ".join(f"{k}={v['fraction'] if isinstance(v, dict) else v}" for k, v in spec["parameters"].items())
+        return f"{spec['family']}({parameters})"
+    return json.dumps(spec)
+
+
+@ledger_group.command("verify")
+@click.argument("url")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def verify_command(url: str, as_json: bool) -> None:
+    """Recompute every user's spend at URL from the raw charges (read-only); exit 1 on any disagreement."""
+    ledger = _open(url, read_only=True)
+    try:
+        report = ledger.verify()
+    finally:
+        ledger.close()
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        verdict = "agrees" if report.ok else f"DISAGREES ({len(report.disagreements)})"
+        worst = "nothing charged" if report.worst is None else f"worst user's spend {report.worst:.6g}"
+        click.echo(f"{url}: {report.charges} charges, {report.segments} user ranges, {report.profiles} profiles; "
+                   f"recomputed {worst} against budget {report.budget}: {verdict}")
+        for line in report.disagreements:
+            click.echo(f"  {line}")
+    if not report.ok:
+        sys.exit(1)
+
+
+@ledger_group.command("export")
+@click.argument("url")
+@click.option("--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="File for the JSON trail ('-': stdout).")
+def export_command(url: str, out: str) -> None:
+    """Write the ledger at URL as the JSON trail (the in-memory ledger's format)."""
+    ledger = _open(url, read_only=True)
+    try:
+        text = ledger.to_json()
+    finally:
+        ledger.close()
+    if out == "-":
+        click.echo(text)
+    else:
+        Path(out).write_text(text)
+
+
+@ledger_group.command("import")
+@click.argument("trail", type=click.Path(exists=True, dir_okay=False))
+@click.argument("url")
+def import_command(trail: str, url: str) -> None:
+    """Replay the JSON trail TRAIL into the ledger at URL (every charge re-checked)."""
+    from accounting import BudgetExceeded, Ledger
+
+    try:
+        ledger = Ledger.from_json(Path(trail).read_text(), url=url)
+    except BudgetExceeded as error:
+        click.echo(f"refused: {error}", err=True)
+        sys.exit(1)
+    except ValueError as error:
+        _fail_usage(error)
+        return
+    click.echo(f"{url}: {len(ledger.charges)} charges, worst user's spend {ledger.spent()}")
+    ledger.close()
+
+
+def _participants(users: str | None):
+    if users is None:
+        return None
+    start, _, stop = users.partition(":")
+    try:
+        start_i, stop_i = int(start), int(stop)
+    except ValueError:
+        raise click.BadParameter(f"users={users!r} is invalid: expected START:STOP (user ids START..STOP-1)", param_hint="--users") from None
+    if not 0 <= start_i < stop_i:
+        raise click.BadParameter(f"users={users!r} is invalid: expected 0 <= START < STOP", param_hint="--users")
+    return range(start_i, stop_i)
+
+
+@click.command("charge", context_settings={"ignore_unknown_options": False})
+@click.option("--ledger", "url", required=True, help=f"The durable ledger: {_URL_HELP}.")
+@click.option("--budget", default=None, help="Budget when creating the ledger: pure:EPS, zcdp:RHO or approx:EPS,DELTA.")
+@click.option("--pure", "pure_eps", type=float, default=None, help="Charge a pure eps-DP guarantee.")
+@click.option("--zcdp", "rho", type=float, default=None, help="Charge a rho-zCDP guarantee.")
+@click.option("--approx", "approx", type=str, default=None, help="Charge an (eps, delta)-DP guarantee: EPS,DELTA.")
+@click.option("--users", default=None, help="The users it touches, START:STOP (default: every user).")
+@click.option("--label", default="", help="A label kept with the charge.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def account_charge_command(url, budget, pure_eps, rho, approx, users, label, as_json) -> None:
+    """Charge one guarantee to USERS of a durable ledger (exit 1 if refused; nothing is recorded then)."""
+    from accounting import ZCDP, ApproxDP, BudgetExceeded, PureDP
+
+    given = [x is not None for x in (pure_eps, rho, approx)]
+    if sum(given) != 1:
+        raise click.UsageError("give exactly one of --pure, --zcdp, --approx")
+    try:
+        if pure_eps is not None:
+            guarantee = PureDP(pure_eps)
+        elif rho is not None:
+            guarantee = ZCDP(rho)
+        else:
+            eps, _, delta = approx.partition(",")
+            guarantee = ApproxDP(float(eps), float(delta))
+    except ValueError as error:
+        _fail_usage(error)
+        return
+    participants = _participants(users)
+    ledger = _open(url, budget=parse_budget(budget) if budget else None)
+    try:
+        ledger.charge(guarantee, participants, label=label)
+    except BudgetExceeded as error:
+        click.echo(f"refused: {error}", err=True)
+        sys.exit(1)
+    except ValueError as error:
+        _fail_usage(error)
+    spent = ledger.spent()
+    payload = {"url": url, "charged": str(guarantee), "users": users or "everyone", "worst_user_spend": str(spent), "budget": str(ledger.budget)}
+    ledger.close()
+    click.echo(json.dumps(payload) if as_json else f"charged {guarantee} to users {users or 'all'}; worst user's spend {spent} of budget {payload['budget']}")
