@@ -15,6 +15,7 @@ them so a reader sees how much each closed form gives away.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -120,7 +121,10 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
             math.inf, delta, "pld", None, f"skipped: compose={k} > {PLD_MAX_COMPOSE} (the composed PLD grid grows like sqrt(k); the other routes cost O(1) in k)"
         )
     # Only the certified upper bound is needed here; the optimistic twin doubles the cost.
-    result = pld_epsilon(pair, k, delta, lower_bound=False)
+    try:
+        result = _composed_pld(pair, k).epsilon(delta)  # acct-gauss: one PLD per (pair, k), any delta
+    except TypeError:  # an unhashable pair
+        result = pld_epsilon(pair, k, delta, lower_bound=False)
     grid = result.discretisation if isinstance(result.discretisation, str) else f"grid h = {result.discretisation:.3g}, losses rounded up"
     return EpsilonResult(
         result.epsilon,
@@ -129,3 +133,29 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
         None,
         f"privacy-loss distribution, {grid}; worse direction {result.direction}; truncated mass {result.truncated_mass:.2g}",
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _composed_pld(pair: Any, k: int) -> Any:
+    """The k-fold PLD :func:`accounting.pld_epsilon` would build (upper bound only), memoised so
+    that a report asking several deltas of one (pair, k) builds and composes it once. The pairs
+    are frozen values: equal keys are equal PLDs."""
+    from ._pld import _default_h
+
+    return _one_fold_pld(pair, _default_h(k), k).self_compose(k)
+
+
+_ONE_FOLD: dict = {}
+
+
+def _one_fold_pld(pair: Any, h: float, k: int) -> Any:
+    """pld_epsilon's one-release PLD, which depends on k only through its grid h(k): shared by every
+    k with the same h (a report's B = 1, 10, 100 build it once). Bounded: the last 8 kept."""
+    from ._pld import _build_for
+
+    key = (pair, h)
+    if key not in _ONE_FOLD:
+        if len(_ONE_FOLD) >= 8:
+            _ONE_FOLD.pop(next(iter(_ONE_FOLD)))
+        _ONE_FOLD[key] = _build_for(pair, k, None, None, {"lower_bound": False})
+    return _ONE_FOLD[key]
