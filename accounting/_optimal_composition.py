@@ -17,8 +17,11 @@ responses RR(eps_i), i.e.
 which is the privacy-loss distribution of the product of randomized responses. Computing it is
 #P-hard in general (MV 2016), but it is exact and cheap when the eps_i take few distinct values:
 with g groups of n_g equal values the loss takes prod (n_g + 1) values (l_g flips in group g).
-Here it is computed exactly up to ``MAX_OUTCOMES`` support points; beyond that the closed-form
-heterogeneous bound of KOV 2015 (Thm 3.5) is returned instead, labelled as such:
+Here it is computed exactly up to ``MAX_OUTCOMES`` support points. Beyond that, the product of
+randomized responses' privacy-loss distribution with losses rounded up to a grid (a certified
+upper bound within about k h of the optimum; :mod:`accounting._pld`) when it is affordable, and
+always the closed-form heterogeneous bound of KOV 2015 (Thm 3.5); the smaller is returned,
+labelled as such:
 
     eps = min{ sum eps_i,
                sum eps_i (e^eps_i - 1)/(e^eps_i + 1) + sqrt(2 sum eps_i^2 log(e + sqrt(sum eps_i^2)/delta)),
@@ -67,11 +70,19 @@ class OptimalComposition:
     delta: float
     exact: bool
     outcomes: int
+    #: the PLD grid when the value is the randomized-response product's pessimistic PLD
+    pld_grid: float | None = None
+
+    @property
+    def method(self) -> str:
+        return "exact" if self.exact else "rr-pld" if self.pld_grid is not None else "kov-bound"
 
     @property
     def detail(self) -> str:
         if self.exact:
             return f"optimal composition of pure DP (Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan 2016), exact over {self.outcomes} losses, rounded up"
+        if self.pld_grid is not None:
+            return f"optimal composition of pure DP through the randomized-response product's PLD (Murtagh-Vadhan 2016), grid h = {self.pld_grid:.3g}, losses rounded up"
         return "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"
 
 
@@ -136,7 +147,7 @@ def optimal_composition_epsilon(
     for _, n in groups:
         support *= n + 1
         if support > max_outcomes:
-            return OptimalComposition(kov_heterogeneous_bound(groups, delta), float(delta), False, support)
+            return _beyond_exact(groups, delta, support)
     with working_precision(_PRECISION):
         outcomes = _outcomes(groups)
         outcomes.sort(key=lambda item: item[0].mid(), reverse=True)
@@ -167,6 +178,43 @@ def optimal_composition_epsilon(
             eps = eps * (1 + step) + 1e-300
             step *= 4
         return OptimalComposition(eps, float(delta), True, len(outcomes))
+
+
+#: the randomized-response PLD is used beyond the exact support when (distinct epsilons) x (grid
+#: points of the composed loss, ~20 sd / h) is at most this (each distinct value costs one FFT
+#: composition of the grid; 4e6 is ~0.3 s), and for at most this many releases
+PLD_MAX_COST = 4_000_000
+PLD_MAX_RELEASES = 100_000
+
+
+def _beyond_exact(groups: list[tuple[object, int]], delta: float | Fraction, support: int) -> OptimalComposition:
+    """The better of KOV's closed-form bound and the randomized-response product's pessimistic PLD."""
+    best = OptimalComposition(kov_heterogeneous_bound(groups, delta), float(delta), False, support)
+    releases = sum(n for _, n in groups)
+    sd = math.sqrt(sum(n * float(eps0) ** 2 for eps0, n in groups))
+    from ._pld import _default_h
+
+    if releases <= PLD_MAX_RELEASES and len(groups) * 20 * sd / _default_h(releases) <= PLD_MAX_COST:
+        eps, h = randomized_response_pld_epsilon(groups, delta)
+        if eps < best.epsilon:
+            return OptimalComposition(eps, float(delta), False, support, pld_grid=h)
+    return best
+
+
+def randomized_response_pld_epsilon(groups: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction) -> tuple[float, float]:
+    """Certified eps(delta) of the product of RR(eps_g)^n_g by its pessimistic PLD (losses rounded
+    up to a grid h = min(1e-4, 0.02 / releases)): an upper bound on the optimal composition, within
+    about releases * h of it. Returns (eps, h)."""
+    from ._mechanisms import RandomizedResponse
+    from ._pld import PrivacyLossDistribution, _default_h
+
+    h = _default_h(sum(n for _, n in groups))
+    total = None
+    for eps0, n in groups:
+        one = PrivacyLossDistribution.from_pair(RandomizedResponse(eps0).output_pair(), discretisation=h, lower_bound=False)
+        part = one.self_compose(n) if n > 1 else one
+        total = part if total is None else total.compose(part)
+    return total.epsilon(float(delta)).epsilon, h
 
 
 def kov_heterogeneous_bound(groups: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction) -> float:

@@ -31,6 +31,7 @@ ROUTE_LABELS = {
     "pld": "PLD, rounded up",
     "analytic-gaussian": "analytic Gaussian (mu-GDP), rounded up",
     "optimal-composition": "optimal pure-DP composition, rounded up",
+    "optimal-composition-pld": "optimal pure-DP composition by PLD, rounded up",
     "kov-heterogeneous-bound": "KOV 2015 heterogeneous bound",
 }
 

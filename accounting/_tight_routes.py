@@ -68,7 +68,7 @@ def tight_routes(parts: Sequence[tuple[Any, int]], delta: float) -> list[Epsilon
     if parts and all(e is not None for e in epsilons):
         result = optimal_composition_epsilon([(e, n) for e, (_, n) in zip(epsilons, parts)], delta)
         if math.isfinite(result.epsilon):
-            route = "optimal-composition" if result.exact else "kov-heterogeneous-bound"
+            route = {"exact": "optimal-composition", "rr-pld": "optimal-composition-pld", "kov-bound": "kov-heterogeneous-bound"}[result.method]
             routes.append(EpsilonResult(result.epsilon, delta, route, None, result.detail))
     return routes
 

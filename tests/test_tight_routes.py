@@ -19,6 +19,7 @@ import pytest
 import accounting as acc
 from accounting import ApproxDP, Gaussian, Laplace, Ledger, PureDP, epsilon_routes
 from accounting._analytic_gaussian import gdp_delta, gdp_epsilon, gdp_mu_for
+from accounting import _optimal_composition as oc
 from accounting._optimal_composition import kov_heterogeneous_bound, optimal_composition_epsilon
 
 TOL = 1e-9
@@ -197,12 +198,18 @@ def test_heterogeneous_pure_dp_against_enumeration():
     assert report.route == "optimal-composition" and report.epsilon == result.epsilon
 
 
-def test_kov_bound_is_the_fallback_and_never_below_the_optimum():
+def test_beyond_the_exact_support_never_below_the_optimum(monkeypatch):
+    """Past the exact enumeration: the randomized-response product's pessimistic PLD (within
+    about k h of the optimum) and, when even that is too costly, KOV's closed-form bound."""
     groups = [(0.1, 20), (0.2, 10), (0.05, 30)]
     exact = optimal_composition_epsilon(groups, 1e-5)
-    fallback = optimal_composition_epsilon(groups, 1e-5, max_outcomes=100)
-    assert exact.exact and not fallback.exact
-    assert fallback.epsilon == kov_heterogeneous_bound(groups, 1e-5) >= exact.epsilon
+    by_pld = optimal_composition_epsilon(groups, 1e-5, max_outcomes=100)
+    assert exact.exact and by_pld.method == "rr-pld"
+    assert exact.epsilon <= by_pld.epsilon <= exact.epsilon + 60 * by_pld.pld_grid
+    monkeypatch.setattr(oc, "PLD_MAX_COST", 0)
+    by_kov = optimal_composition_epsilon(groups, 1e-5, max_outcomes=100)
+    assert by_kov.method == "kov-bound"
+    assert by_kov.epsilon == kov_heterogeneous_bound(groups, 1e-5) >= by_pld.epsilon
 
 
 # ---- huge compositions (issue 15) -------------------------------------------------------------
