@@ -18,8 +18,9 @@ How it is certified
   *upper* endpoint is used: delta(eps) is increasing in mu (GDP curves are nested), so a larger mu
   can only over-report.
 - delta(eps) is evaluated in Arb with Phi(x) = erfc(-x/sqrt 2)/2. The two terms nearly cancel when
-  eps >> mu^2 (their ratio tends to 1 - mu^2/eps), so the precision is raised until the ball's
-  relative radius is below 2^-60; the reported delta is the ball's upper endpoint rounded up.
+  eps >> mu^2 (their ratio tends to 1 - mu^2/eps), so the precision is raised until the terms'
+  relative radii are below 2^-60; the reported delta is the upper endpoint of the first minus the
+  lower endpoint of the second (clamped at 0: the second term is >= 0), rounded up.
 - eps(delta) is a certified bisection: delta(eps) is decreasing, the upper end of the bracket is
   kept only when its certified delta is <= the target, so the returned eps has certified
   delta(eps) <= delta (it is never below the true eps(delta)), and the bracket is narrowed to
@@ -66,26 +67,38 @@ def gdp_mu(terms: Iterable[tuple[float | int | Fraction, float | int | Fraction,
     return total.sqrt()
 
 
-def _delta_ball(mu: arb, eps: arb) -> arb:
-    """delta(eps) of mu-GDP as an Arb ball at the current precision (Balle & Wang 2018, Thm 8)."""
+def _terms(mu: arb, eps: arb) -> tuple[arb, arb]:
+    """The two terms Phi(-eps/mu + mu/2) and e^eps Phi(-eps/mu - mu/2) as Arb balls (BW 2018, Thm 8)."""
     root2 = arb(2).sqrt()
     a = eps / mu
     b = mu / 2
     # Phi(-a + b) = erfc((a - b)/sqrt 2)/2 and Phi(-a - b) = erfc((a + b)/sqrt 2)/2
-    first = ((a - b) / root2).erfc()
-    second = ((a + b) / root2).erfc() * eps.exp()
-    return (first - second) / 2
+    first = ((a - b) / root2).erfc() / 2
+    second = ((a + b) / root2).erfc() * eps.exp() / 2
+    return first, second
 
 
 def _delta_upper_ball(mu_up: arb, eps: arb) -> arb:
-    """The delta ball at a precision high enough for a relative radius <= 2^-60 (or the ceiling)."""
+    """An exact point >= delta(eps), as tight as a relative 2^-60 allows.
+
+    delta = first - second with second >= 0, so first.upper - max(second.lower, 0) bounds it
+    above even when Arb cannot enclose the second term usefully (e^eps times an erfc far in its
+    tail, eps ~ 1e19: it returns a ball around 0; the second term is then a negligible fraction,
+    ~ (eps/mu - mu/2)/(eps/mu + mu/2), of the first). Precision is doubled until both terms are
+    tight (to 4096 bits), or until the first is and the second stays unresolved past 512 bits.
+    """
     bits = 96
     while True:
         with working_precision(bits):
-            ball = _delta_ball(mu_up, eps)
-        mid = abs(ball.mid())
-        if ball.rad() <= mid * arb(2) ** -60 or bits >= _MAX_PRECISION:
-            return ball
+            first, second = _terms(mu_up, eps)
+            second_low = second.lower() if second.lower() > 0 else arb(0)
+            upper = first.upper() - second_low
+        scale = abs(upper) * arb(2) ** -60
+        first_ok = first.rad() <= scale
+        second_ok = second.rad() <= scale
+        if (first_ok and second_ok) or bits >= _MAX_PRECISION or (first_ok and not second.lower() > 0 and bits >= 512):
+            with working_precision(bits):
+                return upper.upper()
         bits *= 2
 
 
@@ -108,7 +121,7 @@ def gdp_delta(mu: float | int | Fraction | arb, epsilon: float | int | Fraction)
 
 def _delta_at_most(mu_up: arb, eps: float, delta: arb) -> bool:
     """True when the certified delta(eps) is <= delta."""
-    return bool(_delta_upper_ball(mu_up, exact(eps)).upper() <= delta)
+    return bool(_delta_upper_ball(mu_up, exact(eps)) <= delta)
 
 
 def gdp_epsilon(mu: float | int | Fraction | arb, delta: float | Fraction) -> float:
@@ -154,7 +167,7 @@ def gdp_mu_for(epsilon: float | int | Fraction, delta: float | Fraction, *, rela
     eps = exact(epsilon)
 
     def ok(mu: float) -> bool:
-        return bool(_delta_upper_ball(exact(mu), eps).upper() <= target)
+        return bool(_delta_upper_ball(exact(mu), eps) <= target)
 
     lo, hi = 1e-3, 1.0
     while not ok(lo):

@@ -108,6 +108,17 @@ def test_single_gaussian_is_the_analytic_value(sigma, sensitivity, delta):
         assert report.epsilon == 0.0 < rdp
 
 
+def test_extreme_gaussians_stay_certified_and_tight():
+    """mu = 1e10 (eps ~ 5e19): Arb cannot enclose e^eps Phi(-eps/mu - mu/2) usefully there; the
+    bound falls back on the first term (the second is a ~1e-10 fraction of it) and stays within
+    1e-9 of the truth; mu = 1e-8 gives eps = 0 at delta = 1e-5."""
+    for sigma in (1e-10, 1e8):
+        report = epsilon_routes(Gaussian(sigma, 1), 1e-5)
+        analytic = next(r.epsilon for r in report.alternatives if r.route == "analytic-gaussian")
+        assert report.epsilon == analytic  # the best (a tie at eps = 0 for the large sigma)
+        _assert_tight(analytic, bw_epsilon(1 / mpmath.mpf(sigma), 1e-5))
+
+
 @pytest.mark.parametrize("sigma, k, delta", [(1.0, 10, 1e-5), (4.0, 1000, 1e-6), (50.0, 100_000, 1e-5)])
 def test_k_fold_gaussian_is_the_analytic_value(sigma, k, delta):
     report = epsilon_routes(Gaussian(sigma, 1), delta, compose=k)
