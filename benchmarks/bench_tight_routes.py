@@ -5,7 +5,7 @@ Run:  python benchmarks/bench_tight_routes.py [--runs 5]     (prints a markdown 
 For each case, in the same process and run: our certified eps(delta) through
 ``accounting.epsilon_routes`` (the route that wins is printed), dp_accounting's PLD accountant
 (pessimistic estimate, connect-the-dots, at its default grid 1e-4 and at 1e-5), dp_accounting's
-RDP accountant, and prv_accountant's PRV accountant (its upper estimate, eps_error = 1e-3), with
+RDP accountant, and prv_accountant's PRV accountant (its upper estimate, eps_error = 1e-2), with
 the exact value where one exists (Balle & Wang's formula / Kairouz-Oh-Viswanath's, 50 digits in
 mpmath). Times are the median of ``--runs`` runs (fresh objects each run; our memoised curve
 conversions are cleared between runs so nothing is served from a cache). dp_accounting and prv
@@ -121,9 +121,10 @@ def prv(steps: list[tuple[str, float, int]]) -> float:
     from prv_accountant import PRVAccountant
     from prv_accountant.privacy_random_variables import GaussianMechanism, LaplaceMechanism
 
-    prvs = [GaussianMechanism(noise_multiplier=p) if kind == "gaussian" else LaplaceMechanism(mu=p) for kind, p, _ in steps]
+    # prv's LaplaceMechanism takes the privacy parameter mu = Delta / b; eps_error = 1e-3 needs > 15 GB here
+    prvs = [GaussianMechanism(noise_multiplier=p) if kind == "gaussian" else LaplaceMechanism(mu=1.0 / p) for kind, p, _ in steps]
     counts = [count for _, _, count in steps]
-    accountant = PRVAccountant(prvs=prvs, max_self_compositions=counts, eps_error=1e-3, delta_error=DELTA * 1e-3)
+    accountant = PRVAccountant(prvs=prvs, max_self_compositions=counts, eps_error=1e-2, delta_error=DELTA * 1e-3)
     return accountant.compute_epsilon(delta=DELTA, num_self_compositions=counts)[2]
 
 
@@ -168,11 +169,9 @@ def main() -> None:
         else:
             p5, t_p5 = timed(lambda: dpa_pld(steps, 1e-5), args.runs)
         r, t_r = timed(lambda: dpa_rdp(steps), args.runs)
-        try:
+        v, t_v = float("nan"), float("nan")  # prv: 1,000 distinct PRVs exhaust memory here (> 6 GB)
+        if len(steps) <= 10:
             v, t_v = timed(lambda: prv(steps), args.runs)
-        except Exception as error:  # prv refuses some inputs; say so in the table
-            v, t_v = float("nan"), float("nan")
-            print(f"<!-- prv failed on {label}: {error!r} -->")
         print(
             f"| {label} | {truth:.7f} | {mine.epsilon:.7f} ({mine.route}) | {t_mine:.3g} | {p4:.7f} | {t_p4:.3g} | "
             f"{p5:.7f} | {t_p5:.3g} | {r:.7f} | {t_r:.3g} | {v:.7f} | {t_v:.3g} |",
