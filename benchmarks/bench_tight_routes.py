@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-slow", action="store_true", help="skip dp_accounting at h = 1e-5 on heterogeneous cases")
     args = parser.parse_args()
-    print(f"delta = {DELTA:g}; times: median of {args.runs} runs, seconds; eps rounded to 7 digits\n")
+    print(f"delta = {DELTA:g}; times: median of {args.runs} runs, seconds; eps to 10 decimals\n")
     print("| case | exact | ours (route) | ours s | dp_acc PLD h=1e-4 | s | dp_acc PLD h=1e-5 | s | dp_acc RDP | s | prv (upper) | s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, steps, exact in CASES:
@@ -173,8 +173,8 @@ def main() -> None:
         if len(steps) <= 10:
             v, t_v = timed(lambda: prv(steps), args.runs)
         print(
-            f"| {label} | {truth:.7f} | {mine.epsilon:.7f} ({mine.route}) | {t_mine:.3g} | {p4:.7f} | {t_p4:.3g} | "
-            f"{p5:.7f} | {t_p5:.3g} | {r:.7f} | {t_r:.3g} | {v:.7f} | {t_v:.3g} |",
+            f"| {label} | {truth:.10f} | {mine.epsilon:.10f} ({mine.route}) | {t_mine:.3g} | {p4:.10f} | {t_p4:.3g} | "
+            f"{p5:.10f} | {t_p5:.3g} | {r:.10f} | {t_r:.3g} | {v:.10f} | {t_v:.3g} |",
             flush=True,
         )
 
