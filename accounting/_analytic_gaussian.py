@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from flint import arb
 
 from ._certified import exact, upper_float, working_precision
-from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
+from ._validation import AccountingError, check_nonnegative, check_positive, check_probability
 
 __all__ = [
     "gdp_delta",
@@ -186,11 +186,3 @@ def gdp_mu_for(epsilon: float | int | Fraction, delta: float | Fraction, *, rela
             hi = mid
     return lo
 
-
-def gaussian_terms(mechanisms: Sequence[object], counts: Sequence[int]) -> list[tuple[object, object, int]]:
-    """(sensitivity, sigma, count) triples of a sequence of :class:`accounting.Gaussian` mechanisms."""
-    triples = []
-    for index, (mechanism, count) in enumerate(zip(mechanisms, counts)):
-        check_positive_int(f"counts[{index}]", count)
-        triples.append((mechanism.sensitivity, mechanism.sigma, int(count)))  # type: ignore[attr-defined]
-    return triples

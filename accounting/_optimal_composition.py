@@ -46,7 +46,7 @@ from typing import Sequence
 from flint import arb, fmpz
 
 from ._certified import exact, upper_float, working_precision
-from ._validation import AccountingError, check_positive, check_positive_int, check_probability
+from ._validation import check_positive, check_positive_int, check_probability
 
 __all__ = [
     "MAX_OUTCOMES",
