@@ -425,8 +425,9 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
 
 def _analytic_gaussian(guarantees: list[tuple[Any, int]], delta: float) -> float:
     """eps(delta) of a composition of Gaussian mechanisms by Balle & Wang's analytic formula (inf otherwise)."""
-    routes = [r for r in tight_routes(guarantees, delta) if r.route == "analytic-gaussian"]
-    return routes[0].epsilon if routes else math.inf
+    if not all(is_gaussian(g) for g, _ in guarantees):
+        return math.inf
+    return next(r.epsilon for r in tight_routes(guarantees, delta) if r.route == "analytic-gaussian")
 
 
 def _user_groups(charges: Sequence[Charge]) -> Iterable[tuple[tuple[int, int], ...]]:
