@@ -122,9 +122,11 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
         )
     # Only the certified upper bound is needed here; the optimistic twin doubles the cost.
     try:
-        result = _composed_pld(pair, k).epsilon(delta)  # acct-gauss: one PLD per (pair, k), any delta
-    except TypeError:  # an unhashable pair
+        hash(pair)
+    except TypeError:  # an unhashable pair: built afresh
         result = pld_epsilon(pair, k, delta, lower_bound=False)
+    else:
+        result = _composed_pld(pair, k).epsilon(delta)  # acct-gauss: one PLD per (pair, k), any delta
     grid = result.discretisation if isinstance(result.discretisation, str) else f"grid h = {result.discretisation:.3g}, losses rounded up"
     return EpsilonResult(
         result.epsilon,
