@@ -290,3 +290,13 @@ def test_sequences_are_validated():
         epsilon_routes([], 1e-5)
     with pytest.raises(ValueError, match=r"subject\[1\]"):
         epsilon_routes([PureDP(1.0), ApproxDP(1.0, 1e-6)], 1e-5)
+
+
+def test_mixed_sequences_fall_back_to_the_summed_rdp_curves():
+    """A Gaussian next to a pure-DP release: neither exact route applies (each needs every step of
+    its class), so the answer is the RDP curves summed and converted, equal to the ledger's route."""
+    steps = [Gaussian(2.0), PureDP(0.5), Gaussian(3.0, 2)]
+    report = epsilon_routes(steps, 1e-6, compose=3)
+    assert {r.route for r in report.alternatives} == {"rdp-cks"}
+    curve = acc.RDP.sequence([Gaussian(2.0).rdp(), PureDP(0.5).to_rdp(), Gaussian(3.0, 2).rdp()], [3, 3, 3])
+    assert report.epsilon == acc.rdp_to_epsilon(curve, 1e-6).epsilon
