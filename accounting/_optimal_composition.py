@@ -17,6 +17,9 @@ responses RR(eps_i), i.e.
 which is the privacy-loss distribution of the product of randomized responses. Computing it is
 #P-hard in general (MV 2016), but it is exact and cheap when the eps_i take few distinct values:
 with g groups of n_g equal values the loss takes prod (n_g + 1) values (l_g flips in group g).
+Flip counts far from their mean n_g/(1 + e^eps_g) are dropped, their mass bounded by Hoeffding's
+inequality (P(|l - n q| >= d) <= 2 e^{-2 d^2 / n}) and added to delta at its largest possible
+contribution 1; the window is chosen so that this costs at most delta 2^-40.
 Here it is computed exactly up to ``MAX_OUTCOMES`` support points. Beyond that, the product of
 randomized responses' privacy-loss distribution with losses rounded up to a grid (a certified
 upper bound within about k h of the optimum; :mod:`accounting._pld`) when it is affordable, and
@@ -56,7 +59,8 @@ __all__ = [
 ]
 
 #: the largest number of support points of the composed randomized-response loss computed exactly
-#: (about 0.1 s of Arb arithmetic per 10^4 points)
+#: (about 0.1 s of Arb arithmetic per 10^4 points; each group's flip count is windowed to
+#: n q +- sqrt(n log(2/tail)/2), so one group of n releases needs ~9 sqrt(n) points)
 MAX_OUTCOMES = 20_001
 
 _PRECISION = 128
@@ -80,7 +84,7 @@ class OptimalComposition:
     @property
     def detail(self) -> str:
         if self.exact:
-            return f"optimal composition of pure DP (Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan 2016), exact over {self.outcomes} losses, rounded up"
+            return f"optimal composition of pure DP (Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan 2016), exact over {self.outcomes} losses (tails < delta 2^-40, bounded), rounded up"
         if self.pld_grid is not None:
             return f"optimal composition of pure DP through the randomized-response product's PLD (Murtagh-Vadhan 2016), grid h = {self.pld_grid:.3g}, losses rounded up"
         return "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"
@@ -95,20 +99,46 @@ def _groups(epsilons: Sequence[tuple[float | int | Fraction, int]]) -> list[tupl
     return list(merged.items())
 
 
-def _outcomes(groups: list[tuple[object, int]]) -> list[tuple[arb, arb]]:
-    """(loss, P-mass) of every flip-count vector of the product of randomized responses."""
+def _window(n: int, eps0: object, tail: float) -> tuple[int, int]:
+    """Flip counts [lo, hi] outside which Bin(n, 1/(1+e^eps0)) has mass <= ``tail`` (Hoeffding)."""
+    q = 1.0 / (1.0 + math.exp(float(eps0)))
+    t = math.sqrt(n * math.log(2.0 / tail) / 2.0) + 1.0
+    return max(0, math.floor(n * q - t)), min(n, math.ceil(n * q + t))
+
+
+def _hoeffding_tail(n: int, e: arb, lo: int, hi: int) -> arb:
+    """Certified P(l < lo) + P(l > hi) for l ~ Bin(n, q), q = 1/(1+e^eps0): each side is at most
+    exp(-2 d^2 / n) with d the (non-negative) distance of the window's end from the mean n q."""
+    q = 1 / (1 + e.exp())
+    tail = arb(0)
+    if lo > 0:
+        d = n * q - lo
+        tail += (-2 * d * d / n).exp() if d.lower() >= 0 else arb(1)
+    if hi < n:
+        d = hi - n * q
+        tail += (-2 * d * d / n).exp() if d.lower() >= 0 else arb(1)
+    return tail.upper()
+
+
+def _outcomes(groups: list[tuple[object, int]], windows: list[tuple[int, int]]) -> tuple[list[tuple[arb, arb]], arb]:
+    """(loss, P-mass) of every flip-count vector in the windows of the product of randomized
+    responses, and a certified bound on the P-mass outside them (union over the groups)."""
     per_group = []
-    for eps0, n in groups:
+    outside = arb(0)
+    for (eps0, n), (lo, hi) in zip(groups, windows):
         e = exact(eps0)
-        # P(l flips) = C(n, l) p^(n-l) q^l = C(n, l) e^{-l eps0} (1 + e^{-eps0})^{-n}
-        base = (-(n * (-e).exp().log1p())).exp()
+        # P(l flips) = C(n, l) p^(n-l) q^l = C(n, l) e^{-l eps0} (1 + e^{-eps0})^{-n}; the binomial
+        # C(n, lo) is an exact integer (an Arb ball of it beyond 2^20 flips), then the ratio
+        # C(n, l+1)/C(n, l) = (n - l)/(l + 1) carries it across the window
         ratio = (-e).exp()
+        binomial = arb(fmpz.bin_uiui(n, lo)) if n <= 1 << 20 else arb.bin_uiui(n, lo)
+        mass = binomial * (-(n * ratio.log1p()) - lo * e).exp()
         terms = []
-        power = arb(1)
-        for flips in range(n + 1):
-            terms.append(((n - 2 * flips) * e, arb(fmpz.bin_uiui(n, flips)) * power * base))
-            power *= ratio
+        for flips in range(lo, hi + 1):
+            terms.append(((n - 2 * flips) * e, mass))
+            mass = mass * ratio * (n - flips) / (flips + 1)
         per_group.append(terms)
+        outside += _hoeffding_tail(n, e, lo, hi)
     outcomes = []
     for combo in itertools.product(*per_group):
         loss = arb(0)
@@ -117,12 +147,13 @@ def _outcomes(groups: list[tuple[object, int]]) -> list[tuple[arb, arb]]:
             loss += term_loss
             mass *= term_mass
         outcomes.append((loss, mass))
-    return outcomes
+    return outcomes, outside
 
 
-def _delta_upper(outcomes: list[tuple[arb, arb]], eps: arb) -> arb:
-    """Certified upper endpoint of E[(1 - e^{eps - L})_+] over the outcomes."""
-    total = arb(0)
+def _delta_upper(outcomes: list[tuple[arb, arb]], outside: arb, eps: arb) -> arb:
+    """Certified upper endpoint of E[(1 - e^{eps - L})_+]: the outcomes, plus the mass outside
+    the windows at its largest possible contribution 1."""
+    total = outside.upper()
     for loss, mass in outcomes:
         if loss <= eps:  # certainly no contribution
             continue
@@ -143,16 +174,18 @@ def optimal_composition_epsilon(
     """
     check_probability("delta", delta)
     groups = _groups(epsilons)
+    # each group's flip count is kept to a window holding all but delta 2^-40 / (groups) of its mass
+    windows = [_window(n, eps0, float(delta) * 2.0**-40 / len(groups)) for eps0, n in groups]
     support = 1
-    for _, n in groups:
-        support *= n + 1
+    for lo, hi in windows:
+        support *= hi - lo + 1
         if support > max_outcomes:
             return _beyond_exact(groups, delta, support)
     with working_precision(_PRECISION):
-        outcomes = _outcomes(groups)
+        outcomes, outside = _outcomes(groups, windows)
         outcomes.sort(key=lambda item: item[0].mid(), reverse=True)
         target = exact(delta)
-        if _delta_upper(outcomes, arb(0)) <= target:
+        if _delta_upper(outcomes, outside, arb(0)) <= target:
             return OptimalComposition(0.0, float(delta), True, len(outcomes))
         # Locate: with the m largest losses included, delta = A_m - e^eps B_m on
         # [L_{m+1}, L_m); the first m with delta(L_{m+1}) >= target holds the solution.
@@ -174,7 +207,7 @@ def optimal_composition_epsilon(
         # Certify, moving up until the certified delta is below the target.
         step = 1e-12
         eps = max(candidate, 0.0)
-        while not (_delta_upper(outcomes, exact(eps)) <= target):
+        while not (_delta_upper(outcomes, outside, exact(eps)) <= target):
             eps = eps * (1 + step) + 1e-300
             step *= 4
         return OptimalComposition(eps, float(delta), True, len(outcomes))
