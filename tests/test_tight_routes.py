@@ -305,3 +305,25 @@ def test_mixed_sequences_fall_back_to_the_summed_rdp_curves():
     assert {r.route for r in report.alternatives} == {"rdp-cks"}
     curve = acc.RDP.sequence([Gaussian(2.0).rdp(), PureDP(0.5).to_rdp(), Gaussian(3.0, 2).rdp()], [3, 3, 3])
     assert report.epsilon == acc.rdp_to_epsilon(curve, 1e-6).epsilon
+
+
+def test_the_issue_15_command_answers_with_a_certified_value():
+    """`dpverify account epsilon discrete-laplace --scale 1 --sensitivity 1 --delta 1e-5 --compose 1e12`
+    (which ran for over a minute before): exit 0, the PLD route reported as skipped, and the value
+    above the Cantelli lower bound of the discrete-Laplace test above (within 1e-4 of the mean)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dpverify.cli import main
+
+    args = "account epsilon discrete-laplace --scale 1 --sensitivity 1 --delta 1e-5 --compose 1000000000000 --json".split()
+    start = time.perf_counter()
+    result = CliRunner().invoke(main, args)
+    assert time.perf_counter() - start < 10
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    k, t = 10**12, mpmath.tanh(mpmath.mpf(1) / 2)
+    mean, sd = k * t, mpmath.sqrt(k * (1 - t * t))
+    assert mean - 2 * sd - 1 <= payload["epsilon"] <= mean * (1 + 1e-4)
+    assert any(r["route"] == "pld" and r["detail"].startswith("skipped") for r in payload["routes"])
