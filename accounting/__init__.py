@@ -8,6 +8,8 @@ behind each route:
   returning users);
 - :mod:`accounting._conversions` — RDP/zCDP -> (eps, delta), optimised over real alpha;
 - :mod:`accounting._routes` — every route for a mechanism, the smallest certified one reported;
+- :mod:`accounting._analytic_gaussian`, :mod:`accounting._optimal_composition` — the exact
+  Gaussian (mu-GDP) and optimal pure-DP composition routes (:mod:`accounting._tight_routes`);
 - :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
 - :mod:`accounting._ledger` — budgets, per-user charges, refusal to overspend, JSON trail;
 - :mod:`accounting._durable` — the ledger kept in SQLite or PostgreSQL (``Ledger.open(url)``);
@@ -17,6 +19,7 @@ behind each route:
 - :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms.
 """
 
+from ._analytic_gaussian import gdp_delta, gdp_epsilon, gdp_mu_for
 from ._calibration import Calibration, calibrate
 from ._certified import DEFAULT_PRECISION, working_precision
 from ._composition import advanced_composition, appendix_i_per_batch
@@ -31,6 +34,8 @@ from ._conversions import (
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
 from ._durable import DurableLedger, VerifyReport
+
+from ._optimal_composition import OptimalComposition, optimal_composition_epsilon
 from ._mechanisms import (
     BernoulliCurator,
     Binomial,
@@ -101,6 +106,11 @@ __all__ = [
     "calibrate",
     "dist_rdp_se_returning",
     "epsilon_routes",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu_for",
+    "OptimalComposition",
+    "optimal_composition_epsilon",
     "pld_delta",
     "pld_epsilon",
     "rdp_to_delta",

@@ -34,6 +34,7 @@ import numpy as np
 from ._certified import exact, lower_float, working_precision
 from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up
+from ._tight_routes import is_gaussian, tight_routes
 from ._validation import AccountingError, BudgetExceeded, check_integer
 
 __all__ = ["Charge", "Ledger"]
@@ -415,7 +416,10 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
         # one mechanism, n times: the same conversion as rdp_to_epsilon(RDP.sequence([g.rdp()], [n]),
         # delta), shared (memoised) with the routes and a run's budget
         g, n = guarantees[0]
-        return _sum_up(mechanism_rdp_epsilon(g, budget.delta, compose=n).epsilon, 0.0)
+        return min(_sum_up(mechanism_rdp_epsilon(g, budget.delta, compose=n).epsilon, 0.0), _analytic_gaussian(guarantees, budget.delta))
+    if all(is_gaussian(g) for g, _ in guarantees):
+        # Gaussians compose exactly in mu-GDP: the analytic profile is never above the RDP route
+        return _analytic_gaussian(guarantees, budget.delta)
     curves: list[RDP] = []
     counts: list[int] = []
     approx_parts: list[ApproxDP] = []
@@ -481,6 +485,12 @@ def canonical_multiset(pairs: Sequence[tuple[Any, int]]) -> list[tuple[Any, int]
 def compose_canonical(budget: Budget, pairs: Sequence[tuple[Any, int]]) -> float:
     """The spend of one user touched by ``pairs`` (guarantee, count), in the budget's main parameter."""
     return _compose_into(budget, canonical_multiset(pairs))
+
+def _analytic_gaussian(guarantees: list[tuple[Any, int]], delta: float) -> float:
+    """eps(delta) of a composition of Gaussian mechanisms by Balle & Wang's analytic formula (inf otherwise)."""
+    if not all(is_gaussian(g) for g, _ in guarantees):
+        return math.inf
+    return next(r.epsilon for r in tight_routes(guarantees, delta) if r.route == "analytic-gaussian")
 
 
 def _user_groups(charges: Sequence[Charge]) -> Iterable[tuple[tuple[int, int], ...]]:

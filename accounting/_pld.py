@@ -824,15 +824,16 @@ def _build_side(
     else:
         inf = zero_q.nonnegative_part()
         truncated = arb(0)
-    if not buckets:
-        offset, coeffs = 0, []
-    else:
-        offset = min(buckets)
-        top = max(buckets)
-        coeffs = [buckets.get(offset + i, arb(0)) for i in range(top - offset + 1)]
+    offset = min(buckets) if buckets else 0
+    size = max(buckets) - offset + 1 if buckets else 0
     if engine == "arb":
+        coeffs = [buckets.get(offset + i, arb(0)) for i in range(size)]
         return _Side(upper, offset, arb_poly(coeffs), None, 0.0, inf, shift, origin, truncated)
-    vec = _floats_of_balls(coeffs, upper) if coeffs else np.zeros(0)
+    # only the occupied bins are converted (empty bins are exact zeros; a fine grid is mostly empty)
+    vec = np.zeros(size)
+    if buckets:
+        keys = sorted(buckets)
+        vec[np.asarray(keys) - offset] = _floats_of_balls([buckets[key] for key in keys], upper)
     return _Side(upper, offset, None, vec, 0.0, inf, shift, origin, truncated)
 
 

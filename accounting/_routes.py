@@ -6,6 +6,8 @@ returns to ``compose`` batches of the same protocol), the certified routes are
 - ``rdp-cks``: the exact RDP curve, composed, converted by Canonne-Kamath-Steinke over real alpha;
 - ``pld``: the privacy-loss distribution, composed by convolution (discrete mechanisms; continuous
   and subsampled ones through connect-the-dots, :mod:`accounting._pld_continuous`);
+- ``analytic-gaussian`` and ``optimal-composition``: exact for compositions of Gaussians and of
+  pure-DP steps (:mod:`accounting._tight_routes`); a list of releases is a heterogeneous sequence;
 and the comparison routes are the closed forms the papers and the literature print (Agarwal
 et al.'s Skellam bound, the ICLR paper's Theorem 2, Mironov's conversion, ...). Every route's
 value is an upper bound; the answer is the smallest certified one, and the report lists all of
@@ -14,14 +16,21 @@ them so a reader sees how much each closed form gives away.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 from ._conversions import EpsilonResult, mechanism_rdp_epsilon, rdp_to_epsilon, zcdp_to_epsilon
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
+from ._tight_routes import sequence_routes, tight_routes
 from ._validation import AccountingError, check_positive_int, check_probability
 
 __all__ = ["epsilon_routes"]
+
+#: above this many releases the PLD route is skipped (reported as such): its self-composition by
+#: squaring needs O(log k) products of grids whose length grows like sqrt(k) (10^6-fold discrete
+#: Laplace(20, 10): a few seconds), while the RDP, pure and optimal-composition routes cost O(1) in k
+PLD_MAX_COMPOSE = 10**6
 
 
 def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult | None:
@@ -57,6 +66,7 @@ def epsilon_routes(
         certified.append(EpsilonResult(subject.times(k).epsilon, delta, "pure", None, "basic composition"))
         r = rdp_to_epsilon(subject.to_rdp().times(k), delta)
         certified.append(EpsilonResult(r.epsilon, delta, "rdp-cks", r.alpha, "tight pure -> RDP curve"))
+        certified.extend(tight_routes([(subject, k)], delta))  # optimal composition (acct-gauss)
     elif isinstance(subject, ZCDP):
         certified.append(zcdp_to_epsilon(subject.times(k), delta))
     elif isinstance(subject, RDP):
@@ -73,6 +83,7 @@ def epsilon_routes(
             if comparisons:
                 mironov = mechanism_rdp_epsilon(subject, delta, compose=k, conversion="mironov")
                 comparison.append(EpsilonResult(mironov.epsilon, delta, "rdp-mironov", mironov.alpha, "exact RDP curve, Mironov conversion"))
+        certified.extend(tight_routes([(subject, k)], delta))  # analytic Gaussian, optimal composition (acct-gauss)
         if include_pld:
             pld = _pld_route(subject, k, delta)
             if pld is not None:
@@ -81,8 +92,10 @@ def epsilon_routes(
             result = _closed_form_result(label, bound, k, delta)
             if result is not None:
                 comparison.append(result)
+    elif isinstance(subject, (list, tuple)):  # a heterogeneous sequence of releases (acct-gauss)
+        certified, comparison = sequence_routes(subject, k, delta)
     else:
-        raise AccountingError("subject", subject, "a mechanism or a PureDP/ZCDP/RDP guarantee")
+        raise AccountingError("subject", subject, "a mechanism or a PureDP/ZCDP/RDP guarantee, or a sequence of them")
 
     if not certified:
         raise AccountingError("subject", subject, "a subject with at least one certified route")
@@ -115,8 +128,17 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
         return None
     from ._pld import pld_epsilon
 
+    if k > PLD_MAX_COMPOSE:  # acct-gauss: the composed grid grows like sqrt(k); say so instead of hanging
+        return EpsilonResult(
+            math.inf, delta, "pld", None, f"skipped: compose={k} > {PLD_MAX_COMPOSE} (the composed PLD grid grows like sqrt(k); the other routes cost O(1) in k)"
+        )
     # Only the certified upper bound is needed here; the optimistic twin doubles the cost.
-    result = pld_epsilon(pair, k, delta, lower_bound=False)
+    try:
+        hash(pair)
+    except TypeError:  # an unhashable pair: built afresh
+        result = pld_epsilon(pair, k, delta, lower_bound=False)
+    else:
+        result = _composed_pld(pair, k).epsilon(delta)  # acct-gauss: one PLD per (pair, k), any delta
     grid = result.discretisation if isinstance(result.discretisation, str) else f"grid h = {result.discretisation:.3g}, losses rounded up"
     return EpsilonResult(
         result.epsilon,
@@ -125,3 +147,29 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
         None,
         f"privacy-loss distribution, {grid}; worse direction {result.direction}; truncated mass {result.truncated_mass:.2g}",
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _composed_pld(pair: Any, k: int) -> Any:
+    """The k-fold PLD :func:`accounting.pld_epsilon` would build (upper bound only), memoised so
+    that a report asking several deltas of one (pair, k) builds and composes it once. The pairs
+    are frozen values: equal keys are equal PLDs."""
+    from ._pld import _default_h
+
+    return _one_fold_pld(pair, _default_h(k), k).self_compose(k)
+
+
+_ONE_FOLD: dict = {}
+
+
+def _one_fold_pld(pair: Any, h: float, k: int) -> Any:
+    """pld_epsilon's one-release PLD, which depends on k only through its grid h(k): shared by every
+    k with the same h (a report's B = 1, 10, 100 build it once). Bounded: the last 8 kept."""
+    from ._pld import _build_for
+
+    key = (pair, h)
+    if key not in _ONE_FOLD:
+        if len(_ONE_FOLD) >= 8:
+            _ONE_FOLD.pop(next(iter(_ONE_FOLD)))
+        _ONE_FOLD[key] = _build_for(pair, k, None, None, {"lower_bound": False})
+    return _ONE_FOLD[key]

@@ -325,17 +325,23 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
         first = rows[0]
         t = Table(
             title=f"Dist-RDP-SE, eps = {eps:g}, s = {s:g}, n = {n} (g = {first['g']}, Skellam variance {first['variance']:.6g}): (eps, {delta:g})-DP per user",
-            caption="every column is an upper bound; 'exact' = certified exact accountant (best route)",
+            caption=(
+                "every column is a certified upper bound: the paper's Thm 2 curve, Agarwal et al.'s Skellam bound and "
+                "the exact Skellam RDP curve, each composed and converted by CKS; 'tightest certified' is the smallest over "
+                "every route, and its route says which claim it is (PLD = privacy-loss distribution, losses rounded up); "
+                "App. I = approximate-DP composition"
+            ),
         )
-        for column in ("B", "paper Thm 2 (as printed)", "Agarwal et al. bound", "exact", "exact route", "approx-DP route (App. I)"):
+        for column in ("B", "Thm 2", "Agarwal", "exact RDP -> CKS", "tightest certified", "its route", "App. I"):
             t.add_column(column, justify="right")
         for row in rows:
             t.add_row(
                 str(row["returns"]),
                 f"{row['paper_closed_form']:.6g}",
                 f"{row['agarwal_bound']:.6g}",
-                f"{row['exact']:.6g}",
-                row["exact_route"],
+                f"{row['rdp_cks']:.6g}",
+                f"{row['certified']:.6g}",
+                row["certified_route"],
                 row["advanced_composition"],
             )
         _console().print(t)

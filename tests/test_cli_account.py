@@ -53,4 +53,10 @@ def test_bad_input_exits_2_and_names_the_parameter():
 def test_default_job_prints_three_routes():
     result = CliRunner().invoke(main, [])
     assert result.exit_code == 0, result.output
-    assert "Agarwal" in result.output and "exact" in result.output and "Thm 2" in result.output
+    assert "Agarwal" in result.output and "exact RDP" in result.output and "Thm 2" in result.output
+    # the tightest certified number is labelled with its route (here the PLD, not "exact")
+    assert "tightest" in result.output and "PLD" in result.output
+    rows = json.loads(CliRunner().invoke(main, ["account", "returning", "--json"]).output)["rows"]
+    for row in rows:
+        assert row["certified_route"] == "PLD, h=0.0001, rounded up"
+        assert row["certified"] < row["rdp_cks"] <= row["agarwal_bound"]

@@ -116,7 +116,7 @@ def test_results_carry_the_required_records() -> None:
     data = result.as_dict()
     assert data["instance"]["provenance"]["theta_rescaled_by"] == pytest.approx(1 / 6.380423, rel=1e-6)
     assert data["privacy"]["spent"]["epsilon"] <= 2.0 and data["privacy"]["zcdp_rho"] > 0
-    assert data["privacy"]["noise_multiplier"] > 0 and data["privacy"]["calibration"]["route"] == "rdp-cks"
+    assert data["privacy"]["noise_multiplier"] > 0 and data["privacy"]["calibration"]["route"] == "analytic-gaussian"
     assert data["communication"]["bits_per_user_max"] > 0
     assert data["checkpoints"][-1] == 5_000 and len(data["regret"]) == len(data["checkpoints"])
     assert data["path"] == "per-user" and "ledger" not in data

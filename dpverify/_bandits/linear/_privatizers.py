@@ -21,8 +21,8 @@ averages.
 The constants inside the paper's O(.): the paper sets sigma_nc = O(B sqrt(d ln(1/delta)) /
 (eps |U_l|)) and sigma_nl = O(B sqrt(d ln(1/delta)) / eps). We take sigma = z Delta with the
 noise multiplier z calibrated *once* with the exact accountant (``accounting.calibrate`` on
-``Gaussian(z, 1)``: smallest z whose certified (eps, delta) after the CKS conversion of the
-exact Renyi curve alpha/(2 z^2) meets the target). Since sqrt(s) <= sqrt(S), S = 4 d log log d + 16
+``Gaussian(z, 1)``: smallest z whose certified (eps, delta), by Balle & Wang's analytic formula
+for 1/z-GDP, meets the target). Since sqrt(s) <= sqrt(S), S = 4 d log log d + 16
 = O(d), this has the paper's form, with the constant z * 2 * sqrt(s / d) made explicit.
 Per phase, sigma_l = z * Delta_l is rounded up (``nextafter``), so Delta_l / sigma_l <= 1/z exactly
 and every phase's charge is within the calibrated guarantee. Clients are fresh in every phase,
