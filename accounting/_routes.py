@@ -79,10 +79,11 @@ def epsilon_routes(
             certified.append(EpsilonResult(pure.times(k).epsilon, delta, "pure", None, "basic composition"))
         exact_rdp = mechanism_rdp_epsilon(subject, delta, compose=k)
         if math.isfinite(exact_rdp.epsilon):
-            certified.append(EpsilonResult(exact_rdp.epsilon, delta, "rdp-cks", exact_rdp.alpha, "exact RDP curve, CKS conversion"))
+            curve = "exact RDP curve" if getattr(subject, "rdp_is_exact", True) else "RDP upper bound"
+            certified.append(EpsilonResult(exact_rdp.epsilon, delta, "rdp-cks", exact_rdp.alpha, f"{curve}, CKS conversion"))
             if comparisons:
                 mironov = mechanism_rdp_epsilon(subject, delta, compose=k, conversion="mironov")
-                comparison.append(EpsilonResult(mironov.epsilon, delta, "rdp-mironov", mironov.alpha, "exact RDP curve, Mironov conversion"))
+                comparison.append(EpsilonResult(mironov.epsilon, delta, "rdp-mironov", mironov.alpha, f"{curve}, Mironov conversion"))
         certified.extend(tight_routes([(subject, k)], delta))  # analytic Gaussian, optimal composition (acct-gauss)
         if include_pld:
             pld = _pld_route(subject, k, delta)

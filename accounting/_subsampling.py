@@ -172,6 +172,9 @@ class PoissonSampled(Mechanism):
     subsampled pair for the PLD route.
     """
 
+    #: the RDP curve is an upper bound (exact only at integer orders for the Gaussian): routes say so
+    rdp_is_exact = False
+
     mechanism: Any
     probability: float | Fraction
 
@@ -281,6 +284,9 @@ class SampledWithoutReplacement(Mechanism):
     Neighbouring datasets differ by substituting one record; the base's curve must be for that
     relation. ``rdp()``: Wang, Balle & Kasiviswanathan 2019, Thm 9; ``pure()``: log(1 + gamma
     (e^eps - 1)) for a pure base (Balle, Barthe & Gaboardi 2018, Thm 9, substitution)."""
+
+    #: the RDP curve is an upper bound (exact only at integer orders for the Gaussian): routes say so
+    rdp_is_exact = False
 
     mechanism: Any
     sample_size: int

@@ -140,3 +140,14 @@ def test_subsampled_discrete_laplace_pld_brackets_exact_hockey_stick():
         assert lo <= max(remove, add) <= up
         assert up - max(remove, add) <= 1e-4
     assert remove != add
+
+
+def test_rdp_route_of_a_subsampled_mechanism_is_labelled_an_upper_bound():
+    """Its curve is a certified upper bound, not the exact divergence: the route must not say "exact"."""
+    from accounting import Gaussian, PoissonSampled, epsilon_routes
+
+    report = epsilon_routes(PoissonSampled(Gaussian(2.0), 0.05), 1e-5, compose=10, include_pld=False)
+    rdp = next(r for r in report.alternatives if r.route == "rdp-cks")
+    assert rdp.detail.startswith("RDP upper bound") and "exact" not in rdp.detail
+    plain = epsilon_routes(Gaussian(2.0), 1e-5, compose=10, include_pld=False)
+    assert next(r for r in plain.alternatives if r.route == "rdp-cks").detail.startswith("exact RDP curve")
