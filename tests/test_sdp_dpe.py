@@ -1,0 +1,119 @@
+"""SDP-DPE (Li, Zhou & Ji, eq. (6)): the shuffled bit-message vector summation and its ledger.
+
+- The ledger's per-user guarantee is recomputed independently: with Google's dp_accounting PLD
+  (pessimistic discretisation of the same Binomial pair, self-composed s times) the delta at the
+  ledger's epsilon is <= the target delta, and at 0.97 x that epsilon it is above it (so the
+  calibrated noise is not loose by more than 3 % in epsilon). Deterministic.
+- Both simulation paths (per-user: every message materialised and permuted; aggregate: data bits
+  plus N fair coins) follow the exact law of a coordinate's count, Bernoulli(x_1) * ... *
+  Bernoulli(x_n) * Bin(n k, 1/2): Pearson chi-square at alpha = 1e-6 each (fixed seeds), and a
+  wrong variant (one noise coin too few per client) is rejected by the same test.
+- The analyzer's estimate is unbiased: a z-test at alpha = 1e-6 on 20,000 releases, and the
+  estimate without the noise centring is rejected.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from accounting import ApproxDP
+from dpverify._bandits.linear import DPEConfig, run_linear, synthetic_instance
+from dpverify._bandits.linear._shuffle import ShuffleBits, _fair_coin_counts, _shuffled_counts, binomial_epsilon, calibrate_noise_bits
+
+from _gof import integer_gof
+
+ALPHA = 1e-6
+
+
+def _dp_accounting_delta(trials: int, compose: int, epsilon: float) -> float:
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    pmf = stats.binom.pmf(np.arange(trials + 1), trials, 0.5)
+    lower = {k: math.log(p) for k, p in enumerate(pmf) if p > 0}
+    upper = {k + 1: math.log(p) for k, p in enumerate(pmf) if p > 0}  # shifted by the sensitivity 1
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # dp_accounting's log-sum-exp overflows harmlessly at -inf losses
+        warnings.simplefilter("ignore", RuntimeWarning)
+        dist = pld.from_two_probability_mass_functions(lower, upper, pessimistic_estimate=True, value_discretization_interval=1e-4)
+        return dist.self_compose(compose).get_delta_for_epsilon(epsilon)
+
+
+@pytest.mark.slow
+def test_ledger_states_the_recomputed_guarantee():
+    delta = 1e-6
+    result = run_linear("sdp-dpe", synthetic_instance(), 0, DPEConfig(horizon=6_000, epsilon=10.0, delta=delta))
+    fed = [p for p in result.phases if p["clients"] > 0]
+    assert fed, "the run collected feedback"
+    spent = result.ledger.spent()
+    assert isinstance(spent, ApproxDP) and spent.delta == delta
+    assert spent.epsilon == pytest.approx(max(p["phase_epsilon"] for p in fed), rel=0, abs=0)
+    assert spent.epsilon <= 10.0
+    for p in fed:
+        n, s, k = p["clients"], p["support_size"], p["noise_bits"]
+        assert k == calibrate_noise_bits(n, s, 10.0, delta)
+        eps = p["phase_epsilon"]
+        assert _dp_accounting_delta(n * k, s, eps) <= delta * (1 + 1e-6)
+        assert _dp_accounting_delta(n * k, s, 0.97 * eps) > delta
+        if k > 1:  # calibration is minimal: one noise bit fewer misses the target
+            assert binomial_epsilon(n * (k - 1), s, delta)[0] > 10.0
+
+
+def _count_law(x: np.ndarray, trials: int) -> np.ndarray:
+    law = stats.binom.pmf(np.arange(trials + 1), trials, 0.5)
+    for p in x:
+        law = np.convolve(law, [1 - p, p])
+    return law
+
+
+@pytest.mark.parametrize("path", ["per-user", "aggregate"])
+def test_count_follows_the_exact_law(path):
+    """Power: with 40,000 draws the test rejects a one-coin-fewer variant (checked below)."""
+    rng = np.random.default_rng(12 if path == "per-user" else 13)
+    x = np.array([0.2, 0.9, 0.5])
+    n, k, draws = x.size, 3, 40_000
+    data = (rng.random((draws, n)) < x).astype(np.int64)
+    if path == "per-user":
+        samples = np.array([_shuffled_counts(row[:, None], k, rng)[0] for row in data])
+    else:
+        samples = data.sum(axis=1) + np.array([_fair_coin_counts(n * k, 1, rng)[0] for _ in range(draws)])
+    assert not integer_gof(samples, 0, _count_law(x, n * k), alpha=ALPHA).rejected
+    wrong = data.sum(axis=1) + rng.binomial(n * k - 1, 0.5, size=draws)
+    assert integer_gof(wrong, 0, _count_law(x, n * k), alpha=ALPHA).rejected
+
+
+def test_fair_coin_counts_word_path():
+    """The 64-bit popcount path (trials >= 64) against Bin(200, 1/2), alpha = 1e-6; 190 coins instead of 200 rejected."""
+    rng = np.random.default_rng(5)
+    law = stats.binom.pmf(np.arange(201), 200, 0.5)
+    assert not integer_gof(_fair_coin_counts(200, 30_000, rng), 0, law, alpha=ALPHA).rejected
+    assert integer_gof(_fair_coin_counts(190, 30_000, rng), 0, law, alpha=ALPHA).rejected
+
+
+def test_estimate_is_unbiased():
+    protocol = ShuffleBits(10.0, 1e-6, 1.0)
+    rng = np.random.default_rng(3)
+    reports = np.array([[0.3, -0.8], [0.9, 0.1], [-0.2, 0.4], [0.0, 1.0]])
+    n, s = reports.shape
+    k = protocol.noise_bits(n, s)
+    releases = np.array([protocol.release(reports, rng, path="aggregate") for _ in range(20_000)])
+    sd = protocol.noise_sd(n, s)  # a variance proxy: >= the true sd
+    z = (releases.mean(axis=0) - reports.mean(axis=0)) / (sd / math.sqrt(len(releases)))
+    threshold = stats.norm.isf(ALPHA / (2 * s))
+    assert np.all(np.abs(z) < threshold)
+    # wrong variant: forgetting the noise centring n k / 2 (bias B k) is rejected
+    uncentred = releases + 2.0 * (n * k / 2.0) / n
+    z_wrong = (uncentred.mean(axis=0) - reports.mean(axis=0)) / (sd / math.sqrt(len(releases)))
+    assert np.all(np.abs(z_wrong) > threshold)
+
+
+def test_bad_input():
+    from accounting._validation import AccountingError
+
+    with pytest.raises(AccountingError, match="n"):
+        calibrate_noise_bits(0, 3, 1.0, 1e-6)
+    with pytest.raises(AccountingError, match="epsilon"):
+        ShuffleBits(-1.0, 1e-6, 1.0)
