@@ -1173,3 +1173,4 @@ def _as_completed(futures: list[Any]) -> Iterable[Any]:
     from dask.distributed import as_completed as dask_completed  # futures of a dask.distributed.Client
 
     return dask_completed(futures)
+from . import _shuffle_targets  # noqa: E402,F401  (registers the shuffle-model targets through _target)
