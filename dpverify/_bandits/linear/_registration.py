@@ -30,7 +30,7 @@ LINEAR_ALGORITHMS = {
     "dpe-fixedu": "DPE-FixedU: DPE with a fixed number of clients per phase, same communication",
     "sdp-dpe": "SDP-DPE: bit-message vector summation through a shuffler, (eps, delta)-SDP, exactly accounted",
 }
-LINEAR_FIGURES = {"li-fig2": "Li, Zhou & Ji Fig. 2 (a)-(c): regret vs eps, per-round regret at eps=10, DPE vs DPE-FixedU (no SDP-DPE)"}
+LINEAR_FIGURES = {"li-fig2": "Li, Zhou & Ji Fig. 2 (a)-(c): regret vs eps, per-round regret at eps=10 (CDP/LDP/SDP-DPE), DPE vs DPE-FixedU"}
 
 
 def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) -> Any:
