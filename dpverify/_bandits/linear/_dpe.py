@@ -1,4 +1,7 @@
-"""DP-DPE (Li, Zhou and Ji, Algorithm 1) and its variants DPE, CDP-DPE, LDP-DPE, DPE-FixedU.
+"""DP-DPE (Li, Zhou and Ji, Algorithm 1) and its variants DPE, CDP-DPE, LDP-DPE, SDP-DPE, DPE-FixedU.
+
+SDP-DPE's privatizer is the shuffle model's bit-message vector summation (``_shuffle.py``); its
+communication is counted in bits (messages x (1 + ceil(log2 s))), the others' in 64-bit reals.
 
 One run is a pure function of (algorithm, instance, seed, run_index, config). As in
 ``dpverify._bandits._runner``, run r of seed s uses ``SeedSequence(s, spawn_key=(r,))`` spawned
