@@ -159,7 +159,7 @@ class ShuffleBits(VectorProtocol):
         if precision != "sqrt":
             _check_count("precision", precision)
         self.precision = precision
-        self.noise_multiplier = float("nan")  # no Gaussian noise (VectorProtocol's field, unused)
+        self.noise_multiplier = None  # no Gaussian noise (VectorProtocol's field)
 
     def g(self, n: int) -> int:
         return precision_for(n, self.precision)
