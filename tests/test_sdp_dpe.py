@@ -7,7 +7,7 @@
 - Both simulation paths (per-user: every message materialised and permuted; aggregate: data bits
   plus N fair coins) follow the exact law of a coordinate's count, Bernoulli(x_1) * ... *
   Bernoulli(x_n) * Bin(n k, 1/2): Pearson chi-square at alpha = 1e-6 each (fixed seeds), and a
-  wrong variant (one noise coin too few per client) is rejected by the same test.
+  wrong variant (one noise coin fewer in all) is rejected by the same test; precisions g = 1 and 3.
 - The lazily evaluated Binomial pair (Arb log-gamma, Hoeffding tails) gives the exact-Fraction
   route's certified epsilon, and its tail bounds are above the true outside masses.
 - The analyzer's estimate is unbiased: a z-test at alpha = 1e-6 on 20,000 releases, and the
@@ -90,27 +90,32 @@ def test_lazy_binomial_pair_contract():
         assert float(pair.tail_p(lo, hi).upper()) >= true
 
 
-def _count_law(x: np.ndarray, trials: int) -> np.ndarray:
+def _count_law(x: np.ndarray, trials: int, g: int = 1) -> np.ndarray:
+    """The exact law of sum_u xhat_u + Bin(trials, 1/2), xhat_u = floor(x_u g) + Bernoulli(frac)."""
     law = stats.binom.pmf(np.arange(trials + 1), trials, 0.5)
-    for p in x:
-        law = np.convolve(law, [1 - p, p])
+    for p in x * g:
+        low, frac = int(np.floor(p)), p - np.floor(p)
+        step = np.zeros(low + 2)
+        step[low], step[low + 1] = 1 - frac, frac
+        law = np.convolve(law, step)
     return law
 
 
-@pytest.mark.parametrize("path", ["per-user", "aggregate"])
-def test_count_follows_the_exact_law(path):
+@pytest.mark.parametrize("path, g", [("per-user", 1), ("per-user", 3), ("aggregate", 3)])
+def test_count_follows_the_exact_law(path, g):
     """Power: with 40,000 draws the test rejects a one-coin-fewer variant (checked below)."""
-    rng = np.random.default_rng(12 if path == "per-user" else 13)
+    rng = np.random.default_rng({"per-user": 12, "aggregate": 13}[path] + g)
     x = np.array([0.2, 0.9, 0.5])
     n, k, draws = x.size, 3, 40_000
-    data = (rng.random((draws, n)) < x).astype(np.int64)
+    scaled = x * g
+    xhat = (np.floor(scaled) + (rng.random((draws, n)) < scaled - np.floor(scaled))).astype(np.int64)
     if path == "per-user":
-        samples = np.array([_shuffled_counts(row[:, None], 1, k, rng)[0] for row in data])
+        samples = np.array([_shuffled_counts(row[:, None], g, k, rng)[0] for row in xhat])
     else:
-        samples = data.sum(axis=1) + np.array([_fair_coin_counts(n * k, 1, rng)[0] for _ in range(draws)])
-    assert not integer_gof(samples, 0, _count_law(x, n * k), alpha=ALPHA).rejected
-    wrong = data.sum(axis=1) + rng.binomial(n * k - 1, 0.5, size=draws)
-    assert integer_gof(wrong, 0, _count_law(x, n * k), alpha=ALPHA).rejected
+        samples = xhat.sum(axis=1) + np.array([_fair_coin_counts(n * k, 1, rng)[0] for _ in range(draws)])
+    assert not integer_gof(samples, 0, _count_law(x, n * k, g), alpha=ALPHA).rejected
+    wrong = xhat.sum(axis=1) + rng.binomial(n * k - 1, 0.5, size=draws)
+    assert integer_gof(wrong, 0, _count_law(x, n * k, g), alpha=ALPHA).rejected
 
 
 def test_fair_coin_counts_word_path():
