@@ -69,7 +69,7 @@ class BinomialPair(IntegerPair):
         if hi < n:  # mass at x >= hi + 1
             gap = (hi + 1) - mean
             total += (-2 * gap * gap / n).exp() if gap.lower() > 0 else arb(1)
-        return arb(min(float(total.upper()), 1.0)) if total.upper() < 1 else arb(1)
+        return total if total.upper() < 1 else arb(1)  # a ball whose upper endpoint is the bound
 
     def tail_p(self, lo: int, hi: int) -> arb:
         return self._outside(int(lo), int(hi))
