@@ -134,7 +134,8 @@ def test_registered_in_the_bandits_registry() -> None:
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda: run_linear("sdp-dpe", synthetic_instance(**SMALL), 0), "algorithm"),
+        (lambda: run_linear("xdp-dpe", synthetic_instance(**SMALL), 0), "algorithm"),
+        (lambda: run_linear("sdp-dpe", synthetic_instance(**SMALL), 0), "epsilon"),
         (lambda: run_linear("dpe", "linear", 0), "instance"),
         (lambda: run_linear("dpe", synthetic_instance(**SMALL), -1), "seed"),
         (lambda: run_linear("cdp-dpe", synthetic_instance(**SMALL), 0, DPEConfig()), "epsilon"),

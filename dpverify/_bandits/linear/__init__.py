@@ -5,7 +5,7 @@ Public names are re-exported from the private modules:
 - :func:`g_optimal_design`, :class:`Design`, :func:`support_bound` — near-G-optimal design;
 - :class:`LinearInstance`, :func:`synthetic_instance`, :func:`mslr_linear_instance`;
 - :class:`VectorPrivatizer`, :class:`CentralGaussian`, :class:`LocalGaussian`,
-  :class:`NonPrivateAggregator`, :class:`VectorRelease`, :func:`calibrate_noise_multiplier`,
+  :class:`NonPrivateAggregator`, :class:`ShuffleBits` (SDP-DPE), :class:`VectorRelease`, :func:`calibrate_noise_multiplier`,
   :func:`l2_sensitivity`;
 - :func:`run_linear`, :class:`DPEConfig`, :class:`LinearRunResult`, :data:`ALGORITHMS`,
   :func:`fixed_client_count`;
@@ -19,6 +19,7 @@ from ._dpe import ALGORITHMS, DPEConfig, LinearRunResult, fixed_client_count, li
 from ._experiments import INSTANCES as LINEAR_INSTANCES
 from ._experiments import li_fig2, make_li_fig2, plot_li_fig2
 from ._instances import LinearInstance, mslr_linear_instance, synthetic_instance
+from ._shuffle import ShuffleBits
 from ._privatizers import (
     CentralGaussian,
     LocalGaussian,
@@ -47,6 +48,7 @@ __all__ = [
     "LinearRunResult",
     "LocalGaussian",
     "NonPrivateAggregator",
+    "ShuffleBits",
     "VectorPrivatizer",
     "VectorProtocol",
     "VectorRelease",

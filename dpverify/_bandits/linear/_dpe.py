@@ -1,4 +1,7 @@
-"""DP-DPE (Li, Zhou and Ji, Algorithm 1) and its variants DPE, CDP-DPE, LDP-DPE, DPE-FixedU.
+"""DP-DPE (Li, Zhou and Ji, Algorithm 1) and its variants DPE, CDP-DPE, LDP-DPE, SDP-DPE, DPE-FixedU.
+
+SDP-DPE's privatizer is the shuffle model's bit-message vector summation (``_shuffle.py``); its
+communication is counted in bits (messages x (1 + ceil(log2 s))), the others' in 64-bit reals.
 
 One run is a pure function of (algorithm, instance, seed, run_index, config). As in
 ``dpverify._bandits._runner``, run r of seed s uses ``SeedSequence(s, spawn_key=(r,))`` spawned
@@ -55,13 +58,14 @@ from accounting._validation import AccountingError, check_positive_int, check_pr
 from ._design import g_optimal_design, support_bound
 from ._instances import LinearInstance
 from ._privatizers import CentralGaussian, LocalGaussian, NonPrivateAggregator, VectorPrivatizer
+from ._shuffle import ShuffleBits
 
 __all__ = ["ALGORITHMS", "DPEConfig", "LinearRunResult", "fixed_client_count", "linear_streams", "run_linear"]
 
 STREAMS = ("instance", "environment", "privatizer", "learner")
 
-ALGORITHMS = ("dpe", "cdp-dpe", "ldp-dpe", "dpe-fixedu")
-_PRIVATE = {"cdp-dpe": CentralGaussian, "ldp-dpe": LocalGaussian}
+ALGORITHMS = ("dpe", "cdp-dpe", "ldp-dpe", "dpe-fixedu", "sdp-dpe")
+_PRIVATE = {"cdp-dpe": CentralGaussian, "ldp-dpe": LocalGaussian, "sdp-dpe": ShuffleBits}
 BITS_PER_REAL = 64
 
 
@@ -346,7 +350,11 @@ def run_linear(
         record.update(clients=n, width=width, sigma_n=sigma_n, eliminated=int((~keep).sum()))
         phases.append(record)
         reals_total += n * s
-        bits_per_user.append((n, BITS_PER_REAL * s))
+        if isinstance(protocol, ShuffleBits):  # bit messages (coordinate index + bit), not reals
+            record.update(noise_bits=protocol.noise_bits(n, s), messages_per_client=protocol.messages_per_client(n, s), phase_epsilon=protocol.phase_epsilon(n, s), paper_form=protocol.paper_form(n, s, d))
+            bits_per_user.append((n, protocol.bits_per_client(n, s)))
+        else:
+            bits_per_user.append((n, BITS_PER_REAL * s))
         t += phase_length
         eliminations.extend((int(a), t) for a in active[~keep])
         active = active[keep]
@@ -364,8 +372,8 @@ def run_linear(
     users = sum(u for u, _ in bits_per_user)
     communication = {
         "reals_total": int(reals_total),
-        "bits_per_real": BITS_PER_REAL,
-        "bits_total": int(reals_total * BITS_PER_REAL),
+        "bits_per_real": BITS_PER_REAL if not isinstance(protocol, ShuffleBits) else None,
+        "bits_total": int(sum(u * b for u, b in bits_per_user)),
         "bits_per_user_max": max((b for _, b in bits_per_user), default=0),
         "bits_per_user_mean": (sum(u * b for u, b in bits_per_user) / users) if users else 0.0,
         "clients_total": int(users),
@@ -402,14 +410,14 @@ def _privacy_report(protocol: Any, ledger: Ledger) -> dict:
     """The ledger's per-user spend in (eps, delta) and in zCDP, with the calibration and the trail."""
     spent = ledger.spent()
     rho = None
-    if ledger.charges:
+    if ledger.charges and not isinstance(protocol, ShuffleBits):  # the shuffle charges are (eps, delta) only
         zledger = Ledger(ZCDP(1e300))
         for charge in ledger.charges:
             zledger.charge(charge.guarantee, charge.participants, label=charge.label)
         rho = zledger.spent().rho
     return {
         **protocol.describe(),
-        "guarantee": "LDP (per client, against everyone)" if protocol.model == "local" else "central DP (trusted server)",
+        "guarantee": {"local": "LDP (per client, against everyone)", "shuffle": "shuffle DP (the server's view of the shuffled messages; trusted shuffler)"}.get(protocol.model, "central DP (trusted server)"),
         "budget": {"epsilon": ledger.budget.epsilon, "delta": ledger.budget.delta},
         "spent": None if spent is None else {"epsilon": spent.epsilon, "delta": spent.delta},
         "zcdp_rho": rho,

@@ -1,11 +1,12 @@
 """Li, Zhou and Ji, Fig. 2 (a)-(c): sweeps over runs, algorithms and epsilon, through an Executor.
 
-- (a) final cumulative regret R(T) against epsilon for CDP-DPE and LDP-DPE (delta = 0.25), DPE as
-  the non-private reference line;
-- (b) per-round regret R(t)/t against t at epsilon = 10, delta = 0.25 for DPE, CDP-DPE, LDP-DPE;
+- (a) final cumulative regret R(T) against epsilon for CDP-DPE, LDP-DPE and SDP-DPE (delta = 0.25),
+  DPE as the non-private reference line;
+- (b) per-round regret R(t)/t against t at epsilon = 10, delta = 0.25 for DPE, CDP-DPE, LDP-DPE, SDP-DPE;
 - (c) per-round regret of DPE against DPE-FixedU (same communication).
 
-The shuffle-model curve (SDP-DPE) is not included. Paper size: d = 20, k = 1000, sigma = 0.1,
+SDP-DPE is the shuffle model's bit-message protocol (``_shuffle.py``), exactly accounted; panel (a)
+also records every protocol's bits per client (the largest over phases, mean over runs). Paper size: d = 20, k = 1000, sigma = 0.1,
 population 1e5, alpha = 0.8, T = 1e6, 20 runs. ``quick=True``: T = 1e5, 4 runs, epsilon in {1, 10}.
 
 Run r of every algorithm uses the streams ``linear_streams(seed, r)`` (the rule of
@@ -34,6 +35,7 @@ INSTANCES: dict[str, Callable[[], LinearInstance]] = {"linear": synthetic_instan
 FIG2_EPSILONS = (1.0, 2.0, 5.0, 10.0, 20.0)
 FIG2_DELTA = 0.25
 FIG2_EPSILON_B = 10.0
+PRIVATE_CURVES = ("cdp-dpe", "ldp-dpe", "sdp-dpe")
 
 
 def _task(spec: tuple) -> list[dict]:
@@ -98,7 +100,7 @@ def li_fig2(
     executor: Executor | None = None,
     keep_runs: bool = False,
 ) -> dict:
-    """Reproduce Li et al. Fig. 2 (a)-(c) (without SDP-DPE); returns a JSON-ready dict."""
+    """Reproduce Li et al. Fig. 2 (a)-(c) with the SDP-DPE curve; returns a JSON-ready dict."""
     if instance not in INSTANCES:
         raise AccountingError("instance", instance, f"one of {tuple(INSTANCES)}")
     runs = (4 if quick else 20) if runs is None else check_positive_int("runs", runs)
@@ -113,7 +115,7 @@ def li_fig2(
     for r in range(runs):
         specs.append((instance, "dpe", seed, r, {"horizon": horizon, "alpha": alpha}, keep_runs))  # and DPE-FixedU
         for eps in epsilons:
-            for algorithm in ("cdp-dpe", "ldp-dpe"):
+            for algorithm in PRIVATE_CURVES:
                 specs.append((instance, algorithm, seed, r, {**base, "epsilon": eps, "delta": delta}, keep_runs))
     own = executor is None
     if own:
@@ -131,9 +133,10 @@ def li_fig2(
         "epsilons": list(epsilons),
         "delta": delta,
         "dpe": _summary([r["final_regret"] for r in pick("dpe")]),
-        **{alg: [_summary([r["final_regret"] for r in pick(alg, eps)]) for eps in epsilons] for alg in ("cdp-dpe", "ldp-dpe")},
-        "spent": {alg: [max(r["spent"]["epsilon"] for r in pick(alg, eps)) for eps in epsilons] for alg in ("cdp-dpe", "ldp-dpe")},
+        **{alg: [_summary([r["final_regret"] for r in pick(alg, eps)]) for eps in epsilons] for alg in PRIVATE_CURVES},
+        "spent": {alg: [max(r["spent"]["epsilon"] for r in pick(alg, eps)) for eps in epsilons] for alg in PRIVATE_CURVES},
         "zcdp_rho": {alg: [max(r["zcdp_rho"] for r in pick(alg, eps)) for eps in epsilons] for alg in ("cdp-dpe", "ldp-dpe")},
+        "bits_per_client_max": {alg: [_summary([r["communication"]["bits_per_user_max"] for r in pick(alg, eps)]) for eps in epsilons] for alg in PRIVATE_CURVES},
         "noise_multiplier": [pick("cdp-dpe", eps)[0]["noise_multiplier"] for eps in epsilons],
     }
     panel_b = {
@@ -142,6 +145,7 @@ def li_fig2(
         "dpe": _curve(pick("dpe")),
         "cdp-dpe": _curve(pick("cdp-dpe", FIG2_EPSILON_B)),
         "ldp-dpe": _curve(pick("ldp-dpe", FIG2_EPSILON_B)),
+        "sdp-dpe": _curve(pick("sdp-dpe", FIG2_EPSILON_B)),
     }
     fixed = pick("dpe-fixedu")
     dpe = pick("dpe")
@@ -169,7 +173,6 @@ def li_fig2(
         "b": panel_b,
         "c": panel_c,
         "clipped_coordinates": int(sum(r["clipped"] for r in records)),
-        "not_included": "SDP-DPE (shuffle model) curve",
     }
     if keep_runs:
         out["runs_full"] = [r["full"] for r in records]
@@ -186,7 +189,9 @@ def plot_li_fig2(result: dict, path: str) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     a = result["a"]
     eps = a["epsilons"]
-    for alg, label in (("cdp-dpe", "CDP-DPE"), ("ldp-dpe", "LDP-DPE")):
+    for alg, label in (("cdp-dpe", "CDP-DPE"), ("ldp-dpe", "LDP-DPE"), ("sdp-dpe", "SDP-DPE (shuffle)")):
+        if alg not in a:  # a result written before SDP-DPE was added
+            continue
         mean = np.array([s["mean"] for s in a[alg]])
         sd = np.array([s["sd"] for s in a[alg]])
         axes[0].plot(eps, mean, marker="o", label=label)
@@ -194,10 +199,12 @@ def plot_li_fig2(result: dict, path: str) -> None:
     axes[0].axhline(a["dpe"]["mean"], color="k", ls="--", label="DPE (non-private)")
     axes[0].set(xlabel="epsilon", ylabel="R(T)", title=f"(a) final regret, delta={a['delta']}", xscale="log", yscale="log")
     for panel, ax, items in (
-        ("b", axes[1], (("dpe", "DPE"), ("cdp-dpe", "CDP-DPE"), ("ldp-dpe", "LDP-DPE"))),
+        ("b", axes[1], (("dpe", "DPE"), ("cdp-dpe", "CDP-DPE"), ("ldp-dpe", "LDP-DPE"), ("sdp-dpe", "SDP-DPE"))),
         ("c", axes[2], (("dpe", "DPE"), ("dpe-fixedu", "DPE-FixedU"))),
     ):
         for key, label in items:
+            if key not in result[panel]:
+                continue
             curve = result[panel][key]
             t = np.asarray(curve["t"])
             mean = np.asarray(curve["per_round_mean"])

@@ -28,8 +28,9 @@ LINEAR_ALGORITHMS = {
     "cdp-dpe": "CDP-DPE: central Gaussian noise on the clients' average, (eps, delta)-DP",
     "ldp-dpe": "LDP-DPE: each client adds Gaussian noise, (eps, delta)-LDP",
     "dpe-fixedu": "DPE-FixedU: DPE with a fixed number of clients per phase, same communication",
+    "sdp-dpe": "SDP-DPE: bit-message vector summation through a shuffler, (eps, delta)-SDP, exactly accounted",
 }
-LINEAR_FIGURES = {"li-fig2": "Li, Zhou & Ji Fig. 2 (a)-(c): regret vs eps, per-round regret at eps=10, DPE vs DPE-FixedU (no SDP-DPE)"}
+LINEAR_FIGURES = {"li-fig2": "Li, Zhou & Ji Fig. 2 (a)-(c): regret vs eps, per-round regret at eps=10 (CDP/LDP/SDP-DPE), DPE vs DPE-FixedU"}
 
 
 def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) -> Any:
@@ -43,7 +44,7 @@ def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) ->
         raise AccountingError("extra", sorted(unknown), f"options among {_EXTRA}")
     if config.population is not None:
         raise AccountingError("population", config.population, "None (the linear instances carry their population)")
-    private = algorithm in ("cdp-dpe", "ldp-dpe")
+    private = algorithm in ("cdp-dpe", "ldp-dpe", "sdp-dpe")
     dpe_config = DPEConfig(
         horizon=config.horizon,
         alpha=extra.get("alpha", 0.8),
@@ -62,7 +63,11 @@ def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) ->
         path=result.path,
         bits_per_user=result.communication["bits_per_user_max"],
         protocol=algorithm,
-        notes="Gaussian mechanism on clipped report vectors (l2 sensitivity 2B sqrt(s)/n central, 2B sqrt(s) local); fresh clients per phase",
+        notes=(
+            "s-fold composition of Binomial(n k, 1/2) (sensitivity 1) per phase, exact PLD; bit messages; fresh clients per phase"
+            if algorithm == "sdp-dpe"
+            else "Gaussian mechanism on clipped report vectors (l2 sensitivity 2B sqrt(s)/n central, 2B sqrt(s) local); fresh clients per phase"
+        ),
     )
     return RunRecord(
         run_index=run_index,
@@ -83,7 +88,7 @@ def register() -> bool:
     except ImportError:  # the multi-armed package is absent: nothing to register into
         return False
     for name in ALGORITHMS:
-        register_algorithm(AlgorithmSpec(name, "linear", run_for_registry, LINEAR_ALGORITHMS[name], name in ("cdp-dpe", "ldp-dpe"), "Li, Zhou & Ji 2022"), replace=True)
+        register_algorithm(AlgorithmSpec(name, "linear", run_for_registry, LINEAR_ALGORITHMS[name], name in ("cdp-dpe", "ldp-dpe", "sdp-dpe"), "Li, Zhou & Ji 2022"), replace=True)
     register_instance(InstanceSpec("linear", "linear", lambda config, seed: synthetic_instance(), "d=20, k=1000 actions uniform in the unit ball, theta* on the sphere, sigma=0.1, population 1e5"), replace=True)
     register_instance(InstanceSpec("mslr-linear", "linear", lambda config, seed: mslr_linear_instance(), "MSLR-WEB10K linear instance (d=20, k=1000), theta rescaled to unit norm"), replace=True)
     register_figure(FigureSpec("li-fig2", LINEAR_FIGURES["li-fig2"], make_li_fig2, "Li, Zhou & Ji 2022", options={"linear": True}), replace=True)
