@@ -10,7 +10,8 @@ behind each route:
 - :mod:`accounting._routes` — every route for a mechanism, the smallest certified one reported;
 - :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
 - :mod:`accounting._ledger` — budgets, per-user charges, refusal to overspend, JSON trail;
-- :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input).
+- :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input);
+- :mod:`accounting._shuffle` — amplification by shuffling (FMT21/FMT23 clone pairs, shuffled RR).
 """
 
 from ._calibration import Calibration, calibrate
@@ -50,6 +51,17 @@ from ._paper_params import (
 )
 from ._reports import dist_rdp_se_returning
 from ._routes import epsilon_routes
+from ._shuffle import (
+    ShuffledLDP,
+    ShuffledRandomizedResponse,
+    clone_delta,
+    clone_epsilon,
+    fmt21_closed_form,
+    fmt23_closed_form,
+    shuffle_routes,
+    shuffled_rr_delta,
+    shuffled_rr_epsilon,
+)
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
@@ -97,4 +109,13 @@ __all__ = [
     "working_precision",
     "zcdp_epsilon_closed_form",
     "zcdp_to_epsilon",
+    "ShuffledLDP",
+    "ShuffledRandomizedResponse",
+    "clone_delta",
+    "clone_epsilon",
+    "fmt21_closed_form",
+    "fmt23_closed_form",
+    "shuffle_routes",
+    "shuffled_rr_delta",
+    "shuffled_rr_epsilon",
 ]

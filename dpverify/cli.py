@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import click
 
+from ._cli_shuffle import shuffle as _shuffle_command
 from ._json import jsonable
 
 __all__ = ["main"]
@@ -340,6 +341,9 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
         _console().print(t)
 
     _emit(as_json, payload, table)
+
+
+account.add_command(_shuffle_command)
 
 
 if __name__ == "__main__":  # pragma: no cover
