@@ -32,8 +32,10 @@ Routes (each an upper bound of the true eps(delta); a route's label says which p
    shuffling for Renyi and approximate differential privacy" (SODA 2023, arXiv 2208.04591): the same
    pair with the larger clone probability p = 2 / (e^eps0 + 1). By the paper's erratum this holds for
    local randomizers admitting their decomposition (each report is, with probability
-   2/(e^eps0+1), an even mixture of the two reports the differing user could send), not for every
-   eps0-LDP randomizer; :class:`ShuffledLDP` uses it only when ``stronger_clone=True`` is declared.
+   2/(e^eps0+1), an even mixture of the two reports the differing user could send: as we read the
+   erratum, R(x) >= (R(x_1^0) + R(x_1^1)) / (e^eps0 + 1) pointwise for every x), not for every
+   eps0-LDP randomizer; :class:`ShuffledLDP` uses it only when ``stronger_clone=True`` is declared,
+   and the caller answers for the condition.
    Binary randomized response satisfies it (the "privacy blanket": RR(x) keeps x w.p. 1 - 2r and
    outputs a fair bit w.p. 2r, r = 1/(e^eps0+1); revealing who drew a fair bit, and the others'
    bits, is the pair above), so :class:`ShuffledRandomizedResponse` always has this route.
@@ -75,7 +77,7 @@ from ._certified import exact, upper_float, working_precision
 from ._conversions import EpsilonResult
 from ._guarantees import RDP, ApproxDP, PureDP, ZCDP
 from ._pairs import IntegerPair
-from ._validation import AccountingError, check_integer, check_positive, check_positive_int, check_probability
+from ._validation import AccountingError, check_integer, check_nonnegative, check_positive, check_positive_int, check_probability
 
 __all__ = [
     "ShuffledLDP",
@@ -96,6 +98,7 @@ _C_SIGMAS = 14.0
 #: Standard deviations of A ~ Bin(c, 1/2) tabulated for the PLD (the rest goes to the +inf atom:
 #: about 1e-14 of mass per round, far below any delta of interest).
 _A_SIGMAS = 8.0
+_VARIANTS = ("fmt21", "fmt23")
 #: Binary RR: every configuration m of the others' bits is scanned up to this n.
 _FULL_SCAN = 4096
 
@@ -251,8 +254,20 @@ class _HalfBinomialTail:
     def __init__(self, c: int, J: int) -> None:
         J = min(max(J, 0), c)
         self.c, self.J = c, J
-        self.b = math.comb(c, J)
-        self.S = sum(math.comb(c, i) for i in range(J, c + 1))
+        # sum the shorter side with the ratio walk C(c, i+1) = C(c, i) (c-i)/(i+1) (exact integers;
+        # one binomial per term would cost O(c) each)
+        total, b = 0, 1
+        if 2 * J > c:  # S = sum_{i >= J}: walk down from C(c, c) = 1
+            for i in range(c, J - 1, -1):
+                total += b
+                if i > J:
+                    b = b * i // (c - i + 1)
+            self.b, self.S = b, total
+        else:  # S = 2^c - sum_{i < J}: walk up from C(c, 0) = 1
+            for i in range(0, J):
+                total += b
+                b = b * (c - i) // (i + 1)
+            self.b, self.S = b, (1 << c) - total
 
     def up(self) -> None:  # J -> J + 1 (J < c)
         self.S -= self.b
@@ -424,7 +439,9 @@ def _clone(epsilon0: float, n: int, variant: str) -> _Clone:
 def clone_delta(epsilon0: float, n: int, epsilon: float, variant: str = "fmt21") -> float:
     """Certified delta(eps) of the FMT clone pair (``variant`` 'fmt21': p = e^-eps0; 'fmt23': 2/(e^eps0+1))."""
     _check_eps0(epsilon0)
-    check_positive("epsilon", epsilon) if epsilon != 0 else None
+    check_nonnegative("epsilon", epsilon)
+    if variant not in _VARIANTS:
+        raise AccountingError("variant", variant, "'fmt21' or 'fmt23'")
     return _clone(epsilon0, _check_n(n), variant).delta(float(epsilon))
 
 
@@ -432,6 +449,8 @@ def clone_epsilon(epsilon0: float, n: int, delta: float, variant: str = "fmt21")
     """Certified eps(delta) of one shuffled round by the FMT clone pair (see the module docstring)."""
     _check_eps0(epsilon0)
     check_probability("delta", delta)
+    if variant not in _VARIANTS:
+        raise AccountingError("variant", variant, "'fmt21' or 'fmt23'")
     return _clone(epsilon0, _check_n(n), variant).epsilon(float(delta))
 
 
@@ -592,15 +611,16 @@ def _rr_worst(epsilon0: float, n: int, delta: float) -> tuple[float, tuple[int, 
     candidates: list[int] = [0]
     eps = _count_epsilon(_count(epsilon0, n, 0), delta)
     configurations = _scan_configurations(n)
-    for _ in range(6):
+    for _ in range(32):
         scanned = [(_float_count_delta(epsilon0, n, m, eps), m) for m in configurations]
-        # every configuration the float scan cannot rule out (within 1e-6 relative) is certified
+        # every configuration the float scan cannot rule out (within 1e-6 relative: the float
+        # cancellation in V is ~1e-12 relative) is certified, and the scan repeated at the new eps
         suspects = [m for value, m in sorted(scanned, reverse=True) if value > delta * (1 - 1e-6) and m not in candidates][:4]
         if not suspects:
-            break
+            return eps, tuple(candidates), n <= _FULL_SCAN
         candidates.extend(suspects)
         eps = max([eps] + [_count_epsilon(_count(epsilon0, n, m), delta) for m in suspects])
-    return eps, tuple(candidates), n <= _FULL_SCAN
+    raise ArithmeticError("the scan for the worst configuration did not settle in 32 rounds")
 
 
 def shuffled_rr_epsilon(epsilon0: float, n: int, delta: float) -> float:

@@ -111,6 +111,10 @@ def test_clone_epsilon_is_tight_at_delta() -> None:
 
 def test_half_binomial_tail_walk_is_exact() -> None:
     """The Pascal walk of sum_{i >= J} C(c, i) matches direct sums after random moves (fixed seed)."""
+    for c in range(0, 12):
+        for J in range(0, c + 1):  # both initial walks (from the top and from the bottom)
+            start = _HalfBinomialTail(c, J)
+            assert (start.b, start.S) == (math.comb(c, J), sum(math.comb(c, i) for i in range(J, c + 1)))
     rng = random.Random(20211215)
     tail = _HalfBinomialTail(40, 17)
     for _ in range(400):
@@ -166,6 +170,15 @@ def test_generic_bounds_never_below_exact_rr(eps0: float, n: int, delta: float) 
         assert routes["closed-form:fmt21-thm3.1"] >= routes["fmt21-clone"]
     if "closed-form:fmt23" in routes:
         assert routes["closed-form:fmt23"] >= routes["fmt23-stronger-clone"]
+
+
+@pytest.mark.parametrize("eps0, n, delta", [(0.1, 10_000, 1e-6), (2.0, 10_000, 1e-6), (3.5, 10_000, 1e-6), (1.0, 2_000, 1e-4), (0.5, 50_000, 1e-8)])
+def test_closed_forms_never_below_numerical(eps0: float, n: int, delta: float) -> None:
+    fmt21 = acc.fmt21_closed_form(eps0, n, delta)
+    fmt23 = acc.fmt23_closed_form(eps0, n, delta)
+    assert fmt21 is not None and fmt23 is not None  # every point is inside both ranges
+    assert fmt21 >= acc.clone_epsilon(eps0, n, delta, "fmt21")
+    assert fmt23 >= acc.clone_epsilon(eps0, n, delta, "fmt23")
 
 
 def test_generic_ldp_routes_and_the_declared_decomposition() -> None:
