@@ -200,6 +200,9 @@ def test_pld_route_dominates_one_round_and_beats_advanced_composition() -> None:
     routes = {r.route: r.epsilon for r in two.alternatives}
     assert one <= routes["pld:fmt21-clone"] <= 2 * acc.clone_epsilon(1.0, 2000, 5e-7)
     assert routes["pld:fmt21-clone"] < routes["advanced:fmt21-clone"]
+    # without the PLD the answer is the (certified) advanced composition of the certified round
+    no_pld = acc.epsilon_routes(subject, 1e-6, compose=2, include_pld=False)
+    assert no_pld.route == "advanced:fmt21-clone" and no_pld.epsilon == routes["advanced:fmt21-clone"]
 
 
 def test_ledger_composes_rounds_through_the_shuffle_routes() -> None:
