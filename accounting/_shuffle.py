@@ -97,7 +97,7 @@ __all__ = [
 #: Arb precision (bits) of the shuffle routes: the weights W(c) are walked along c by a recurrence.
 _PRECISION = 128
 #: Standard deviations of C ~ Bin(n-1, p) kept in the window (the rest is charged delta_c = 1).
-_C_SIGMAS = 14.0
+_C_SIGMAS = 11.0
 #: Standard deviations of A ~ Bin(c, 1/2) tabulated for the PLD (the rest goes to the +inf atom:
 #: about 1e-14 of mass per round, far below any delta of interest).
 _A_SIGMAS = 8.0
@@ -256,21 +256,18 @@ class _HalfBinomialTail:
 
     def __init__(self, c: int, J: int) -> None:
         J = min(max(J, 0), c)
-        self.c, self.J = c, J
-        # sum the shorter side with the ratio walk C(c, i+1) = C(c, i) (c-i)/(i+1) (exact integers;
-        # one binomial per term would cost O(c) each)
-        total, b = 0, 1
-        if 2 * J > c:  # S = sum_{i >= J}: walk down from C(c, c) = 1
-            for i in range(c, J - 1, -1):
-                total += b
-                if i > J:
-                    b = b * i // (c - i + 1)
-            self.b, self.S = b, total
-        else:  # S = 2^c - sum_{i < J}: walk up from C(c, 0) = 1
-            for i in range(0, J):
-                total += b
-                b = b * (c - i) // (i + 1)
-            self.b, self.S = b, (1 << c) - total
+        # start at the upper half M = floor(c/2) + 1, whose tail symmetry gives exactly:
+        # S_c(M) = 2^(c-1) (c odd) or (2^c - C(c, c/2)) / 2 (c even); then walk to J (|J - M| is
+        # of order sqrt(c) where the routes look, so the c-bit walk stays short)
+        M = c // 2 + 1
+        if M > c:  # c = 0
+            self.c, self.J, self.b, self.S = c, 0, 1, 1
+        else:
+            middle = int(fmpz.bin_uiui(c, c // 2)) if c % 2 == 0 else 0
+            self.c, self.J = c, M
+            self.b = int(fmpz.bin_uiui(c, M))
+            self.S = (1 << (c - 1)) if c % 2 == 1 else ((1 << c) - middle) // 2
+        self.move_to(J)
 
     def up(self) -> None:  # J -> J + 1 (J < c)
         self.S -= self.b
@@ -294,6 +291,16 @@ class _HalfBinomialTail:
             self.up()
         while self.J > J:
             self.down()
+
+
+def _dyadic(x: int, c: int) -> arb:
+    """A ball containing x / 2^c (x >= 0) from the top 256 bits of x: converting every bit of the
+    c-bit integers costs more than the rest of the walk at n = 1e6."""
+    extra = x.bit_length() - 256
+    if extra <= 0:
+        return arb(fmpz(x)) * arb(2) ** (-c)
+    top = x >> extra  # top <= x / 2^extra < top + 1
+    return (arb(fmpz(top)) + arb(0.5, 0.5)) * arb(2) ** (extra - c)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -396,12 +403,11 @@ class _Clone:
                 else:
                     tail.next_c()
                 tail.move_to(lo - 1)
-                scale = arb(2) ** (-c)
                 best = arb(0)
                 for a in range(lo, hi + 1):  # state at J = a - 1: b = C(c, a-1), S = S_c(a-1)
                     tail.move_to(a - 1)
-                    b = arb(fmpz(tail.b)) * scale
-                    t_a = arb(fmpz(tail.S - tail.b)) * scale  # P[Bin(c,1/2) >= a]
+                    b = _dyadic(tail.b, c)
+                    t_a = _dyadic(tail.S - tail.b, c)  # P[Bin(c,1/2) >= a]
                     v = (coef * b - em1 * t_a).upper()
                     if v > best:
                         best = v
