@@ -70,11 +70,9 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from flint import arb, fmpz
-from scipy import stats
 
 from ._certified import exact, upper_float, working_precision
 from ._conversions import EpsilonResult
@@ -108,6 +106,13 @@ _FULL_SCAN = 4096
 
 # ----------------------------------------------------------------------------------------------
 # guarantees
+
+
+def _binom():
+    """scipy.stats.binom, imported on first use (scipy.stats costs ~1 s of import time)."""
+    from scipy.stats import binom
+
+    return binom
 
 
 def _check_n(n: object) -> int:
@@ -351,7 +356,7 @@ class _Clone:
                 self.outside = arb(0)
         cs = np.arange(self.c_lo, self.c_hi + 1)
         self._cs = cs
-        self._w_f = stats.binom.pmf(cs, n - 1, p_f)
+        self._w_f = _binom().pmf(cs, n - 1, p_f)
         self._q_f = float(self.q.mid())
         self._r_f = 1.0 - self._q_f
 
@@ -368,7 +373,7 @@ class _Clone:
         best = np.zeros(cs.size)
         for shift in (-1, 0, 1):
             a = a0 + shift
-            v = (q - E * r) * stats.binom.pmf(a - 1, cs, 0.5) - (E - 1) * stats.binom.sf(a - 1, cs, 0.5)
+            v = (q - E * r) * _binom().pmf(a - 1, cs, 0.5) - (E - 1) * _binom().sf(a - 1, cs, 0.5)
             best = np.maximum(best, v)
         return float(np.dot(self._w_f, best)) + float(self.outside.mid())
 
@@ -564,8 +569,8 @@ def _float_count_delta(epsilon0: float, n: int, m: int, eps: float) -> float:
     n0 = n - 1 - m
     lo0, hi0 = _binomial_window(n0, r, 12.0)
     lo1, hi1 = _binomial_window(m, q, 12.0)
-    a = stats.binom.pmf(np.arange(lo0, hi0 + 1), n0, r)
-    b = stats.binom.pmf(np.arange(lo1, hi1 + 1), m, q)
+    a = _binom().pmf(np.arange(lo0, hi0 + 1), n0, r)
+    b = _binom().pmf(np.arange(lo1, hi1 + 1), m, q)
     f = np.convolve(a, b) if min(a.size, b.size) < 64 else np.maximum(_fftconvolve(a, b), 0.0)
     suffix = np.concatenate((np.cumsum(f[::-1])[::-1], [0.0]))
     E = math.exp(eps)
@@ -683,7 +688,7 @@ class _TabulatedPair(IntegerPair):
             total += masses[k] if k < len(masses) else 0
         for k in range(max(hi + 1, 0), len(masses)):
             total += masses[k]
-        return total + 0  # ball: its upper endpoint is the bound
+        return total  # a ball: its upper endpoint is the bound
 
     def tail_p(self, lo: int, hi: int) -> arb:
         return self._tail(self._mass_p, self._out_p, lo, hi)

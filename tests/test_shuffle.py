@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import accounting as acc
-from accounting._shuffle import _clone, _HalfBinomialTail
+from accounting._shuffle import _HalfBinomialTail
 
 
 # ---- oracles: full enumeration in mpmath -------------------------------------------------------
