@@ -267,3 +267,20 @@ def test_cli_account_shuffle() -> None:
     assert payload["epsilon"] == min(r["epsilon"] for r in payload["routes"] if r["certified"])
     bad = runner.invoke(main, ["account", "shuffle", "--eps0", "1", "--n", "1", "--delta", "1e-6"])
     assert bad.exit_code == 2 and "n=1" in bad.output and "Traceback" not in bad.output
+
+
+def test_one_round_pld_of_the_grouped_pairs_is_pessimistic() -> None:
+    """The PLD pairs are dominating: for one round their eps is >= the exact value of the pair they
+    dominate (grouping c *down*; rounding c up would land below it) and within 1% of it."""
+    from accounting._shuffle import _clone_pld, _count_pld, _count_epsilon, _count
+
+    eps0, n, delta = 1.0, 2000, 1e-6
+    for variant in ("fmt21", "fmt23"):
+        exact = acc.clone_epsilon(eps0, n, delta, variant)
+        grouped = _clone_pld(eps0, n, variant, 1e-5).epsilon(delta).epsilon
+        assert exact <= grouped <= 1.01 * exact
+    for m in (0, 1, n - 1):
+        # the PLD covers both directions; Q_m || P_m is the mirror image of P_(n-1-m) || Q_(n-1-m)
+        exact = max(_count_epsilon(_count(eps0, n, m), delta), _count_epsilon(_count(eps0, n, n - 1 - m), delta))
+        pld = _count_pld(eps0, n, m, 1e-5).epsilon(delta).epsilon
+        assert exact <= pld <= 1.01 * exact
