@@ -16,7 +16,8 @@ behind each route:
 - :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input);
 - :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
 - :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
-- :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms.
+- :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms;
+- :mod:`accounting._shuffle` — amplification by shuffling (FMT21/FMT23 clone pairs, shuffled RR).
 """
 
 from ._analytic_gaussian import gdp_delta, gdp_epsilon, gdp_mu_for
@@ -63,6 +64,17 @@ from ._paper_params import (
 )
 from ._reports import dist_rdp_se_returning
 from ._routes import epsilon_routes
+from ._shuffle import (
+    ShuffledLDP,
+    ShuffledRandomizedResponse,
+    clone_delta,
+    clone_epsilon,
+    fmt21_closed_form,
+    fmt23_closed_form,
+    shuffle_routes,
+    shuffled_rr_delta,
+    shuffled_rr_epsilon,
+)
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
@@ -123,4 +135,13 @@ __all__ = [
     "working_precision",
     "zcdp_epsilon_closed_form",
     "zcdp_to_epsilon",
+    "ShuffledLDP",
+    "ShuffledRandomizedResponse",
+    "clone_delta",
+    "clone_epsilon",
+    "fmt21_closed_form",
+    "fmt23_closed_form",
+    "shuffle_routes",
+    "shuffled_rr_delta",
+    "shuffled_rr_epsilon",
 ]

@@ -412,6 +412,13 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
         return parts[0].compose(*parts[1:]).rho
     # (eps, delta) budget: RDP-expressible charges are composed exactly as curves and converted
     # at what is left of delta; approximate-DP charges are added by basic composition.
+    if len({g for g, _ in guarantees}) == 1 and getattr(guarantees[0][0], "family", "").startswith("shuffled-"):
+        # rounds of one shuffled protocol: the amplification routes (accounting._shuffle); composed
+        # with other charges a round counts as its eps0-DP curve below (valid, not amplified)
+        from ._shuffle import shuffle_routes
+
+        rounds = sum(n for _, n in guarantees)
+        return _sum_up(shuffle_routes(guarantees[0][0], budget.delta, compose=rounds, comparisons=False).epsilon, 0.0)
     if len(guarantees) == 1 and not isinstance(guarantees[0][0], (PureDP, ZCDP, ApproxDP, RDP)):
         # one mechanism, n times: the same conversion as rdp_to_epsilon(RDP.sequence([g.rdp()], [n]),
         # delta), shared (memoised) with the routes and a run's budget
@@ -581,7 +588,9 @@ def _guarantee_from_dict(d: dict) -> Any:
 def _mechanism_classes() -> dict[str, type]:
     from . import _mechanisms
 
-    classes = {}
+    from . import _shuffle
+
+    classes = {cls.family: cls for cls in _shuffle.Shuffled}
     for name in _mechanisms.__all__:
         cls = getattr(_mechanisms, name)
         family = getattr(cls, "family", None)

@@ -59,6 +59,10 @@ def epsilon_routes(
     """
     check_probability("delta", delta)
     k = check_positive_int("compose", compose)
+    from ._shuffle import Shuffled, shuffle_routes
+
+    if isinstance(subject, Shuffled):  # amplification by shuffling: its own routes (accounting._shuffle)
+        return shuffle_routes(subject, delta, compose=k, include_pld=include_pld, comparisons=comparisons)
     certified: list[EpsilonResult] = []
     comparison: list[EpsilonResult] = []
 

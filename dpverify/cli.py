@@ -357,6 +357,10 @@ from ._cli_ledger import account_charge_command  # noqa: E402  (click only: chea
 
 account.add_command(account_charge_command)
 
+from ._cli_shuffle import shuffle as _shuffle_command  # noqa: E402  (amplification by shuffling: accounting._shuffle)
+
+account.add_command(_shuffle_command)
+
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
