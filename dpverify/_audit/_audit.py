@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -49,6 +49,7 @@ from ._estimators import (
 )
 from ._learned import TRAIN_STREAM, ResidueView, fit_learned_views, sklearn_available
 from ._neighbours import NeighbourPair, as_pairs
+from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
 from ._stats import sequential_level
@@ -66,6 +67,8 @@ CHUNK_BYTES = 8 * 2**20
 TRAIN_BYTES = 32 * 2**20
 #: Lowest-set-bit views are built for at most this many float coordinates.
 MAX_RESIDUE_VIEWS = 16
+#: SeedSequence spawn-key root of the pair search's draws (never used by the final audit).
+SEARCH_STREAM = 2**31 - 3
 
 
 def default_chunk_size(first_target: int, row_bytes: int) -> int:
@@ -163,6 +166,11 @@ def audit(
     chunk_size: int | None = None,
     learned: bool | str = "auto",
     train_samples: int | None = None,
+    float_bits: bool = True,
+    pair_search: str | None = None,
+    search_budget: int = 16,
+    search_samples: int | None = None,
+    keep_pairs: int = 1,
 ) -> AuditReport:
     """Audit ``mechanism`` against ``claim`` on neighbouring ``pairs``; every bound is a lower bound.
 
@@ -199,8 +207,23 @@ def audit(
         learned: learned-event views (see :mod:`._learned`): ``"auto"`` (default) adds them
             wherever the output is a vector or a float and scikit-learn is installed (without it,
             a one-line notice and the pilot views only); ``True`` requires them; ``False`` never.
-            Float outputs also get exact views of their lowest-set-bit exponent (no
-            scikit-learn needed). The classifiers train on a sample drawn only for them.
+            The classifiers train on a sample drawn only for them.
+        float_bits: look at the IEEE-754 representation of float outputs (default): exact views
+            of each float coordinate's lowest-set-bit exponent (no scikit-learn needed) and bit
+            pattern features for the classifiers. These find what a floating-point
+            implementation leaks beyond its real-arithmetic algorithm (Mironov 2012: noise added
+            to a shifted location changes the low-order bits), so a float mechanism that is
+            private only in real arithmetic is reported violated, with a witness event naming
+            the lowest set bit. ``False`` audits the outputs as real numbers only.
+        pair_search: ``None`` (audit every pair given), ``"pilot"`` (audit only the ``keep_pairs``
+            most promising of the given pairs) or ``"statdp"`` (also StatDP's patterns, random
+            sign patterns and hill climbing around the first pair, for query-vector inputs). The
+            choice is made on search samples drawn from a separate seed stream and never reused,
+            so alpha is spent only on the pairs kept; the search draws are counted in
+            ``samples`` (see :mod:`._search`).
+        search_budget: candidate pairs tried by the search (at most).
+        search_samples: draws per input per candidate (default max(2,000, samples // 100)).
+        keep_pairs: pairs audited at full size after the search.
         train_samples: draws per input for the classifiers (default: about :data:`TRAIN_BYTES`
             bytes of output, between 2**11 and 2**15 draws); counted in ``samples_used``.
 
@@ -239,6 +262,8 @@ def audit(
     claims_renyi = tuple(curve(o) for o in order_list) if curve is not None else ()
     pair_list = as_pairs(pairs)
     mode = call_mode(mechanism)
+    if not isinstance(float_bits, bool):
+        raise AccountingError("float_bits", float_bits, "True or False")
     if learned not in ("auto", True, False):
         raise AccountingError("learned", learned, '"auto", True or False')
     use_learned = learned is True or (learned == "auto" and sklearn_available())
@@ -263,6 +288,28 @@ def audit(
         targets = [n_max]
     if chunk_size is not None:
         check_positive_int("chunk_size", chunk_size)
+    search_info: dict[str, Any] | None = None
+    search_cost = 0
+    if pair_search is not None:
+        check_positive_int("search_budget", search_budget)
+        check_positive_int("keep_pairs", keep_pairs)
+        n_search = search_samples if search_samples is not None else max(2000, n_max // 100)
+        check_positive_int("search_samples", n_search)
+        if n_search < 100:
+            raise AccountingError("search_samples", search_samples, "an integer >= 100")
+        costs: list[int] = []
+
+        def score(candidate: NeighbourPair, index: int) -> float:
+            sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
+                                      .generate_state(2, np.uint32).tobytes(), "little")
+            rep = audit(mechanism, candidate, claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
+                        directions=directions, executor="serial", seed=sub_seed, selection_fraction=selection_fraction,
+                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits)
+            costs.append(max(r.samples for r in rep.results))
+            return max(_margin(r) for r in rep.results)
+
+        pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
+        search_cost = sum(costs)
     pilot_n = min(2**14, max(512, n_max // 64))
 
     n_results = len(pair_list) * len(dirs) * len(chosen)
@@ -274,11 +321,16 @@ def audit(
             results.extend(
                 _audit_pair(mechanism, pair, pi, claim, chosen, dirs, order_list, claims_renyi, level,
                             sequential, targets, chunk_size, n0, pilot_n, mode, seed_type, int(seed),
-                            selection_fraction, max_events, log_pmf, pool, use_learned, train_samples)
+                            selection_fraction, max_events, log_pmf, pool, use_learned, train_samples, float_bits)
             )
     finally:
         if owned and pool is not None:
             pool.shutdown()
+    if search_info is not None:
+        note = (f"; pair chosen by a search over {search_info['candidates']} candidates on separate samples "
+                f"({search_cost} draws per input, counted in samples; no alpha spent)")
+        results = [replace(r, samples=r.samples + search_cost, method=r.method + note,
+                           details={**r.details, "pair_search": search_info}) for r in results]
     return AuditReport(tuple(results), claim, float(alpha), time.perf_counter() - started)
 
 
@@ -287,6 +339,7 @@ def _audit_pair(
     orders: tuple[float, ...], claims_renyi: tuple[float, ...], level: float, sequential: bool,
     targets: list[int], chunk_size: int | None, n0: int, pilot_n: int, mode: str, seed_type: str, seed: int,
     fraction: float, max_events: int, log_pmf: Any, pool: Any, use_learned: bool, train_samples: int | None,
+    float_bits: bool,
 ) -> list[AuditResult]:
     started = time.perf_counter()
     inputs = (pair.d, pair.d_prime)
@@ -298,7 +351,7 @@ def _audit_pair(
     train_n = 0
     pooled = np.concatenate(pilots, axis=0)
     is_float = pooled.dtype.kind == "f"
-    if is_float:  # exact views of the lowest set bit of each float coordinate (no training needed)
+    if is_float and float_bits:  # exact views of the lowest set bit of each float coordinate (no training needed)
         cols = [None] if pooled.ndim == 1 else [j for j in range(min(pooled.shape[1], MAX_RESIDUE_VIEWS))
                                                  if not _is_discrete(pooled[:, j])]
         views = views + tuple(ResidueView(j) for j in cols)
@@ -307,7 +360,7 @@ def _audit_pair(
         trains = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(pi, s, TRAIN_STREAM)), train_n, mode,
                        seed_type) for s in (0, 1)]
         learned_views, screened = fit_learned_views(
-            trains[0], trains[1], seed=int(np.random.SeedSequence(seed, spawn_key=(pi, TRAIN_STREAM)).generate_state(1)[0]))
+            trains[0], trains[1], float_bits=float_bits, seed=int(np.random.SeedSequence(seed, spawn_key=(pi, TRAIN_STREAM)).generate_state(1)[0]))
         views = views + learned_views + tuple(column_views(pooled, [j for j in screened if j >= MAX_COLUMN_VIEWS]))
     acc: list[list[list[Hist | None]]] = [[[None, None, None] for _ in views] for _ in (0, 1)]  # [side][view][part]
     tracks = {(d, e): _Track() for d in dirs for e in chosen}

@@ -147,7 +147,7 @@ class FeatureMap:
         return np.concatenate(parts, axis=1)
 
 
-def _feature_map(train: np.ndarray) -> FeatureMap:
+def _feature_map(train: np.ndarray, float_bits: bool = True) -> FeatureMap:
     x = train.reshape(-1, 1) if train.ndim == 1 else train
     x = np.nan_to_num(np.asarray(x, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
     width = 0 if train.ndim == 1 else x.shape[1]
@@ -175,7 +175,7 @@ def _feature_map(train: np.ndarray) -> FeatureMap:
             counts = tuple(float(v) for v in vals)
             names.extend(f"#(x=={_fmt(v)})" for v in vals)
     floats = [j for j in range(d) if j not in discrete]
-    bit_columns = tuple(floats) if 0 < len(floats) <= MAX_BIT_COLUMNS else ()
+    bit_columns = tuple(floats) if float_bits and 0 < len(floats) <= MAX_BIT_COLUMNS else ()
     for j in bit_columns:
         names.extend([f"bit{b}(x[{j}])" for b in range(64)] + [f"residue(x[{j}])"] + [f"residue(x[{j}])<={k}" for k in (-56, -54, -53, -52, -51, -50)])
     return FeatureMap(width, tuple(map(float, mean)), tuple(map(float, scale)), tuple(onehot), sorted_values,
@@ -236,11 +236,13 @@ def _log_odds(model: Any, feats: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def fit_learned_views(train_p: np.ndarray, train_q: np.ndarray, seed: int) -> tuple[tuple[LearnedView, ...], tuple[int, ...]]:
+def fit_learned_views(train_p: np.ndarray, train_q: np.ndarray, seed: int,
+                      float_bits: bool = True) -> tuple[tuple[LearnedView, ...], tuple[int, ...]]:
     """Logistic regression and a small MLP trained to tell the two training samples apart.
 
     ``seed`` fixes the classifiers' own randomness (MLP initialisation, shuffling), so a run is
-    reproducible. Bin edges are pilot-style quantiles of the score on the pooled training sample.
+    reproducible. ``float_bits`` adds the bit-pattern and residue features of float coordinates.
+    Bin edges are pilot-style quantiles of the score on the pooled training sample.
     Also returns the output coordinates with the largest standardised logistic-regression
     weights (at most :data:`SCREENED_COLUMNS`): per-coordinate views of these cover a leak in
     any coordinate of a wide vector, not only in the first few.
@@ -249,7 +251,7 @@ def fit_learned_views(train_p: np.ndarray, train_q: np.ndarray, seed: int) -> tu
     from sklearn.neural_network import MLPClassifier
 
     pooled = np.concatenate([train_p, train_q], axis=0)
-    fmap = _feature_map(pooled)
+    fmap = _feature_map(pooled, float_bits)
     feats = fmap(pooled)
     labels = np.r_[np.ones(len(train_p)), np.zeros(len(train_q))]
     models: list[tuple[str, Any]] = [
