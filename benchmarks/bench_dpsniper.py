@@ -49,7 +49,7 @@ def run(entry: Entry, samples: int, seed: int) -> dict:
     pairs, mode = pairs_for(entry)
     t0 = time.perf_counter()
     rep = audit(entry.mechanism, pairs, PureDP(entry.epsilon), samples=samples, alpha=ALPHA, seed=seed,
-                pair_search=mode, search_budget=16, search_samples=max(20_000, samples // 100))
+                pair_search=mode, search_budget=16, search_samples=max(20_000, samples // 100), float_bits=entry.float_bits)
     seconds = time.perf_counter() - t0
     best = max(rep.results, key=lambda r: r.lower_bound)
     return {"name": entry.name, "claim": entry.epsilon, "correct": entry.correct, "ours": best.lower_bound,

@@ -266,7 +266,7 @@ def audit(
         raise AccountingError("float_bits", float_bits, "True or False")
     if learned not in ("auto", True, False):
         raise AccountingError("learned", learned, '"auto", True or False')
-    use_learned = learned is True or (learned == "auto" and sklearn_available())
+    use_learned = (learned is True or learned == "auto") and sklearn_available()
     if learned is True and not use_learned:
         raise AccountingError("learned", learned, "True only with scikit-learn installed", "pip install 'dpverify[learn]'")
     if learned == "auto" and not use_learned:
