@@ -182,3 +182,30 @@ def test_falls_back_without_sklearn(monkeypatch):
     assert all("score" not in r.event for r in rep)
     with pytest.raises(AccountingError, match="learned"):
         audit(float_laplace, (0.0, 1.0), PureDP(EPS), samples=1000, learned=True)
+
+
+# ---- pair search ----------------------------------------------------------------------------
+
+
+def compare_first_two(x, rng, size):
+    """Randomised response (keep probability e^3/(1+e^3), eps = 3) of the bit [x[0] < x[1]]."""
+    v = np.asarray(x, dtype=float)
+    bit = int(v[0] < v[1])
+    keep = rng.random(size) < math.exp(3) / (1 + math.exp(3))
+    return np.where(keep, bit, 1 - bit)
+
+
+def test_pair_search_finds_the_violating_pattern():
+    """The user's pair moves only the last query, which the mechanism ignores: it holds there
+    (false-alarm rate <= 0.05). Power: StatDP's "one below" pattern flips [x0 < x1], eps = 3 > 1;
+    the search (on draws never reused) finds a violating pair and the full audit rejects the
+    claim; the search cost is counted in the samples."""
+    pair = (np.ones(5), np.r_[np.ones(4), 2.0])
+    plain = audit(compare_first_two, pair, PureDP(1.0), samples=20_000, alpha=ALPHA, seed=8)
+    assert plain.verdict == "holds"
+    found = audit(compare_first_two, pair, PureDP(1.0), samples=20_000, alpha=ALPHA, seed=8, pair_search="statdp",
+                  search_budget=12, search_samples=2_000)
+    assert found.verdict == "violated" and found.worst().lower_bound > 2.0
+    info = found.worst().details["pair_search"]
+    assert info["candidates"] == 12 and found.worst().samples > plain.worst().samples
+    assert len({r.pair for r in found}) == 1  # keep_pairs=1: alpha goes to the one pair kept
