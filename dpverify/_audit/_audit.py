@@ -6,7 +6,10 @@ neighbouring pair it
 1. draws a small *pilot* sample per input, used only to learn the output type and to fit the
    views (partitions of the output space: exact histograms for discrete outputs, pilot-quantile
    bins of the output, of each coordinate and of a fitted Gaussian likelihood-ratio score for
-   real and vector outputs);
+   real and vector outputs, joint cells of a discrete and a real coordinate, and for floats the
+   lowest set bit of each coordinate); for vector and float outputs a separate *training* sample
+   fits learned-event views (classifier scores, see :mod:`._learned`); optionally a pair search
+   on search samples that are never reused chooses the pairs (see :mod:`._search`);
 2. draws the main sample in fixed chunks (seeded by position, see :mod:`._runner`), the first
    ``selection_fraction`` of each chunk forming the *selection* sample and the rest the *bound*
    sample, and reduces each chunk to histograms (on the executor, if any);

@@ -36,6 +36,7 @@ whether learned views can be built; without it the auditor falls back to the pil
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -262,8 +263,6 @@ def fit_learned_views(train_p: np.ndarray, train_q: np.ndarray, seed: int,
                                                   max_iter=40, batch_size=512, random_state=seed % 2**32,
                                                   n_iter_no_change=5, tol=1e-5)))
     views = []
-    import warnings
-
     for kind, model in models:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence warnings: an unconverged model is still a fixed score
