@@ -309,7 +309,10 @@ def audit(
                         directions=directions, executor="serial", seed=sub_seed, selection_fraction=selection_fraction,
                         max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits)
             costs.append(max(r.samples for r in rep.results))
-            return max(_margin(r) for r in rep.results)
+            # rank by the best lower bound's margin; among equal margins (typically all zero bounds
+            # on a small search sample) by the best point estimate over the claim
+            return (max(_margin(r) for r in rep.results),
+                    max((r.estimate - r.claimed for r in rep.results if not math.isnan(r.estimate)), default=-math.inf))
 
         pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
         search_cost = sum(costs)

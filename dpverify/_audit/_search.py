@@ -65,19 +65,20 @@ def _candidates(pairs: tuple[NeighbourPair, ...], mode: str, rng: np.random.Gene
 
 
 def search_pairs(
-    score: Callable[[NeighbourPair, int], float], pairs: tuple[NeighbourPair, ...], mode: str, budget: int,
+    score: Callable[[NeighbourPair, int], tuple[float, float]], pairs: tuple[NeighbourPair, ...], mode: str, budget: int,
     keep: int, seed: int,
 ) -> tuple[tuple[NeighbourPair, ...], dict[str, Any]]:
     """The ``keep`` best of at most ``budget`` candidate pairs by ``score(pair, index)``.
 
     ``score`` runs the small audit of one candidate (``index`` numbers the candidates, so that
-    each gets its own seed stream) and returns its margin: the largest lower bound minus claim.
+    each gets its own seed stream) and returns (margin, estimate margin): the largest lower bound
+    minus the claim, and the largest point estimate minus the claim (the tie-break).
     """
     if mode not in SEARCH_MODES:
         raise AccountingError("pair_search", mode, f"None or one of {SEARCH_MODES}")
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2**31 - 3,)))
     pool = _candidates(pairs, mode, rng, randoms=max(0, min(4, budget // 4)))
-    scored: list[tuple[float, int, NeighbourPair]] = []
+    scored: list[tuple[tuple[float, float], int, NeighbourPair]] = []
     seen: set[bytes] = set()
 
     def run(p: NeighbourPair) -> None:
@@ -110,7 +111,11 @@ def search_pairs(
                 if scored[-1][0] > current[0]:
                     current = scored[-1]
                     dp = step
-    ranked = sorted(scored, key=lambda t: (-t[0] if not math.isnan(t[0]) else math.inf, t[1]))
+    def order(t: tuple[tuple[float, float], int, NeighbourPair]) -> tuple[float, float, int]:
+        margin, estimate = t[0]
+        return (-margin if not math.isnan(margin) else math.inf, -estimate if not math.isnan(estimate) else math.inf, t[1])
+
+    ranked = sorted(scored, key=order)
     chosen = tuple(p for _, _, p in ranked[:keep])
-    info = {"candidates": len(scored), "scores": [(p.label, m) for m, _, p in ranked]}
+    info = {"candidates": len(scored), "scores": [(p.label, m[0], m[1]) for m, _, p in ranked]}
     return chosen, info
