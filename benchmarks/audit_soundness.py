@@ -183,7 +183,8 @@ def write_learned(rows: list[dict], reps: int, samples: int, out: Path) -> None:
              f"--learned-samples {samples}`.", "",
              f"Each row: {reps} audits (seeds 20000, ...) of a mechanism whose claim is its *exact* epsilon (the",
              "hardest claim to hold), at the full defaults of `audit` (both directions, learned views on, chunks",
-             f"sized in bytes) and alpha = {ALPHA} family-wise; {samples} draws per input plus pilot, training and",
+             "sized in bytes; the noisy histogram with `float_bits=False`, its truth being real-arithmetic) and",
+             f"alpha = {ALPHA} family-wise; {samples} draws per input plus pilot, training and",
              "(for SVT) search draws. A false alarm is a `violated` verdict. Upper limit: one-sided 97.5%",
              "Clopper-Pearson (the upper end of the two-sided 95% interval).", "",
              "| mechanism and views | runs | false alarms | 95% CI upper | time (s) |", "|---|---|---|---|---|"]
