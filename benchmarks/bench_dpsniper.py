@@ -66,10 +66,11 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "dpsniper.md"))
     ap.add_argument("--rows", default=str(ROOT / "benchmarks" / "dpsniper_rows.jsonl"),
                     help="one JSON line per mechanism run (the table is rendered from the last row of each)")
+    ap.add_argument("--render", action="store_true", help="only render the table from the rows file")
     args = ap.parse_args()
     only = {s for s in args.only.split(",") if s}
     for entry in BENCHMARK:
-        if only and entry.name not in only:
+        if args.render or (only and entry.name not in only):
             continue
         row = run(entry, args.samples, args.seed)
         row["draws_main"] = args.samples
