@@ -6,7 +6,10 @@ neighbouring pair it
 1. draws a small *pilot* sample per input, used only to learn the output type and to fit the
    views (partitions of the output space: exact histograms for discrete outputs, pilot-quantile
    bins of the output, of each coordinate and of a fitted Gaussian likelihood-ratio score for
-   real and vector outputs);
+   real and vector outputs, joint cells of a discrete and a real coordinate, and for floats the
+   lowest set bit of each coordinate); for vector and float outputs a separate *training* sample
+   fits learned-event views (classifier scores, see :mod:`._learned`); optionally a pair search
+   on search samples that are never reused chooses the pairs (see :mod:`._search`);
 2. draws the main sample in fixed chunks (seeded by position, see :mod:`._runner`), the first
    ``selection_fraction`` of each chunk forming the *selection* sample and the rest the *bound*
    sample, and reduces each chunk to histograms (on the executor, if any);
@@ -30,7 +33,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -46,11 +50,13 @@ from ._estimators import (
     epsilon_lower,
     renyi_lower,
 )
+from ._learned import TRAIN_STREAM, ResidueView, fit_learned_views, sklearn_available
 from ._neighbours import NeighbourPair, as_pairs
+from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
 from ._stats import sequential_level
-from ._views import Hist, fit_views, merge_hist
+from ._views import MAX_COLUMN_VIEWS, Hist, _is_discrete, column_views, fit_views, merge_hist
 
 __all__ = ["DEFAULT_ORDERS", "ESTIMATORS", "audit"]
 
@@ -58,6 +64,25 @@ __all__ = ["DEFAULT_ORDERS", "ESTIMATORS", "audit"]
 DEFAULT_ORDERS = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0)
 ESTIMATORS = ("epsilon", "delta", "renyi")
 DIRECTIONS = ("D||D'", "D'||D")
+#: Bytes of output per chunk by default (2**20 scalar draws, as before; 1,024 rows of 1,000 floats).
+CHUNK_BYTES = 8 * 2**20
+#: Bytes of output per input in the classifiers' training sample by default.
+TRAIN_BYTES = 32 * 2**20
+#: Lowest-set-bit views are built for at most this many float coordinates.
+MAX_RESIDUE_VIEWS = 16
+#: SeedSequence spawn-key root of the pair search's draws (never used by the final audit).
+SEARCH_STREAM = 2**31 - 3
+
+
+def default_chunk_size(first_target: int, row_bytes: int) -> int:
+    """Draws per chunk: about CHUNK_BYTES of output, and at most half the first sample size."""
+    by_bytes = max(256, CHUNK_BYTES // max(int(row_bytes), 1))
+    return min(by_bytes, max(2**12, first_target // 2))
+
+
+def default_train_size(row_bytes: int) -> int:
+    """Training draws per input: about TRAIN_BYTES of output, between 2**11 and 2**15."""
+    return int(min(2**15, max(2**11, TRAIN_BYTES // max(int(row_bytes), 1))))
 
 
 def _default_estimators(claim: Any) -> tuple[str, ...]:
@@ -142,6 +167,13 @@ def audit(
     max_events: int = DEFAULT_EVENTS,
     seed_type: str = "generator",
     chunk_size: int | None = None,
+    learned: bool | str = "auto",
+    train_samples: int | None = None,
+    float_bits: bool = True,
+    pair_search: str | None = None,
+    search_budget: int = 16,
+    search_samples: int | None = None,
+    keep_pairs: int = 1,
 ) -> AuditReport:
     """Audit ``mechanism`` against ``claim`` on neighbouring ``pairs``; every bound is a lower bound.
 
@@ -173,7 +205,30 @@ def audit(
         selection_fraction: share of each chunk used to choose events.
         max_events: events chosen per (pair, direction) for epsilon and delta (union bound).
         seed_type: ``"generator"`` or ``"int"`` (see above).
-        chunk_size: draws per chunk (default: from the sample sizes, never from the workers).
+        chunk_size: draws per chunk (default: chunks of about :data:`CHUNK_BYTES` bytes of output,
+            from the output size seen on the pilot and the sample sizes, never from the workers).
+        learned: learned-event views (see :mod:`._learned`): ``"auto"`` (default) adds them
+            wherever the output is a vector or a float and scikit-learn is installed (without it,
+            a one-line notice and the pilot views only); ``True`` requires them; ``False`` never.
+            The classifiers train on a sample drawn only for them.
+        float_bits: look at the IEEE-754 representation of float outputs (default): exact views
+            of each float coordinate's lowest-set-bit exponent (no scikit-learn needed) and bit
+            pattern features for the classifiers. These find what a floating-point
+            implementation leaks beyond its real-arithmetic algorithm (Mironov 2012: noise added
+            to a shifted location changes the low-order bits), so a float mechanism that is
+            private only in real arithmetic is reported violated, with a witness event naming
+            the lowest set bit. ``False`` audits the outputs as real numbers only.
+        pair_search: ``None`` (audit every pair given), ``"pilot"`` (audit only the ``keep_pairs``
+            most promising of the given pairs) or ``"statdp"`` (also StatDP's patterns, random
+            sign patterns and hill climbing around the first pair, for query-vector inputs). The
+            choice is made on search samples drawn from a separate seed stream and never reused,
+            so alpha is spent only on the pairs kept; the search draws are counted in
+            ``samples`` (see :mod:`._search`).
+        search_budget: candidate pairs tried by the search (at most).
+        search_samples: draws per input per candidate (default max(2,000, samples // 100)).
+        keep_pairs: pairs audited at full size after the search.
+        train_samples: draws per input for the classifiers (default: about :data:`TRAIN_BYTES`
+            bytes of output, between 2**11 and 2**15 draws); counted in ``samples_used``.
 
     Returns:
         An :class:`AuditReport` with one :class:`AuditResult` per (pair, direction, estimator).
@@ -210,6 +265,20 @@ def audit(
     claims_renyi = tuple(curve(o) for o in order_list) if curve is not None else ()
     pair_list = as_pairs(pairs)
     mode = call_mode(mechanism)
+    if not isinstance(float_bits, bool):
+        raise AccountingError("float_bits", float_bits, "True or False")
+    if learned not in ("auto", True, False):
+        raise AccountingError("learned", learned, '"auto", True or False')
+    use_learned = (learned is True or learned == "auto") and sklearn_available()
+    if learned is True and not use_learned:
+        raise AccountingError("learned", learned, "True only with scikit-learn installed", "pip install 'dpverify[learn]'")
+    if learned == "auto" and not use_learned:
+        warnings.warn("dpverify.audit: scikit-learn is not installed; learned-event views are off "
+                      "(pip install 'dpverify[learn]' for them)", RuntimeWarning, stacklevel=2)
+    if train_samples is not None:
+        check_positive_int("train_samples", train_samples)
+        if train_samples < 64:
+            raise AccountingError("train_samples", train_samples, "an integer >= 64")
 
     if sequential:
         n0 = min(n_max, initial_samples if initial_samples is not None else 10**4)
@@ -220,9 +289,33 @@ def audit(
     else:
         n0 = n_max
         targets = [n_max]
-    size = chunk_size if chunk_size is not None else min(2**20, max(2**12, n0 // 2))
-    check_positive_int("chunk_size", size)
-    plan = chunk_plan(targets, size)
+    if chunk_size is not None:
+        check_positive_int("chunk_size", chunk_size)
+    search_info: dict[str, Any] | None = None
+    search_cost = 0
+    if pair_search is not None:
+        check_positive_int("search_budget", search_budget)
+        check_positive_int("keep_pairs", keep_pairs)
+        n_search = search_samples if search_samples is not None else max(2000, n_max // 100)
+        check_positive_int("search_samples", n_search)
+        if n_search < 100:
+            raise AccountingError("search_samples", search_samples, "an integer >= 100")
+        costs: list[int] = []
+
+        def score(candidate: NeighbourPair, index: int) -> float:
+            sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
+                                      .generate_state(2, np.uint32).tobytes(), "little")
+            rep = audit(mechanism, candidate, claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
+                        directions=directions, executor="serial", seed=sub_seed, selection_fraction=selection_fraction,
+                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits)
+            costs.append(max(r.samples for r in rep.results))
+            # rank by the best lower bound's margin; among equal margins (typically all zero bounds
+            # on a small search sample) by the best point estimate over the claim
+            return (max(_margin(r) for r in rep.results),
+                    max((r.estimate - r.claimed for r in rep.results if not math.isnan(r.estimate)), default=-math.inf))
+
+        pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
+        search_cost = sum(costs)
     pilot_n = min(2**14, max(512, n_max // 64))
 
     n_results = len(pair_list) * len(dirs) * len(chosen)
@@ -233,26 +326,48 @@ def audit(
         for pi, pair in enumerate(pair_list):
             results.extend(
                 _audit_pair(mechanism, pair, pi, claim, chosen, dirs, order_list, claims_renyi, level,
-                            sequential, targets, plan, pilot_n, mode, seed_type, int(seed), selection_fraction,
-                            max_events, log_pmf, pool)
+                            sequential, targets, chunk_size, n0, pilot_n, mode, seed_type, int(seed),
+                            selection_fraction, max_events, log_pmf, pool, use_learned, train_samples, float_bits)
             )
     finally:
         if owned and pool is not None:
             pool.shutdown()
+    if search_info is not None:
+        note = (f"; pair chosen by a search over {search_info['candidates']} candidates on separate samples "
+                f"({search_cost} draws per input, counted in samples; no alpha spent)")
+        results = [replace(r, samples=r.samples + search_cost, method=r.method + note,
+                           details={**r.details, "pair_search": search_info}) for r in results]
     return AuditReport(tuple(results), claim, float(alpha), time.perf_counter() - started)
 
 
 def _audit_pair(
     mechanism: Any, pair: NeighbourPair, pi: int, claim: Any, chosen: tuple[str, ...], dirs: tuple[int, ...],
     orders: tuple[float, ...], claims_renyi: tuple[float, ...], level: float, sequential: bool,
-    targets: list[int], plan: list[tuple[int, int]], pilot_n: int, mode: str, seed_type: str, seed: int,
-    fraction: float, max_events: int, log_pmf: Any, pool: Any,
+    targets: list[int], chunk_size: int | None, n0: int, pilot_n: int, mode: str, seed_type: str, seed: int,
+    fraction: float, max_events: int, log_pmf: Any, pool: Any, use_learned: bool, train_samples: int | None,
+    float_bits: bool,
 ) -> list[AuditResult]:
     started = time.perf_counter()
     inputs = (pair.d, pair.d_prime)
     pilots = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(pi, s, PILOT_STREAM)), pilot_n, mode, seed_type)
               for s in (0, 1)]
     views = fit_views(pilots[0], pilots[1])
+    row_bytes = max(8, pilots[0].nbytes // max(len(pilots[0]), 1))
+    plan = chunk_plan(targets, chunk_size if chunk_size is not None else default_chunk_size(n0, row_bytes))
+    train_n = 0
+    pooled = np.concatenate(pilots, axis=0)
+    is_float = pooled.dtype.kind == "f"
+    if is_float and float_bits:  # exact views of the lowest set bit of each float coordinate (no training needed)
+        cols = [None] if pooled.ndim == 1 else [j for j in range(min(pooled.shape[1], MAX_RESIDUE_VIEWS))
+                                                 if not _is_discrete(pooled[:, j])]
+        views = views + tuple(ResidueView(j) for j in cols)
+    if use_learned and (is_float or pooled.ndim == 2):
+        train_n = train_samples if train_samples is not None else default_train_size(row_bytes)
+        trains = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(pi, s, TRAIN_STREAM)), train_n, mode,
+                       seed_type) for s in (0, 1)]
+        learned_views, screened = fit_learned_views(
+            trains[0], trains[1], float_bits=float_bits, seed=int(np.random.SeedSequence(seed, spawn_key=(pi, TRAIN_STREAM)).generate_state(1)[0]))
+        views = views + learned_views + tuple(column_views(pooled, [j for j in screened if j >= MAX_COLUMN_VIEWS]))
     acc: list[list[list[Hist | None]]] = [[[None, None, None] for _ in views] for _ in (0, 1)]  # [side][view][part]
     tracks = {(d, e): _Track() for d in dirs for e in chosen}
     done = 0
@@ -272,7 +387,7 @@ def _audit_pair(
         done = target
         counts = [align(v, [acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]) for vi, v in enumerate(views)]
         lvl = sequential_level(level, rnd) if sequential else level
-        n_used = pilot_n + target
+        n_used = pilot_n + train_n + target
         elapsed = time.perf_counter() - started
         round_note = f"; sequential round {rnd} (error budget {lvl:.3g})" if sequential else ""
         for d in dirs:
@@ -302,7 +417,7 @@ def _audit_pair(
         details = dict(r.details)
         if sequential:
             details["rounds"] = t.rounds
-        out.append(AuditResult(r.claimed, r.lower_bound, r.estimate, r.confidence, r.verdict, pilot_n + done,
+        out.append(AuditResult(r.claimed, r.lower_bound, r.estimate, r.confidence, r.verdict, pilot_n + train_n + done,
                                elapsed, r.event, r.method, r.estimator, r.pair, r.direction, r.order, details))
     return out
 

@@ -11,6 +11,8 @@ A *view* is a picklable map from a table to a histogram over cells of the output
   are its values, ordered, so tail events {X >= t} / {X <= t} make sense. Exact histograms.
 - :class:`RowsView` -- whole output vectors (or a subset of columns) taking few distinct
   values: cells are the distinct rows (unordered). Exact histograms.
+- :class:`JointView` -- a discrete coordinate jointly with bins of a real one (mixed
+  (index, value) outputs): cells are (value, bin) pairs, unordered.
 - :class:`BinnedView` -- a real-valued statistic (the output, one column, or a Gaussian
   likelihood-ratio score fitted on the pilot sample) cut at pilot quantiles; cells are bins,
   ordered, so threshold events are unions of consecutive bins.
@@ -29,13 +31,17 @@ import numpy as np
 
 from accounting._validation import AccountingError
 
-__all__ = ["BinnedView", "DiscreteView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table"]
+__all__ = ["BinnedView", "DiscreteView", "JointView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table"]
 
 #: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
 Hist = tuple[np.ndarray, np.ndarray]
 
 #: Per-column views are built for at most this many columns of a vector output.
 MAX_COLUMN_VIEWS = 64
+#: The Gaussian likelihood-ratio score is fitted for vectors of at most this many coordinates
+#: (its cost is d^2 per output, and fitted in high dimension from the pilot it misses single
+#: coordinates; learned views and their coefficient-screened columns cover wide outputs).
+MAX_GAUSSIAN_DIM = 128
 
 
 def to_table(batch: Any) -> np.ndarray:
@@ -216,8 +222,8 @@ class BinnedView:
         with np.errstate(over="ignore", invalid="ignore"):
             dp = x - np.asarray(mu_p)
             dq = x - np.asarray(mu_q)
-            qp = np.einsum("ij,jk,ik->i", dp, np.asarray(prec_p), dp)
-            qq = np.einsum("ij,jk,ik->i", dq, np.asarray(prec_q), dq)
+            qp = ((dp @ np.asarray(prec_p)) * dp).sum(axis=1)  # BLAS; einsum was O(d^2) per row in pure loops
+            qq = ((dq @ np.asarray(prec_q)) * dq).sum(axis=1)
             score = 0.5 * (qq - qp) + 0.5 * (logdet_q - logdet_p)
         return np.nan_to_num(score, nan=0.0)
 
@@ -244,7 +250,58 @@ class BinnedView:
         return f"{self.name} in {shown}"
 
 
-View = DiscreteView | RowsView | BinnedView
+@dataclass(frozen=True)
+class JointView:
+    """Joint cells of a discrete coordinate and a binned real coordinate (e.g. (index, value) outputs).
+
+    Cell (v, i) holds the outputs with ``output[discrete] == v`` and ``output[column]`` in
+    [edges[i-1], edges[i]); the cells are unordered, so the estimators' singleton and
+    likelihood-ratio events express joint events such as {index = 9 and value in [0, 4)}.
+    """
+
+    discrete: int
+    column: int
+    edges: tuple[float, ...]
+    ordered: bool = False
+    exact_outputs: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"(output[{self.discrete}], output[{self.column}])"
+
+    def count(self, table: np.ndarray) -> Hist:
+        if table.ndim != 2:
+            raise AccountingError("outputs", f"array of shape {table.shape}", "vector outputs (the pilot saw vectors)")
+        bins = np.searchsorted(np.asarray(self.edges), table[:, self.column].astype(np.float64), side="right")
+        rows = np.stack([table[:, self.discrete].astype(np.float64), bins.astype(np.float64)], axis=1)
+        if rows.shape[0] == 0:
+            return rows, np.zeros(0, dtype=np.int64)
+        keys, counts = np.unique(rows, axis=0, return_counts=True)
+        return keys, counts.astype(np.int64)
+
+    def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
+        edges = (-math.inf, *self.edges, math.inf)
+        parts = []
+        chosen = keys[mask]
+        for v in np.unique(chosen[:, 0]):
+            idx = np.sort(chosen[chosen[:, 0] == v, 1].astype(np.int64))
+            runs = np.split(idx, np.flatnonzero(np.diff(idx) != 1) + 1)
+            spans = " u ".join(f"[{_fmt(edges[r[0]])}, {_fmt(edges[r[-1] + 1])})" for r in runs[:4])
+            more = f" u ... ({len(runs)} intervals)" if len(runs) > 4 else ""
+            parts.append(f"(output[{self.discrete}] == {_fmt(v)} and output[{self.column}] in {spans}{more})")
+        if not parts:
+            return f"{self.name} in {{}}"
+        shown = " or ".join(parts[:4]) + (f" or ... ({len(parts)} values)" if len(parts) > 4 else "")
+        return shown
+
+
+View = DiscreteView | RowsView | BinnedView | JointView
+
+#: Joint (discrete, real) views are built for at most this many coordinate pairs, on discrete
+#: coordinates taking at most JOINT_MAX_VALUES values, with JOINT_BINS bins of the real one.
+MAX_JOINT_VIEWS = 8
+JOINT_MAX_VALUES = 64
+JOINT_BINS = 16
 
 _MID_LEVELS = np.linspace(0.0, 1.0, 129)[1:-1]
 _TAIL_LEVELS = np.array([1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
@@ -280,6 +337,17 @@ def _gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     return mu, np.linalg.inv(cov), float(logdet)
 
 
+def column_views(pooled: np.ndarray, columns: Sequence[int]) -> list[View]:
+    """Per-coordinate views of the given columns: exact if discrete, pilot-quantile bins if real."""
+    out: list[View] = []
+    for j in columns:
+        if _is_discrete(pooled[:, j]):
+            out.append(DiscreteView(j))
+        else:
+            out.append(BinnedView(_edges(pooled[:, j]), ("column", j)))
+    return out
+
+
 def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
     """The views for this output type, fitted on the pilot samples of both inputs."""
     if pilot_p.ndim != pilot_q.ndim or (pilot_p.ndim == 2 and pilot_p.shape[1] != pilot_q.shape[1]):
@@ -301,15 +369,17 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
         rows = np.unique(sub, axis=0).shape[0]
         if rows <= 4096 and rows * 16 <= sub.shape[0]:
             views.append(RowsView(tuple(discrete)))
-    for j in range(min(d, MAX_COLUMN_VIEWS)):
-        if j in discrete:
-            views.append(DiscreteView(j))
-        else:
-            views.append(BinnedView(_edges(pooled[:, j]), ("column", j)))
-    if len(views) > 1 or continuous:
+    views.extend(column_views(pooled, range(min(d, MAX_COLUMN_VIEWS))))
+    small = [j for j in discrete if np.unique(pooled[:, j]).size <= JOINT_MAX_VALUES]
+    joints = [(j, k) for j in small for k in continuous][:MAX_JOINT_VIEWS]
+    for j, k in joints:
+        cuts = np.unique(np.quantile(pooled[:, k], np.linspace(0, 1, JOINT_BINS + 1)[1:-1], method="inverted_cdf"))
+        views.append(JointView(j, k, tuple(float(c) for c in cuts[np.isfinite(cuts)])))
+    if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM:
         mu_p, prec_p, logdet_p = _gaussian_fit(pilot_p)
         mu_q, prec_q, logdet_q = _gaussian_fit(pilot_q)
-        stat = ("gaussian-lr", tuple(mu_p), tuple(map(tuple, prec_p)), logdet_p, tuple(mu_q), tuple(map(tuple, prec_q)), logdet_q)
+        # arrays, not nested tuples: converting a d x d tuple back to an array costs more than the score
+        stat = ("gaussian-lr", mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q)
         probe = BinnedView((0.0,), stat)
         views.append(BinnedView(_edges(probe.values(pooled)), stat))
     return tuple(views)

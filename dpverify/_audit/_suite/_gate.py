@@ -80,7 +80,7 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
             kwargs["orders"] = spec.orders
         report = audit(c.mechanism, c.pairs, c.claim, samples=samples, alpha=audit_alpha, estimators=spec.estimators,
                        directions=spec.directions, log_pmf=c.log_pmf, executor="serial", seed=claim_seed(seed, spec.name),
-                       **kwargs)
+                       float_bits=spec.float_bits, **kwargs)
         results = report.results
         r = len(results)
         p = min(1.0, min(r * result_p_value(res, [g / r for g in grid]) for res in results))

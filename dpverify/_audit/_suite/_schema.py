@@ -25,7 +25,7 @@ __all__ = ["FORMS", "ClaimSpec", "SuiteError", "load_claim", "load_suite"]
 
 FORMS = ("pure", "rdp", "zcdp", "approx")
 _TOP_KEYS = {"name", "description", "target", "expect", "parameters", "claim", "neighbours", "audit"}
-_AUDIT_KEYS = {"samples", "estimators", "directions", "orders"}
+_AUDIT_KEYS = {"samples", "estimators", "directions", "orders", "float_bits"}
 _MIN_SAMPLES = 1000
 
 
@@ -62,6 +62,9 @@ class ClaimSpec:
     expect: str = HOLDS
     planted: bool = False
     description: str = ""
+    #: audit the floating-point representation of float outputs (``audit(float_bits=...)``); a claim
+    #: about the real-arithmetic mechanism sets ``float_bits = false`` under ``[audit]``
+    float_bits: bool = True
 
     @property
     def weight(self) -> float:
@@ -159,11 +162,14 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
                 or any(isinstance(o, bool) or not isinstance(o, (int, float)) or not 1 < o < math.inf for o in orders)):
             raise SuiteError(path, "audit.orders", f"expected a list of Renyi orders > 1, got {orders!r}")
         orders = tuple(float(o) for o in orders)
+    float_bits = audit_table.get("float_bits", True)
+    if not isinstance(float_bits, bool):
+        raise SuiteError(path, "audit.float_bits", f"expected true or false, got {float_bits!r}")
     claim = tables["claim"]
     if user:  # a user mechanism states its claim (no guarantee object to read it from)
         _, orders = check_user_claim(str(path), claim, orders)
         return ClaimSpec(name.strip(), str(path), target, dict(tables["parameters"]), dict(claim), dict(tables["neighbours"]),
-                         int(samples), estimators, directions, orders, expect, planted, description)
+                         int(samples), estimators, directions, orders, expect, planted, description, float_bits)
     unknown = sorted(set(claim) - {"form", "epsilon"})
     if unknown:
         raise SuiteError(path, f"claim.{unknown[0]}", "unknown key (allowed: form, epsilon)")
@@ -179,7 +185,7 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
     elif form == "approx":
         raise SuiteError(path, "claim.epsilon", 'missing: form = "approx" claims delta at a stated epsilon')
     return ClaimSpec(name.strip(), str(path), target, dict(tables["parameters"]), dict(claim), dict(tables["neighbours"]),
-                     int(samples), estimators, directions, orders, expect, planted, description)
+                     int(samples), estimators, directions, orders, expect, planted, description, float_bits)
 
 
 def load_suite(path: str | os.PathLike[str]) -> list[ClaimSpec]:
