@@ -117,13 +117,12 @@ def _junit(outcome: Any) -> ET.ElementTree:
 
 
 def _write(path: str, text: str) -> None:
+    from ._output import atomic_write
+
     if path == "-":
         click.echo(text)
         return
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        if not text.endswith("\n"):
-            handle.write("\n")
+    atomic_write(path, text if text.endswith("\n") else text + "\n")
 
 
 @click.command("audit")
@@ -158,6 +157,13 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, samp
         raise click.BadParameter(f"{seed!r}: expected an integer >= 0", param_hint="--seed")
     if workers is not None and workers < 1:
         raise click.BadParameter(f"{workers!r}: expected an integer >= 1", param_hint="--workers")
+    from ._output import check_output_file
+
+    try:  # before the work: a bad output path must not cost the audit
+        check_output_file("--json", json_path)
+        check_output_file("--junit", junit_path)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
     err = Console(stderr=True)
     try:
         specs = load_suite(path)
@@ -189,6 +195,8 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, samp
     if json_path is not None:
         _write(json_path, json.dumps(payload, indent=2))
     if junit_path is not None:
-        tree = _junit(outcome)
-        tree.write(junit_path, encoding="utf-8", xml_declaration=True)
+        from ._output import atomic_path
+
+        with atomic_path(junit_path) as temporary:
+            _junit(outcome).write(temporary, encoding="utf-8", xml_declaration=True)
     sys.exit(outcome.exit_code)

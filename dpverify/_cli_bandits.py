@@ -62,6 +62,7 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
     from accounting import BudgetExceeded
 
     from ._bandits import RunConfig, algorithms, instances, run
+    from ._output import atomic_write, check_output_file
 
     if list_only:
         for name, spec in sorted(algorithms().items()):
@@ -70,6 +71,7 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             click.echo(f"instance  {name:14s} {spec.family:12s} {spec.description}")
         return
     try:
+        check_output_file("--json", json_out)  # before the work: a bad path must not cost the run
         if algorithm is None:
             raise ValueError("algorithm=None is invalid: expected an algorithm name (see --list)")
         if instance is None:
@@ -95,7 +97,7 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         click.echo(json.dumps(data, default=float))
         return
     if json_out:
-        Path(json_out).write_text(json.dumps(data, indent=1, default=float))
+        atomic_write(json_out, json.dumps(data, indent=1, default=float))
     per_user = data["ledger"].get("per_user") or {}
     approx = per_user.get("approx") or {}
     click.echo(f"{data['algorithm']} on {data['instance']}, T={data['horizon']}, {data['seeds']} seeds, eps={data['epsilon']}")
@@ -125,6 +127,7 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
 def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule):
     """Regenerate a figure of the papers as PNG plus the CSV behind it."""
     from ._bandits import figures
+    from ._output import check_output_dir
 
     table = figures()
     if list_only or figure is None:
@@ -135,6 +138,10 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
         return
     if figure not in table:
         _fail_usage(ValueError(f"figure={figure!r} is invalid: expected one of {sorted(table)}"))
+    try:
+        check_output_dir("--out", outdir)
+    except ValueError as error:
+        _fail_usage(error)
     executor = None
     if dask_address:
         from dask.distributed import Client

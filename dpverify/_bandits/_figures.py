@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._output import atomic_path, atomic_write, check_output_dir
 from ._registry import FigureSpec, register_figure
 
 __all__ = ["Curve", "Panel", "make_figure"]
@@ -79,6 +80,7 @@ def make_figure(
     from ._runner import sweep
 
     outdir = Path(outdir)
+    check_output_dir("outdir", outdir)  # before the sweep: a bad directory must not cost the runs
     outdir.mkdir(parents=True, exist_ok=True)
     runs = min(runs, 4) if quick else runs
     configs, owners = [], []
@@ -88,7 +90,7 @@ def make_figure(
             owners.append((panel, panel.curves[i]))
     results = sweep(configs, executor=executor, workers=workers, progress=progress)
     csv_path = outdir / f"{name}.csv"
-    with csv_path.open("w", newline="") as f:
+    with atomic_path(csv_path) as temporary, temporary.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["figure", "panel", "curve", "algorithm", "instance", "epsilon", "path", "runs", "t", "mean_regret", "se_regret", "mean_regret_over_t", "se_regret_over_t"])
         for (panel, curve), res in zip(owners, results):
@@ -117,7 +119,7 @@ def make_figure(
         ],
     }
     json_path = outdir / f"{name}.json"
-    json_path.write_text(json.dumps(summary, indent=1, default=float))
+    atomic_write(json_path, json.dumps(summary, indent=1, default=float))
     png_path = outdir / f"{name}.png"
     _plot(name, panels, owners, results, png_path, ylabel, per_time)
     return [png_path, csv_path, json_path]
@@ -156,7 +158,8 @@ def _plot(name, panels, owners, results, png_path, ylabel, per_time) -> None:
         axes[idx // cols][idx % cols].set_visible(False)
     fig.suptitle(name, fontsize=11)
     fig.tight_layout()
-    fig.savefig(png_path, dpi=120)
+    with atomic_path(png_path) as temporary:
+        fig.savefig(temporary, dpi=120)
     plt.close(fig)
 
 
