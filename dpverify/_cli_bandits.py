@@ -55,9 +55,12 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
 @click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")
+@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Run even when the cost estimate exceeds --max-seconds.")
+@click.option("--max-seconds", type=float, default=600.0, show_default=True,
+              help="Refuse (exit 2) runs estimated longer than this many seconds, unless --yes.")
 @click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
 def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
-                population, max_returns, returning_calibration, fixed_instance, workers, json_out, list_only):
+                population, max_returns, returning_calibration, fixed_instance, workers, json_out, assume_yes, max_seconds, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
     from accounting import BudgetExceeded
 
@@ -85,6 +88,7 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             delta=delta, population=population, max_returns=max_returns, returning_calibration=returning_calibration,
             fixed_instance=fixed_instance,
         ).validate()
+        _check_cost(config, workers, assume_yes, max_seconds)
         result = run(config, workers=workers)
     except BudgetExceeded as error:
         click.echo(f"refused: {error}", err=True)
@@ -109,6 +113,40 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
                    f"path {data['ledger'].get('path')}, bits/user {data['ledger'].get('bits_per_user')}")
     else:
         click.echo("  non-private baseline")
+
+
+def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
+    """Print the run's cost estimate (stderr) and refuse what it predicts to be too long or too big."""
+    import math
+
+    from ._bandits._cost import estimate_cost, machine_memory
+    from ._bandits._registry import get_instance
+    from ._bandits._runner import seed_streams
+
+    if not (isinstance(max_seconds, (int, float)) and max_seconds > 0 and not math.isnan(max_seconds)):
+        raise ValueError(f"max_seconds={max_seconds!r} is invalid: expected a number of seconds > 0")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1")
+    arms = getattr(get_instance(config.instance).build(config, seed_streams(config.seed, 0)["instance"]), "k", None)
+    if arms is None:
+        return
+    cost = estimate_cost(config.algorithm, config.horizon, config.seeds, arms=arms, path=config.path, epsilon=config.epsilon,
+                         s=config.s, batch_base=config.batch_base, workers=workers)
+    if cost is None:
+        return
+    click.echo(f"cost: {cost.describe()}", err=True)
+    hint = " (--path aggregate draws each batch's sums from their exact law in O(sqrt(n)): the same law, far cheaper)" if cost.aggregate_available else ""
+    memory = machine_memory()
+    if cost.peak_bytes > 0.8 * memory:
+        raise ValueError(
+            f"horizon={config.horizon} is invalid: expected a run that fits in memory (one run needs ~{cost.peak_bytes / 2**30:.3g} GiB, "
+            f"this machine has {memory / 2**30:.3g} GiB){hint}"
+        )
+    if cost.wall_seconds > max_seconds and not assume_yes:
+        raise ValueError(
+            f"horizon={config.horizon} is invalid: expected a run estimated under --max-seconds={max_seconds:g} s "
+            f"({cost.describe()}); pass --yes to run it anyway, or lower --horizon/--seeds{hint}"
+        )
 
 
 @click.command("reproduce")
