@@ -55,12 +55,17 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
 @click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")
+@click.option("--means", type=str, default=None, help="Your own instance: comma-separated arm means, e.g. 0.9,0.8,0.5 (instead of --instance).")
+@click.option("--reward", type=click.Choice(["bernoulli", "gaussian"]), default="bernoulli", show_default=True,
+              help="Reward law of the --means arms (gaussian: N(mean, sd^2) clipped to [0, 1]).")
+@click.option("--sd", type=float, default=None, help="Reward sd of --means gaussian arms (default: --reward-sd).")
+@click.option("--instance-file", type=str, default=None, help="Your own instance from a TOML file (means and reward law, or linear .npy arrays; see README).")
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Run even when the cost estimate exceeds --max-seconds.")
 @click.option("--max-seconds", type=float, default=600.0, show_default=True,
               help="Refuse (exit 2) runs estimated longer than this many seconds, unless --yes.")
 @click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
 def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
-                population, max_returns, returning_calibration, fixed_instance, workers, json_out, assume_yes, max_seconds, list_only):
+                population, max_returns, returning_calibration, fixed_instance, workers, json_out, means, reward, sd, instance_file, assume_yes, max_seconds, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
     from accounting import BudgetExceeded
 
@@ -77,8 +82,20 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         check_output_file("--json", json_out)  # before the work: a bad path must not cost the run
         if algorithm is None:
             raise ValueError("algorithm=None is invalid: expected an algorithm name (see --list)")
-        if instance is None:
-            raise ValueError("instance=None is invalid: expected an instance name (see --list)")
+        given = [flag for flag, value in (("--instance", instance), ("--means", means), ("--instance-file", instance_file)) if value is not None]
+        if len(given) > 1:
+            raise ValueError(f"instance={' and '.join(given)} is invalid: expected one of --instance, --means, --instance-file")
+        if means is not None:
+            from ._bandits import user_instance
+            from ._bandits._user import parse_means
+
+            instance = user_instance(parse_means(means), reward, reward_sd if sd is None else sd, name="means")
+        elif instance_file is not None:
+            from ._bandits import load_instance_file
+
+            instance = load_instance_file(instance_file)
+        elif instance is None:
+            raise ValueError("instance=None is invalid: expected an instance name (see --list), --means or --instance-file")
         if horizon is None:
             raise ValueError("horizon=None is invalid: expected an integer T >= 1")
         p_value = None if p.strip().upper() == "1/T" else float(p)

@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Sequence
 
 import numpy as np
 
 from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
 
-from ._registry import get_algorithm, get_instance
+from ._registry import get_algorithm, get_instance, instance_name
 from ._results import RunRecord, RunResult, aggregate
 from ._elimination import lemma2_tau_p
 
@@ -45,7 +45,7 @@ class RunConfig:
     """
 
     algorithm: str
-    instance: str
+    instance: Any  # a registered name, or a BanditInstance / LinearInstance object (fixed for every seed)
     horizon: int
     epsilon: float | None = None
     seeds: int = 1
@@ -125,7 +125,10 @@ class RunConfig:
         return self.tau_p
 
     def options(self) -> dict:
-        out = asdict(self)
+        out = asdict(self) if isinstance(self.instance, str) else asdict(replace(self, instance=instance_name(self.instance)))
+        if not isinstance(self.instance, str):
+            describe = getattr(self.instance, "describe", None)
+            out["instance_definition"] = describe() if callable(describe) else repr(self.instance)
         out["confidence_p"] = self.confidence
         out["tau_p"] = self.tau_p if self.tau_rule != "lemma2" else "p/(K B^2)"
         return out
@@ -215,7 +218,7 @@ def _aggregate(config: RunConfig, records: list[RunRecord]) -> RunResult:
     return aggregate(
         records,
         algorithm=config.algorithm,
-        instance=config.instance,
+        instance=instance_name(config.instance),
         horizon=config.horizon,
         seed=config.seed,
         epsilon=config.epsilon,
