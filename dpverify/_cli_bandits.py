@@ -55,6 +55,9 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
 @click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")
+@click.option("--radius", type=click.Choice(["lemma2", "authors"]), default="lemma2", show_default=True,
+              help="Elimination radius: Lemma 2 with each protocol's constants (the paper), or the authors' released code's "
+                   "(sigma = sqrt(2)/eps, h = 1/eps for Dist-DP-SE; 2/eps + sqrt(2)/(s eps), 1/(s eps) for Dist-RDP-SE).")
 @click.option("--means", type=str, default=None, help="Your own instance: comma-separated arm means, e.g. 0.9,0.8,0.5 (instead of --instance).")
 @click.option("--reward", type=click.Choice(["bernoulli", "gaussian"]), default="bernoulli", show_default=True,
               help="Reward law of the --means arms (gaussian: N(mean, sd^2) clipped to [0, 1]).")
@@ -65,7 +68,7 @@ def _fail_usage(error: Exception) -> None:
               help="Refuse (exit 2) runs estimated longer than this many seconds, unless --yes.")
 @click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
 def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
-                population, max_returns, returning_calibration, fixed_instance, workers, json_out, means, reward, sd, instance_file, assume_yes, max_seconds, list_only):
+                population, max_returns, returning_calibration, fixed_instance, workers, json_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
     from accounting import BudgetExceeded
 
@@ -103,7 +106,7 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             algorithm=algorithm, instance=instance, horizon=horizon, epsilon=epsilon, seeds=seeds, seed=seed, s=s, p=p_value,
             tau_rule=tau_rule, batch_base=batch_base, reward_sd=reward_sd, label_scale=label_scale, path=path, realised=realised,
             delta=delta, population=population, max_returns=max_returns, returning_calibration=returning_calibration,
-            fixed_instance=fixed_instance,
+            fixed_instance=fixed_instance, radius=radius,
         ).validate()
         _check_cost(config, workers, assume_yes, max_seconds)
         result = run(config, workers=workers)
@@ -121,7 +124,8 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         atomic_write(json_out, json.dumps(data, indent=1, default=float))
     per_user = data["ledger"].get("per_user") or {}
     approx = per_user.get("approx") or {}
-    click.echo(f"{data['algorithm']} on {data['instance']}, T={data['horizon']}, {data['seeds']} seeds, eps={data['epsilon']}")
+    click.echo(f"{data['algorithm']} on {data['instance']}, T={data['horizon']}, {data['seeds']} seeds, eps={data['epsilon']}"
+               + (", radius of the authors' released code" if radius == "authors" else ""))
     lo, hi = data["final_regret_ci95"]
     click.echo(f"  mean final {data['regret_kind']} regret {data['mean_final_regret']:.6g}  (95% CI {lo:.6g} .. {hi:.6g})")
     click.echo(f"  Reg(T)/T {data['mean_final_regret'] / data['horizon']:.4g}")
@@ -179,7 +183,9 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
               help="auto: the aggregate path where the protocol has one (same law), per-user otherwise.")
 @click.option("--batch-base", type=int, default=2, show_default=True, help="2 (paper); 4 reproduces the authors' released figures.")
 @click.option("--tau-rule", type=click.Choice(["theorem", "simulation", "lemma2"]), default="theorem", show_default=True)
-def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule):
+@click.option("--radius", type=click.Choice(["lemma2", "authors"]), default="lemma2", show_default=True,
+              help="Dist-DP-SE / Dist-RDP-SE elimination radius: Lemma 2 (the paper) or the authors' released code's constants.")
+def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule, radius):
     """Regenerate a figure of the papers as PNG plus the CSV behind it."""
     from ._bandits import figures
     from ._output import check_output_dir
@@ -203,10 +209,14 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
 
         executor = Client(dask_address).get_executor()
     kwargs = {"quick": quick, "executor": executor, "workers": workers, "seed": seed, "path": path, "batch_base": batch_base, "tau_rule": tau_rule}
+    if radius != "lemma2":
+        kwargs["radius"] = radius
     if runs is not None:
         kwargs["runs"] = runs
     if table[figure].options.get("linear"):
         kwargs.pop("batch_base"), kwargs.pop("tau_rule")
+        if kwargs.pop("radius", None) is not None:
+            _fail_usage(ValueError(f"radius={radius!r} is invalid: expected 'lemma2' for the linear figure {figure!r}"))
     try:
         paths = table[figure].make(Path(outdir), **kwargs)
     except ValueError as error:

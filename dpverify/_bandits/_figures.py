@@ -57,6 +57,8 @@ def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_op
         if path == "auto":
             chosen = "aggregate" if c.algorithm in ("dist-dp-se", "dist-rdp-se", "cdp-se", "dp-se") else "per-user"
         opts = {**base_options, **c.options}
+        if opts.get("radius") == "authors" and c.algorithm not in ("dist-dp-se", "dist-rdp-se"):
+            opts.pop("radius")  # the released code has constants for these two only; the others keep Lemma 2
         out.append(RunConfig(algorithm=c.algorithm, instance=panel.instance, horizon=horizon, epsilon=eps, seeds=runs, seed=seed, path=chosen, **opts))
     return out
 
@@ -99,6 +101,7 @@ def make_figure(
     summary = {
         "figure": name,
         "quick": quick,
+        "radius": (base_options or {}).get("radius", "lemma2"),
         "curves": [
             {
                 "panel": panel.key,
@@ -121,7 +124,10 @@ def make_figure(
     json_path = outdir / f"{name}.json"
     atomic_write(json_path, json.dumps(summary, indent=1, default=float))
     png_path = outdir / f"{name}.png"
-    _plot(name, panels, owners, results, png_path, ylabel, per_time)
+    title = name
+    if (base_options or {}).get("radius") == "authors":
+        title += " (Dist-DP/RDP-SE with the authors' released elimination radius)"
+    _plot(title, panels, owners, results, png_path, ylabel, per_time)
     return [png_path, csv_path, json_path]
 
 

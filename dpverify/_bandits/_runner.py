@@ -65,6 +65,7 @@ class RunConfig:
     fixed_instance: bool = False  # True: every seed runs on the instance of seed index 0
     checkpoint_count: int = 60
     extra: dict = field(default_factory=dict)
+    radius: str = "lemma2"  # "authors": the elimination radius of the authors' released code (Dist-DP-SE, Dist-RDP-SE)
 
     def validate(self) -> "RunConfig":
         spec = get_algorithm(self.algorithm)
@@ -100,6 +101,10 @@ class RunConfig:
                 raise AccountingError(
                     "population", self.population, f"population * max_returns >= horizon ({self.horizon}): users join at most B batches"
                 )
+        if self.radius not in ("lemma2", "authors"):
+            raise AccountingError("radius", self.radius, "'lemma2' (the paper) or 'authors' (the released code)")
+        if self.radius == "authors" and self.algorithm not in ("dist-dp-se", "dist-rdp-se"):
+            raise AccountingError("radius", self.radius, f"'lemma2' for {self.algorithm!r} (the released code has constants for dist-dp-se and dist-rdp-se only)")
         if self.returning_calibration not in ("exact", "appendix-i"):
             raise AccountingError("returning_calibration", self.returning_calibration, "'exact' or 'appendix-i'")
         return self
