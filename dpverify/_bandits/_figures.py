@@ -78,6 +78,7 @@ def make_figure(
     ylabel: str = "time-average regret Reg(t)/t",
     per_time: bool = True,
     base_options: dict | None = None,
+    title: str | None = None,
 ) -> list[Path]:
     from ._runner import sweep
 
@@ -124,7 +125,9 @@ def make_figure(
     json_path = outdir / f"{name}.json"
     atomic_write(json_path, json.dumps(summary, indent=1, default=float))
     png_path = outdir / f"{name}.png"
-    title = name
+    title = title or name
+    if quick:
+        title += f"\nquick: horizons T/100 (at least 1000), {runs} runs per curve -- a smoke test, not the paper's size"
     if (base_options or {}).get("radius") == "authors":
         title += " (Dist-DP/RDP-SE with the authors' released elimination radius)"
     _plot(title, panels, owners, results, png_path, ylabel, per_time)
@@ -162,7 +165,7 @@ def _plot(name, panels, owners, results, png_path, ylabel, per_time) -> None:
         ax.legend(fontsize=7)
     for idx in range(n, rows * cols):
         axes[idx // cols][idx % cols].set_visible(False)
-    fig.suptitle(name, fontsize=11)
+    fig.suptitle(name, fontsize=10)
     fig.tight_layout()
     with atomic_path(png_path) as temporary:
         fig.savefig(temporary, dpi=120)
@@ -243,7 +246,8 @@ REN_FIGURE = (
 
 def _iclr_maker(name: str, panels: tuple[Panel, ...]):
     def make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=20, **options):
-        return make_figure(name, panels, outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed, path=path, base_options=options)
+        return make_figure(name, panels, outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed, path=path,
+                           base_options=options, title=ICLR_FIGURES[name][0])
 
     return make
 
@@ -251,7 +255,7 @@ def _iclr_maker(name: str, panels: tuple[Panel, ...]):
 def _ren_make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=50, **options):
     return make_figure(
         "ren-fig1", REN_FIGURE[1], outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed,
-        path="per-user", ylabel="cumulative regret", per_time=False, base_options=options,
+        path="per-user", ylabel="cumulative regret", per_time=False, base_options=options, title=REN_FIGURE[0],
     )
 
 
