@@ -46,10 +46,16 @@ class Panel:
     curve_eps: tuple[float, ...] | None = None  # per-curve eps (for "vary eps" panels)
 
 
-def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_options: dict) -> list:
+def quick_horizon(panel: Panel, floor: int = 1000) -> int:
+    """The horizon of a panel under ``--quick``: T/100, but at least ``floor`` (the figure's own:
+    the smallest horizon at which its claim is visible, see ``QUICK_FLOOR``)."""
+    return min(panel.horizon, max(panel.horizon // 100, floor))
+
+
+def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_options: dict, floor: int = 1000) -> list:
     from ._runner import RunConfig
 
-    horizon = max(panel.horizon // 100, 1000) if quick else panel.horizon
+    horizon = quick_horizon(panel, floor) if quick else panel.horizon
     out = []
     for i, c in enumerate(panel.curves):
         eps = panel.curve_eps[i] if panel.curve_eps else panel.epsilon
@@ -79,16 +85,18 @@ def make_figure(
     per_time: bool = True,
     base_options: dict | None = None,
     title: str | None = None,
+    quick_floor: int = 1000,
 ) -> list[Path]:
     from ._runner import sweep
 
     outdir = Path(outdir)
     check_output_dir("outdir", outdir)  # before the sweep: a bad directory must not cost the runs
     outdir.mkdir(parents=True, exist_ok=True)
+    full_runs = runs
     runs = min(runs, 4) if quick else runs
     configs, owners = [], []
     for panel in panels:
-        for i, cfg in enumerate(_configs(panel, runs, seed, quick, path, base_options or {})):
+        for i, cfg in enumerate(_configs(panel, runs, seed, quick, path, base_options or {}, quick_floor)):
             configs.append(cfg)
             owners.append((panel, panel.curves[i]))
     results = sweep(configs, executor=executor, workers=workers, progress=progress)
@@ -127,7 +135,10 @@ def make_figure(
     png_path = outdir / f"{name}.png"
     title = title or name
     if quick:
-        title += f"\nquick: horizons T/100 (at least 1000), {runs} runs per curve -- a smoke test, not the paper's size"
+        horizons = sorted({quick_horizon(p, quick_floor) for p in panels})
+        paper = sorted({p.horizon for p in panels})
+        title += (f"\nquick: T = {', '.join(f'{h:.0e}' for h in horizons)} and {runs} runs per curve (full size: T = "
+                  f"{', '.join(f'{h:.0e}' for h in paper)}, {full_runs} runs), the smallest power of 10 at which the curves already separate")
     if (base_options or {}).get("radius") == "authors":
         title += " (Dist-DP/RDP-SE with the authors' released elimination radius)"
     _plot(title, panels, owners, results, png_path, ylabel, per_time)
@@ -244,10 +255,16 @@ REN_FIGURE = (
 )
 
 
+#: --quick's smallest horizon per figure: at T/100 = 1e4 on the easy instance no arm is eliminated
+#: yet and every curve coincides (issue 15); at 1e5 the first eliminations have happened and the
+#: curves separate (checked by looking at the quick PNGs; tests/test_quick_figures.py checks the CSV).
+QUICK_FLOOR = {"iclr-fig1": 10**5, "iclr-fig1abc": 10**5, "iclr-fig2": 10**5, "iclr-fig3": 10**5, "iclr-fig4": 10**5, "iclr-fig5": 10**5}
+
+
 def _iclr_maker(name: str, panels: tuple[Panel, ...]):
     def make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=20, **options):
         return make_figure(name, panels, outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed, path=path,
-                           base_options=options, title=ICLR_FIGURES[name][0])
+                           base_options=options, title=ICLR_FIGURES[name][0], quick_floor=QUICK_FLOOR.get(name, 1000))
 
     return make
 
