@@ -101,7 +101,10 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             raise ValueError("instance=None is invalid: expected an instance name (see --list), --means or --instance-file")
         if horizon is None:
             raise ValueError("horizon=None is invalid: expected an integer T >= 1")
-        p_value = None if p.strip().upper() == "1/T" else float(p)
+        try:
+            p_value = None if p.strip().upper() == "1/T" else float(p)
+        except ValueError:
+            raise ValueError(f"p={p!r} is invalid: expected a probability in (0, 1) or '1/T'") from None
         config = RunConfig(
             algorithm=algorithm, instance=instance, horizon=horizon, epsilon=epsilon, seeds=seeds, seed=seed, s=s, p=p_value,
             tau_rule=tau_rule, batch_base=batch_base, reward_sd=reward_sd, label_scale=label_scale, path=path, realised=realised,

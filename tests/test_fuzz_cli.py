@@ -16,6 +16,7 @@ demonstrated by ``test_harness_rejects_a_traceback``.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -127,7 +128,7 @@ def _outcome_ok(row: Row, value: str) -> None:
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: " ".join(r.argv[:3]) + ":" + r.names[0])
 def test_fuzz_cli(row: Row) -> None:
-    @settings(max_examples=row.examples)
+    @settings(max_examples=int(os.environ.get("DPVERIFY_FUZZ_EXAMPLES", row.examples)))
     @given(value=_VALUES)
     def check(value: str) -> None:
         if value.startswith("-") and value not in SPECIAL and not _is_number(value):

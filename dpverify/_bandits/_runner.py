@@ -27,6 +27,8 @@ __all__ = ["RunConfig", "run", "run_seed", "seed_streams", "sweep"]
 
 STREAMS = ("instance", "environment", "privatizer", "learner")
 TAU_RULES = ("theorem", "simulation", "lemma2")
+#: the privacy levels a run supports (see RunConfig.validate)
+EPSILON_RANGE = (1e-4, 100.0)
 PATHS = ("per-user", "aggregate")
 
 
@@ -80,6 +82,10 @@ class RunConfig:
             if self.epsilon is None:
                 raise AccountingError("epsilon", None, f"a privacy level eps > 0 for {self.algorithm!r}")
             check_positive("epsilon", self.epsilon)
+            if not EPSILON_RANGE[0] <= self.epsilon <= EPSILON_RANGE[1]:
+                # the protocols' exact parameters (g = ceil(eps sqrt(n)), the noise scale g/eps as a
+                # ratio of int64s) exist only in a range: refuse outside it rather than fail inside
+                raise AccountingError("epsilon", self.epsilon, f"a privacy level in the supported range [{EPSILON_RANGE[0]:g}, {EPSILON_RANGE[1]:g}]")
         if self.p is not None:
             check_probability("p", self.p)
         if self.tau_rule not in TAU_RULES:
