@@ -39,6 +39,9 @@ _SOURCES = {
         "ren_mixed_instance",
         "run",
         "sweep",
+        "ArmLaw",
+        "load_instance_file",
+        "user_instance",
     ),
     "._bandits.linear": (
         "CentralGaussian",

@@ -137,13 +137,12 @@ def _junit(outcome: Any) -> ET.ElementTree:
 
 
 def _write(path: str, text: str) -> None:
+    from ._output import atomic_write
+
     if path == "-":
         click.echo(text)
         return
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        if not text.endswith("\n"):
-            handle.write("\n")
+    atomic_write(path, text if text.endswith("\n") else text + "\n")
 
 
 @click.command("audit")
@@ -180,13 +179,14 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
         raise click.BadParameter(f"{seed!r}: expected an integer >= 0", param_hint="--seed")
     if workers is not None and workers < 1:
         raise click.BadParameter(f"{workers!r}: expected an integer >= 1", param_hint="--workers")
-    if html_path is not None:
-        from ._html_report import check_writable
+    from ._output import check_output_file
 
-        try:
-            check_writable(html_path, "--html")
-        except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="--html") from None
+    try:  # before the work: a bad output path must not cost the audit
+        check_output_file("--json", json_path)
+        check_output_file("--junit", junit_path)
+        check_output_file("--html", html_path)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
     err = Console(stderr=True)
     try:
         specs = load_suite(path)
@@ -218,10 +218,13 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
     if json_path is not None:
         _write(json_path, json.dumps(payload, indent=2))
     if junit_path is not None:
-        tree = _junit(outcome)
-        tree.write(junit_path, encoding="utf-8", xml_declaration=True)
-    if html_path is not None:
-        from ._html_report import audit_report, write_report
+        from ._output import atomic_path
 
-        write_report(html_path, audit_report(payload, command="dpverify audit " + " ".join(sys.argv[2:])))
+        with atomic_path(junit_path) as temporary:
+            _junit(outcome).write(temporary, encoding="utf-8", xml_declaration=True)
+    if html_path is not None:
+        from ._html_report import audit_report
+        from ._output import atomic_write
+
+        atomic_write(html_path, audit_report(payload, command="dpverify audit " + " ".join(sys.argv[2:])))
     sys.exit(outcome.exit_code)

@@ -59,15 +59,27 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
 @click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")
+@click.option("--radius", type=click.Choice(["lemma2", "authors"]), default="lemma2", show_default=True,
+              help="Elimination radius: Lemma 2 with each protocol's constants (the paper), or the authors' released code's "
+                   "(sigma = sqrt(2)/eps, h = 1/eps for Dist-DP-SE; 2/eps + sqrt(2)/(s eps), 1/(s eps) for Dist-RDP-SE).")
+@click.option("--means", type=str, default=None, help="Your own instance: comma-separated arm means, e.g. 0.9,0.8,0.5 (instead of --instance).")
+@click.option("--reward", type=click.Choice(["bernoulli", "gaussian"]), default="bernoulli", show_default=True,
+              help="Reward law of the --means arms (gaussian: N(mean, sd^2) clipped to [0, 1]).")
+@click.option("--sd", type=float, default=None, help="Reward sd of --means gaussian arms (default: --reward-sd).")
+@click.option("--instance-file", type=str, default=None, help="Your own instance from a TOML file (means and reward law, or linear .npy arrays; see README).")
+@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Run even when the cost estimate exceeds --max-seconds.")
+@click.option("--max-seconds", type=float, default=600.0, show_default=True,
+              help="Refuse (exit 2) runs estimated longer than this many seconds, unless --yes.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Write a self-contained HTML report (regret figure, ledger, seeds, versions) to FILE.")
 @click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
 def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
-                population, max_returns, returning_calibration, ledger_url, fixed_instance, workers, json_out, html_out, list_only):
+                population, max_returns, returning_calibration, ledger_url, fixed_instance, workers, json_out, html_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
     from accounting import BudgetExceeded
 
     from ._bandits import RunConfig, algorithms, instances, run
+    from ._output import atomic_write, check_output_file
 
     if list_only:
         for name, spec in sorted(algorithms().items()):
@@ -76,23 +88,37 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             click.echo(f"instance  {name:14s} {spec.family:12s} {spec.description}")
         return
     try:
+        check_output_file("--json", json_out)  # before the work: a bad path must not cost the run
+        check_output_file("--html", html_out)
         if algorithm is None:
             raise ValueError("algorithm=None is invalid: expected an algorithm name (see --list)")
-        if instance is None:
-            raise ValueError("instance=None is invalid: expected an instance name (see --list)")
+        given = [flag for flag, value in (("--instance", instance), ("--means", means), ("--instance-file", instance_file)) if value is not None]
+        if len(given) > 1:
+            raise ValueError(f"instance={' and '.join(given)} is invalid: expected one of --instance, --means, --instance-file")
+        if means is not None:
+            from ._bandits import user_instance
+            from ._bandits._user import parse_means
+
+            instance = user_instance(parse_means(means), reward, reward_sd if sd is None else sd, name="means")
+        elif instance_file is not None:
+            from ._bandits import load_instance_file
+
+            instance = load_instance_file(instance_file)
+        elif instance is None:
+            raise ValueError("instance=None is invalid: expected an instance name (see --list), --means or --instance-file")
         if horizon is None:
             raise ValueError("horizon=None is invalid: expected an integer T >= 1")
-        if html_out is not None:
-            from ._html_report import check_writable
-
-            check_writable(html_out, "--html")
-        p_value = None if p.strip().upper() == "1/T" else float(p)
+        try:
+            p_value = None if p.strip().upper() == "1/T" else float(p)
+        except ValueError:
+            raise ValueError(f"p={p!r} is invalid: expected a probability in (0, 1) or '1/T'") from None
         config = RunConfig(
             algorithm=algorithm, instance=instance, horizon=horizon, epsilon=epsilon, seeds=seeds, seed=seed, s=s, p=p_value,
             tau_rule=tau_rule, batch_base=batch_base, reward_sd=reward_sd, label_scale=label_scale, path=path, realised=realised,
             delta=delta, population=population, max_returns=max_returns, returning_calibration=returning_calibration,
-            fixed_instance=fixed_instance, ledger=ledger_url,
+            fixed_instance=fixed_instance, ledger=ledger_url, radius=radius,
         ).validate()
+        _check_cost(config, workers, assume_yes, max_seconds)
         result = run(config, workers=workers)
     except BudgetExceeded as error:
         if ledger_url:
@@ -107,17 +133,18 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         return
     data = result.to_dict()
     if html_out is not None:
-        from ._html_report import run_report, write_report
+        from ._html_report import run_report
 
-        write_report(html_out, run_report(data, command="dpverify run " + " ".join(sys.argv[2:])))
+        atomic_write(html_out, run_report(data, command="dpverify run " + " ".join(sys.argv[2:])))
     if json_out == "-":
         click.echo(json.dumps(data, default=float))
         return
     if json_out:
-        Path(json_out).write_text(json.dumps(data, indent=1, default=float))
+        atomic_write(json_out, json.dumps(data, indent=1, default=float))
     per_user = data["ledger"].get("per_user") or {}
     approx = per_user.get("approx") or {}
-    click.echo(f"{data['algorithm']} on {data['instance']}, T={data['horizon']}, {data['seeds']} seeds, eps={data['epsilon']}")
+    click.echo(f"{data['algorithm']} on {data['instance']}, T={data['horizon']}, {data['seeds']} seeds, eps={data['epsilon']}"
+               + (", radius of the authors' released code" if radius == "authors" else ""))
     lo, hi = data["final_regret_ci95"]
     click.echo(f"  mean final {data['regret_kind']} regret {data['mean_final_regret']:.6g}  (95% CI {lo:.6g} .. {hi:.6g})")
     click.echo(f"  Reg(T)/T {data['mean_final_regret'] / data['horizon']:.4g}")
@@ -126,6 +153,40 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
                    f"path {data['ledger'].get('path')}, bits/user {data['ledger'].get('bits_per_user')}")
     else:
         click.echo("  non-private baseline")
+
+
+def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
+    """Print the run's cost estimate (stderr) and refuse what it predicts to be too long or too big."""
+    import math
+
+    from ._bandits._cost import estimate_cost, machine_memory
+    from ._bandits._registry import get_instance
+    from ._bandits._runner import seed_streams
+
+    if not (isinstance(max_seconds, (int, float)) and max_seconds > 0 and not math.isnan(max_seconds)):
+        raise ValueError(f"max_seconds={max_seconds!r} is invalid: expected a number of seconds > 0")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1")
+    arms = getattr(get_instance(config.instance).build(config, seed_streams(config.seed, 0)["instance"]), "k", None)
+    if arms is None:
+        return
+    cost = estimate_cost(config.algorithm, config.horizon, config.seeds, arms=arms, path=config.path, epsilon=config.epsilon,
+                         s=config.s, batch_base=config.batch_base, workers=workers)
+    if cost is None:
+        return
+    click.echo(f"cost: {cost.describe()}", err=True)
+    hint = " (--path aggregate draws each batch's sums from their exact law in O(sqrt(n)): the same law, far cheaper)" if cost.aggregate_available else ""
+    memory = machine_memory()
+    if cost.peak_bytes > 0.8 * memory:
+        raise ValueError(
+            f"horizon={config.horizon} is invalid: expected a run that fits in memory (one run needs ~{cost.peak_bytes / 2**30:.3g} GiB, "
+            f"this machine has {memory / 2**30:.3g} GiB){hint}"
+        )
+    if cost.wall_seconds > max_seconds and not assume_yes:
+        raise ValueError(
+            f"horizon={config.horizon} is invalid: expected a run estimated under --max-seconds={max_seconds:g} s "
+            f"({cost.describe()}); pass --yes to run it anyway, or lower --horizon/--seeds{hint}"
+        )
 
 
 @click.command("reproduce")
@@ -141,11 +202,14 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
               help="auto: the aggregate path where the protocol has one (same law), per-user otherwise.")
 @click.option("--batch-base", type=int, default=2, show_default=True, help="2 (paper); 4 reproduces the authors' released figures.")
 @click.option("--tau-rule", type=click.Choice(["theorem", "simulation", "lemma2"]), default="theorem", show_default=True)
+@click.option("--radius", type=click.Choice(["lemma2", "authors"]), default="lemma2", show_default=True,
+              help="Dist-DP-SE / Dist-RDP-SE elimination radius: Lemma 2 (the paper) or the authors' released code's constants.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write a self-contained HTML report (the figure as SVG, every curve's numbers and ledger) to FILE.")
-def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule, html_out):
+def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule, radius, html_out):
     """Regenerate a figure of the papers as PNG plus the CSV behind it."""
     from ._bandits import figures
+    from ._output import check_output_dir, check_output_file
 
     table = figures()
     if list_only or figure is None:
@@ -156,35 +220,38 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
         return
     if figure not in table:
         _fail_usage(ValueError(f"figure={figure!r} is invalid: expected one of {sorted(table)}"))
-    if html_out is not None:
-        from ._html_report import check_writable
-
-        try:
-            check_writable(html_out, "--html")
-        except ValueError as error:
-            _fail_usage(error)
+    try:
+        check_output_dir("--out", outdir)
+        check_output_file("--html", html_out)
+    except ValueError as error:
+        _fail_usage(error)
     executor = None
     if dask_address:
         from dask.distributed import Client
 
         executor = Client(dask_address).get_executor()
     kwargs = {"quick": quick, "executor": executor, "workers": workers, "seed": seed, "path": path, "batch_base": batch_base, "tau_rule": tau_rule}
+    if radius != "lemma2":
+        kwargs["radius"] = radius
     if runs is not None:
         kwargs["runs"] = runs
     if table[figure].options.get("linear"):
         kwargs.pop("batch_base"), kwargs.pop("tau_rule")
+        if kwargs.pop("radius", None) is not None:
+            _fail_usage(ValueError(f"radius={radius!r} is invalid: expected 'lemma2' for the linear figure {figure!r}"))
     try:
         paths = table[figure].make(Path(outdir), **kwargs)
     except ValueError as error:
         _fail_usage(error)
         return
     if html_out is not None:
-        from ._html_report import reproduce_report, write_report
+        from ._html_report import reproduce_report
+        from ._output import atomic_write
 
         csv_path = next(p for p in paths if str(p).endswith(".csv"))
         json_path = next(p for p in paths if str(p).endswith(".json"))
         summary = json.loads(Path(json_path).read_text())
-        write_report(html_out, reproduce_report(summary, csv_path, description=table[figure].description,
+        atomic_write(html_out, reproduce_report(summary, csv_path, description=table[figure].description,
                                                 command="dpverify reproduce " + " ".join(sys.argv[2:])))
         paths = [*paths, Path(html_out)]
     for p in paths:

@@ -68,7 +68,14 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
             return
         from concurrent.futures import ProcessPoolExecutor
 
+        from ._output import atomic_write, check_output_file
         from ._tails import Grid, render_table, run_tails, to_json, to_junit
+
+        try:  # before the work: a bad output path must not cost the run
+            check_output_file("--json", json_file)
+            check_output_file("--junit", junit_file)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
 
         if not 0 < false_alarm < 1:
             raise click.BadParameter(f"false-alarm={false_alarm!r} is invalid: expected a probability in (0, 1)", param_hint="--false-alarm")
@@ -93,11 +100,9 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
             if to_stdout:
                 click.echo(text)
             else:
-                with open(json_file, "w", encoding="utf-8") as fh:
-                    fh.write(text)
+                atomic_write(json_file, text)
         if junit_file:
-            with open(junit_file, "w", encoding="utf-8") as fh:
-                fh.write(to_junit(report))
+            atomic_write(junit_file, to_junit(report))
         if not to_stdout:
             render_table(report, wide=wide)
     except click.ClickException:

@@ -19,7 +19,7 @@ import platform
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-__all__ = ["audit_report", "check_writable", "reproduce_report", "run_report", "write_report"]
+__all__ = ["audit_report", "reproduce_report", "run_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:90rem;color:#1d2330;padding:0 1rem}
@@ -136,37 +136,6 @@ def _environment(versions: dict | None = None) -> str:
         except PackageNotFoundError:
             items.setdefault(name, "source tree" if name == "dpverify" else "not installed")
     return _pairs_table(items.items())
-
-
-def write_report(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same directory, then a rename,
-    so an interrupted write never leaves half a page."""
-    import os
-    import tempfile
-
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def check_writable(path: str | Path, option: str) -> None:
-    """Refuse, before any work, an output path whose directory is missing or not writable."""
-    import os
-
-    parent = Path(path).resolve().parent
-    if not parent.is_dir():
-        raise ValueError(f"{option}={str(path)!r} is invalid: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"{option}={str(path)!r} is invalid: directory {str(parent)!r} is not writable")
 
 
 def _page(title: str, subtitle: str, body: Sequence[str], *, versions: dict | None = None, command: str | None = None) -> str:

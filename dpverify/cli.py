@@ -10,6 +10,7 @@ default: the returning-users table of the ICLR paper's Dist-RDP-SE.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any, Callable
 
@@ -67,6 +68,41 @@ def _families() -> dict[str, tuple[Callable[[dict], Any], tuple[str, ...], str]]
 
 _CONTINUOUS_SENSITIVITY = {"laplace", "gaussian"}
 
+# The ranges in which the certified evaluation is known to answer (measured, issue 15): outside
+# them Arb loses all precision (tiny noise: losses of 1e300 nats), a search never ends (Skellam
+# variance 1e-300) or FLINT cannot allocate. The noise parameter is bounded relative to the
+# sensitivity (the laws depend on their ratio); refused up front with exit 2, never a traceback.
+_SUPPORTED_NOISE = {
+    "skellam": ("variance", 1e-3, 1e300, "variance / sensitivity^2"),
+    "discrete-gaussian": ("sigma", 0.1, 1e150, "sigma / sensitivity"),
+    "discrete-gaussian-sum": ("sigma", 0.1, 1e150, "sigma / sensitivity"),
+    "discrete-laplace": ("scale", 0.01, 1e300, "scale / sensitivity"),
+    "laplace": ("scale", 1e-10, 1e300, "scale / sensitivity"),
+    "gaussian": ("sigma", 1e-10, 1e150, "sigma / sensitivity"),
+    "randomized-response": ("epsilon", 1e-300, 100.0, "epsilon"),
+}
+_MAX_SENSITIVITY = 2**53
+
+
+def _check_supported(family: str, values: dict) -> None:
+    """Refuse parameters outside ``_SUPPORTED_NOISE`` (the message names parameter, value and range)."""
+    name, lo, hi, what = _SUPPORTED_NOISE[family]
+    value = values.get(name)
+    sensitivity = values.get("sensitivity")
+    if isinstance(sensitivity, (int, float)) and not isinstance(sensitivity, bool) and abs(sensitivity) > _MAX_SENSITIVITY:
+        raise click.BadParameter(f"sensitivity={sensitivity!r} is invalid: expected at most 2^53 = {_MAX_SENSITIVITY}", param_hint="--sensitivity")
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        return  # the mechanism's own validation names it
+    if not isinstance(sensitivity, (int, float)) or isinstance(sensitivity, bool) or not (math.isfinite(sensitivity) and sensitivity > 0):
+        return
+    ratio = value if what == "epsilon" else value / (sensitivity**2 if what.endswith("^2") else sensitivity)
+    if not lo <= ratio <= hi:
+        raise click.BadParameter(
+            f"{name}={value!r} is invalid: expected {what} in the supported range [{lo:g}, {hi:g}] "
+            f"(got {ratio:.3g}; outside it the certified evaluation is not reliable)",
+            param_hint=f"--{name}",
+        )
+
 
 def _mechanism_options(function: Callable) -> Callable:
     options = [
@@ -90,6 +126,21 @@ def _parse_sensitivity(family: str, text: str) -> int | float:
         raise click.BadParameter(f"sensitivity={text!r} is invalid: expected {kind}", param_hint="--sensitivity")
 
 
+def _refusal(error: Exception, **given: Any) -> click.BadParameter:
+    """The exit-2 error for a failed evaluation: a ValueError says what it refused; a numeric
+    failure (Arb lost all precision, an overflow, no memory) names every parameter given."""
+    if isinstance(error, ValueError):
+        return click.BadParameter(str(error))
+    shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None and v != ())
+    return click.BadParameter(
+        f"{shown} is invalid: expected parameters inside the range the certified evaluation supports "
+        f"({type(error).__name__}: {error}); try less extreme values"
+    )
+
+
+_FAILURES = (ValueError, ArithmeticError, MemoryError, RecursionError)
+
+
 def _build(family: str, options: dict) -> Any:
     families = _families()
     if family not in families:
@@ -100,6 +151,7 @@ def _build(family: str, options: dict) -> Any:
     missing = [name for name in required if values.get(name) is None]
     if missing:
         raise click.UsageError(f"mechanism {family!r} needs " + ", ".join(f"--{m}" for m in missing))
+    _check_supported(family, values)
     try:
         return builder(values)
     except ValueError as error:
@@ -190,8 +242,8 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
     mech = _build(mechanism, options)
     try:
         exact = mech.rdp().evaluate(alphas, precision=precision)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+    except _FAILURES as error:
+        raise _refusal(error, mechanism=mechanism, alpha=alphas, precision=precision, **options) from None
     closed: dict[str, list] = {}
     for label, bound in mech.closed_forms().items():
         if isinstance(bound, acc.RDP):
@@ -237,8 +289,8 @@ def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, as_json: b
     mech = _build(mechanism, options)
     try:
         report = acc.epsilon_routes(mech, delta, compose=compose, include_pld=not no_pld)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+    except _FAILURES as error:
+        raise _refusal(error, mechanism=mechanism, delta=delta, compose=compose, **options) from None
     payload = {
         "mechanism": mechanism,
         "description": mech.describe(),
@@ -283,14 +335,33 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
     if mechanism not in families:
         _build(mechanism, options)  # raises the standard error
     noise = families[mechanism][2]
+    # search only inside the supported range (_SUPPORTED_NOISE): a probe outside it is refused
+    _, lo, hi, what = _SUPPORTED_NOISE[mechanism]
+    if what != "epsilon":
+        sens = abs(float(_parse_sensitivity(mechanism, options["sensitivity"])))
+        if not (math.isfinite(sens) and sens > 0):
+            _build(mechanism, {**options, noise: 1.0})  # the mechanism names the bad sensitivity
+        scale = sens**2 if what.endswith("^2") else sens
+        lo, hi = lo * scale, hi * scale
+    for name, value in (("lower", lower), ("upper", upper)):
+        if not (math.isfinite(value) and value > 0):
+            raise click.BadParameter(f"{name}={value!r} is invalid: expected a finite real number > 0", param_hint=f"--{name}")
+    lower, upper = max(lower, lo), min(upper, hi)
+    if not lower < upper:
+        raise click.BadParameter(
+            f"upper={upper!r} is invalid: expected upper > lower = {lower!r} inside the supported range [{lo:g}, {hi:g}] of {noise}",
+            param_hint="--upper",
+        )
 
     def family(value: float) -> Any:
         return _build(mechanism, {**options, noise: value})
 
     try:
         result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+    except click.ClickException:
+        raise
+    except _FAILURES as error:
+        raise _refusal(error, mechanism=mechanism, target_epsilon=target_epsilon, delta=delta, compose=compose, lower=lower, upper=upper, **options) from None
     payload = {"mechanism": mechanism, "noise_parameter": noise, **result.as_dict()}
 
     def table() -> None:
@@ -315,8 +386,8 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
 
     try:
         rows = dist_rdp_se_returning(eps, s, n, returns, delta)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+    except _FAILURES as error:
+        raise _refusal(error, epsilon=eps, scale=s, batch_size=n, returns=returns, delta=delta) from None
     payload = {"epsilon": eps, "scale": s, "batch_size": n, "delta": delta, "rows": rows}
 
     def table() -> None:

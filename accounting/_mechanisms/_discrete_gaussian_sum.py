@@ -66,8 +66,14 @@ def _needed_bits(n: int, sigma_f: float, prec: int) -> int:
     return prec + 64 + int(n / (8 * sigma_f * sigma_f) / math.log(2)) + n.bit_length()
 
 
+#: Largest sigma the exact route is tried at: its cost grows with sigma (sigma = 1e3: ~1 s;
+#: 1e6: minutes), while beyond it the proven fallback (min of KLS 2021 Prop. 13 and the single
+#: N_Z(0, sigma^2) curve) is tight to O(1/sigma^2) relative. (Issue 15: sigma = 1e30 ran out of memory.)
+MAX_EXACT_SIGMA = 1e3
+
+
 def feasible(n: int, sigma) -> bool:
-    return n <= MAX_EXACT_N and _needed_bits(n, _f(sigma), 128) <= MAX_EXACT_BITS
+    return n <= MAX_EXACT_N and _f(sigma) <= MAX_EXACT_SIGMA and _needed_bits(n, _f(sigma), 128) <= MAX_EXACT_BITS
 
 
 class _ResidueTable:

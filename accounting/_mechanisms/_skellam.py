@@ -79,7 +79,9 @@ sum_{k >= K} T(k) <= P[X >= K] (section 4 with r(K) <= 1), so
   sum_{k >= 1} T(k) <= (K - 1) T(0) + Chernoff(K),  T(0) = P(0)^alpha P(Delta)^{1-alpha} from two Arb Bessel values.
 (Every remainder is added as the ball [0, bound]; the window choice only affects tightness.
 A window of more than MAX_WINDOW_TERMS terms is not summed: the value there is the split bound
-of section 7 where it applies, else +inf, valid and vacuous.)
+of section 7 where it applies, else Agarwal et al.'s proven closed form at the integer order
+ceil(alpha) (``_beyond_window``; Renyi divergence is non-decreasing in the order). A window
+estimated past 64 MAX_WINDOW_TERMS (mu ~ 1e10 and up at Delta = 1) is not even planned.)
 
 6. Float approximation (search only; never reported)
 ----------------------------------------------------
@@ -647,6 +649,8 @@ def _plan_window(law: _FloatLaw, delta: int, af: float, prec: int, allow_far: bo
     if not (math.isfinite(nstar) and math.isfinite(sigma)):
         return None
     base_thr = (prec + 40) * _LN2 + max(0.0, -math.log(am1)) + 12
+    if _WINDOW_PER_SIGMA * sigma > _PLAN_MAX_TERMS:
+        return None  # a window far past any summable one: not planned (the scans alone would not fit in memory)
     c = -int(math.floor(nstar + 0.5))
     half = int(24 * sigma) + delta + 16
     for _ in range(40):
@@ -723,6 +727,16 @@ def _plan_window(law: _FloatLaw, delta: int, af: float, prec: int, allow_far: bo
 MAX_WINDOW_TERMS = 1_000_000
 
 
+#: A window holds T(k) within ~(prec + 40) ln 2 nats of its peak: about this many widths sigma
+#: of the tilted measure (2 sqrt(2 * 60) ~ 22 at the smallest threshold; more at working precision).
+_WINDOW_PER_SIGMA = 20.0
+#: Windows estimated longer than this (before any scan) are not planned at all: neither the exact
+#: sum (MAX_WINDOW_TERMS) nor a split into at most Delta pieces could use them, and the planner's
+#: scans would allocate arrays of that size (mu = 1e30: 341 TiB). The value there is Agarwal et
+#: al.'s closed form (see :func:`_ball`), a proven upper bound, tight (relative error O(1/mu)) exactly
+#: where the window is long.
+_PLAN_MAX_TERMS = 64 * MAX_WINDOW_TERMS
+
 #: Above this many terms the exact window is replaced by the split bound of section 7, when that
 #: applies (Delta >= 2) and its pieces are cheaper; below it, every value is the exact sum.
 EXACT_WINDOW_TERMS = 20_000
@@ -776,7 +790,7 @@ def _ball(mu, delta: int, alpha: arb) -> arb:
     mu_q = Fraction(mu)
     plan = _plan(law, delta, af, prec)
     if plan is None:
-        return arb.pos_inf()
+        return _beyond_window(mu, delta, alpha)
     terms = _window_terms(plan)
     if delta >= 2 and terms > EXACT_WINDOW_TERMS and (af <= SPLIT_MAX_ALPHA or terms > MAX_WINDOW_TERMS):
         split = _split_ball(mu_q, delta, alpha, terms)
@@ -785,10 +799,10 @@ def _ball(mu, delta: int, alpha: arb) -> arb:
     allow_far = True
     while True:
         if plan is None:
-            return arb.pos_inf()
+            return _beyond_window(mu, delta, alpha)
         max_abs_log = plan[-1]
         if _window_terms(plan) > MAX_WINDOW_TERMS:
-            return arb.pos_inf()
+            return _beyond_window(mu, delta, alpha)
         bits = prec + alpha_guard_bits(alpha) + int(math.log2(max(af, 2.0) * max_abs_log)) + 24
         if plan[0] == "far":
             _, n1, n0, K, top, _ = plan
@@ -802,6 +816,22 @@ def _ball(mu, delta: int, alpha: arb) -> arb:
         _, n1, K, top, _ = plan
         table = _table(mu, max(n1 + delta, K), bits)
         return _full_sum(mu, mu_q, delta, alpha, bits, table, n1, K, top)
+
+
+def _beyond_window(mu, delta: int, alpha: arb) -> arb:
+    """The value where the exact sum is not computed (window too long or not plannable).
+
+    Agarwal, Kairouz & Liu (2021, Thm 3.5) prove their closed form an upper bound of this very
+    divergence (D1 = D2 = Delta, the 1-D case) at integer orders alpha >= 2. Renyi divergence is
+    non-decreasing in alpha, so D_alpha <= D_ceil(alpha) <= their bound at ceil(alpha) (ceil of
+    the ball's upper end): evaluated in Arb, a certified upper bound at every real alpha > 1,
+    where before this was +inf (valid, vacuous). It is tight exactly where windows are long
+    (large mu: relative slack O(1/mu), plus the rounding of alpha up to an integer).
+    """
+    whole = alpha.upper().ceil()
+    if not whole.is_finite():
+        return arb.pos_inf()
+    return agarwal_bound_ball(mu, delta, delta, whole.max(arb(2))).upper() + arb(0)
 
 
 def _split_pieces(delta: int, terms: int, af: float) -> list[tuple[int, int]]:

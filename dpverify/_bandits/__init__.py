@@ -57,6 +57,7 @@ from ._registry import (
 from ._results import RunRecord, RunResult, checkpoints, ledger_summary
 from ._runner import RunConfig, run, run_seed, seed_streams, sweep
 from ._ucb import LocalCurator, LocalPrivatizer
+from ._user import load_instance_file, user_instance
 
 __all__ = [
     "AlgorithmSpec",
@@ -80,6 +81,7 @@ __all__ = [
     "instances",
     "ledger_summary",
     "lemma2_radius",
+    "load_instance_file",
     "mslr_instance",
     "register_algorithm",
     "register_figure",
@@ -90,4 +92,5 @@ __all__ = [
     "run_seed",
     "seed_streams",
     "sweep",
+    "user_instance",
 ]

@@ -196,6 +196,7 @@ def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
         delta=config.delta,
         checkpoint_count=config.checkpoint_count,
         protocol_label=config.algorithm,
+        radius=config.radius,
     )
     record = run_batch_elimination(setup, seeds, run_index)
     record.extra.update(extra)

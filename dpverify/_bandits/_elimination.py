@@ -240,6 +240,7 @@ class EliminationSetup:
     delta: float = 1e-6
     checkpoint_count: int = 60
     protocol_label: str = ""
+    radius: str = "lemma2"  # or "authors": the released code's constants (authors_constants)
 
 
 def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
@@ -361,9 +362,46 @@ def protocol_radius(protocol: Any, p: float) -> Callable[[int, int, int], float]
     return radius
 
 
+#: the elimination radii: Lemma 2 with each protocol's Assumption 1 constants (the paper), or the
+#: constants of the authors' released code (``authors_constants``)
+RADII = ("lemma2", "authors")
+
+
+def authors_constants(kind: str, epsilon: float, s: float = 1.0) -> tuple[float, float]:
+    """(sigma, h) of the ICLR 2023 authors' released simulation code, in Lemma 2's radius.
+
+    The released ``confidence_interval`` of ``BatchSEDistDP`` uses sigma = sqrt(2)/eps, h = 1/eps;
+    that of ``BatchSEDistRDP`` sigma = 2/eps + sqrt(2)/(s eps), h = 1/(s eps); both in the same
+    formula as Lemma 2, sqrt(log(4 K b^2/p)/(2n)) + sigma sqrt(log(2 K b^2/p))/n + h log(2 K b^2/p)/n,
+    with constants that do not depend on the batch size n (Lemma 2's per-protocol constants,
+    ``protocol.assumption1(n, p)``, do). Only those two protocols have released constants.
+    """
+    eps = float(epsilon)
+    if kind == "dist-dp":
+        return math.sqrt(2.0) / eps, 1.0 / eps
+    if kind == "dist-rdp":
+        return 2.0 / eps + math.sqrt(2.0) / (float(s) * eps), 1.0 / (float(s) * eps)
+    raise AccountingError("radius", "authors", f"'lemma2' for the {kind!r} protocol (the released code has constants for dist-dp and dist-rdp only)")
+
+
+def authors_radius(protocol: Any, p: float) -> Callable[[int, int, int], float]:
+    """Lemma 2's beta(b) with :func:`authors_constants` in place of the protocol's Assumption 1 constants."""
+    sigma, h = authors_constants(protocol.kind, protocol.epsilon, getattr(protocol, "s", 1.0))
+
+    def radius(n: int, b: int, active: int) -> float:
+        return lemma2_radius(n, b, active, p, sigma, h)
+
+    return radius
+
+
 def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
     """Algorithm 1 with the setup's protocol (or non-private if ``protocol`` is None)."""
     _check_setup(setup)
+    if setup.radius not in RADII:
+        raise AccountingError("radius", setup.radius, f"one of {RADII}")
+    if setup.radius == "authors" and setup.protocol is None:
+        raise AccountingError("radius", "authors", "'lemma2' for non-private SE (the released constants are for dist-dp-se and dist-rdp-se)")
+    rule = authors_radius(setup.protocol, setup.p) if setup.radius == "authors" else protocol_radius(setup.protocol, setup.p)
     recorder, feedback, ledger = _build(setup, seeds)
     radii: list[float] = []
     try:
@@ -372,14 +410,15 @@ def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.Se
             setup.instance.k,
             setup.horizon,
             lambda b, active: setup.batch_base**b,
-            protocol_radius(setup.protocol, setup.p),
+            rule,
             on_batch=lambda b, n, means, beta: radii.append(beta),
         )
     except BaseException:
         if setup.ledger is not None:  # a refused batch stops the run: release the connection
             ledger.close()
         raise
-    extra = {"batches": b, "final_active": learner.active, "radius_last": radii[-1] if radii else None}
+    extra = {"batches": b, "final_active": learner.active, "radius_last": radii[-1] if radii else None,
+             "radius": "authors' released code (sigma, h independent of n)" if setup.radius == "authors" else "Lemma 2 (per-protocol constants)"}
     bits = None
     params = getattr(setup.protocol, "parameters", None)
     if params is not None:

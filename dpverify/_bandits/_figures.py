@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._output import atomic_path, atomic_write, check_output_dir
 from ._registry import FigureSpec, register_figure
 
 __all__ = ["Curve", "Panel", "make_figure"]
@@ -45,10 +46,16 @@ class Panel:
     curve_eps: tuple[float, ...] | None = None  # per-curve eps (for "vary eps" panels)
 
 
-def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_options: dict) -> list:
+def quick_horizon(panel: Panel, floor: int = 1000) -> int:
+    """The horizon of a panel under ``--quick``: T/100, but at least ``floor`` (the figure's own:
+    the smallest horizon at which its claim is visible, see ``QUICK_FLOOR``)."""
+    return min(panel.horizon, max(panel.horizon // 100, floor))
+
+
+def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_options: dict, floor: int = 1000) -> list:
     from ._runner import RunConfig
 
-    horizon = max(panel.horizon // 100, 1000) if quick else panel.horizon
+    horizon = quick_horizon(panel, floor) if quick else panel.horizon
     out = []
     for i, c in enumerate(panel.curves):
         eps = panel.curve_eps[i] if panel.curve_eps else panel.epsilon
@@ -56,6 +63,8 @@ def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_op
         if path == "auto":
             chosen = "aggregate" if c.algorithm in ("dist-dp-se", "dist-rdp-se", "cdp-se", "dp-se") else "per-user"
         opts = {**base_options, **c.options}
+        if opts.get("radius") == "authors" and c.algorithm not in ("dist-dp-se", "dist-rdp-se"):
+            opts.pop("radius")  # the released code has constants for these two only; the others keep Lemma 2
         out.append(RunConfig(algorithm=c.algorithm, instance=panel.instance, horizon=horizon, epsilon=eps, seeds=runs, seed=seed, path=chosen, **opts))
     return out
 
@@ -75,20 +84,24 @@ def make_figure(
     ylabel: str = "time-average regret Reg(t)/t",
     per_time: bool = True,
     base_options: dict | None = None,
+    title: str | None = None,
+    quick_floor: int = 1000,
 ) -> list[Path]:
     from ._runner import sweep
 
     outdir = Path(outdir)
+    check_output_dir("outdir", outdir)  # before the sweep: a bad directory must not cost the runs
     outdir.mkdir(parents=True, exist_ok=True)
+    full_runs = runs
     runs = min(runs, 4) if quick else runs
     configs, owners = [], []
     for panel in panels:
-        for i, cfg in enumerate(_configs(panel, runs, seed, quick, path, base_options or {})):
+        for i, cfg in enumerate(_configs(panel, runs, seed, quick, path, base_options or {}, quick_floor)):
             configs.append(cfg)
             owners.append((panel, panel.curves[i]))
     results = sweep(configs, executor=executor, workers=workers, progress=progress)
     csv_path = outdir / f"{name}.csv"
-    with csv_path.open("w", newline="") as f:
+    with atomic_path(csv_path) as temporary, temporary.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["figure", "panel", "curve", "algorithm", "instance", "epsilon", "path", "runs", "t", "mean_regret", "se_regret", "mean_regret_over_t", "se_regret_over_t"])
         for (panel, curve), res in zip(owners, results):
@@ -97,6 +110,7 @@ def make_figure(
     summary = {
         "figure": name,
         "quick": quick,
+        "radius": (base_options or {}).get("radius", "lemma2"),
         "curves": [
             {
                 "panel": panel.key,
@@ -117,9 +131,17 @@ def make_figure(
         ],
     }
     json_path = outdir / f"{name}.json"
-    json_path.write_text(json.dumps(summary, indent=1, default=float))
+    atomic_write(json_path, json.dumps(summary, indent=1, default=float))
     png_path = outdir / f"{name}.png"
-    _plot(name, panels, owners, results, png_path, ylabel, per_time)
+    title = title or name
+    if quick:
+        horizons = sorted({quick_horizon(p, quick_floor) for p in panels})
+        paper = sorted({p.horizon for p in panels})
+        title += (f"\nquick: T = {', '.join(f'{h:.0e}' for h in horizons)} and {runs} runs per curve (full size: T = "
+                  f"{', '.join(f'{h:.0e}' for h in paper)}, {full_runs} runs), the smallest power of 10 at which the curves already separate")
+    if (base_options or {}).get("radius") == "authors":
+        title += " (Dist-DP/RDP-SE with the authors' released elimination radius)"
+    _plot(title, panels, owners, results, png_path, ylabel, per_time)
     return [png_path, csv_path, json_path]
 
 
@@ -154,9 +176,10 @@ def _plot(name, panels, owners, results, png_path, ylabel, per_time) -> None:
         ax.legend(fontsize=7)
     for idx in range(n, rows * cols):
         axes[idx // cols][idx % cols].set_visible(False)
-    fig.suptitle(name, fontsize=11)
+    fig.suptitle(name, fontsize=10)
     fig.tight_layout()
-    fig.savefig(png_path, dpi=120)
+    with atomic_path(png_path) as temporary:
+        fig.savefig(temporary, dpi=120)
     plt.close(fig)
 
 
@@ -232,9 +255,16 @@ REN_FIGURE = (
 )
 
 
+#: --quick's smallest horizon per figure: at T/100 = 1e4 on the easy instance no arm is eliminated
+#: yet and every curve coincides (issue 15); at 1e5 the first eliminations have happened and the
+#: curves separate (checked by looking at the quick PNGs; tests/test_quick_figures.py checks the CSV).
+QUICK_FLOOR = {"iclr-fig1": 10**5, "iclr-fig1abc": 10**5, "iclr-fig2": 10**5, "iclr-fig3": 10**5, "iclr-fig4": 10**5, "iclr-fig5": 10**5}
+
+
 def _iclr_maker(name: str, panels: tuple[Panel, ...]):
     def make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=20, **options):
-        return make_figure(name, panels, outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed, path=path, base_options=options)
+        return make_figure(name, panels, outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed, path=path,
+                           base_options=options, title=ICLR_FIGURES[name][0], quick_floor=QUICK_FLOOR.get(name, 1000))
 
     return make
 
@@ -242,7 +272,7 @@ def _iclr_maker(name: str, panels: tuple[Panel, ...]):
 def _ren_make(outdir, quick=False, executor=None, workers=None, progress=None, seed=0, path="auto", runs=50, **options):
     return make_figure(
         "ren-fig1", REN_FIGURE[1], outdir, runs=runs, quick=quick, executor=executor, workers=workers, progress=progress, seed=seed,
-        path="per-user", ylabel="cumulative regret", per_time=False, base_options=options,
+        path="per-user", ylabel="cumulative regret", per_time=False, base_options=options, title=REN_FIGURE[0],
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "get_algorithm",
     "get_figure",
     "get_instance",
+    "instance_name",
     "instances",
     "register_algorithm",
     "register_figure",
@@ -138,7 +139,32 @@ def get_algorithm(name: str) -> AlgorithmSpec:
     return table[name]
 
 
-def get_instance(name: str) -> InstanceSpec:
+def instance_name(instance: Any) -> str:
+    """The name of a registered instance (a string) or of a user's instance object."""
+    return instance if isinstance(instance, str) else str(getattr(instance, "name", type(instance).__name__))
+
+
+def get_instance(name: Any) -> InstanceSpec:
+    """The spec of a registered instance, or one wrapping a user's instance object.
+
+    A ``BanditInstance`` (multi-armed) or ``LinearInstance`` (linear) object stands for itself:
+    every seed runs on it (it is fixed, not drawn per seed).
+    """
+    if not isinstance(name, str):
+        from ._environments import BanditInstance
+
+        if isinstance(name, BanditInstance):
+            family = "multi-armed"
+        else:
+            try:
+                from .linear import LinearInstance
+            except ImportError:  # pragma: no cover - the linear package is part of dpverify
+                LinearInstance = ()  # type: ignore[assignment]
+            if not isinstance(name, LinearInstance):
+                raise AccountingError("instance", name, "an instance name (see --list), a BanditInstance or a LinearInstance")
+            family = "linear"
+        fixed = name
+        return InstanceSpec(instance_name(fixed), family, lambda config, seed: fixed, f"user instance {instance_name(fixed)!r}")
     table = instances()
     if name not in table:
         raise AccountingError("instance", name, f"one of {sorted(table)}")

@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Sequence
 
 import numpy as np
 
 from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
 
-from ._registry import get_algorithm, get_instance
+from ._registry import get_algorithm, get_instance, instance_name
 from ._results import RunRecord, RunResult, aggregate
 from ._elimination import lemma2_tau_p
 
@@ -27,6 +27,8 @@ __all__ = ["RunConfig", "run", "run_seed", "seed_streams", "sweep"]
 
 STREAMS = ("instance", "environment", "privatizer", "learner")
 TAU_RULES = ("theorem", "simulation", "lemma2")
+#: the privacy levels a run supports (see RunConfig.validate)
+EPSILON_RANGE = (1e-4, 100.0)
 PATHS = ("per-user", "aggregate")
 
 
@@ -45,7 +47,7 @@ class RunConfig:
     """
 
     algorithm: str
-    instance: str
+    instance: Any  # a registered name, or a BanditInstance / LinearInstance object (fixed for every seed)
     horizon: int
     epsilon: float | None = None
     seeds: int = 1
@@ -66,6 +68,7 @@ class RunConfig:
     fixed_instance: bool = False  # True: every seed runs on the instance of seed index 0
     checkpoint_count: int = 60
     extra: dict = field(default_factory=dict)
+    radius: str = "lemma2"  # "authors": the elimination radius of the authors' released code (Dist-DP-SE, Dist-RDP-SE)
 
     def validate(self) -> "RunConfig":
         spec = get_algorithm(self.algorithm)
@@ -80,6 +83,10 @@ class RunConfig:
             if self.epsilon is None:
                 raise AccountingError("epsilon", None, f"a privacy level eps > 0 for {self.algorithm!r}")
             check_positive("epsilon", self.epsilon)
+            if not EPSILON_RANGE[0] <= self.epsilon <= EPSILON_RANGE[1]:
+                # the protocols' exact parameters (g = ceil(eps sqrt(n)), the noise scale g/eps as a
+                # ratio of int64s) exist only in a range: refuse outside it rather than fail inside
+                raise AccountingError("epsilon", self.epsilon, f"a privacy level in the supported range [{EPSILON_RANGE[0]:g}, {EPSILON_RANGE[1]:g}]")
         if self.p is not None:
             check_probability("p", self.p)
         if self.tau_rule not in TAU_RULES:
@@ -108,6 +115,10 @@ class RunConfig:
                 raise AccountingError(
                     "ledger", self.ledger, "given with population and max_returns (a durable ledger accounts for a population of returning users)"
                 )
+        if self.radius not in ("lemma2", "authors"):
+            raise AccountingError("radius", self.radius, "'lemma2' (the paper) or 'authors' (the released code)")
+        if self.radius == "authors" and self.algorithm not in ("dist-dp-se", "dist-rdp-se"):
+            raise AccountingError("radius", self.radius, f"'lemma2' for {self.algorithm!r} (the released code has constants for dist-dp-se and dist-rdp-se only)")
         if self.returning_calibration not in ("exact", "appendix-i"):
             raise AccountingError("returning_calibration", self.returning_calibration, "'exact' or 'appendix-i'")
         return self
@@ -133,7 +144,10 @@ class RunConfig:
         return self.tau_p
 
     def options(self) -> dict:
-        out = asdict(self)
+        out = asdict(self) if isinstance(self.instance, str) else asdict(replace(self, instance=instance_name(self.instance)))
+        if not isinstance(self.instance, str):
+            describe = getattr(self.instance, "describe", None)
+            out["instance_definition"] = describe() if callable(describe) else repr(self.instance)
         if self.ledger is not None:  # results never carry a database password
             from accounting._durable import redacted
 
@@ -227,7 +241,7 @@ def _aggregate(config: RunConfig, records: list[RunRecord]) -> RunResult:
     return aggregate(
         records,
         algorithm=config.algorithm,
-        instance=config.instance,
+        instance=instance_name(config.instance),
         horizon=config.horizon,
         seed=config.seed,
         epsilon=config.epsilon,

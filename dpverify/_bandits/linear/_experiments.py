@@ -219,7 +219,10 @@ def plot_li_fig2(result: dict, path: str) -> None:
         ax.grid(alpha=0.3)
     fig.suptitle(f"Li et al. Fig. 2 on '{result['instance']['name']}', {result['runs']} runs, T={result['horizon']}, width={result['privacy_width']}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from ..._output import atomic_path
+
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, dpi=110)
     plt.close(fig)
 
 
@@ -251,7 +254,10 @@ def make_li_fig2(
     unknown = set(options) - {"horizon", "epsilons", "delta", "alpha"}
     if unknown:
         raise AccountingError("options", sorted(unknown), "a subset of horizon, epsilons, delta, alpha")
+    from ..._output import atomic_write, check_output_dir
+
     out = Path(outdir)
+    check_output_dir("outdir", out)  # before the runs
     out.mkdir(parents=True, exist_ok=True)
     own = executor is None and workers != 1
     if executor is None and workers == 1:
@@ -271,6 +277,6 @@ def make_li_fig2(
         stem += f"-{privacy_width}"
     json_path = out / f"{stem}.json"
     png_path = out / f"{stem}.png"
-    json_path.write_text(json.dumps(result, indent=1))
+    atomic_write(json_path, json.dumps(result, indent=1))
     plot_li_fig2(result, str(png_path))
     return [json_path, png_path]
