@@ -140,8 +140,9 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
     # The PLD's cost grows with its output window (~4 ms per output on a loaded core; mu = 1e5
     # Skellam: 8192 outputs, ~45 s): beyond MAX_PLD_OUTPUTS the route is skipped, and says so,
     # rather than running for minutes (mu = 1e30: 1e16 outputs). The other routes still answer.
+    window = getattr(pair, "window", None)  # integer pairs; continuous ones are gridded by loss, not output
     try:
-        lo, hi = pair.window(DEFAULT_TAIL_MASS)
+        lo, hi = window(DEFAULT_TAIL_MASS) if window is not None else (0, 0)
         outputs = hi - lo + 1
     except ArithmeticError:
         outputs = math.inf
