@@ -84,9 +84,17 @@ _SUPPORTED_NOISE = {
 _MAX_SENSITIVITY = 2**53
 
 
+_MAX_SHARES = 2**20
+
+
 def _check_supported(family: str, values: dict) -> None:
     """Refuse parameters outside ``_SUPPORTED_NOISE`` (the message names parameter, value and range)."""
     name, lo, hi, what = _SUPPORTED_NOISE[family]
+    shares = values.get("n")
+    if isinstance(shares, int) and not isinstance(shares, bool) and shares > _MAX_SHARES:
+        # the sum's law is evaluated share by share: beyond 2^20 shares (the largest batch tested) it
+        # would run for minutes; refuse at once, naming the parameter and the range
+        raise click.BadParameter(f"n={shares!r} is invalid: expected at most 2^20 = {_MAX_SHARES} summed shares", param_hint="--n")
     value = values.get(name)
     sensitivity = values.get("sensitivity")
     if isinstance(sensitivity, (int, float)) and not isinstance(sensitivity, bool) and abs(sensitivity) > _MAX_SENSITIVITY:

@@ -211,7 +211,11 @@ def sweep(
     """
     for c in configs:
         c.validate()
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise AccountingError("workers", workers, "an integer >= 1")
     tasks = [(i, r) for i, c in enumerate(configs) for r in range(c.seeds)]
+    if workers is not None:  # a pool larger than the task list would only start idle processes
+        workers = min(workers, max(1, len(tasks)))
     records: list[list[RunRecord]] = [[] for _ in configs]
     bar = _progress(len(tasks), "runs", progress)
     try:
