@@ -31,6 +31,8 @@ __all__ = ["epsilon_routes"]
 #: squaring needs O(log k) products of grids whose length grows like sqrt(k) (10^6-fold discrete
 #: Laplace(20, 10): a few seconds), while the RDP, pure and optimal-composition routes cost O(1) in k
 PLD_MAX_COMPOSE = 10**6
+#: ... and when releases x output-window width exceeds this (the composed grid's cost grows with both)
+PLD_MAX_WORK = 2 * 10**7
 
 
 def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult | None:
@@ -155,6 +157,10 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
     if k > PLD_MAX_COMPOSE:  # acct-gauss: the composed grid grows like sqrt(k); say so instead of hanging
         return EpsilonResult(
             math.inf, delta, "pld", None, f"skipped: compose={k} > {PLD_MAX_COMPOSE} (the composed PLD grid grows like sqrt(k); the other routes cost O(1) in k)"
+        )
+    if k * outputs > PLD_MAX_WORK:  # a wide window composed many times: minutes of FFTs (Skellam mu = 1e5, k = 1e5)
+        return EpsilonResult(
+            math.inf, delta, "pld", None, f"skipped: compose={k} x {outputs:,} outputs > {PLD_MAX_WORK:,} (the other routes cost O(1) in k)"
         )
     # Only the certified upper bound is needed here; the optimistic twin doubles the cost.
     try:

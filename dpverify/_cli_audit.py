@@ -25,6 +25,9 @@ import click
 
 __all__ = ["audit_command"]
 
+#: the most draws per input ``--samples-scale`` may ask of one claim (10^9: hours of sampling)
+_MAX_DRAWS = 1e9
+
 _STYLE = {"holds": "green", "caught": "green", "violated": "bold red", "missed": "bold red", "error": "bold magenta"}
 
 
@@ -193,6 +196,10 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
     except SuiteError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
+    largest = max((spec.samples for spec in specs), default=0) * samples_scale
+    if largest > _MAX_DRAWS:  # refuse at once what would run for days or exhaust memory
+        raise click.BadParameter(f"samples_scale={samples_scale!r} is invalid: expected a scale giving at most {_MAX_DRAWS:.0e} "
+                                 f"draws per input (the largest claim would take {largest:.3g})", param_hint="--samples-scale")
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
