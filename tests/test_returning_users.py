@@ -262,7 +262,7 @@ def test_cli_runs_the_mode_and_names_bad_inputs():
             "--population", str(N), "--max-returns", "4", "--returning-calibration", "appendix-i", "--json", "-"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)  # the cost estimate goes to stderr
     info = data["per_run"][0]["returning_users"]
     assert (info["rule"], info["population"], info["max_returns"]) == ("appendix-i", N, 4)
     assert info["per_batch"][0] == acc.appendix_i_per_batch(EPS, DELTA, 4).epsilon
