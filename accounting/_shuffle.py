@@ -71,6 +71,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from flint import arb, fmpz
@@ -422,28 +423,7 @@ class _Clone:
 
     def epsilon(self, delta: float) -> float:
         """The smallest float eps (to ~1e-9 relative) whose certified delta(eps) <= delta; eps0 if none."""
-        eps0 = float(self.epsilon0)
-        if self.estimate(eps0) > delta and self.delta(eps0) > delta:
-            return upper_float(exact(self.epsilon0))
-        lo, hi = 0.0, eps0
-        if self.estimate(0.0) <= delta:
-            hi = 0.0
-        for _ in range(80):
-            mid = 0.5 * (lo + hi)
-            if self.estimate(mid) <= delta:
-                hi = mid
-            else:
-                lo = mid
-            if hi - lo <= 1e-12 * max(hi, 1e-300):
-                break
-        candidate = hi * (1 + 1e-9) + 1e-12
-        for _ in range(60):
-            if candidate >= eps0:
-                return upper_float(exact(self.epsilon0))
-            if self.delta(candidate) <= delta:
-                return candidate
-            candidate = candidate * (1 + 1e-6) + 1e-9
-        return upper_float(exact(self.epsilon0))
+        return _certified_epsilon(self, delta)
 
 
 @functools.lru_cache(maxsize=64)
@@ -598,13 +578,22 @@ def _count(epsilon0: float, n: int, m: int) -> _Count:
 
 
 def _count_epsilon(count: _Count, delta: float) -> float:
-    eps0 = float(count.epsilon0)
-    if count.delta(eps0) > delta:
-        return upper_float(exact(count.epsilon0))
+    return _certified_epsilon(count, delta)
+
+
+def _certified_epsilon(law: Any, delta: float) -> float:
+    """The smallest float eps (to ~1e-9 relative) whose *certified* ``law.delta(eps)`` is <= delta,
+    or eps0 (rounded up) if none is below it. ``law`` has ``epsilon0``, a float ``estimate(eps)``
+    that only steers the bisection, and the certified ``delta(eps)`` that decides."""
+    eps0 = float(law.epsilon0)
+    if law.estimate(eps0) > delta and law.delta(eps0) > delta:
+        return upper_float(exact(law.epsilon0))
     lo, hi = 0.0, eps0
+    if law.estimate(0.0) <= delta:
+        hi = 0.0
     for _ in range(80):
         mid = 0.5 * (lo + hi)
-        if count.estimate(mid) <= delta:
+        if law.estimate(mid) <= delta:
             hi = mid
         else:
             lo = mid
@@ -613,11 +602,11 @@ def _count_epsilon(count: _Count, delta: float) -> float:
     candidate = hi * (1 + 1e-9) + 1e-12
     for _ in range(60):
         if candidate >= eps0:
-            return upper_float(exact(count.epsilon0))
-        if count.delta(candidate) <= delta:
+            return upper_float(exact(law.epsilon0))
+        if law.delta(candidate) <= delta:
             return candidate
         candidate = candidate * (1 + 1e-6) + 1e-9
-    return upper_float(exact(count.epsilon0))
+    return upper_float(exact(law.epsilon0))
 
 
 @functools.lru_cache(maxsize=64)
