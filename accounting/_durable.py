@@ -38,6 +38,7 @@ reports every disagreement with the stored segments, profiles and worst spend.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import datetime as _dt
 import json
@@ -95,7 +96,7 @@ _TABLES = (
 # ---- stores --------------------------------------------------------------------------------------
 
 
-class _Store:
+class _Store(abc.ABC):
     """A connection with the two transactions the ledger needs: write (exclusive) and read."""
 
     kind = "store"
@@ -121,8 +122,9 @@ class _Store:
         if rows:
             self._execute_many(self._sql(sql), rows)
 
+    @abc.abstractmethod
     def table_exists(self, name: str) -> bool:
-        raise NotImplementedError
+        """Whether the database has a table of this name (each engine asks its own catalogue)."""
 
     def close(self) -> None:
         self.connection.close()
@@ -283,7 +285,7 @@ def _connect(url: str, read_only: bool) -> _Store:
         path = unquote(parts.path)
         if parts.netloc not in ("", "localhost") or not path or path == "/":
             raise AccountingError("url", url, "sqlite:///relative/path.db or sqlite:////absolute/path.db")
-        path = path[1:]  # sqlite:///a.db -> a.db, sqlite:////tmp/a.db -> /tmp/a.db
+        path = path[1:]  # sqlite:///a.db -> a.db (relative), sqlite:////abs/a.db -> /abs/a.db
         options = parse_qs(parts.query)
         synchronous = options.get("synchronous", ["full"])[0].upper()
         if synchronous not in ("FULL", "NORMAL", "EXTRA"):

@@ -158,9 +158,10 @@ class MonotoneLossPair(ABC):
     def loss_window(self, tail: float) -> tuple[float, float]: ...
 
     def hockey_stick_reverse(self, t: arb) -> arb:
-        if self.symmetric:
-            return self.hockey_stick(t)
-        raise NotImplementedError
+        """The other direction's hockey-stick; equal to :meth:`hockey_stick` for a symmetric pair."""
+        if not self.symmetric:  # an asymmetric pair states its reverse direction itself
+            raise TypeError(f"{type(self).__name__} has symmetric = False and must override hockey_stick_reverse")
+        return self.hockey_stick(t)
 
     # Many points at once (a pair may override these with a faster evaluation).
     def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
