@@ -270,9 +270,9 @@ class _Side:
     Exactly one of ``poly`` (arb engine) and ``vec`` (float engine, l1 error ``err``) is set.
     """
 
-    __slots__ = ("upper", "offset", "poly", "vec", "err", "inf", "shift", "origin", "truncated")
+    __slots__ = ("upper", "offset", "poly", "vec", "err", "inf", "shift", "origin", "truncated", "recipe")
 
-    def __init__(self, upper, offset, poly, vec, err, inf, shift, origin, truncated):
+    def __init__(self, upper, offset, poly, vec, err, inf, shift, origin, truncated, recipe=None):
         self.upper = upper
         self.offset = int(offset)
         self.poly = poly
@@ -282,6 +282,10 @@ class _Side:
         self.shift = shift
         self.origin = origin
         self.truncated = truncated
+        # a float upper side that is a product of powers of releases (accounting._pld_fft_power):
+        # its delta(eps) is certified from the recipe (tilted single-FFT passes), vec/err being
+        # the untilted pass, usable as any float side
+        self.recipe = recipe
 
     @property
     def engine(self) -> str:
@@ -512,8 +516,61 @@ def _truncate(side: _Side, tau: float) -> _Side:
     return _Side(side.upper, side.offset + kept_lo, None, kept, _float_up(err), inf, side.shift, side.origin, truncated)
 
 
-def _power(side: _Side, k: int, tau: float) -> _Side:
-    """k-fold self-convolution by binary powering, truncating after every product."""
+def _factors_of(side: _Side):
+    """The side as a product of powers of releases (accounting._pld_fft_power), or None.
+
+    Any float upper side with no float error is an exact measure (its floats and its atom) and so
+    a release; a side built from releases by the single-FFT route carries its recipe."""
+    from ._pld_fft_power import Factor
+
+    if not side.upper or side.vec is None or not (side.origin.is_exact() and side.origin.is_zero()):
+        return None
+    if side.recipe is not None:
+        return side.recipe.factors
+    if side.err != 0.0 or len(side.vec) == 0:
+        return None
+    return (Factor(side.vec, side.offset, arb(side.inf.upper()), 1, arb(side.shift.upper())),)
+
+
+def _side_of_recipe(factors, step: arb) -> _Side | None:
+    """The untilted single-FFT pass as a float side carrying its recipe (None if too large)."""
+    from ._pld_fft_power import PowerRecipe
+
+    try:
+        recipe = PowerRecipe.build(factors, float(step.mid()), step)
+        if recipe.too_large():
+            return None
+        p = recipe.tilted(0.0)
+    except (ArithmeticError, ValueError, OverflowError):  # extreme losses: repeated squaring instead
+        return None
+    err = _float_up(math.sqrt(len(p.vec)) * p.err_l2 * (1 + 4 * _U))
+    inf = arb(0).union(p.atom.upper())
+    return _Side(True, p.offset, None, p.vec, err, inf, arb(recipe.shift.upper()), arb(0), arb(p.atom.upper()), recipe)
+
+
+def _compose_upper(s1: _Side, s2: _Side, tau: float, step: arb) -> _Side:
+    """The composition of two upper sides: one FFT pass when both are products of releases."""
+    from ._pld_fft_power import combined
+
+    f1, f2 = _factors_of(s1), _factors_of(s2)
+    if f1 is not None and f2 is not None:
+        fast = _side_of_recipe(combined(f1, f2), step)
+        if fast is not None:
+            return fast
+    return _truncate(_multiply(s1, s2), tau)
+
+
+def _power(side: _Side, k: int, tau: float, step: arb | None = None) -> _Side:
+    """k-fold self-convolution: one FFT pass for a product of releases (``step`` given), else
+    binary powering, truncating after every product."""
+    if step is not None and k > 1:
+        from ._pld_fft_power import powered
+
+        factors = _factors_of(side)
+        if factors is not None:
+            fast = _side_of_recipe(powered(factors, k), step)
+            if fast is not None:
+                return fast
     result: _Side | None = None
     base = side
     while True:
@@ -560,6 +617,7 @@ class _Evaluator:
         self.base_float = float(self.base.mid())
         self._suffix: tuple[np.ndarray, np.ndarray] | None = None
         self._table: tuple[np.ndarray, np.ndarray] | None = None
+        self.estimate_err = self.err  # the error the float estimate adds (upper side)
 
     # ---- certified -------------------------------------------------------------------------
 
@@ -601,8 +659,16 @@ class _Evaluator:
             # products c*f each round (relative u): folded into the summation margin
             total = _sum_upper(terms * (1 + 2 * _U)) if upper else _sum_lower(terms * (1 - 2 * _U))
         if upper:
-            return upper_float(arb(total) + self.inf.upper() + arb(self.err))
+            return upper_float(arb(total) + self.inf.upper() + arb(self.error_term(eps)))
         return max(0.0, lower_float(arb(total) + self.inf.lower() - arb(self.err)))
+
+    def error_term(self, eps: arb) -> float:
+        """A bound of |sum_n (c_n - c_hat_n) f_eps(L_n)| (the l1 error here)."""
+        return self.err
+
+    def floor(self) -> float:
+        """A float >= lim_{eps -> inf} of the certified delta(eps) (the +inf atom and errors)."""
+        return upper_float(self.inf.upper() + arb(self.err))
 
     # ---- estimate (not certified; used to locate eps before certifying) --------------------
 
@@ -619,7 +685,7 @@ class _Evaluator:
         s0, s1 = self._suffix
         i = math.floor((eps - self.base_float) / self.step_float) + 1
         i = max(0, i)
-        extra = float(self.inf.mid()) + (self.err if self.side.upper else -self.err)
+        extra = float(self.inf.mid()) + (self.estimate_err if self.side.upper else -self.err)
         if i >= n:
             return extra
         value = s0[i] - math.exp(min(700.0, eps + s1[i])) if math.isfinite(s1[i]) else s0[i]
@@ -644,10 +710,59 @@ class _Evaluator:
         return hi
 
 
+class _RecipeEvaluator(_Evaluator):
+    """Certified delta(eps) of a side built by one FFT pass (:mod:`accounting._pld_fft_power`):
+    the smaller of the untilted pass's bound (error E sqrt(#points above eps)) and the bound of a
+    pass tilted by the Chernoff-optimal lambda at eps (error scaled by Z e^{-lambda eps}). Both are
+    certified upper bounds of the same dominating measure's delta(eps), so their minimum is."""
+
+    def __init__(self, side: _Side, step: arb, step_float: float) -> None:
+        super().__init__(side, step, step_float)
+        self.recipe = side.recipe
+        self.estimate_err = 0.0  # the search locates eps on the float values; certification adds errors
+        self._plain = self.recipe.tilted(0.0)
+        self._tilted: dict[float, _Evaluator] = {}
+        self._lambdas: dict[float, float] = {}
+
+    def error_term(self, eps: arb) -> float:
+        return self._plain.err_on_delta(eps, self.step, self.side.shift)
+
+    def floor(self) -> float:
+        return upper_float(self.inf.upper())
+
+    def _tilted_evaluator(self, lam: float) -> _Evaluator:
+        p = self.recipe.tilted(lam)
+        ev = self._tilted.get(p.lam)
+        if ev is None:
+            side = _Side(True, p.offset, None, p.vec, 0.0, arb(0).union(p.atom.upper()), self.side.shift, arb(0), p.atom)
+            ev = _Evaluator(side, self.step, self.step_float)
+            ev.error_term = lambda eps, p=p: p.err_on_delta(eps, self.step, self.side.shift)  # type: ignore[method-assign]
+            self._tilted[p.lam] = ev
+        return ev
+
+    def certified(self, eps: arb) -> float:
+        plain = super().certified(eps)
+        key = float(f"{float(eps.mid()):.4g}")  # nearby eps (the certification loop) share one lambda
+        lam = self._lambdas.get(key)
+        if lam is None:
+            lam = self._lambdas[key] = self.recipe.best_lambda(key)
+        if lam <= 0.0:
+            return plain
+        try:
+            tilted = self._tilted_evaluator(lam).certified(eps)
+        except ArithmeticError:  # an overflowing tilt: the untilted bound stands
+            return plain
+        return min(plain, tilted)
+
+
+def _evaluator_for(side: _Side, step: arb, step_float: float) -> _Evaluator:
+    return _RecipeEvaluator(side, step, step_float) if side.recipe is not None else _Evaluator(side, step, step_float)
+
+
 def _certified_epsilon_upper(ev: _Evaluator, delta: float, prec: int) -> tuple[float, float]:
     """(eps, certified delta(eps)) with certified delta(eps) <= delta (eps may be inf)."""
     with working_precision(prec):
-        if upper_float(ev.inf.upper() + arb(ev.err)) > delta:
+        if ev.floor() > delta:
             return math.inf, 1.0
         guess = ev.search(delta)
         if math.isinf(guess):
@@ -655,8 +770,10 @@ def _certified_epsilon_upper(ev: _Evaluator, delta: float, prec: int) -> tuple[f
         d0 = ev.certified(arb(0.0))
         if d0 <= delta:
             return 0.0, d0
-        eps = guess * (1 + 1e-10) + 1e-12
-        bump = max(abs(guess) * 1e-9, 1e-12)
+        # start at the float estimate itself: the certified bound is then tried at eps within
+        # 1e-13 relative of the estimate, and raised geometrically until it certifies
+        eps = guess
+        bump = max(abs(guess) * 1e-13, 1e-15)
         for _ in range(200):
             d = ev.certified(arb(eps))
             if d <= delta:
@@ -1041,7 +1158,7 @@ class PrivacyLossDistribution:
                 names = ["P||Q", "Q||P"]
             for name in names:
                 a, b = mine[name], theirs[name]
-                up = _truncate(_multiply(a.upper, b.upper), tau)
+                up = _compose_upper(a.upper, b.upper, tau, self._step)
                 low = None
                 if a.lower is not None and b.lower is not None:
                     low = _truncate(_multiply(a.lower, b.lower), tau)
@@ -1062,7 +1179,7 @@ class PrivacyLossDistribution:
         out = []
         with working_precision(self._precision):
             for d in self._directions:
-                up = _power(d.upper, k, self._truncation)
+                up = _power(d.upper, k, self._truncation, self._step)
                 low = _power(d.lower, k, self._truncation) if d.lower is not None else None
                 out.append(_Direction(d.name, up, low))
         return PrivacyLossDistribution(
@@ -1076,7 +1193,7 @@ class PrivacyLossDistribution:
     def _evaluators(self) -> list[tuple[str, _Evaluator, _Evaluator | None]]:
         with working_precision(self._precision):
             return [
-                (d.name, _Evaluator(d.upper, self._step, self._step_float), _Evaluator(d.lower, self._step, self._step_float) if d.lower is not None else None)
+                (d.name, _evaluator_for(d.upper, self._step, self._step_float), _Evaluator(d.lower, self._step, self._step_float) if d.lower is not None else None)
                 for d in self._directions
             ]
 

@@ -1,0 +1,622 @@
+"""Composition of float PLDs by one FFT power, certified through exponential tilting.
+
+What is computed
+----------------
+A composition of float (discretised) PLDs is a product of powers of its single releases,
+c = a_1^{*k_1} * ... * a_r^{*k_r} (convolution powers of the releases' finite measures on the grid
+L = n h; the +inf atoms compose in closed form, below). :mod:`accounting._pld` forms it by repeated
+squaring, with one FFT per product and a truncation after each. Here it is formed the way
+dp_accounting forms a self-composition (one forward FFT per release, an elementwise power, one
+inverse FFT, on a cyclic window of N points), and the result is certified by a forward-error
+analysis of that single pass. The rigorous part is new: the window, the wrap-around, the powers and
+the exponential tilting that makes the error negligible where delta(eps) is read.
+
+The window and the wrap-around (soundness)
+------------------------------------------
+The FFT computes the *cyclic* convolution on N points: the entry of grid index B + q (window
+[B, B + N)) receives c(B + q + jN) for every integer j. All masses are >= 0, so the cyclic result
+is >= c on the window pointwise: mass from below the window is moved *up* by N h (pessimistic) and
+mass from above is duplicated lower (extra mass, pessimistic since f_eps >= 0). Only c's mass
+*above* the window would be lost; it is bounded by Chernoff's inequality,
+
+    c(L > T) <= e^{-s T} prod_i M_i(s)^{k_i},   M_i(s) = sum_n a_i(n) e^{s L_n},  s > 0,
+
+evaluated rigorously (upper floats of the weights, Arb for the powers), and placed on the +inf atom
+(f_eps(+inf) = 1). The window is placed (by float estimates: placement moves tightness, never
+soundness) so that both tails carry at most ``WINDOW_TAIL`` mass; the tilted pass below also adds
+the lower-tail bound (same inequality with s < 0) to the +inf atom, since tilting shrinks the mass
+that wraps up from below. +inf atoms: with finite masses m_i and atoms p_i of the releases, the
+composition's atom is prod (m_i + p_i)^{k_i} - prod m_i^{k_i}, in Arb from certified m_i, p_i.
+
+Exponential tilting (tightness)
+-------------------------------
+For lambda >= 0 let t_i(n) = a_i(n) e^{lambda L_n} / Z_i (Z_i ~ M_i(lambda), so t_i has mass ~1).
+Tilting is multiplicative, so the cyclic power of the t_i is y(q) = sum_j c(B+q+jN) e^{lambda
+L_{B+q+jN}} / Z, Z = prod Z_i^{k_i}, and nu(q) = Z e^{-lambda L_{B+q}} y(q) >= c(B+q) (the j > 0
+terms are extra mass, the j < 0 terms shrunk copies of the lower tail, whose whole mass the tilted
+pass puts on +inf). With y_hat the computed y, ||y_hat - y||_2 <= E (below),
+
+    delta(eps) <= sum_{L_q > eps} Z e^{-lambda L_q} y_hat(q) f_eps(L_q) + atom + Z e^{-lambda eps} E / sqrt(1 - e^{-2 lambda h}),
+
+by Cauchy-Schwarz over the grid points above eps (f_eps <= 1 and sum_{q: L_q > eps} e^{-2 lambda L_q}
+<= e^{-2 lambda eps} / (1 - e^{-2 lambda h})). For lambda = 0 the last term is E sqrt(#{q: L_q >
+eps}). Z e^{-lambda eps} is a Chernoff bound on the tail at eps, of the order of delta itself at
+the lambda that minimises it; so the FFT error is scaled by about delta, where the untilted
+analysis pays it in full: the error on delta(eps) drops by about 1/delta. A certified eps(delta)
+uses the lambda minimising log Z - lambda eps at the searched eps (rounded to 3 significant digits
+and cached, so the certification loop reuses one tilted pass).
+
+The forward error E of one pass
+-------------------------------
+Tilted inputs: t_i(n) = a_i(n) w(n), with certified float bounds w_lo <= e^{lambda L_n}/Z_i <= w_hi
+(Arb per block of 2048 times a table), computed at the midpoint; the input error d_i(n) <= a_i(n)
+(w_hi - w_lo)/2 + u t_i(n). With rho(N) the FFT bound of :func:`accounting._pld._fft_error_l2`
+(Higham Thm 24.2, times the same safety factor 4 for pocketfft's mixed radix and real packing,
+the one assumption of the float engine):
+
+- forward: ||F_hat_i - F t_i^exact||_2 <= D_i = sqrt(N) (4 rho ||t_i||_2 + ||d_i||_2)  (Parseval);
+- every |F t_i^exact| <= S_i (an upper bound of ||t_i^exact||_1) and every |F_hat_i| <= R_i = S_i + D_i;
+- power: |prod x_i^{k_i} - prod y_i^{k_i}| <= prod R^k * sum_i k_i |x_i - y_i| / R_i (telescoping),
+  and the elementwise binary powering of the computed spectra in complex float arithmetic has
+  relative error at most theta = (1 + sqrt5 u)^{sum_i 2 k_i + r} - 1 (Brent, Percival & Zimmermann
+  2007: |fl(xy) - xy| <= sqrt5 u |xy|; a squaring doubles the relative error and adds one rounding);
+- inverse: irfft is the inverse DFT of the Hermitian extension (l2 norm at most sqrt 2 times the
+  half spectrum's), scaled by 1/N, so E <= sqrt2 E_P / sqrt(N) + 4 rho ||y_hat||_2 / (1 - 4 rho).
+
+Negative entries of y_hat are clamped to 0 (the exact y is >= 0, so this only moves y_hat closer).
+The result also serves as an ordinary float side of :mod:`accounting._pld` (untilted, lambda = 0,
+with the l1 error sqrt(N) E) for any further composition that is not a product of powers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.fft
+from flint import arb
+
+from ._certified import lower_float, upper_float
+
+_U = 2.0**-53
+_SQRT5 = math.sqrt(5.0)
+_BLOCK = 2048
+#: Mass of the composition that the window may leave outside on each side (Chernoff; to +inf).
+WINDOW_TAIL = 1e-20
+#: Largest cyclic window (points); larger compositions use repeated squaring.
+MAX_WINDOW = 1 << 23
+
+
+def _rho(n_fft: int) -> float:
+    """Higham's relative l2 bound of one radix-2 FFT of length n_fft, times the safety factor 4."""
+    m = math.ceil(math.log2(max(n_fft, 2))) + 2
+    mu = 8 * _U
+    gamma4 = 4 * _U / (1 - 4 * _U)
+    eta = mu + gamma4 * (math.sqrt(2) + mu)
+    return 4.0 * m * eta / (1 - m * eta) * (1 + 1e-10)
+
+
+def _up(x: float) -> float:
+    return math.nextafter(x, math.inf)
+
+
+def _sum_up(v: np.ndarray) -> float:
+    n = len(v)
+    if n == 0:
+        return 0.0
+    return _up(float(np.sum(v)) * (1 + 2 * (n + 2) * _U) + n * 5e-324)
+
+
+def _l2_up(v: np.ndarray) -> float:
+    """A float >= the l2 norm of v (real or complex)."""
+    if np.iscomplexobj(v):
+        sq = v.real * v.real + v.imag * v.imag
+        s = _sum_up(sq * (1 + 3 * _U))
+    else:
+        s = _sum_up((v * v) * (1 + _U))
+    return _up(math.sqrt(s) * (1 + 2 * _U))
+
+
+def _weights(log_start: arb, log_step: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Certified floats w_lo <= e^{log_start + j log_step} <= w_hi, j = 0..count-1.
+
+    Per block of 2048: one Arb exponential times a table of e^{j log_step} (bounds from Arb),
+    the float products widened by 2u each way."""
+    table_n = min(_BLOCK, max(count, 1))
+    r = log_step.exp()
+    balls = []
+    value = arb(1)
+    for _ in range(table_n):
+        balls.append(value)
+        value = value * r
+    t_lo = np.array([lower_float(b) for b in balls])
+    t_hi = np.array([upper_float(b) for b in balls])
+    lo = np.empty(count)
+    hi = np.empty(count)
+    for start in range(0, count, table_n):
+        stop = min(count, start + table_n)
+        a = (log_start + start * log_step).exp()
+        lo[start:stop] = lower_float(a) * t_lo[: stop - start] * (1 - 2 * _U)
+        hi[start:stop] = upper_float(a) * t_hi[: stop - start] * (1 + 2 * _U)
+    np.maximum(lo, 0.0, out=lo)
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One release's finite measure a (floats, exact values of the dominating measure) on grid
+    indices offset .. offset + len(a) - 1, its +inf atom (an Arb upper bound) and its power k."""
+
+    vec: np.ndarray
+    offset: int
+    inf: arb
+    k: int
+    shift: arb  # every grid loss of the release is raised by it (accounting._pld, lattice shifts)
+
+
+def _log_mgf(f: Factor, s: float, h: float) -> float:
+    """Float estimate of log M(s) = log sum_n a(n) e^{s L_n} (placement only)."""
+    nz = np.flatnonzero(f.vec)
+    if len(nz) == 0:
+        return -math.inf
+    logs = np.log(f.vec[nz]) + s * h * (f.offset + nz)
+    top = float(np.max(logs))
+    return top + math.log(float(np.sum(np.exp(logs - top))))
+
+
+def _mgf_upper(f: Factor, s: float, h_ball: arb) -> arb:
+    """A rigorous upper bound of M(s) = sum_n a(n) e^{s L_n}, as an exact Arb number."""
+    n = len(f.vec)
+    s_ball = arb(s)
+    _, w_hi = _weights(s_ball * h_ball * f.offset, s_ball * h_ball, n)
+    return arb(_sum_up(f.vec * w_hi * (1 + 2 * _U)))
+
+
+def _tail_bound(factors: tuple[Factor, ...], s: float, edge: int, h_ball: arb) -> arb:
+    """Chernoff: sum over L > edge h (s > 0) or L < edge h (s < 0) of c <= e^{-s edge h} prod M(s)^k."""
+    log_total = arb(0)
+    for f in factors:
+        m = _mgf_upper(f, s, h_ball)
+        if not bool(m > 0):
+            return arb(0)
+        log_total = log_total + f.k * m.log()
+    return arb(upper_float((log_total - arb(s) * h_ball * edge).exp()))
+
+
+def _best_tail(factors: tuple[Factor, ...], h: float, tail: float, upper: bool) -> tuple[int, float]:
+    """(edge index, s) with the Chernoff tail beyond edge about <= tail (float estimate)."""
+    sign = 1.0 if upper else -1.0
+    best = None
+    for s in np.geomspace(1e-3, 64.0, 60):
+        logm = sum(f.k * _log_mgf(f, sign * s, h) for f in factors)
+        edge = (logm - math.log(tail)) / s  # L beyond which the bound is <= tail (times sign)
+        if best is None or edge < best[0]:
+            best = (edge, sign * s)
+    assert best is not None
+    edge, s = best
+    idx = math.ceil(edge / h) + 1 if upper else -math.ceil(edge / h) - 1
+    return idx, s
+
+
+@dataclass
+class PowerRecipe:
+    """A product of powers of releases on the grid h, with cached certified passes."""
+
+    factors: tuple[Factor, ...]
+    h: float
+    h_ball: arb
+    window: tuple[int, int] = (0, 0)  # (B, N)
+    tails: tuple[arb, arb] = (arb(0), arb(0))  # (above the window, below the window)
+    inf_atom: arb = field(default_factory=lambda: arb(0))
+    _cache: dict = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, factors: tuple[Factor, ...], h: float, h_ball: arb) -> "PowerRecipe":
+        recipe = cls(factors, h, h_ball)
+        lo_full = sum(f.k * f.offset for f in factors)
+        hi_full = sum(f.k * (f.offset + len(f.vec) - 1) for f in factors)
+        full = hi_full - lo_full + 1
+        top, s_top = _best_tail(factors, h, WINDOW_TAIL, True)
+        bottom, s_bot = _best_tail(factors, h, WINDOW_TAIL, False)
+        if full <= max(top - bottom + 1, 1024):
+            # the whole support fits: a linear convolution, no wrap-around, nothing outside
+            b, n = lo_full, scipy.fft.next_fast_len(full, real=True)  # >= every factor's length
+            tails = (arb(0), arb(0))
+        else:
+            b = max(bottom, lo_full)
+            top = min(top, hi_full + 1)
+            n = scipy.fft.next_fast_len(max(top - b, max(len(f.vec) for f in factors)), real=True)
+            above = _tail_bound(factors, s_top, b + n - 1, h_ball) if b + n - 1 < hi_full else arb(0)
+            below = _tail_bound(factors, s_bot, b, h_ball) if b > lo_full else arb(0)
+            tails = (above, below)
+        recipe.window = (b, n)
+        recipe.tails = tails
+        recipe.inf_atom = _composed_atom(factors)
+        return recipe
+
+    @property
+    def shift(self) -> arb:
+        total = arb(0)
+        for f in self.factors:
+            total = total + f.k * f.shift
+        return total
+
+    def too_large(self) -> bool:
+        b, n = self.window
+        finite = all(t.is_finite() and upper_float(t) <= 1e6 * WINDOW_TAIL for t in self.tails)
+        return n > MAX_WINDOW or not finite
+
+    # ---- one certified pass -----------------------------------------------------------------
+
+    def tilted(self, lam: float) -> "TiltedPass":
+        key = float(f"{lam:.3g}") if lam > 0 else 0.0
+        hit = self._cache.get(key)
+        if hit is None:
+            # an overflow (a tilt too steep for the window) surfaces as ArithmeticError below;
+            # the caller then keeps the untilted bound
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                hit = _tilted_pass(self, key)
+            self._cache[key] = hit
+        return hit
+
+    def log_chernoff(self, s: float) -> float:
+        return sum(f.k * _log_mgf(f, s, self.h) for f in self.factors)
+
+    def best_lambda(self, eps: float) -> float:
+        """The s >= 0 minimising log prod M(s)^k - s eps (golden section on [0, 64])."""
+        if eps <= 0:
+            return 0.0
+        g = lambda s: self.log_chernoff(s) - s * eps  # noqa: E731
+        a, b = 0.0, 64.0
+        phi = (math.sqrt(5) - 1) / 2
+        c, d = b - phi * (b - a), a + phi * (b - a)
+        gc, gd = g(c), g(d)
+        for _ in range(60):
+            if gc < gd:
+                b, d, gd = d, c, gc
+                c = b - phi * (b - a)
+                gc = g(c)
+            else:
+                a, c, gc = c, d, gd
+                d = a + phi * (b - a)
+                gd = g(d)
+        return 0.5 * (a + b)
+
+
+def _composed_atom(factors: tuple[Factor, ...]) -> arb:
+    """prod (m_i + p_i)^{k_i} - prod m_i^{k_i}, an upper bound (m_i: finite masses, certified).
+
+    m_i is enclosed by math.fsum (correctly rounded, so within one ulp of the exact sum of the
+    floats); a looser summation bound would be raised to the power k_i."""
+    # prod (m + p)^k - prod m^k is increasing in every m and p: evaluated at upper endpoints
+    # (points, not balls, so the difference does not cancel two wide balls)
+    atom = arb(1)
+    rest = arb(1)
+    for f in factors:
+        s = math.fsum(f.vec.tolist())
+        m_up = arb(s) + arb(math.ulp(s) if s > 0 else 5e-324)
+        atom = atom * (m_up + arb(f.inf.upper())) ** f.k
+        rest = rest * m_up**f.k
+    return arb(max(0.0, upper_float(atom - rest)))
+
+
+def combined(first: tuple[Factor, ...], second: tuple[Factor, ...]) -> tuple[Factor, ...]:
+    """The factors of a composition (equal releases, the same array object, merged)."""
+    merged: list[Factor] = list(first)
+    for f in second:
+        for i, g in enumerate(merged):
+            if g.vec is f.vec and g.offset == f.offset and g.shift is f.shift:
+                merged[i] = Factor(g.vec, g.offset, g.inf, g.k + f.k, g.shift)
+                break
+        else:
+            merged.append(f)
+    return tuple(merged)
+
+
+def powered(factors: tuple[Factor, ...], k: int) -> tuple[Factor, ...]:
+    return tuple(Factor(f.vec, f.offset, f.inf, f.k * k, f.shift) for f in factors)
+
+
+@dataclass(frozen=True)
+class TiltedPass:
+    """The result of one pass: untilted upper floats u(q) >= Z e^{-lam L_q} y_hat(q) on the window
+    (0 where L_q <= 0, which no eps >= 0 reads), the l2 error E of y_hat, and Z (Arb)."""
+
+    lam: float
+    vec: np.ndarray
+    offset: int
+    err_l2: float
+    z: arb
+    atom: arb  # +inf atom of this pass: composed atoms + tails outside the window
+
+    def err_on_delta(self, eps: arb, h_ball: arb, shift: arb) -> float:
+        """A float >= the error term of delta(eps) (module docstring): the grid points read are
+        those with (offset + q) h + shift > eps."""
+        if self.err_l2 == 0.0:
+            return 0.0
+        level = eps - shift
+        if self.lam == 0.0:
+            first = math.floor(lower_float(level / h_ball)) - self.offset
+            count = len(self.vec) - min(len(self.vec), max(0, first))
+            return upper_float(self.z * arb(self.err_l2) * arb(count).sqrt())
+        # sum over read points of (Z e^{-lam L_q} f_eps(L_q + shift))^2, x = L_q + shift - eps > 0
+        # on a grid of spacing h: g(x) = e^{-2 lam x} (1 - e^{-x})^2 is unimodal, so the sum is
+        # <= (1/h) int_0^inf g + max g, with int g = 1/(2 lam) - 2/(2 lam + 1) + 1/(2 lam + 2) and
+        # max g <= max (x e^{-lam x})^2 = (lam e)^-2
+        lam = arb(self.lam)
+        integral = 1 / (2 * lam) - 2 / (2 * lam + 1) + 1 / (2 * lam + 2)
+        peak = 1 / (lam * arb(1).exp()) ** 2
+        total = integral / h_ball + peak
+        return upper_float(self.z * arb(self.err_l2) * (-lam * level).exp() * total.sqrt())
+
+
+def _tilted_pass(recipe: PowerRecipe, lam: float) -> TiltedPass:
+    b, n = recipe.window
+    h_ball = recipe.h_ball
+    lam_ball = arb(lam)
+    rho = _rho(n)
+    half = n // 2 + 1
+    spectra = []
+    z = arb(1)
+    d_bounds = []
+    s_bounds = []
+    tilted_inputs = []
+    d_l1s = []
+    eta_atoms: list[float] = []
+    for f in recipe.factors:
+        if lam == 0.0:
+            t = f.vec
+            d2 = 0.0
+            d1 = 0.0
+            log_z = 0.0
+        else:
+            log_z = _log_mgf(f, lam, recipe.h)
+            w_lo, w_hi = _weights(lam_ball * h_ball * f.offset - arb(log_z), lam_ball * h_ball, len(f.vec))
+            mid = 0.5 * (w_lo + w_hi)
+            t = f.vec * mid
+            d = f.vec * (w_hi - w_lo) * (0.5 + 2 * _U) + 2 * _U * t + 5e-324
+            d2 = _l2_up(d)
+            d1 = _sum_up(d)
+            # t^exact <= t + d entrywise
+            t = np.maximum(t, 0.0)
+        z = z * arb(log_z).exp() ** f.k
+        s_i = _sum_up(t) + (_sum_up(f.vec * (w_hi - w_lo)) if lam != 0.0 else 0.0)
+        # index 0 of every spectrum = the factor's first grid index (the roll below adds offsets).
+        # Heavy entries (the atoms of a Laplace or randomized-response PLD) dominate ||t||_2 and
+        # so the norm-wise FFT bound: their transform is summed directly at every frequency
+        # (error eta_atoms per entry), the FFT only transforms the light rest.
+        heavy = _heavy_entries(t)
+        if len(heavy):
+            light = t.copy()
+            light[heavy] = 0.0
+            spec = scipy.fft.rfft(light, n) + _atoms_dft(t[heavy], heavy, n, half)
+            t2 = _l2_up(light)
+            if lam != 0.0:
+                d_light = d.copy()
+                d_light[heavy] = 0.0
+                d2 = _l2_up(d_light)
+                d_heavy = _sum_up(d[heavy])
+            else:
+                d_heavy = 0.0
+            eta_atoms.append(_up(math.sqrt(2) * (7.5 * _U * (1 + _GAMMA16) + _GAMMA16) * (1 + 1e-6) * _sum_up(t[heavy]) + d_heavy))
+        else:
+            spec = scipy.fft.rfft(t, n)
+            t2 = _l2_up(t)
+            eta_atoms.append(0.0)
+        spectra.append(spec)
+        d_bounds.append(_up(math.sqrt(n) * (rho * t2 + d2) * (1 + 4 * _U)))
+        s_bounds.append(_up(s_i))
+        tilted_inputs.append(t)
+        d_l1s.append(d1)
+    # frequencies where an FFT error would survive the power: there the spectra are recomputed
+    # by a direct, rigorously bounded DFT (error eta_i per entry instead of the norm-wise D_i)
+    ks = [f.k for f in recipe.factors]
+    r_hat = [_abs_up(spec) + d_i + e_a for spec, d_i, e_a in zip(spectra, d_bounds, eta_atoms)]
+    w_hat = _power_weights(r_hat, ks)
+    v = np.zeros(half)
+    for k, d_i, e_a, w in zip(ks, d_bounds, eta_atoms, w_hat):
+        v += k * (d_i + e_a) * w
+    # the rounding of the powers (theta, below) costs about theta ||prod||_2 whatever is done;
+    # frequencies whose FFT error could cost more than that are recomputed directly
+    theta = (1 + arb(_SQRT5) * arb(_U)) ** (2 * sum(ks) + 3 * len(ks) + 2 * sum(k.bit_length() for k in ks)) - 1
+    p_up = _l2_up(w_hat[0] * r_hat[0])
+    budget = max(1e-16 * math.sqrt(n), upper_float(theta) * p_up) / len(ks)
+    chosen = np.flatnonzero(v > budget)
+    nnz = max(int(np.count_nonzero(t)) for t in tilted_inputs)
+    cap = max(0, min(half, _DIRECT_TERMS // max(nnz, 1)))
+    if len(chosen) > cap:
+        chosen = np.sort(np.argpartition(v, half - cap)[half - cap :]) if cap > 0 else chosen[:0]
+    high_mask = np.ones(half, dtype=bool)
+    high_mask[chosen] = False
+    e_p = arb(0)
+    for k, d_i, e_a, w in zip(ks, d_bounds, eta_atoms, w_hat):
+        if high_mask.any():
+            w_high = w[high_mask]
+            e_p = e_p + arb(k) * (arb(d_i) * arb(float(np.max(w_high))) + arb(e_a) * arb(_l2_up(w_high)))
+    if len(chosen):
+        etas = []
+        for spec, t, d_l1, s_i in zip(spectra, tilted_inputs, d_l1s, s_bounds):
+            g, eta = _direct_dft(t, n, chosen, s_i, d_l1)
+            spec[chosen] = g
+            etas.append(eta)
+        r_low = [_abs_up(spec[chosen]) + eta for spec, eta in zip(spectra, etas)]
+        w_low = _power_weights(r_low, [f.k for f in recipe.factors])
+        for f, eta, w in zip(recipe.factors, etas, w_low):
+            e_p = e_p + arb(f.k) * arb(eta) * arb(_l2_up(w))
+    # elementwise product of powers (binary powering in complex floats: at most 2 bit_length(k)
+    # products per factor, one more to multiply it in; theta above counts 2k + 3 + 2 bit_length)
+    prod = np.ones(half, dtype=np.complex128)
+    for spec, f in zip(spectra, recipe.factors):
+        p, _ = _cpow(spec, f.k)
+        prod = prod * p
+    p_norm = arb(_l2_up(prod))
+    e_p = e_p + theta / (1 - theta) * p_norm
+    y = scipy.fft.irfft(prod, n)
+    y_norm = arb(_l2_up(y))  # of the unclamped output (the inverse transform's bound uses it)
+    # the linear product starts at index sum k_i offset_i; the window starts at b
+    first = sum(f.k * f.offset for f in recipe.factors)
+    y = np.roll(y, first - b)
+    np.maximum(y, 0.0, out=y)
+    rho_b = arb(rho)
+    err = arb(2).sqrt() * e_p / arb(n).sqrt() + rho_b * y_norm / (1 - rho_b)
+    err_l2 = upper_float(err)
+    # untilt: vec(q) >= Z e^{-lam L_q} y_hat(q), L_q = (b + q) h; entries with L_q < 0 are never
+    # read for eps >= 0 (f_eps(L_q + shift) = 0 there, the shift being < h), so they are left 0
+    if lam == 0.0:
+        vec = y
+    else:
+        vec = np.zeros(n)
+        q0 = min(n, max(0, -b))
+        if q0 < n:
+            _, w_hi = _weights(z.log() - lam_ball * h_ball * (b + q0), -lam_ball * h_ball, n - q0)
+            vec[q0:] = y[q0:] * w_hi * (1 + 2 * _U)
+    if not (np.all(np.isfinite(vec)) and math.isfinite(err_l2)):
+        raise ArithmeticError("tilted PLD pass overflowed: lambda too large for this window")
+    atom = recipe.inf_atom + recipe.tails[0] + (recipe.tails[1] if lam != 0.0 else arb(0))
+    return TiltedPass(lam, vec, b, err_l2, z, arb(upper_float(atom)))
+
+
+#: Largest number of terms (frequencies x nonzero entries) of the direct DFTs of one pass.
+_DIRECT_TERMS = 20_000_000
+_CHUNK = 64
+_ATOMS = 16
+_GAMMA16 = 16 * _U / (1 - 16 * _U)
+
+
+def _heavy_entries(t: np.ndarray) -> np.ndarray:
+    """Indices of the _ATOMS largest entries if they hold at least half of ||t||_2^2, else none."""
+    if len(t) <= 4 * _ATOMS:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.argpartition(t, -_ATOMS)[-_ATOMS:]
+    idx = idx[np.argsort(-t[idx])]
+    idx = idx[t[idx] > 0]
+    total = float(np.dot(t, t))
+    sq = np.cumsum(t[idx] * t[idx])
+    if len(idx) == 0 or float(sq[-1]) < 0.5 * total:
+        return np.zeros(0, dtype=np.int64)
+    # as few atoms as leave at most 1e-4 of the squared norm (or all _ATOMS)
+    count = int(np.searchsorted(sq, (1 - 1e-4) * total)) + 1
+    return np.sort(idx[: min(count, len(idx))])
+
+
+def _atoms_dft(vals: np.ndarray, pos: np.ndarray, n: int, half: int) -> np.ndarray:
+    """sum_a vals_a e^{-2 pi i j pos_a / n}, j = 0..half-1: at most _ATOMS terms per entry, each
+    within 7.5u of its value (see _direct_dft), summed in order (gamma_16 of the sum of |terms|)."""
+    coarse, fine, block = _twiddle_tables(n)
+    js = np.arange(half, dtype=np.int64)
+    out = np.zeros(half, dtype=np.complex128)
+    for v, m in zip(vals.tolist(), pos.tolist()):
+        r = (js * int(m)) % n
+        out += v * (coarse[r // block] * fine[r % block])
+    return out
+
+
+def _abs_up(x: np.ndarray) -> np.ndarray:
+    """Upper floats of |x| for complex x (IEEE products, sum and sqrt, widened)."""
+    return np.sqrt(x.real * x.real + x.imag * x.imag) * (1 + 4 * _U) + 1e-300
+
+
+def _pow_up(r: np.ndarray, k: int) -> np.ndarray:
+    """Upper floats of r^k (r >= 0) by binary powering, each product widened (and kept >= 1e-300
+    so that an underflow cannot round a positive bound to 0)."""
+    result = np.ones_like(r)
+    base = r.copy()
+    while k:
+        if k & 1:
+            result = result * base * (1 + 2 * _U) + 1e-300
+        k >>= 1
+        if k:
+            base = base * base * (1 + 2 * _U) + 1e-300
+    return result
+
+
+def _power_weights(radii: list[np.ndarray], ks: list[int]) -> list[np.ndarray]:
+    """W_i = prod_l R_l^{k_l} / R_i as upper floats, from upper floats R_l (>= both |x| and |y|)."""
+    total = np.ones_like(radii[0])
+    for r, k in zip(radii, ks):
+        total = total * _pow_up(r, k) * (1 + 2 * _U) + 1e-300
+    out = []
+    for r, k in zip(radii, ks):
+        # prod / R_i = R_i^{k_i - 1} prod_{l != i} R_l^{k_l}: recomputed, no division needed
+        part = _pow_up(r, k - 1)
+        for r2, k2 in zip(radii, ks):
+            if r2 is not r:
+                part = part * _pow_up(r2, k2) * (1 + 2 * _U) + 1e-300
+        out.append(part)
+    return out
+
+
+_TWIDDLE_CACHE: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+
+
+def _twiddle_tables(n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """e^{-2 pi i r / n} = coarse[r // B] * fine[r % B], both tables from Arb (each component
+    within one rounding of the exact value)."""
+    hit = _TWIDDLE_CACHE.get(n)
+    if hit is not None:
+        return hit
+    from flint import acb
+
+    block = 1024
+    two_pi_over_n = 2 * arb.pi() / n
+
+    def table(count: int, stride: int) -> np.ndarray:
+        out = np.empty(count, dtype=np.complex128)
+        for r in range(count):
+            z = acb(0, -two_pi_over_n * (r * stride)).exp()
+            out[r] = complex(float(z.real.mid()), float(z.imag.mid()))
+        return out
+
+    hit = (table(n // block + 1, block), table(block, 1), block)
+    _TWIDDLE_CACHE[n] = hit
+    return hit
+
+
+def _direct_dft(t: np.ndarray, n: int, freqs: np.ndarray, s_bound: float, d_l1: float) -> tuple[np.ndarray, float]:
+    """(G, eta): G_j ~ sum_m t_m e^{-2 pi i j m / n} for j in freqs, |G_j - F_j(t^exact)| <= eta.
+
+    Twiddles from two Arb tables (each component within u of exact, so each table entry within
+    sqrt2 u, their float product within (2 sqrt2 + sqrt5) u + O(u^2) < 6u); a term t_m * twiddle
+    within 6u t_m + 1.5u t_m; sums of 64 terms in any order within gamma_63 of the sum of |terms|;
+    the chunk sums added by math.fsum (correctly rounded: u of the total), real and imaginary
+    parts each; sqrt2 for the complex modulus. Plus the input error ||t - t^exact||_1 <= d_l1."""
+    coarse, fine, block = _twiddle_tables(n)
+    nz = np.flatnonzero(t)
+    vals = t[nz]
+    out = np.empty(len(freqs), dtype=np.complex128)
+    pad = (-len(nz)) % _CHUNK
+    vals_p = np.concatenate([vals, np.zeros(pad)])
+    nz_p = np.concatenate([nz, np.zeros(pad, dtype=nz.dtype)])
+    batch = max(1, 4_000_000 // max(len(nz_p), 1))
+    for start in range(0, len(freqs), batch):
+        js = freqs[start : start + batch].astype(np.int64)
+        r = (js[:, None] * nz_p[None, :].astype(np.int64)) % n
+        tw = coarse[r // block] * fine[r % block]
+        terms = (tw * vals_p[None, :]).reshape(len(js), -1, _CHUNK).sum(axis=2)
+        for row, j in enumerate(range(start, start + len(js))):
+            out[j] = complex(math.fsum(terms[row].real.tolist()), math.fsum(terms[row].imag.tolist()))
+    gamma = 63 * _U / (1 - 63 * _U)
+    eta = math.sqrt(2) * ((6 * _U + 1.5 * _U) * (1 + gamma) + gamma + _U) * (1 + 1e-6) * s_bound + d_l1
+    return out, _up(eta)
+
+
+def _cpow(x: np.ndarray, k: int) -> tuple[np.ndarray, int]:
+    """x^k elementwise by binary powering; returns (result, number of multiplications)."""
+    result = None
+    base = x
+    mults = 0
+    while True:
+        if k & 1:
+            if result is None:
+                result = base.copy()
+            else:
+                result = result * base
+                mults += 1
+        k >>= 1
+        if not k:
+            break
+        base = base * base
+        mults += 1
+    assert result is not None
+    return result, mults
