@@ -523,10 +523,10 @@ def _factors_of(side: _Side):
     a release; a side built from releases by the single-FFT route carries its recipe."""
     from ._pld_fft_power import Factor
 
-    if not side.upper or side.vec is None or not (side.origin.is_exact() and side.origin.is_zero()):
-        return None
     if side.recipe is not None:
         return side.recipe.factors
+    if not side.upper or side.vec is None or not (side.origin.is_exact() and side.origin.is_zero()):
+        return None
     if side.err != 0.0 or len(side.vec) == 0:
         return None
     return (Factor(side.vec, side.offset, arb(side.inf.upper()), 1, arb(side.shift.upper())),)
@@ -538,14 +538,11 @@ def _side_of_recipe(factors, step: arb) -> _Side | None:
 
     try:
         recipe = PowerRecipe.build(factors, float(step.mid()), step)
-        if recipe.too_large():
-            return None
-        p = recipe.tilted(0.0)
     except (ArithmeticError, ValueError, OverflowError):  # extreme losses: repeated squaring instead
         return None
-    err = _float_up(math.sqrt(len(p.vec)) * p.err_l2 * (1 + 4 * _U))
-    inf = arb(0).union(p.atom.upper())
-    return _Side(True, p.offset, None, p.vec, err, inf, arb(recipe.shift.upper()), arb(0), arb(p.atom.upper()), recipe)
+    if recipe.too_large():
+        return None
+    return _RecipeSide(recipe, arb(recipe.shift.upper()))
 
 
 def _compose_upper(s1: _Side, s2: _Side, tau: float, step: arb) -> _Side:
@@ -710,49 +707,100 @@ class _Evaluator:
         return hi
 
 
-class _RecipeEvaluator(_Evaluator):
-    """Certified delta(eps) of a side built by one FFT pass (:mod:`accounting._pld_fft_power`):
-    the smaller of the untilted pass's bound (error E sqrt(#points above eps)) and the bound of a
-    pass tilted by the Chernoff-optimal lambda at eps (error scaled by Z e^{-lambda eps}). Both are
-    certified upper bounds of the same dominating measure's delta(eps), so their minimum is."""
+class _RecipeEvaluator:
+    """Certified delta(eps) of a side built by one FFT pass (:mod:`accounting._pld_fft_power`).
 
-    def __init__(self, side: _Side, step: arb, step_float: float) -> None:
-        super().__init__(side, step, step_float)
+    delta(eps) is read from a pass tilted by the Chernoff-optimal lambda at eps (the untilted
+    pass when lambda = 0 or when the tilt overflows); eps(delta) is searched and certified on one
+    pass tilted by the lambda of the Chernoff (RDP-style) bound at delta. Every pass bounds the
+    same dominating measure, so each choice of lambda is sound; it only moves the error term."""
+
+    def __init__(self, side: "_RecipeSide", step: arb, step_float: float) -> None:
+        self.side = side
         self.recipe = side.recipe
-        self.estimate_err = 0.0  # the search locates eps on the float values; certification adds errors
-        self._plain = self.recipe.tilted(0.0)
-        self._tilted: dict[float, _Evaluator] = {}
+        self.step = step
+        self.step_float = step_float
+        self._passes: dict[float, _Evaluator] = {}
         self._lambdas: dict[float, float] = {}
 
-    def error_term(self, eps: arb) -> float:
-        return self._plain.err_on_delta(eps, self.step, self.side.shift)
-
-    def floor(self) -> float:
-        return upper_float(self.inf.upper())
-
-    def _tilted_evaluator(self, lam: float) -> _Evaluator:
-        p = self.recipe.tilted(lam)
-        ev = self._tilted.get(p.lam)
+    def at(self, lam: float) -> _Evaluator:
+        try:
+            p = self.recipe.tilted(lam)
+        except ArithmeticError:  # a tilt too steep for the window: the untilted pass
+            if lam == 0.0:
+                raise
+            p = self.recipe.tilted(0.0)
+        ev = self._passes.get(p.lam)
         if ev is None:
             side = _Side(True, p.offset, None, p.vec, 0.0, arb(0).union(p.atom.upper()), self.side.shift, arb(0), p.atom)
             ev = _Evaluator(side, self.step, self.step_float)
             ev.error_term = lambda eps, p=p: p.err_on_delta(eps, self.step, self.side.shift)  # type: ignore[method-assign]
-            self._tilted[p.lam] = ev
+            ev.floor = lambda p=p: upper_float(p.atom.upper())  # type: ignore[method-assign]
+            ev.estimate_err = 0.0  # the search locates eps on the floats; certification adds errors
+            self._passes[p.lam] = ev
         return ev
 
+    def _worth_tilting(self, lam: float, eps: float) -> float:
+        """lam, or 0 if the untilted pass's error factor sqrt(#points above eps) is estimated
+        smaller than the tilted one, Z e^{-lam eps} sqrt(I(lam)/h + (lam e)^-2) (a choice of pass,
+        not a bound: both are certified)."""
+        if lam <= 0.0:
+            return 0.0
+        b, n = self.recipe.window
+        above = max(1.0, n - max(0.0, eps / self.step_float - b))
+        integral = 1 / (2 * lam) - 2 / (2 * lam + 1) + 1 / (2 * lam + 2)
+        log_tilted = self.recipe.log_chernoff(lam) - lam * eps + 0.5 * math.log(max(integral, 0.0) / self.step_float + (lam * math.e) ** -2)
+        return lam if log_tilted < 0.5 * math.log(above) else 0.0
+
     def certified(self, eps: arb) -> float:
-        plain = super().certified(eps)
-        key = float(f"{float(eps.mid()):.4g}")  # nearby eps (the certification loop) share one lambda
+        key = float(f"{float(eps.mid()):.4g}")  # nearby eps share one lambda (and one pass)
         lam = self._lambdas.get(key)
         if lam is None:
-            lam = self._lambdas[key] = self.recipe.best_lambda(key)
-        if lam <= 0.0:
-            return plain
-        try:
-            tilted = self._tilted_evaluator(lam).certified(eps)
-        except ArithmeticError:  # an overflowing tilt: the untilted bound stands
-            return plain
-        return min(plain, tilted)
+            lam = self._lambdas[key] = self._worth_tilting(self.recipe.best_lambda(key), key)
+        return self.at(lam).certified(eps)
+
+    def for_delta(self, delta: float) -> _Evaluator:
+        lam = self.recipe.rdp_lambda(delta)
+        # the Chernoff eps at that lambda locates eps(delta) roughly (an upper bound of it)
+        eps_guess = max(0.0, (self.recipe.log_chernoff(lam) + math.log(1 / delta)) / lam)
+        return self.at(self._worth_tilting(lam, eps_guess))
+
+
+class _RecipeSide(_Side):
+    """A float upper side given by a recipe; its untilted pass (vec, err) is computed on demand,
+    since eps(delta) and delta(eps) are read from tilted passes."""
+
+    __slots__ = ("_plain",)
+
+    def __init__(self, recipe, shift: arb) -> None:
+        self._plain = None
+        atom = arb(upper_float(recipe.inf_atom + recipe.tails[0] + recipe.tails[1]))
+        super().__init__(True, recipe.window[0], None, None, 0.0, arb(0).union(atom.upper()), shift, arb(0), atom, recipe)
+
+    def _pass(self):
+        if self._plain is None:
+            self._plain = self.recipe.tilted(0.0)
+        return self._plain
+
+    @property  # type: ignore[override]
+    def vec(self):
+        return self._pass().vec
+
+    @vec.setter
+    def vec(self, value) -> None:  # _Side.__init__ stores None; the pass provides the vector
+        pass
+
+    @property  # type: ignore[override]
+    def err(self):
+        p = self._pass()
+        return _float_up(math.sqrt(len(p.vec)) * p.err_l2 * (1 + 4 * _U))
+
+    @err.setter
+    def err(self, value) -> None:
+        pass
+
+    def length(self) -> int:
+        return self.recipe.window[1]
 
 
 def _evaluator_for(side: _Side, step: arb, step_float: float) -> _Evaluator:
@@ -1233,6 +1281,8 @@ class PrivacyLossDistribution:
         check_probability("delta", delta)
         best_name, best_eps, best_d, best_low = "", -1.0, 1.0, None
         for name, ev_up, ev_low in self._evaluators():
+            if isinstance(ev_up, _RecipeEvaluator):
+                ev_up = ev_up.for_delta(float(delta))
             eps, d = _certified_epsilon_upper(ev_up, float(delta), self._precision)
             if eps > best_eps:
                 best_name, best_eps, best_d = name, eps, d
@@ -1255,10 +1305,11 @@ class PrivacyLossDistribution:
     def _detail(self) -> str:
         with working_precision(self._precision):
             shifts = [upper_float(d.upper.shift) for d in self._directions]
-            errs = [d.upper.err for d in self._directions]
-            engines = sorted({d.upper.engine for d in self._directions})
+            errs = [d.upper.err for d in self._directions if d.upper.recipe is None] or [0.0]
+            engines = sorted({d.upper.engine if d.upper.recipe is None else "float (one FFT pass, tilted)" for d in self._directions})
         grid = f"h={self._discretisation!r}" if self._discretisation != "exact lattice" else f"exact lattice step {self._step_float!r}, loss shift <= {max(shifts):.3g}"
-        return f"{self._label}; {grid}; engine {'/'.join(engines)}; float l1 error <= {max(errs):.3g}; grid points {self.grid_size()}"
+        errors = f"float l1 error <= {max(errs):.3g}" if any(d.upper.recipe is None for d in self._directions) else "FFT error bounded per query"
+        return f"{self._label}; {grid}; engine {'/'.join(engines)}; {errors}; grid points {self.grid_size()}"
 
     def __repr__(self) -> str:
         return f"PrivacyLossDistribution({self._detail()})"

@@ -84,6 +84,8 @@ _SQRT5 = math.sqrt(5.0)
 _BLOCK = 2048
 #: Mass of the composition that the window may leave outside on each side (Chernoff; to +inf).
 WINDOW_TAIL = 1e-20
+#: Mass (estimated) that a tilted pass may wrap from above the window onto the losses above 0.
+WRAP_TAIL = 1e-22
 #: Largest cyclic window (points); larger compositions use repeated squaring.
 MAX_WINDOW = 1 << 23
 
@@ -118,20 +120,29 @@ def _l2_up(v: np.ndarray) -> float:
     return _up(math.sqrt(s) * (1 + 2 * _U))
 
 
+_TABLES: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+
+
 def _weights(log_start: arb, log_step: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
     """Certified floats w_lo <= e^{log_start + j log_step} <= w_hi, j = 0..count-1.
 
     Per block of 2048: one Arb exponential times a table of e^{j log_step} (bounds from Arb),
     the float products widened by 2u each way."""
-    table_n = min(_BLOCK, max(count, 1))
-    r = log_step.exp()
-    balls = []
-    value = arb(1)
-    for _ in range(table_n):
-        balls.append(value)
-        value = value * r
-    t_lo = np.array([lower_float(b) for b in balls])
-    t_hi = np.array([upper_float(b) for b in balls])
+    table_n = _BLOCK
+    key = (log_step.mid().str(30), log_step.rad().str(5))
+    tables = _TABLES.get(key)
+    if tables is None:
+        r = log_step.exp()
+        balls = []
+        value = arb(1)
+        for _ in range(table_n):
+            balls.append(value)
+            value = value * r
+        tables = (np.array([lower_float(b) for b in balls]), np.array([upper_float(b) for b in balls]))
+        if len(_TABLES) > 64:
+            _TABLES.clear()
+        _TABLES[key] = tables
+    t_lo, t_hi = tables
     lo = np.empty(count)
     hi = np.empty(count)
     for start in range(0, count, table_n):
@@ -260,8 +271,62 @@ class PowerRecipe:
             self._cache[key] = hit
         return hit
 
+    def heavy(self, f: Factor) -> np.ndarray:
+        """The factor's atoms (chosen on the untilted release; any choice is sound)."""
+        key = ("heavy", id(f.vec))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = _heavy_entries(f.vec)
+        return hit
+
+    def tilted_length(self, lam: float) -> int:
+        """The cyclic length for a pass tilted by lam (>= the window's).
+
+        Mass wrapping down from above the window is extra (sound) mass, but the tilt amplifies it
+        by e^{lam N h}: what lands above eps >= 0 is at most e^{-(s - lam) N h} prod M(s)^k for any
+        s > lam (Chernoff). N grows until that estimate is below ``WRAP_TAIL`` (tightness only);
+        beyond the whole support nothing wraps at all."""
+        b, n = self.window
+        lo_full = sum(f.k * f.offset for f in self.factors)
+        hi_full = sum(f.k * (f.offset + len(f.vec) - 1) for f in self.factors)
+        full = scipy.fft.next_fast_len(hi_full - lo_full + 1, real=True)
+        if b == lo_full and n >= full:
+            return n  # the window holds the whole support: no wrap-around
+        best = math.inf
+        for s in lam * np.geomspace(1.05, 64.0, 40):
+            logm = self.log_chernoff(float(s))
+            if math.isfinite(logm):
+                best = min(best, (logm - math.log(WRAP_TAIL)) / ((s - lam) * self.h))
+        need = n if best <= n else (math.ceil(best) if math.isfinite(best) else MAX_WINDOW + 1)
+        if need >= hi_full - b + 1:  # cover everything above b: only the lower tail wraps (upwards)
+            need = hi_full - b + 1
+        if need > MAX_WINDOW:
+            raise ArithmeticError(f"a pass tilted by {lam:.3g} needs {need} points")
+        return scipy.fft.next_fast_len(max(need, n), real=True)
+
     def log_chernoff(self, s: float) -> float:
         return sum(f.k * _log_mgf(f, s, self.h) for f in self.factors)
+
+    def rdp_lambda(self, delta: float) -> float:
+        """The s > 0 minimising (log prod M(s)^k + log(1/delta)) / s, the Chernoff (RDP-style)
+        eps(delta); for a near-Gaussian PLD it is the tilt that centres the tilted law at the true
+        eps(delta), so one pass serves both the search and the certification."""
+        target = math.log(1 / delta)
+        g = lambda u: (self.log_chernoff(math.exp(u)) + target) / math.exp(u)  # noqa: E731
+        a, b = math.log(1e-3), math.log(64.0)
+        phi = (math.sqrt(5) - 1) / 2
+        c, d = b - phi * (b - a), a + phi * (b - a)
+        gc, gd = g(c), g(d)
+        for _ in range(50):
+            if gc < gd:
+                b, d, gd = d, c, gc
+                c = b - phi * (b - a)
+                gc = g(c)
+            else:
+                a, c, gc = c, d, gd
+                d = a + phi * (b - a)
+                gd = g(d)
+        return math.exp(0.5 * (a + b))
 
     def best_lambda(self, eps: float) -> float:
         """The s >= 0 minimising log prod M(s)^k - s eps (golden section on [0, 64])."""
@@ -353,6 +418,8 @@ class TiltedPass:
 
 def _tilted_pass(recipe: PowerRecipe, lam: float) -> TiltedPass:
     b, n = recipe.window
+    if lam > 0.0:
+        n = recipe.tilted_length(lam)
     h_ball = recipe.h_ball
     lam_ball = arb(lam)
     rho = _rho(n)
@@ -386,7 +453,7 @@ def _tilted_pass(recipe: PowerRecipe, lam: float) -> TiltedPass:
         # Heavy entries (the atoms of a Laplace or randomized-response PLD) dominate ||t||_2 and
         # so the norm-wise FFT bound: their transform is summed directly at every frequency
         # (error eta_atoms per entry), the FFT only transforms the light rest.
-        heavy = _heavy_entries(t)
+        heavy = recipe.heavy(f)
         if len(heavy):
             light = t.copy()
             light[heavy] = 0.0
@@ -480,8 +547,8 @@ def _tilted_pass(recipe: PowerRecipe, lam: float) -> TiltedPass:
 #: Largest number of terms (frequencies x nonzero entries) of the direct DFTs of one pass.
 _DIRECT_TERMS = 20_000_000
 _CHUNK = 64
-_ATOMS = 16
-_GAMMA16 = 16 * _U / (1 - 16 * _U)
+_ATOMS = 4
+_GAMMA16 = 16 * _U / (1 - 16 * _U)  # >= gamma_{_ATOMS}
 
 
 def _heavy_entries(t: np.ndarray) -> np.ndarray:
@@ -495,9 +562,12 @@ def _heavy_entries(t: np.ndarray) -> np.ndarray:
     sq = np.cumsum(t[idx] * t[idx])
     if len(idx) == 0 or float(sq[-1]) < 0.5 * total:
         return np.zeros(0, dtype=np.int64)
-    # as few atoms as leave at most 1e-4 of the squared norm (or all _ATOMS)
+    # only genuine atoms (a few entries leaving at most 1e-4 of the squared norm): a PLD whose
+    # mass is spread over many comparable entries (Skellam) gains nothing from the split
     count = int(np.searchsorted(sq, (1 - 1e-4) * total)) + 1
-    return np.sort(idx[: min(count, len(idx))])
+    if count > len(idx):
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(idx[:count])
 
 
 def _atoms_dft(vals: np.ndarray, pos: np.ndarray, n: int, half: int) -> np.ndarray:
@@ -533,9 +603,6 @@ def _pow_up(r: np.ndarray, k: int) -> np.ndarray:
 
 def _power_weights(radii: list[np.ndarray], ks: list[int]) -> list[np.ndarray]:
     """W_i = prod_l R_l^{k_l} / R_i as upper floats, from upper floats R_l (>= both |x| and |y|)."""
-    total = np.ones_like(radii[0])
-    for r, k in zip(radii, ks):
-        total = total * _pow_up(r, k) * (1 + 2 * _U) + 1e-300
     out = []
     for r, k in zip(radii, ks):
         # prod / R_i = R_i^{k_i - 1} prod_{l != i} R_l^{k_l}: recomputed, no division needed
