@@ -673,17 +673,20 @@ class _Evaluator:
         vec = self.vec
         n = len(vec)
         if self._suffix is None:
-            losses = self.base_float + np.arange(n) * self.step_float
+            # suffix sums from the first non-zero entry on (a tilted pass is 0 below loss 0)
+            first = int(np.argmax(vec > 0)) if n and vec.any() else n
+            tail = vec[first:]
+            losses = self.base_float + (first + np.arange(len(tail))) * self.step_float
             with np.errstate(divide="ignore"):
-                logw = np.log(vec) - losses
-            s0 = np.cumsum(vec[::-1])[::-1]
-            s1 = np.logaddexp.accumulate(logw[::-1])[::-1] if n else logw
-            self._suffix = (s0, s1)
-        s0, s1 = self._suffix
+                logw = np.log(tail) - losses
+            s0 = np.cumsum(tail[::-1])[::-1]
+            s1 = np.logaddexp.accumulate(logw[::-1])[::-1] if len(tail) else logw
+            self._suffix = (s0, s1, first)
+        s0, s1, first = self._suffix
         i = math.floor((eps - self.base_float) / self.step_float) + 1
-        i = max(0, i)
+        i = max(0, max(0, i) - first)
         extra = float(self.inf.mid()) + (self.estimate_err if self.side.upper else -self.err)
-        if i >= n:
+        if i >= len(s0):
             return extra
         value = s0[i] - math.exp(min(700.0, eps + s1[i])) if math.isfinite(s1[i]) else s0[i]
         return max(0.0, value) + extra

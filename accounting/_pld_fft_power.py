@@ -143,13 +143,11 @@ def _weights(log_start: arb, log_step: arb, count: int) -> tuple[np.ndarray, np.
             _TABLES.clear()
         _TABLES[key] = tables
     t_lo, t_hi = tables
-    lo = np.empty(count)
-    hi = np.empty(count)
-    for start in range(0, count, table_n):
-        stop = min(count, start + table_n)
-        a = (log_start + start * log_step).exp()
-        lo[start:stop] = lower_float(a) * t_lo[: stop - start] * (1 - 2 * _U)
-        hi[start:stop] = upper_float(a) * t_hi[: stop - start] * (1 + 2 * _U)
+    blocks = [(log_start + start * log_step).exp() for start in range(0, count, table_n)]
+    a_lo = np.array([lower_float(a) for a in blocks])
+    a_hi = np.array([upper_float(a) for a in blocks])
+    lo = (a_lo[:, None] * t_lo[None, :]).ravel()[:count] * (1 - 2 * _U)
+    hi = (a_hi[:, None] * t_hi[None, :]).ravel()[:count] * (1 + 2 * _U)
     np.maximum(lo, 0.0, out=lo)
     return lo, hi
 
@@ -166,12 +164,22 @@ class Factor:
     shift: arb  # every grid loss of the release is raised by it (accounting._pld, lattice shifts)
 
 
+_LOGS: dict[int, tuple] = {}  # id(factor) -> (factor, its losses, log masses) (the factor is kept alive)
+
+
 def _log_mgf(f: Factor, s: float, h: float) -> float:
     """Float estimate of log M(s) = log sum_n a(n) e^{s L_n} (placement only)."""
-    nz = np.flatnonzero(f.vec)
-    if len(nz) == 0:
+    cached = _LOGS.get(id(f))
+    if cached is None or cached[0] is not f:
+        nz = np.flatnonzero(f.vec)
+        cached = (f, (f.offset + nz) * h, np.log(f.vec[nz]))
+        if len(_LOGS) > 256:
+            _LOGS.clear()
+        _LOGS[id(f)] = cached
+    _, losses, log_a = cached
+    if len(losses) == 0:
         return -math.inf
-    logs = np.log(f.vec[nz]) + s * h * (f.offset + nz)
+    logs = log_a + s * losses
     top = float(np.max(logs))
     return top + math.log(float(np.sum(np.exp(logs - top))))
 
@@ -513,11 +521,22 @@ def _tilted_pass(recipe: PowerRecipe, lam: float) -> TiltedPass:
             e_p = e_p + arb(f.k) * arb(eta) * arb(_l2_up(w))
     # elementwise product of powers (binary powering in complex floats: at most 2 bit_length(k)
     # products per factor, one more to multiply it in; theta above counts 2k + 3 + 2 bit_length)
-    prod = np.ones(half, dtype=np.complex128)
+    # frequencies where even the upper bound prod R^k of |prod F_hat^k| is below 1e-22 are set to
+    # 0 without computing the powers; that costs at most the l2 norm of those bounds
+    magnitude = w_hat[0] * r_hat[0] * (1 + 2 * _U)
+    if len(chosen):
+        magnitude[chosen] = np.maximum(magnitude[chosen], 1.0)  # recomputed spectra: always kept
+    active = np.flatnonzero(magnitude > 1e-22)
+    skipped = np.ones(half, dtype=bool)
+    skipped[active] = False
+    e_p = e_p + arb(_l2_up(magnitude[skipped]))
+    prod = np.zeros(half, dtype=np.complex128)
+    part = np.ones(len(active), dtype=np.complex128)
     for spec, f in zip(spectra, recipe.factors):
-        p, _ = _cpow(spec, f.k)
-        prod = prod * p
-    p_norm = arb(_l2_up(prod))
+        p, _ = _cpow(spec[active], f.k)
+        part = part * p
+    prod[active] = part
+    p_norm = arb(_l2_up(part))
     e_p = e_p + theta / (1 - theta) * p_norm
     y = scipy.fft.irfft(prod, n)
     y_norm = arb(_l2_up(y))  # of the unclamped output (the inverse transform's bound uses it)
