@@ -82,14 +82,22 @@ Engines and their rounding
   times Arb enclosures of e^{-j step}), IEEE products and an explicit summation error term,
   so delta evaluation is rigorous given only IEEE-754 basic operations.
   Default for discretised PLDs, where the grid holds millions of points.
+- ``"float"``, one pass (:mod:`accounting._pld_fft_power`): a composition of float releases
+  (self-composition and heterogeneous composition of sides without float error) is formed as
+  dp_accounting forms one, by one forward FFT per release, an elementwise power and one inverse
+  FFT on a cyclic window with certified Chernoff tails, and certified by a componentwise error
+  analysis read through an exponentially tilted pass: the FFT error reaches delta(eps) scaled by
+  a Chernoff bound of the tail at eps (about delta itself), so the certified eps is within float
+  noise of the exact eps of the discretised PLD (below dp_accounting's estimate for the Laplace
+  and mixed compositions of issue #12). Repeated squaring remains for everything else.
 
 Searching eps(delta)
 --------------------
 delta(eps) is non-increasing in eps. A float estimate from suffix sums (sum_{L_n > eps} c_n and
 a log-sum-exp of c_n e^{-L_n}) locates eps* with estimated delta(eps*) = delta by bisection;
-the candidate eps* (1 + 1e-10) + 1e-12 is then *certified* (certified delta(eps) <= delta), and
-moved up geometrically until it is. So ``epsilon`` is an eps whose certified delta is <= delta,
-within about 1e-9 relative of the smallest such eps on this PLD. The lower bound is searched the
+eps* itself is then *certified* (certified delta(eps) <= delta), and moved up by steps growing
+geometrically from 1e-13 eps* until it is. So ``epsilon`` is an eps whose certified delta is
+<= delta, within the certified error (and ~1e-13 relative) of the smallest such eps on this PLD. The lower bound is searched the
 same way (largest eps whose certified lower delta is > delta, so the true eps(delta) exceeds it).
 If the +inf atom alone exceeds delta, eps = inf.
 """
