@@ -91,9 +91,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.fft
-from flint import arb
+from flint import arb, ctx
 
-from ._certified import lower_float, upper_float
+from ._certified import DEFAULT_PRECISION, lower_float, upper_float, working_precision
 
 _U = 2.0**-53
 _SQRT5 = math.sqrt(5.0)
@@ -181,6 +181,7 @@ class Factor:
 
 
 _LOGS: dict[int, tuple] = {}  # id(factor) -> (factor, its losses, log masses) (the factor is kept alive)
+_LOGS_MAX = 32
 
 
 def _log_mgf(f: Factor, s: float, h: float) -> float:
@@ -189,7 +190,7 @@ def _log_mgf(f: Factor, s: float, h: float) -> float:
     if cached is None or cached[0] is not f:
         nz = np.flatnonzero(f.vec)
         cached = (f, (f.offset + nz) * h, np.log(f.vec[nz]))
-        if len(_LOGS) > 256:
+        if len(_LOGS) > _LOGS_MAX:
             _LOGS.clear()
         _LOGS[id(f)] = cached
     _, losses, log_a = cached
@@ -248,6 +249,11 @@ class PowerRecipe:
 
     @classmethod
     def build(cls, factors: tuple[Factor, ...], h: float, h_ball: arb) -> "PowerRecipe":
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"), working_precision(max(ctx.prec, DEFAULT_PRECISION)):
+            return cls._build(factors, h, h_ball)
+
+    @classmethod
+    def _build(cls, factors: tuple[Factor, ...], h: float, h_ball: arb) -> "PowerRecipe":
         recipe = cls(factors, h, h_ball)
         lo_full = sum(f.k * f.offset for f in factors)
         hi_full = sum(f.k * (f.offset + len(f.vec) - 1) for f in factors)
@@ -290,7 +296,9 @@ class PowerRecipe:
         if hit is None:
             # an overflow (a tilt too steep for the window) surfaces as ArithmeticError below;
             # the caller then keeps the untilted bound
-            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            # Arb at >= the default precision whatever the caller's context (the twiddle tables
+            # are claimed within one float rounding; the atom is a difference of near-1 powers)
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"), working_precision(max(ctx.prec, DEFAULT_PRECISION)):
                 hit = _tilted_pass(self, key)
             self._cache[key] = hit
         return hit
@@ -563,13 +571,14 @@ def _tilted_pass(recipe: PowerRecipe, lam: float) -> TiltedPass:
     rho_b = arb(rho)
     err = arb(2).sqrt() * e_p / arb(n).sqrt() + rho_b * y_norm / (1 - rho_b)
     err_l2 = upper_float(err)
-    # untilt: vec(q) >= Z e^{-lam L_q} y_hat(q), L_q = (b + q) h; entries with L_q < 0 are never
-    # read for eps >= 0 (f_eps(L_q + shift) = 0 there, the shift being < h), so they are left 0
+    # untilt: vec(q) >= Z e^{-lam L_q} y_hat(q), L_q = (b + q) h; entries with L_q + shift <= 0
+    # are never read for eps >= 0 (f_eps = 0 there), so they are left 0
     if lam == 0.0:
         vec = y
     else:
         vec = np.zeros(n)
-        q0 = min(n, max(0, -b))
+        # grid losses below -shift cannot exceed any eps >= 0 once raised by the shift
+        q0 = min(n, max(0, -b - 1 - math.ceil(upper_float(recipe.shift) / recipe.h)))
         if q0 < n:
             _, w_hi = _weights(z.log() - lam_ball * h_ball * (b + q0), -lam_ball * h_ball, n - q0)
             vec[q0:] = y[q0:] * w_hi * (1 + 2 * _U)
