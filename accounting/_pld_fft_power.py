@@ -36,15 +36,27 @@ L_{B+q+jN}} / Z, Z = prod Z_i^{k_i}, and nu(q) = Z e^{-lambda L_{B+q}} y(q) >= c
 terms are extra mass, the j < 0 terms shrunk copies of the lower tail, whose whole mass the tilted
 pass puts on +inf). With y_hat the computed y, ||y_hat - y||_2 <= E (below),
 
-    delta(eps) <= sum_{L_q > eps} Z e^{-lambda L_q} y_hat(q) f_eps(L_q) + atom + Z e^{-lambda eps} E / sqrt(1 - e^{-2 lambda h}),
+    delta(eps) <= sum_{L_q > eps} Z e^{-lambda L_q} y_hat(q) f_eps(L_q) + atom + Z E sqrt(S),
+    S = sum_{L_q > eps} e^{-2 lambda L_q} f_eps(L_q)^2
+      <= e^{-2 lambda eps} ((1/h) int_0^inf e^{-2 lambda x} (1 - e^{-x})^2 dx + (lambda e)^-2),
 
-by Cauchy-Schwarz over the grid points above eps (f_eps <= 1 and sum_{q: L_q > eps} e^{-2 lambda L_q}
-<= e^{-2 lambda eps} / (1 - e^{-2 lambda h})). For lambda = 0 the last term is E sqrt(#{q: L_q >
-eps}). Z e^{-lambda eps} is a Chernoff bound on the tail at eps, of the order of delta itself at
-the lambda that minimises it; so the FFT error is scaled by about delta, where the untilted
-analysis pays it in full: the error on delta(eps) drops by about 1/delta. A certified eps(delta)
-uses the lambda minimising log Z - lambda eps at the searched eps (rounded to 3 significant digits
-and cached, so the certification loop reuses one tilted pass).
+by Cauchy-Schwarz over the grid points above eps (a unimodal function summed on a grid of spacing
+h is at most its integral / h plus its maximum, and x^2 e^{-2 lambda x} <= (lambda e)^-2; the
+integral is 1/(2 lambda) - 2/(2 lambda + 1) + 1/(2 lambda + 2)); losses are raised by the side's
+shift, so eps is replaced by eps - shift. For lambda = 0 the last term is E sqrt(#{q: L_q > eps}).
+Z e^{-lambda eps} is a Chernoff bound on the tail at eps, of the order of delta itself at the
+lambda that minimises it; so the FFT error reaches delta(eps) scaled by about delta, where the
+untilted analysis pays it in full.
+
+delta(eps) is read from the pass tilted by the lambda minimising log Z(lambda) - lambda eps (the
+untilted pass when that is estimated to give the smaller error term); eps(delta) is searched and
+certified on one pass tilted by the lambda of the Chernoff (RDP-style) bound
+min_lambda (log Z(lambda) + log(1/delta)) / lambda, which for a near-Gaussian PLD centres the
+tilted law near the true eps(delta). Passes are cached by lambda (3 significant digits). Any
+lambda >= 0 gives a certified bound; the choice only moves the error term. A tilt amplifies the
+mass that wraps down from above the window by e^{lambda N h}: sound (extra mass) but loose, so a
+tilted pass lengthens its window until a Chernoff estimate of that mass landing above loss 0 is
+below ``WRAP_TAIL``.
 
 The forward error E of one pass
 -------------------------------
