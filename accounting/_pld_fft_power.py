@@ -693,6 +693,8 @@ def _twiddle_tables(n: int) -> tuple[np.ndarray, np.ndarray, int]:
         return out
 
     hit = (table(n // block + 1, block), table(block, 1), block)
+    if len(_TWIDDLE_CACHE) > 16:
+        _TWIDDLE_CACHE.clear()
     _TWIDDLE_CACHE[n] = hit
     return hit
 
