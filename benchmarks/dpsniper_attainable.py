@@ -116,7 +116,8 @@ def _curve(p: np.ndarray, q: np.ndarray, lr: np.ndarray) -> tuple[np.ndarray, np
 
 def _split(c: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each cell as two atoms with likelihood ratios e^hi and e^lo (the dominating law)."""
-    exact = (c.hi - c.lo <= 0) | (c.p == 0) | (c.q == 0)
+    with np.errstate(invalid="ignore"):
+        exact = (c.hi - c.lo <= 0) | (c.p == 0) | (c.q == 0) | ~np.isfinite(c.hi - c.lo)
     a, b = np.exp(np.where(exact, 0.0, c.lo)), np.exp(np.where(exact, 1.0, c.hi))
     q1 = np.where(exact, c.q, np.clip((c.p - a * c.q) / (b - a), 0.0, c.q))
     p1 = np.where(exact, c.p, np.minimum(b * q1, c.p))
