@@ -1,0 +1,156 @@
+"""The exact laws behind ``benchmarks/dpsniper_attainable.py`` checked against the mechanisms themselves.
+
+Each law (one StatDP pair per mechanism) is compared with a seeded Monte Carlo sample of the
+benchmark mechanism's own code by a Pearson chi-square test on the outcome codes (cells merged to
+>= 50 expected draws, ``tests/_gof.py``) at level 1e-4 per input: 15 mechanisms x 2 inputs, so the
+family's false-alarm rate is <= 3e-3 (Bonferroni) under the chi-square approximation. Power: the
+same test, on the same samples, must reject the law computed with every noise scale multiplied by
+0.5 (RAPPOR: the flip probability f; SVT2: 0.3; the truncated geometric: eps divided by 1.2, as
+halving the noise leaves its integer table unchanged), and its computed power against that wrong
+law (noncentral chi-square) is asserted >= 0.99 before the verdict. 2e5 draws per input (4e5-6e5
+for the SVT laws, which move little when both noises scale together). What this cannot see: an
+error as small as the privacy loss itself (the SVT laws of the two inputs of a pair differ by a
+few percent on outcomes of probability ~0.02; telling them apart needs ~1e7 draws). The SVT
+quadrature is therefore also checked against scipy's adaptive quadrature to 1e-10, and the RNM3
+log-ratio ranges pointwise.
+
+The Neyman-Pearson machinery is checked against brute force: on laws with few outputs, no
+deterministic event (all 2^k subsets, both directions) beats the certified upper value, and the
+attained value is at least every likelihood-ratio prefix set's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import dpsniper_attainable as da  # noqa: E402
+import statdp_mechanisms as sm  # noqa: E402
+from _gof import counts_gof  # noqa: E402
+from bench_dpsniper import pairs_for  # noqa: E402
+
+ALPHA = 1e-4
+# draws per input, and the factor on the noise scales of the wrong law: the SVT laws move little
+# when both noises scale together, so they get more draws (power is asserted, not assumed)
+DRAWS = {"SVT1": 600_000, "SVT2": 500_000, "SVT4": 400_000}
+WRONG = {"TruncatedGeometric": 1.2, "SVT2": 0.3}
+SEEDS = {name: 1000 + i for i, name in enumerate(da.LAWS)}
+
+
+def _pair(name: str):
+    entry = next(e for e in sm.BENCHMARK if e.name == name)
+    pairs, _ = pairs_for(entry)
+    return entry, pairs[-1]  # "x shape" for query vectors (every coordinate differs), "1 ~ 2" for scalars
+
+
+def _counts(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    idx = np.searchsorted(keys, codes)
+    idx = np.minimum(idx, keys.size - 1)
+    assert np.all(keys[idx] == codes), f"sampled outputs outside the law's support: {np.unique(codes[keys[idx] != codes])[:5]}"
+    return np.bincount(idx, minlength=keys.size)
+
+
+@pytest.mark.parametrize("name", list(da.LAWS))
+def test_exact_law_matches_the_mechanism(name):
+    entry, pair = _pair(name)
+    law = da.LAWS[name]
+    keys, cells = law.cells(pair.d, pair.d_prime)
+    factor = WRONG.get(name, 0.5)
+    wkeys, wrong = law.cells(pair.d, pair.d_prime, noise=factor)
+    assert np.array_equal(keys, wkeys)
+    rng = np.random.default_rng(SEEDS[name])
+    for data, probs, wprobs in ((pair.d, cells.p, wrong.p), (pair.d_prime, cells.q, wrong.q)):
+        codes = law.codes(entry.mechanism(data, rng, DRAWS.get(name, 200_000)), pair.d, pair.d_prime)
+        counts = _counts(keys, codes)
+        res = counts_gof(counts, probs, alpha=ALPHA)
+        assert res.power_against(wprobs) >= 0.99, f"{name}: the test cannot tell the x{factor} law apart"
+        assert not res.rejected, f"{name} on {pair.label}: exact law rejected: {res}"
+        wres = counts_gof(counts, wprobs, alpha=ALPHA)
+        assert wres.rejected, f"{name}: the mis-scaled law (x{factor}) was not rejected: {wres}"
+
+def test_svt_quadrature_agrees_with_adaptive_quadrature():
+    """The composite Gauss-Legendre law of SVT1 equals scipy's adaptive quad on the same integral."""
+    x = np.r_[np.zeros(5), np.ones(5)]
+    t, b_rho, b_nu = 0.5, 20.0, 40.0
+    probs, err = da._svt_first_above(x, t, b_rho, b_nu)
+    assert err < 1e-12 and abs(probs.sum() - 1.0) < 1e-12
+    for k in (0, 5, 10):
+        def f(r, k=k):
+            z = r + t - x
+            below = np.prod(da._lap_cdf(z[:k], b_nu)) if k else 1.0
+            last = da._lap_sf(z[k], b_nu) if k < x.size else 1.0
+            return float(da._lap_pdf(r, b_rho) * below * last)
+        ref = sum(integrate.quad(f, a, b, epsabs=1e-14, epsrel=1e-12, limit=200)[0]
+                  for a, b in [(-3000, -0.5), (-0.5, 0), (0, 0.5), (0.5, 3000)])
+        assert abs(ref - probs[k]) < 1e-10
+
+
+@pytest.mark.parametrize("name, pair_index", [("TruncatedGeometric", 0), ("SVT1", -1), ("Rappor", 0), ("SVT5", -1)])
+def test_oracle_bracket_covers_every_deterministic_event(name, pair_index):
+    entry = next(e for e in sm.BENCHMARK if e.name == name)
+    pairs, _ = pairs_for(entry)
+    pair = pairs[pair_index]
+    _, cells = da.LAWS[name].cells(pair.d, pair.d_prime)
+    cells = da._finite(cells)
+    n, level = 1e7, da.LEVEL_95
+    o = da.oracle(cells, n, level)
+    k = cells.p.size
+    assert k <= 12
+    best_subset, best_prefix = -np.inf, -np.inf
+    masks = np.array(list(itertools.product([0, 1], repeat=k)), dtype=float)
+    for P, Q in ((masks @ cells.p, masks @ cells.q), (masks @ cells.q, masks @ cells.p)):
+        best_subset = max(best_subset, float(np.max(da.bound_at(P, Q, n, level))))
+    for p, q in ((cells.p, cells.q), (cells.q, cells.p)):
+        with np.errstate(divide="ignore"):
+            P, Q = da._curve(p, q, np.log(p) - np.log(q))
+        best_prefix = max(best_prefix, float(np.max(da.bound_at(P, Q, n, level))))
+    assert best_subset <= o.upper + 1e-12
+    assert o.lower >= best_prefix - 1e-12
+    assert o.lower <= o.upper
+    # the attained value is a point of the (randomised) curve: its bound recomputes
+    assert math.isclose(float(da.bound_at(o.P, o.Q, n, level)), o.lower, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_true_epsilons_match_the_closed_forms():
+    """Independent formulas: RAPPOR's per-bit ratio times the differing Bloom bits, the truncated
+    geometric's ln(1 + 2^-k), Laplace's 1/b per differing coordinate."""
+    for name in ("Rappor", "OneTimeRappor"):
+        for label, c in da.pair_laws(name):
+            v = int(label.split("~")[1])
+            D = int(np.count_nonzero(sm.bloom(1) != sm.bloom(v)))
+            want = sm.rappor_epsilon(0.75, 0.45, 0.55, differing=D) if name == "Rappor" else sm.rappor_epsilon(0.95, differing=D)
+            assert math.isclose(c.true_epsilon()[0], want, rel_tol=1e-9)
+    assert math.isclose(max(c.true_epsilon()[0] for _, c in da.pair_laws("TruncatedGeometric")), sm.truncated_geometric_epsilon(), rel_tol=1e-12)
+    for name, want in (("Laplace", 0.1), ("LaplaceParallel", 0.1), ("PrefixSum", 1.0), ("NoisyHist2", 10.0)):
+        got = max(c.true_epsilon()[0] for _, c in da.pair_laws(name))
+        assert math.isclose(got, want, rel_tol=1e-9), (name, got)
+
+
+def test_rnm3_ratio_ranges_contain_the_pointwise_ratio():
+    """The certified log-ratio interval of every RNM3 cell contains the exact log density ratio at
+    random points of the cell (the Lipschitz bound is not undercut)."""
+    entry = next(e for e in sm.BENCHMARK if e.name == "ReportNoisyMax3")
+    pairs, _ = pairs_for(entry)
+    rng = np.random.default_rng(7)
+    b = 2.0 / sm.EPS
+    for pair in pairs:
+        x, x2 = np.asarray(pair.d, float), np.asarray(pair.d_prime, float)
+        e = da._rnm3_edges(x, x2, b)
+        _, cells = da._rnm3_cells(x, x2, b, e)
+        i = rng.integers(0, e.size - 1, 20_000)
+        y = e[i] + rng.random(i.size) * (e[i + 1] - e[i])
+        lr = da._rnm3_logpdf(y, x, b) - da._rnm3_logpdf(y, x2, b)
+        assert np.all(cells.lo[i + 1] <= lr + 1e-12) and np.all(lr <= cells.hi[i + 1] + 1e-12), pair.label
+        y_left = e[0] - rng.exponential(50.0, 1000)  # the exact left cell
+        lr_left = da._rnm3_logpdf(y_left, x, b) - da._rnm3_logpdf(y_left, x2, b)
+        assert np.allclose(lr_left, cells.lo[0], atol=1e-9)
