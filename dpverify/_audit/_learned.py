@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from ._views import DiscreteView, _column, _discrete_hist, _edges, _fmt, _is_discrete
+from ._score_kernels import affine_rows
+from ._views import DiscreteView, _column, _discrete_hist, _edges, _fmt, _is_discrete, _tally
 
 __all__ = ["LearnedView", "ResidueView", "TRAIN_STREAM", "fit_learned_views", "lowest_bit_exponent", "sklearn_available"]
 
@@ -104,8 +105,9 @@ class ResidueView(DiscreteView):
     def exact_outputs(self) -> bool:
         return False
 
-    def count(self, table: np.ndarray) -> Any:
-        return _discrete_hist(lowest_bit_exponent(_column(table, self.column)))
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Any:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
+        return _discrete_hist(lowest_bit_exponent(_column(table, self.column)), weights)
 
 
 # ------------------------------------------------------------------------------------------
@@ -210,9 +212,10 @@ class LearnedView:
             out[start:stop] = _log_odds(self.model, self.features(table[start:stop]))
         return out
 
-    def count(self, table: np.ndarray) -> Any:
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Any:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
         cells = np.searchsorted(np.asarray(self.edges), self.values(table), side="right")
-        counts = np.bincount(cells, minlength=len(self.edges) + 1).astype(np.int64)
+        counts = _tally(cells, weights, len(self.edges) + 1)
         return np.arange(len(counts), dtype=np.int64), counts
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
@@ -231,9 +234,32 @@ class LearnedView:
 
 
 def _log_odds(model: Any, feats: np.ndarray) -> np.ndarray:
-    if hasattr(model, "decision_function"):
+    """The classifier's log-odds of "drawn from D" for each row of features.
+
+    The two classifiers fitted here are evaluated from their fitted weights row by row
+    (:func:`._score_kernels.affine_rows`), not through scikit-learn's BLAS products, so that a row's
+    score does not depend on the other rows of its batch (it decides the row's cell when the score
+    equals an edge). Same formulas as scikit-learn's: the logistic regression's decision function
+    x w + b; the MLP's ReLU layers, its logistic output p, and log(p) - log(1 - p) with p clipped
+    to [1e-15, 1 - 1e-15] (as from ``predict_proba``). Other models go through scikit-learn.
+    """
+    from scipy.special import expit
+
+    coef = getattr(model, "coef_", None)
+    if coef is not None and np.ndim(coef) == 2 and np.shape(coef)[0] == 1 and hasattr(model, "intercept_"):
+        return affine_rows(feats, np.asarray(coef).T, np.asarray(model.intercept_))[:, 0]
+    layers = getattr(model, "coefs_", None)
+    if (layers is not None and getattr(model, "activation", None) == "relu"
+            and getattr(model, "out_activation_", None) == "logistic"):
+        h = feats
+        for w, b in zip(layers[:-1], model.intercepts_[:-1]):
+            h = affine_rows(h, w, b, relu=True)
+        p = expit(affine_rows(h, layers[-1], model.intercepts_[-1])[:, 0])
+    elif hasattr(model, "decision_function"):
         return np.asarray(model.decision_function(feats), dtype=np.float64)
-    p = np.clip(np.asarray(model.predict_proba(feats)[:, 1], dtype=np.float64), 1e-15, 1 - 1e-15)
+    else:
+        p = np.asarray(model.predict_proba(feats)[:, 1], dtype=np.float64)
+    p = np.clip(p, 1e-15, 1 - 1e-15)
     return np.log(p) - np.log1p(-p)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from accounting._validation import AccountingError
 
-from ._views import Hist, to_table
+from ._views import Hist, distinct_rows, to_table
 
 __all__ = ["ChunkTask", "call_mode", "chunk_plan", "draw", "run_chunk", "resolve_executor", "map_tasks"]
 
@@ -109,8 +109,20 @@ def run_chunk(task: ChunkTask) -> list[tuple[Hist, Hist, Hist]]:
     seq = np.random.SeedSequence(task.entropy, spawn_key=task.spawn_key)
     table = draw(task.mechanism, task.data, seq, task.size, task.mode, task.seed_type)
     half = task.selection // 2
-    rank, valid, est = table[:half], table[half: task.selection], table[task.selection:]
-    return [(v.count(rank), v.count(valid), v.count(est)) for v in task.views]
+    bounds = ((0, half), (half, task.selection), (task.selection, task.size))
+    distinct = distinct_rows(table)
+    if distinct is None:
+        parts = [(table[a:b], None) for a, b in bounds]
+    else:
+        # vector outputs with few distinct rows (flags, answers): every view is a function of the
+        # row, so each distinct row is scored once and counted with its multiplicity
+        uniq, inverse, _ = distinct
+        parts = []
+        for a, b in bounds:
+            weight = np.bincount(inverse[a:b], minlength=len(uniq))
+            seen = np.flatnonzero(weight)
+            parts.append((uniq[seen], weight[seen]))
+    return [tuple(v.count(rows, weights) for rows, weights in parts) for v in task.views]
 
 
 def chunk_plan(targets: Sequence[int], chunk_size: int) -> list[tuple[int, int]]:

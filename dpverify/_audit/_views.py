@@ -31,7 +31,9 @@ import numpy as np
 
 from accounting._validation import AccountingError
 
-__all__ = ["BinnedView", "DiscreteView", "JointView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table"]
+from ._score_kernels import gaussian_lr_rows
+
+__all__ = ["BinnedView", "DiscreteView", "JointView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table", "unique_rows"]
 
 #: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
 Hist = tuple[np.ndarray, np.ndarray]
@@ -83,18 +85,128 @@ def _column(table: np.ndarray, column: int | None) -> np.ndarray:
     return table[:, column]
 
 
-def _discrete_hist(values: np.ndarray) -> Hist:
+def _tally(cells: np.ndarray, weights: np.ndarray | None, minlength: int) -> np.ndarray:
+    """np.bincount as int64; weighted counts are sums of integers far below 2**53, so exact."""
+    return np.bincount(cells, weights=weights, minlength=minlength).astype(np.int64)
+
+
+def _discrete_hist(values: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+    """Distinct values and their counts (``weights``: each value stands for that many outputs)."""
     if values.size == 0:
         return values[:0].copy(), np.zeros(0, dtype=np.int64)
     if values.dtype.kind == "i":
         lo = int(values.min())
         hi = int(values.max())
         if hi - lo <= 4 * values.size + 65536:
-            counts = np.bincount(values - lo, minlength=hi - lo + 1)
+            counts = _tally(values - lo, weights, hi - lo + 1)
             keys = np.flatnonzero(counts)
-            return keys + lo, counts[keys].astype(np.int64)
-    keys, counts = np.unique(values, return_counts=True)
-    return keys, counts.astype(np.int64)
+            return keys + lo, counts[keys]
+    if weights is None:
+        keys, counts = np.unique(values, return_counts=True)
+        return keys, counts.astype(np.int64)
+    keys, inverse = np.unique(values, return_inverse=True)
+    return keys, _tally(inverse.reshape(-1), weights, len(keys))
+
+
+def _column_codes(col: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """Each entry's rank among the column's distinct values, and their number (None: no exact code).
+
+    Integers: an offset, compacted through a presence table when the range is small. Floats: the
+    inverse of a 1-D unique, refused on NaN (np.unique's row comparison keeps NaN rows apart) and
+    on -0.0 (it compares equal to 0.0, so which of the two a row key shows would depend on sort order).
+    """
+    n = col.shape[0]
+    if col.dtype.kind in "ib":
+        col = col.astype(np.int64, copy=False)
+        lo = int(col.min())
+        span = int(col.max()) - lo
+        if span <= 4 * n + 65536:
+            present = np.bincount(col - lo, minlength=span + 1) > 0
+            rank = np.cumsum(present) - 1
+            return rank[col - lo], int(rank[-1]) + 1
+        values, inverse = np.unique(col, return_inverse=True)
+        return inverse.reshape(-1), len(values)
+    if col.dtype.kind != "f" or np.isnan(col).any() or np.any((col == 0) & np.signbit(col)):
+        return None
+    probe = np.unique(col[:4096])
+    if probe.size <= 1024:  # few values (flags, sentinels, bin indices): rank by search, no sort of n
+        rank = np.searchsorted(probe, col)
+        if np.array_equal(probe[np.minimum(rank, probe.size - 1)], col):
+            return rank, probe.size
+    values, inverse = np.unique(col, return_inverse=True)
+    return inverse.reshape(-1), len(values)
+
+
+def _coded_unique(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`unique_rows` by column codes, or None where a column has no exact code."""
+    n, d = rows.shape
+    key = np.zeros(n, dtype=np.int64)
+    radix_so_far = 1
+    for j in range(d):
+        coded = _column_codes(rows[:, j])
+        if coded is None:
+            return None
+        codes, radix = coded
+        if radix_so_far * radix >= 2**62:
+            distinct, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1).astype(np.int64)
+            radix_so_far = len(distinct)
+            if radix_so_far * radix >= 2**62:  # pragma: no cover - needs > 2**31 rows
+                return None
+        key = key * radix + codes
+        radix_so_far *= radix
+    if radix_so_far <= 4 * n + 65536:
+        tally = np.bincount(key, minlength=radix_so_far)
+        present = np.flatnonzero(tally)
+        rank = np.zeros(radix_so_far, dtype=np.int64)
+        rank[present] = np.arange(present.size)
+        inverse = rank[key]
+        counts = tally[present].astype(np.int64)
+    else:
+        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        counts = counts.astype(np.int64)
+    first = np.full(counts.size, n, dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(n, dtype=np.int64))
+    return rows[first], inverse, counts
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True, return_counts=True)``, without its row sort.
+
+    np.unique(axis=0) sorts the rows as structured records (a generic comparison per pair: seconds
+    for a million 10-column rows). Here each column is replaced by its code (the rank of its value
+    among the column's distinct values) and the codes are combined in mixed radix, column 0 most
+    significant, so the order of the int64 keys is the lexicographic order of the rows: the
+    distinct rows come out in np.unique's order, each a copy of one of its occurrences (equal rows
+    are bitwise equal once NaN and -0.0 are excluded), with the same inverse and counts.
+    When the radix product would overflow, the key so far is re-ranked (order-preserving);
+    columns without an exact code fall back to np.unique itself.
+    """
+    coded = _coded_unique(rows) if rows.shape[0] and rows.shape[1] else None
+    if coded is not None:
+        return coded
+    uniq, inverse, counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    return uniq, inverse.reshape(-1), counts.astype(np.int64)
+
+
+def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(distinct rows, inverse, counts) of a vector table whose rows repeat a lot, else None.
+
+    Views are functions of the row, so counting the distinct rows with their multiplicities as
+    weights gives the same histograms as counting every row (see the ``weights`` of each view's
+    ``count``), at the cost of scoring a few rows. None when the rows are mostly distinct (judged
+    on the first rows, then on all) or when a column has no exact code (NaN, -0.0).
+    """
+    if table.ndim != 2 or table.shape[0] < 4096 or table.shape[1] == 0:
+        return None
+    probe = _coded_unique(table[:2048])
+    if probe is None or len(probe[2]) > 1024:
+        return None
+    coded = _coded_unique(table)
+    if coded is None or 2 * len(coded[2]) > table.shape[0]:
+        return None
+    return coded
 
 
 def merge_hist(a: Hist | None, b: Hist) -> Hist:
@@ -104,7 +216,7 @@ def merge_hist(a: Hist | None, b: Hist) -> Hist:
     keys = np.concatenate([a[0], b[0]], axis=0)
     counts = np.concatenate([a[1], b[1]])
     if keys.ndim == 2:
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        uniq, inverse, _ = unique_rows(keys)
     else:
         uniq, inverse = np.unique(keys, return_inverse=True)
     return uniq, np.bincount(inverse.reshape(-1), weights=counts, minlength=len(uniq)).astype(np.int64)
@@ -132,8 +244,9 @@ class DiscreteView:
         """Cells are whole outputs (so a declared pmf speaks about them)."""
         return self.column is None
 
-    def count(self, table: np.ndarray) -> Hist:
-        return _discrete_hist(_column(table, self.column))
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
+        return _discrete_hist(_column(table, self.column), weights)
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
         chosen = keys[mask]
@@ -172,14 +285,15 @@ class RowsView:
     def exact_outputs(self) -> bool:
         return self.columns is None
 
-    def count(self, table: np.ndarray) -> Hist:
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
         if table.ndim != 2:
             raise AccountingError("outputs", f"array of shape {table.shape}", "vector outputs (the pilot saw vectors)")
         rows = table if self.columns is None else table[:, list(self.columns)]
         if rows.shape[0] == 0:
             return rows.copy(), np.zeros(0, dtype=np.int64)
-        keys, counts = np.unique(rows, axis=0, return_counts=True)
-        return keys, counts.astype(np.int64)
+        keys, inverse, counts = unique_rows(rows)
+        return keys, (counts if weights is None else _tally(inverse, weights, len(keys)))
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
         rows = ["(" + ", ".join(_fmt(v) for v in row) + ")" for row in keys[mask]]
@@ -219,17 +333,14 @@ class BinnedView:
             return _column(table, self.statistic[1]).astype(np.float64, copy=False)
         _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
         x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dp = x - np.asarray(mu_p)
-            dq = x - np.asarray(mu_q)
-            qp = ((dp @ np.asarray(prec_p)) * dp).sum(axis=1)  # BLAS; einsum was O(d^2) per row in pure loops
-            qq = ((dq @ np.asarray(prec_q)) * dq).sum(axis=1)
-            score = 0.5 * (qq - qp) + 0.5 * (logdet_q - logdet_p)
+        # row by row in a fixed order (not BLAS): a row's score, hence its cell, depends on the row alone
+        score = gaussian_lr_rows(x, mu_p, prec_p, mu_q, prec_q, 0.5 * (logdet_q - logdet_p))
         return np.nan_to_num(score, nan=0.0)
 
-    def count(self, table: np.ndarray) -> Hist:
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
         cells = np.searchsorted(np.asarray(self.edges), self.values(table), side="right")
-        counts = np.bincount(cells, minlength=len(self.edges) + 1).astype(np.int64)
+        counts = _tally(cells, weights, len(self.edges) + 1)
         return np.arange(len(counts), dtype=np.int64), counts
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
@@ -269,15 +380,16 @@ class JointView:
     def name(self) -> str:
         return f"(output[{self.discrete}], output[{self.column}])"
 
-    def count(self, table: np.ndarray) -> Hist:
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
         if table.ndim != 2:
             raise AccountingError("outputs", f"array of shape {table.shape}", "vector outputs (the pilot saw vectors)")
         bins = np.searchsorted(np.asarray(self.edges), table[:, self.column].astype(np.float64), side="right")
         rows = np.stack([table[:, self.discrete].astype(np.float64), bins.astype(np.float64)], axis=1)
         if rows.shape[0] == 0:
             return rows, np.zeros(0, dtype=np.int64)
-        keys, counts = np.unique(rows, axis=0, return_counts=True)
-        return keys, counts.astype(np.int64)
+        keys, inverse, counts = unique_rows(rows)
+        return keys, (counts if weights is None else _tally(inverse, weights, len(keys)))
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
         edges = (-math.inf, *self.edges, math.inf)
