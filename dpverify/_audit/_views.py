@@ -261,12 +261,14 @@ class DiscreteView:
             if idx[0] == 0:
                 return f"{self.name} <= {_fmt(chosen[-1])}"
             return f"{_fmt(chosen[0])} <= {self.name} <= {_fmt(chosen[-1])}"
-        return _set_text(self.name, [_fmt(k) for k in chosen])
+        return _set_text(self.name, [_fmt(k) for k in chosen[:8]], chosen.size)
 
 
-def _set_text(name: str, items: Sequence[str]) -> str:
+def _set_text(name: str, items: Sequence[str], total: int | None = None) -> str:
+    """``name in {first 8 items, ... (total values)}``; ``items`` may hold only the first 8 of ``total``."""
+    total = len(items) if total is None else total
     shown = ", ".join(items[:8])
-    more = f", ... ({len(items)} values)" if len(items) > 8 else ""
+    more = f", ... ({total} values)" if total > 8 else ""
     return f"{name} in {{{shown}{more}}}"
 
 
@@ -296,10 +298,11 @@ class RowsView:
         return keys, (counts if weights is None else _tally(inverse, weights, len(keys)))
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
-        rows = ["(" + ", ".join(_fmt(v) for v in row) + ")" for row in keys[mask]]
-        if len(rows) == 1:
+        chosen = keys[mask]
+        rows = ["(" + ", ".join(_fmt(v) for v in row) + ")" for row in chosen[:8]]  # only those shown
+        if len(chosen) == 1:
             return f"{self.name} == {rows[0]}"
-        return _set_text(self.name, rows)
+        return _set_text(self.name, rows, len(chosen))
 
 
 @dataclass(frozen=True)
