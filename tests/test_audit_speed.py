@@ -267,3 +267,47 @@ def test_svt_kernels_reproduce_the_numpy_mechanisms(fast, reference):
             ours = fast(pair.d, np.random.default_rng(seed), 5000)
             theirs = reference(np.asarray(pair.d, dtype=np.float64), np.random.default_rng(seed), 5000)
             assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), pair.label
+
+
+# ---- the learned views' feature map ----------------------------------------------------------
+
+
+def _reference_features(fmap, table):
+    """The feature map as it was written before (a list of blocks, concatenated)."""
+    from dpverify._audit._learned import lowest_bit_exponent
+
+    x = np.asarray(table, dtype=np.float64)
+    x = x.reshape(-1, 1) if x.ndim == 1 else x
+    x = np.nan_to_num(x, nan=0.0, posinf=1e300, neginf=-1e300)
+    parts = [((x - np.asarray(fmap.mean)) / np.asarray(fmap.scale)).astype(np.float64)]
+    for j, vals in fmap.onehot:
+        parts.append((x[:, j:j + 1] == np.asarray(vals)[None, :]).astype(np.float64))
+    if fmap.sorted_values:
+        parts.append(((np.sort(x, axis=1) - float(np.mean(fmap.mean))) / float(np.mean(fmap.scale))).astype(np.float64))
+    if fmap.value_counts:
+        parts.append(np.stack([(x == v).sum(axis=1) for v in fmap.value_counts], axis=1).astype(np.float64))
+    for j in fmap.bit_columns:
+        raw = np.ascontiguousarray(np.asarray(table, dtype=np.float64).reshape(len(x), -1)[:, j])
+        parts.append(np.unpackbits(raw.view(np.uint8).reshape(-1, 8), axis=1).astype(np.float64))
+        res = np.clip(lowest_bit_exponent(raw), -1100, 1100).astype(np.float64)
+        parts.append(((res + 60.0) / 20.0)[:, None])
+        parts.append(np.stack([(res <= k) for k in (-56, -54, -53, -52, -51, -50)], axis=1).astype(np.float64))
+    return np.concatenate(parts, axis=1)
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng, n: sm.svt1(np.ones(10), rng, n),  # one-hot answers and value counts
+    lambda rng, n: sm.svt3(np.ones(10), rng, n),  # sorted values of a mixed float vector
+    lambda rng, n: sm.svt34_parallel(np.ones(10), rng, n),  # one-hot and sorted together
+    lambda rng, n: sm.float_laplace(np.zeros(1), rng, n),  # IEEE-754 bits and residues of a scalar
+    lambda rng, n: np.c_[sm.laplace(np.zeros(1), rng, n), np.where(rng.random(n) < 0.3, np.nan, 1.5)],  # NaN, bits
+])
+def test_feature_map_writes_the_same_features_as_the_concatenated_blocks(make):
+    from dpverify._audit._learned import _feature_map
+
+    rng = np.random.default_rng(10)
+    fmap = _feature_map(make(rng, 4096), float_bits=True)
+    table = make(rng, 3000)
+    ours = fmap(table)
+    assert ours.shape == (3000, len(fmap.names))
+    assert np.array_equal(ours, _reference_features(fmap, table))

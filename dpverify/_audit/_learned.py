@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ._score_kernels import affine_rows
-from ._views import DiscreteView, _column, _discrete_hist, _edges, _fmt, _is_discrete, _tally
+from ._views import DiscreteView, _column, _discrete_hist, _edges, _fmt, _is_discrete, _tally, single_thread_blas
 
 __all__ = ["LearnedView", "ResidueView", "TRAIN_STREAM", "fit_learned_views", "lowest_bit_exponent", "sklearn_available"]
 
@@ -128,26 +128,41 @@ class FeatureMap:
     names: tuple[str, ...]
 
     def __call__(self, table: np.ndarray) -> np.ndarray:
+        # each block is written into its columns of one preallocated matrix (no temporaries to
+        # concatenate); every entry is the same elementwise float operation as before
         x = np.asarray(table, dtype=np.float64)
         x = x.reshape(-1, 1) if x.ndim == 1 else x
         x = np.nan_to_num(x, nan=0.0, posinf=1e300, neginf=-1e300)
-        parts = [((x - np.asarray(self.mean)) / np.asarray(self.scale)).astype(np.float64)]
+        n, d = x.shape
+        out = np.empty((n, len(self.names)), dtype=np.float64)
+        np.subtract(x, np.asarray(self.mean), out=out[:, :d])
+        np.divide(out[:, :d], np.asarray(self.scale), out=out[:, :d])
+        col = d
         for j, vals in self.onehot:
-            parts.append((x[:, j:j + 1] == np.asarray(vals)[None, :]).astype(np.float64))
+            out[:, col:col + len(vals)] = x[:, j:j + 1] == np.asarray(vals)[None, :]
+            col += len(vals)
         if self.sorted_values:
-            parts.append(((np.sort(x, axis=1) - float(np.mean(self.mean))) / float(np.mean(self.scale))).astype(np.float64))
-        if self.value_counts:
-            parts.append(np.stack([(x == v).sum(axis=1) for v in self.value_counts], axis=1).astype(np.float64))
+            block = out[:, col:col + d]
+            block[...] = x
+            block.sort(axis=1)
+            np.subtract(block, float(np.mean(self.mean)), out=block)
+            np.divide(block, float(np.mean(self.scale)), out=block)
+            col += d
+        for v in self.value_counts:
+            out[:, col] = np.count_nonzero(x == v, axis=1)
+            col += 1
         for j in self.bit_columns:
-            raw = np.ascontiguousarray(np.asarray(table, dtype=np.float64).reshape(len(x), -1)[:, j])
-            bytes_ = raw.view(np.uint8).reshape(-1, 8)
-            parts.append(np.unpackbits(bytes_, axis=1).astype(np.float64))
-            res = lowest_bit_exponent(raw)
-            res = np.clip(res, -1100, 1100).astype(np.float64)
-            parts.append(((res + 60.0) / 20.0)[:, None])
+            raw = np.ascontiguousarray(np.asarray(table, dtype=np.float64).reshape(n, -1)[:, j])
+            out[:, col:col + 64] = np.unpackbits(raw.view(np.uint8).reshape(-1, 8), axis=1)
+            res = np.clip(lowest_bit_exponent(raw), -1100, 1100).astype(np.float64)
+            out[:, col + 64] = (res + 60.0) / 20.0
             # indicators of the residue's low range, where the leaks of float noise live
-            parts.append(np.stack([(res <= k) for k in (-56, -54, -53, -52, -51, -50)], axis=1).astype(np.float64))
-        return np.concatenate(parts, axis=1)
+            for i, k in enumerate((-56, -54, -53, -52, -51, -50)):
+                out[:, col + 65 + i] = res <= k
+            col += 71
+        if col != out.shape[1]:  # pragma: no cover - the names are built from the same blocks
+            raise AssertionError(f"feature map wrote {col} of {out.shape[1]} features")
+        return out
 
 
 def _feature_map(train: np.ndarray, float_bits: bool = True) -> FeatureMap:
@@ -290,7 +305,7 @@ def fit_learned_views(train_p: np.ndarray, train_q: np.ndarray, seed: int,
                                                   n_iter_no_change=5, tol=1e-5)))
     views = []
     for kind, model in models:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), single_thread_blas():
             warnings.simplefilter("ignore")  # convergence warnings: an unconverged model is still a fixed score
             model.fit(feats, labels)
         probe = LearnedView(fmap, model, (0.0,), kind)
