@@ -301,12 +301,15 @@ def audit(
         if n_search < 100:
             raise AccountingError("search_samples", search_samples, "an integer >= 100")
         costs: list[int] = []
+        # the sub-audits share an executor the caller gave (the numbers never depend on it); one
+        # "auto"/"process" would make would cost a pool per candidate, so those run in-process
+        search_executor = "serial" if executor is None or isinstance(executor, str) else executor
 
         def score(candidate: NeighbourPair, index: int) -> float:
             sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
                                       .generate_state(2, np.uint32).tobytes(), "little")
             rep = audit(mechanism, candidate, claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
-                        directions=directions, executor="serial", seed=sub_seed, selection_fraction=selection_fraction,
+                        directions=directions, executor=search_executor, seed=sub_seed, selection_fraction=selection_fraction,
                         max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits)
             costs.append(max(r.samples for r in rep.results))
             # rank by the best lower bound's margin; among equal margins (typically all zero bounds
