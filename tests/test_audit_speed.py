@@ -139,6 +139,23 @@ def test_run_chunk_gives_the_same_histograms_with_and_without_distinct_rows(monk
             assert np.array_equal(fk, sk) and fk.dtype == sk.dtype and np.array_equal(fc, sc)
 
 
+@pytest.mark.parametrize("mechanism", [sm.svt1, sm.svt3])
+def test_run_chunk_equals_counting_each_view_on_its_own(mechanism):
+    """run_chunk scores the learned views of one fit together (features once per batch)."""
+    from dpverify._audit._runner import draw
+
+    rng = np.random.default_rng(12)
+    pair = list(statdp_pairs(10))[2]
+    views = _svt_views(mechanism, pair, rng)
+    task = ChunkTask(mechanism, pair.d, 13, (0, 1, 2), 12_000, 3000, views, "sized", "generator")
+    table = draw(mechanism, pair.d, np.random.SeedSequence(13, spawn_key=(0, 1, 2)), 12_000, "sized", "generator")
+    parts = (table[:1500], table[1500:3000], table[3000:])
+    for view, got in zip(views, run_chunk(task)):
+        for part, (keys, counts) in zip(parts, got):
+            want = view.count(part)
+            assert np.array_equal(keys, want[0]) and np.array_equal(counts, want[1]), view.name
+
+
 def test_distinct_rows_declines_tables_of_mostly_distinct_rows():
     rng = np.random.default_rng(7)
     assert distinct_rows(rng.normal(size=(10_000, 3))) is None

@@ -38,14 +38,15 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ._score_kernels import affine_rows
 from ._views import DiscreteView, _column, _discrete_hist, _edges, _fmt, _is_discrete, _tally, single_thread_blas
 
-__all__ = ["LearnedView", "ResidueView", "TRAIN_STREAM", "fit_learned_views", "lowest_bit_exponent", "sklearn_available"]
+__all__ = ["LearnedView", "ResidueView", "TRAIN_STREAM", "fit_learned_views", "lowest_bit_exponent", "shared_values",
+           "sklearn_available"]
 
 #: SeedSequence stream of the training sample (the pilot uses 2**31 - 1).
 TRAIN_STREAM = 2**31 - 2
@@ -220,16 +221,15 @@ class LearnedView:
         return f"{self.kind} score"
 
     def values(self, table: np.ndarray) -> np.ndarray:
-        out = np.empty(table.shape[0], dtype=np.float64)
-        batch = max(256, SCORE_ENTRIES // max(len(self.features.names), 1))
-        for start in range(0, table.shape[0], batch):
-            stop = min(start + batch, table.shape[0])
-            out[start:stop] = _log_odds(self.model, self.features(table[start:stop]))
-        return out
+        return shared_values((self,), table)[0]
 
     def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Any:
         """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
-        cells = np.searchsorted(np.asarray(self.edges), self.values(table), side="right")
+        return self.count_values(self.values(table), weights)
+
+    def count_values(self, values: np.ndarray, weights: np.ndarray | None = None) -> Any:
+        """:meth:`count` from the scores :meth:`values` gave (see :func:`shared_values`)."""
+        cells = np.searchsorted(np.asarray(self.edges), values, side="right")
         counts = _tally(cells, weights, len(self.edges) + 1)
         return np.arange(len(counts), dtype=np.int64), counts
 
@@ -246,6 +246,23 @@ class LearnedView:
             return f"{self.name} < {_fmt(edges[idx[-1] + 1])}"
         shown = " u ".join(parts[:4]) + (f" u ... ({len(parts)} intervals)" if len(parts) > 4 else "")
         return f"{self.name} in {shown}"
+
+
+def shared_values(views: Sequence[LearnedView], table: np.ndarray) -> list[np.ndarray]:
+    """Each view's scores on ``table``, the features computed once per batch for views that share
+    one feature map (the logistic regression and the MLP of one fit do); batches of at most
+    :data:`SCORE_ENTRIES` feature entries bound the memory."""
+    fmap = views[0].features
+    if any(v.features is not fmap for v in views):
+        raise ValueError("shared_values: views with different feature maps")
+    out = [np.empty(table.shape[0], dtype=np.float64) for _ in views]
+    batch = max(256, SCORE_ENTRIES // max(len(fmap.names), 1))
+    for start in range(0, table.shape[0], batch):
+        stop = min(start + batch, table.shape[0])
+        feats = fmap(table[start:stop])
+        for v, o in zip(views, out):
+            o[start:stop] = _log_odds(v.model, feats)
+    return out
 
 
 def _log_odds(model: Any, feats: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 
 from accounting._validation import AccountingError
 
+from ._learned import LearnedView, shared_values
 from ._views import Hist, distinct_rows, to_table
 
 __all__ = ["ChunkTask", "call_mode", "chunk_plan", "draw", "run_chunk", "resolve_executor", "map_tasks"]
@@ -122,7 +123,21 @@ def run_chunk(task: ChunkTask) -> list[tuple[Hist, Hist, Hist]]:
             weight = np.bincount(inverse[a:b], minlength=len(uniq))
             seen = np.flatnonzero(weight)
             parts.append((uniq[seen], weight[seen]))
-    return [tuple(v.count(rows, weights) for rows, weights in parts) for v in task.views]
+    views = task.views
+    # learned views fitted together share one feature map: score them together, features once
+    groups: dict[int, list[int]] = {}
+    for i, v in enumerate(views):
+        if isinstance(v, LearnedView):
+            groups.setdefault(id(v.features), []).append(i)
+    per_part = []
+    for rows, weights in parts:
+        hists: list[Any] = [None] * len(views)
+        for members in groups.values():
+            scores = shared_values([views[i] for i in members], rows)
+            for i, values in zip(members, scores):
+                hists[i] = views[i].count_values(values, weights)
+        per_part.append([h if h is not None else v.count(rows, weights) for v, h in zip(views, hists)])
+    return [tuple(part[i] for part in per_part) for i in range(len(views))]
 
 
 def chunk_plan(targets: Sequence[int], chunk_size: int) -> list[tuple[int, int]]:

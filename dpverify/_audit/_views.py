@@ -102,7 +102,7 @@ def _discrete_hist(values: np.ndarray, weights: np.ndarray | None = None) -> His
             counts = _tally(values - lo, weights, hi - lo + 1)
             keys = np.flatnonzero(counts)
             return keys + lo, counts[keys]
-    if weights is None:
+    if weights is None:  # a plain sort: numpy's is fast on few distinct values
         keys, counts = np.unique(values, return_counts=True)
         return keys, counts.astype(np.int64)
     keys, inverse = np.unique(values, return_inverse=True)
@@ -127,15 +127,32 @@ def _column_codes(col: np.ndarray) -> tuple[np.ndarray, int] | None:
             return rank[col - lo], int(rank[-1]) + 1
         values, inverse = np.unique(col, return_inverse=True)
         return inverse.reshape(-1), len(values)
+    coded = _float_codes(col)
+    return None if coded is None else (coded[0], len(coded[1]))
+
+
+def _float_codes(col: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rank of each entry among the distinct values, the distinct values sorted) of a float column.
+
+    The distinct values are exactly ``np.unique(col)``'s. Columns of few values (flags, sentinels,
+    bin indices), possibly with rare others, are ranked by binary search against the values seen
+    in the first rows plus the sorted rare ones, instead of an argsort of the whole column.
+    None on NaN or -0.0 (where np.unique's choice of representative depends on its sort).
+    """
     if col.dtype.kind != "f" or np.isnan(col).any() or np.any((col == 0) & np.signbit(col)):
         return None
     probe = np.unique(col[:4096])
-    if probe.size <= 1024:  # few values (flags, sentinels, bin indices): rank by search, no sort of n
+    if probe.size <= 1024:
         rank = np.searchsorted(probe, col)
-        if np.array_equal(probe[np.minimum(rank, probe.size - 1)], col):
-            return rank, probe.size
+        hit = probe[np.minimum(rank, probe.size - 1)] == col
+        if hit.all():
+            return rank, probe
+        missed = col[~hit]
+        if missed.size * 8 <= col.size:
+            values = np.union1d(probe, missed)
+            return np.searchsorted(values, col), values
     values, inverse = np.unique(col, return_inverse=True)
-    return inverse.reshape(-1), len(values)
+    return inverse.reshape(-1), values
 
 
 def _coded_unique(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
