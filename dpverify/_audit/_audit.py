@@ -200,7 +200,8 @@ def audit(
             ``law`` (an ``accounting`` ``IntegerPair``) does the same for integer outputs.
         executor: ``"auto"`` (a local process pool for audits of >= 2e8 draws, else in-process),
             ``"serial"``, ``"process"``, a ``concurrent.futures.Executor`` or a
-            ``dask.distributed.Client``. Results do not depend on it.
+            ``dask.distributed.Client``. Results do not depend on it. An executor or client
+            given here also draws the pair search's sub-audits.
         seed: the one integer that determines every draw.
         selection_fraction: share of each chunk used to choose events.
         max_events: events chosen per (pair, direction) for epsilon and delta (union bound).
