@@ -6,6 +6,11 @@ would hand to that position -- and the chunk boundaries depend only on the sampl
 on the number of workers. Histograms are summed (an order-free operation), so an audit gives
 identical numbers serially, on a process pool and on a Dask cluster.
 
+Reduction: a chunk of vector outputs that repeat (flags, answers) is reduced to its distinct rows
+and their multiplicities first, and every view counts those with weights (each view is a function
+of the row, and the score kernels make that exact: see :mod:`._score_kernels`); the learned views
+of one fit are scored together, their features computed once per batch.
+
 The mechanism is called as ``mechanism(data, rng, size)`` (three or more parameters) and must
 return ``size`` outputs, or as ``mechanism(data, rng)`` (two parameters) returning a batch of
 any length, called again until ``size`` outputs are collected. ``rng`` is a

@@ -19,6 +19,10 @@ A *view* is a picklable map from a table to a histogram over cells of the output
 
 Views are fitted on a *pilot* sample that is used for nothing else, so the partitions they
 define are independent of the samples used to select events and to bound their probabilities.
+
+Every view's ``count(table, weights=None)`` also accepts a table of distinct rows with their
+multiplicities (see :func:`distinct_rows`), and :func:`unique_rows` gives np.unique(axis=0)'s
+answer without its slow structured sort (rows of small alphabets coded into one int64 key).
 """
 
 from __future__ import annotations
