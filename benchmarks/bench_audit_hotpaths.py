@@ -5,7 +5,7 @@ the same table, median of ``--runs`` calls, wall and CPU seconds (the machine is
 is the steadier figure), and checks that both give the same result bit for bit. The old
 computations are the references of ``tests/test_audit_speed.py`` (the code as it was).
 
-    nice python benchmarks/bench_audit_hotpaths.py [--rows 1000000] [--runs 5]
+    python benchmarks/bench_audit_hotpaths.py [--rows 1000000] [--runs 5]
 """
 
 from __future__ import annotations
@@ -85,14 +85,14 @@ def main() -> None:
         ("MLP + logistic scores of SVT3 features: scikit-learn -> row-wise numba kernels",
          lambda: [_sklearn_log_odds(v.model, feats3) for v in learned], lambda: [_log_odds(v.model, feats3) for v in learned],
          lambda a, b: all(np.allclose(x, y, rtol=1e-9, atol=1e-12) for x, y in zip(a, b))),
-        ("feature map of SVT3 outputs: concatenated blocks -> one preallocated matrix",
+        ("feature map of 200,000 SVT3 outputs: concatenated blocks -> one preallocated matrix",
          lambda: _reference_features(learned[0].features, svt3[:200_000]), lambda: learned[0].features(svt3[:200_000]),
          np.array_equal),
         ("SVT3 mechanism: numpy scan -> numba scan (same noise draws)",
          lambda: _numpy_svt3(np.asarray(pair.d, dtype=np.float64), np.random.default_rng(3), n),
          lambda: sm.svt3(pair.d, np.random.default_rng(3), n), np.array_equal),
     ]
-    lines = [f"# Auditor hot paths: old vs new, same run\n\n`nice python benchmarks/bench_audit_hotpaths.py --rows {n} "
+    lines = [f"# Auditor hot paths: old vs new, same run\n\n`python benchmarks/bench_audit_hotpaths.py --rows {n} "
              f"--runs {runs}`; median of {runs} calls each; machine: {machine()}.\n",
              "| hot path | old wall s | new wall s | old CPU s | new CPU s | CPU ratio old/new | same result |",
              "|---|---|---|---|---|---|---|"]
