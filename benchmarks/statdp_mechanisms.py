@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numba
 import numpy as np
 
 EPS = 0.1
@@ -126,17 +127,46 @@ def rnm4(d, rng, size):
 # Sparse vector technique variants (Lyu, Su & Li 2017, Algorithms 1-6), c answers "above"
 
 
-def _abort_after(above: np.ndarray, c: int) -> np.ndarray:
-    """Mask of the answers given after the c-th "above" (those are not answered)."""
-    seen = np.cumsum(above, axis=1)
-    before = np.concatenate([np.zeros((above.shape[0], 1), dtype=seen.dtype), seen[:, :-1]], axis=1)
-    return before >= c
+# The noise is drawn with numpy (the stream is the mechanism's law); the per-query scans below
+# are numba kernels, one pass per draw, computing exactly what the vectorised numpy did.
+
+
+@numba.njit(cache=True)
+def _svt_flags_kernel(x, rho, nu, t, c, out):
+    for i in range(nu.shape[0]):
+        threshold = rho[i, 0] + t
+        above_so_far = 0
+        for j in range(x.shape[0]):
+            above = (x[j] + nu[i, j]) >= threshold
+            out[i, j] = -1 if above_so_far >= c else (1 if above else 0)
+            if above:
+                above_so_far += 1
 
 
 def _svt_flags(x: np.ndarray, rho: np.ndarray, nu: np.ndarray, t: float, c: int) -> np.ndarray:
-    above = (x[None, :] + nu) >= (rho + t)
-    out = above.astype(np.int64)
-    out[_abort_after(above, c)] = -1
+    """Answer 1 where x_j + nu_j >= rho + t, else 0; -1 once c answers were 1 (not answered)."""
+    out = np.empty(nu.shape, dtype=np.int64)
+    _svt_flags_kernel(x, rho, nu, float(t), int(c), out)
+    return out
+
+
+@numba.njit(cache=True)
+def _svt_values_kernel(noisy, released, rho, t, c, below, aborted, out):
+    for i in range(noisy.shape[0]):
+        threshold = rho[i, 0] + t
+        above_so_far = 0
+        for j in range(noisy.shape[1]):
+            above = noisy[i, j] >= threshold
+            out[i, j] = aborted if above_so_far >= c else (released[i, j] if above else below)
+            if above:
+                above_so_far += 1
+
+
+def _svt_values(noisy: np.ndarray, released: np.ndarray, rho: np.ndarray, t: float, c: int, below: float,
+                aborted: float) -> np.ndarray:
+    """``released`` where noisy >= rho + t, ``below`` where not, ``aborted`` once c answers were above."""
+    out = np.empty(noisy.shape, dtype=np.float64)
+    _svt_values_kernel(noisy, released, rho, float(t), int(c), float(below), float(aborted), out)
     return out
 
 
@@ -153,16 +183,23 @@ def svt2(d, rng, size, c=1, t=1.0):
     e1 = EPS / 2
     nu = _lap(rng, 2 * c / (EPS - e1), (size, x.size))
     fresh = _lap(rng, c / e1, (size, x.size))  # the threshold noise in force at each query
-    rho = fresh[:, 0].copy()
     out = np.empty((size, x.size), dtype=np.int64)
-    count = np.zeros(size, dtype=np.int64)
-    for j in range(x.size):
-        above = x[j] + nu[:, j] >= rho + t
-        out[:, j] = np.where(count >= c, -1, above.astype(np.int64))
-        count += above & (count < c)
-        if j + 1 < x.size:
-            rho = np.where(above, fresh[:, j + 1], rho)
+    _svt2_kernel(x, nu, fresh, float(t), int(c), out)
     return out
+
+
+@numba.njit(cache=True)
+def _svt2_kernel(x, nu, fresh, t, c, out):
+    for i in range(nu.shape[0]):
+        rho = fresh[i, 0]
+        count = 0
+        for j in range(x.shape[0]):
+            above = x[j] + nu[i, j] >= rho + t
+            out[i, j] = -1 if count >= c else (1 if above else 0)
+            if above and count < c:
+                count += 1
+            if above and j + 1 < x.shape[0]:
+                rho = fresh[i, j + 1]
 
 
 def svt3(d, rng, size, c=1, t=1.0):
@@ -171,10 +208,7 @@ def svt3(d, rng, size, c=1, t=1.0):
     e1 = EPS / 2
     rho = _lap(rng, 1 / e1, (size, 1))
     noisy = x[None, :] + _lap(rng, c / (EPS - e1), (size, x.size))
-    above = noisy >= rho + t
-    out = np.where(above, noisy, -1000.0)
-    out[_abort_after(above, c)] = -2000.0
-    return out
+    return _svt_values(noisy, noisy, rho, t, c, -1000.0, -2000.0)
 
 
 def svt4(d, rng, size, c=1, t=1.0):
@@ -210,10 +244,7 @@ def numerical_svt(d, rng, size, c=2, t=1.0):
     rho1 = _lap(rng, 3 / EPS, (size, 1))
     rho2 = _lap(rng, 6 * c / EPS, (size, x.size))
     rho3 = _lap(rng, 3 * c / EPS, (size, x.size))
-    above = x[None, :] + rho2 >= t + rho1
-    out = np.where(above, x[None, :] + rho3, 0.0)
-    out[_abort_after(above, c)] = -1000.0
-    return out
+    return _svt_values(x[None, :] + rho2, x[None, :] + rho3, rho1, t, c, 0.0, -1000.0)
 
 
 def prefix_sum(d, rng, size):

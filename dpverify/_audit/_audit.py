@@ -200,7 +200,8 @@ def audit(
             ``law`` (an ``accounting`` ``IntegerPair``) does the same for integer outputs.
         executor: ``"auto"`` (a local process pool for audits of >= 2e8 draws, else in-process),
             ``"serial"``, ``"process"``, a ``concurrent.futures.Executor`` or a
-            ``dask.distributed.Client``. Results do not depend on it.
+            ``dask.distributed.Client``. Results do not depend on it. An executor or client
+            given here also draws the pair search's sub-audits.
         seed: the one integer that determines every draw.
         selection_fraction: share of each chunk used to choose events.
         max_events: events chosen per (pair, direction) for epsilon and delta (union bound).
@@ -301,12 +302,15 @@ def audit(
         if n_search < 100:
             raise AccountingError("search_samples", search_samples, "an integer >= 100")
         costs: list[int] = []
+        # the sub-audits share an executor the caller gave (the numbers never depend on it); one
+        # "auto"/"process" would make would cost a pool per candidate, so those run in-process
+        search_executor = "serial" if executor is None or isinstance(executor, str) else executor
 
         def score(candidate: NeighbourPair, index: int) -> float:
             sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
                                       .generate_state(2, np.uint32).tobytes(), "little")
             rep = audit(mechanism, candidate, claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
-                        directions=directions, executor="serial", seed=sub_seed, selection_fraction=selection_fraction,
+                        directions=directions, executor=search_executor, seed=sub_seed, selection_fraction=selection_fraction,
                         max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits)
             costs.append(max(r.samples for r in rep.results))
             # rank by the best lower bound's margin; among equal margins (typically all zero bounds

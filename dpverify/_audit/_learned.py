@@ -38,13 +38,15 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from ._views import DiscreteView, _column, _discrete_hist, _edges, _fmt, _is_discrete
+from ._score_kernels import affine_rows
+from ._views import DiscreteView, _column, _discrete_hist, _edges, _fmt, _is_discrete, _tally, single_thread_blas
 
-__all__ = ["LearnedView", "ResidueView", "TRAIN_STREAM", "fit_learned_views", "lowest_bit_exponent", "sklearn_available"]
+__all__ = ["LearnedView", "ResidueView", "TRAIN_STREAM", "fit_learned_views", "lowest_bit_exponent", "shared_values",
+           "sklearn_available"]
 
 #: SeedSequence stream of the training sample (the pilot uses 2**31 - 1).
 TRAIN_STREAM = 2**31 - 2
@@ -104,8 +106,9 @@ class ResidueView(DiscreteView):
     def exact_outputs(self) -> bool:
         return False
 
-    def count(self, table: np.ndarray) -> Any:
-        return _discrete_hist(lowest_bit_exponent(_column(table, self.column)))
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Any:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
+        return _discrete_hist(lowest_bit_exponent(_column(table, self.column)), weights)
 
 
 # ------------------------------------------------------------------------------------------
@@ -126,26 +129,41 @@ class FeatureMap:
     names: tuple[str, ...]
 
     def __call__(self, table: np.ndarray) -> np.ndarray:
+        # each block is written into its columns of one preallocated matrix (no temporaries to
+        # concatenate); every entry is the same elementwise float operation as before
         x = np.asarray(table, dtype=np.float64)
         x = x.reshape(-1, 1) if x.ndim == 1 else x
         x = np.nan_to_num(x, nan=0.0, posinf=1e300, neginf=-1e300)
-        parts = [((x - np.asarray(self.mean)) / np.asarray(self.scale)).astype(np.float64)]
+        n, d = x.shape
+        out = np.empty((n, len(self.names)), dtype=np.float64)
+        np.subtract(x, np.asarray(self.mean), out=out[:, :d])
+        np.divide(out[:, :d], np.asarray(self.scale), out=out[:, :d])
+        col = d
         for j, vals in self.onehot:
-            parts.append((x[:, j:j + 1] == np.asarray(vals)[None, :]).astype(np.float64))
+            out[:, col:col + len(vals)] = x[:, j:j + 1] == np.asarray(vals)[None, :]
+            col += len(vals)
         if self.sorted_values:
-            parts.append(((np.sort(x, axis=1) - float(np.mean(self.mean))) / float(np.mean(self.scale))).astype(np.float64))
-        if self.value_counts:
-            parts.append(np.stack([(x == v).sum(axis=1) for v in self.value_counts], axis=1).astype(np.float64))
+            block = out[:, col:col + d]
+            block[...] = x
+            block.sort(axis=1)
+            np.subtract(block, float(np.mean(self.mean)), out=block)
+            np.divide(block, float(np.mean(self.scale)), out=block)
+            col += d
+        for v in self.value_counts:
+            out[:, col] = np.count_nonzero(x == v, axis=1)
+            col += 1
         for j in self.bit_columns:
-            raw = np.ascontiguousarray(np.asarray(table, dtype=np.float64).reshape(len(x), -1)[:, j])
-            bytes_ = raw.view(np.uint8).reshape(-1, 8)
-            parts.append(np.unpackbits(bytes_, axis=1).astype(np.float64))
-            res = lowest_bit_exponent(raw)
-            res = np.clip(res, -1100, 1100).astype(np.float64)
-            parts.append(((res + 60.0) / 20.0)[:, None])
+            raw = np.ascontiguousarray(np.asarray(table, dtype=np.float64).reshape(n, -1)[:, j])
+            out[:, col:col + 64] = np.unpackbits(raw.view(np.uint8).reshape(-1, 8), axis=1)
+            res = np.clip(lowest_bit_exponent(raw), -1100, 1100).astype(np.float64)
+            out[:, col + 64] = (res + 60.0) / 20.0
             # indicators of the residue's low range, where the leaks of float noise live
-            parts.append(np.stack([(res <= k) for k in (-56, -54, -53, -52, -51, -50)], axis=1).astype(np.float64))
-        return np.concatenate(parts, axis=1)
+            for i, k in enumerate((-56, -54, -53, -52, -51, -50)):
+                out[:, col + 65 + i] = res <= k
+            col += 71
+        if col != out.shape[1]:  # pragma: no cover - the names are built from the same blocks
+            raise AssertionError(f"feature map wrote {col} of {out.shape[1]} features")
+        return out
 
 
 def _feature_map(train: np.ndarray, float_bits: bool = True) -> FeatureMap:
@@ -203,16 +221,16 @@ class LearnedView:
         return f"{self.kind} score"
 
     def values(self, table: np.ndarray) -> np.ndarray:
-        out = np.empty(table.shape[0], dtype=np.float64)
-        batch = max(256, SCORE_ENTRIES // max(len(self.features.names), 1))
-        for start in range(0, table.shape[0], batch):
-            stop = min(start + batch, table.shape[0])
-            out[start:stop] = _log_odds(self.model, self.features(table[start:stop]))
-        return out
+        return shared_values((self,), table)[0]
 
-    def count(self, table: np.ndarray) -> Any:
-        cells = np.searchsorted(np.asarray(self.edges), self.values(table), side="right")
-        counts = np.bincount(cells, minlength=len(self.edges) + 1).astype(np.int64)
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Any:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
+        return self.count_values(self.values(table), weights)
+
+    def count_values(self, values: np.ndarray, weights: np.ndarray | None = None) -> Any:
+        """:meth:`count` from the scores :meth:`values` gave (see :func:`shared_values`)."""
+        cells = np.searchsorted(np.asarray(self.edges), values, side="right")
+        counts = _tally(cells, weights, len(self.edges) + 1)
         return np.arange(len(counts), dtype=np.int64), counts
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
@@ -230,10 +248,50 @@ class LearnedView:
         return f"{self.name} in {shown}"
 
 
+def shared_values(views: Sequence[LearnedView], table: np.ndarray) -> list[np.ndarray]:
+    """Each view's scores on ``table``, the features computed once per batch for views that share
+    one feature map (the logistic regression and the MLP of one fit do); batches of at most
+    :data:`SCORE_ENTRIES` feature entries bound the memory."""
+    fmap = views[0].features
+    if any(v.features is not fmap for v in views):
+        raise ValueError("shared_values: views with different feature maps")
+    out = [np.empty(table.shape[0], dtype=np.float64) for _ in views]
+    batch = max(256, SCORE_ENTRIES // max(len(fmap.names), 1))
+    for start in range(0, table.shape[0], batch):
+        stop = min(start + batch, table.shape[0])
+        feats = fmap(table[start:stop])
+        for v, o in zip(views, out):
+            o[start:stop] = _log_odds(v.model, feats)
+    return out
+
+
 def _log_odds(model: Any, feats: np.ndarray) -> np.ndarray:
-    if hasattr(model, "decision_function"):
+    """The classifier's log-odds of "drawn from D" for each row of features.
+
+    The two classifiers fitted here are evaluated from their fitted weights row by row
+    (:func:`._score_kernels.affine_rows`), not through scikit-learn's BLAS products, so that a row's
+    score does not depend on the other rows of its batch (it decides the row's cell when the score
+    equals an edge). Same formulas as scikit-learn's: the logistic regression's decision function
+    x w + b; the MLP's ReLU layers, its logistic output p, and log(p) - log(1 - p) with p clipped
+    to [1e-15, 1 - 1e-15] (as from ``predict_proba``). Other models go through scikit-learn.
+    """
+    from scipy.special import expit
+
+    coef = getattr(model, "coef_", None)
+    if coef is not None and np.ndim(coef) == 2 and np.shape(coef)[0] == 1 and hasattr(model, "intercept_"):
+        return affine_rows(feats, np.asarray(coef).T, np.asarray(model.intercept_))[:, 0]
+    layers = getattr(model, "coefs_", None)
+    if (layers is not None and getattr(model, "activation", None) == "relu"
+            and getattr(model, "out_activation_", None) == "logistic"):
+        h = feats
+        for w, b in zip(layers[:-1], model.intercepts_[:-1]):
+            h = affine_rows(h, w, b, relu=True)
+        p = expit(affine_rows(h, layers[-1], model.intercepts_[-1])[:, 0])
+    elif hasattr(model, "decision_function"):
         return np.asarray(model.decision_function(feats), dtype=np.float64)
-    p = np.clip(np.asarray(model.predict_proba(feats)[:, 1], dtype=np.float64), 1e-15, 1 - 1e-15)
+    else:
+        p = np.asarray(model.predict_proba(feats)[:, 1], dtype=np.float64)
+    p = np.clip(p, 1e-15, 1 - 1e-15)
     return np.log(p) - np.log1p(-p)
 
 
@@ -264,7 +322,7 @@ def fit_learned_views(train_p: np.ndarray, train_q: np.ndarray, seed: int,
                                                   n_iter_no_change=5, tol=1e-5)))
     views = []
     for kind, model in models:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), single_thread_blas():
             warnings.simplefilter("ignore")  # convergence warnings: an unconverged model is still a fixed score
             model.fit(feats, labels)
         probe = LearnedView(fmap, model, (0.0,), kind)

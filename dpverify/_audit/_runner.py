@@ -6,6 +6,11 @@ would hand to that position -- and the chunk boundaries depend only on the sampl
 on the number of workers. Histograms are summed (an order-free operation), so an audit gives
 identical numbers serially, on a process pool and on a Dask cluster.
 
+Reduction: a chunk of vector outputs that repeat (flags, answers) is reduced to its distinct rows
+and their multiplicities first, and every view counts those with weights (each view is a function
+of the row, and the score kernels make that exact: see :mod:`._score_kernels`); the learned views
+of one fit are scored together, their features computed once per batch.
+
 The mechanism is called as ``mechanism(data, rng, size)`` (three or more parameters) and must
 return ``size`` outputs, or as ``mechanism(data, rng)`` (two parameters) returning a batch of
 any length, called again until ``size`` outputs are collected. ``rng`` is a
@@ -28,7 +33,8 @@ import numpy as np
 
 from accounting._validation import AccountingError
 
-from ._views import Hist, to_table
+from ._learned import LearnedView, shared_values
+from ._views import Hist, distinct_rows, to_table
 
 __all__ = ["ChunkTask", "call_mode", "chunk_plan", "draw", "run_chunk", "resolve_executor", "map_tasks"]
 
@@ -109,8 +115,34 @@ def run_chunk(task: ChunkTask) -> list[tuple[Hist, Hist, Hist]]:
     seq = np.random.SeedSequence(task.entropy, spawn_key=task.spawn_key)
     table = draw(task.mechanism, task.data, seq, task.size, task.mode, task.seed_type)
     half = task.selection // 2
-    rank, valid, est = table[:half], table[half: task.selection], table[task.selection:]
-    return [(v.count(rank), v.count(valid), v.count(est)) for v in task.views]
+    bounds = ((0, half), (half, task.selection), (task.selection, task.size))
+    distinct = distinct_rows(table)
+    if distinct is None:
+        parts = [(table[a:b], None) for a, b in bounds]
+    else:
+        # vector outputs with few distinct rows (flags, answers): every view is a function of the
+        # row, so each distinct row is scored once and counted with its multiplicity
+        uniq, inverse, _ = distinct
+        parts = []
+        for a, b in bounds:
+            weight = np.bincount(inverse[a:b], minlength=len(uniq))
+            seen = np.flatnonzero(weight)
+            parts.append((uniq[seen], weight[seen]))
+    views = task.views
+    # learned views fitted together share one feature map: score them together, features once
+    groups: dict[int, list[int]] = {}
+    for i, v in enumerate(views):
+        if isinstance(v, LearnedView):
+            groups.setdefault(id(v.features), []).append(i)
+    per_part = []
+    for rows, weights in parts:
+        hists: list[Any] = [None] * len(views)
+        for members in groups.values():
+            scores = shared_values([views[i] for i in members], rows)
+            for i, values in zip(members, scores):
+                hists[i] = views[i].count_values(values, weights)
+        per_part.append([h if h is not None else v.count(rows, weights) for v, h in zip(views, hists)])
+    return [tuple(part[i] for part in per_part) for i in range(len(views))]
 
 
 def chunk_plan(targets: Sequence[int], chunk_size: int) -> list[tuple[int, int]]:

@@ -19,19 +19,26 @@ A *view* is a picklable map from a table to a histogram over cells of the output
 
 Views are fitted on a *pilot* sample that is used for nothing else, so the partitions they
 define are independent of the samples used to select events and to bound their probabilities.
+
+Every view's ``count(table, weights=None)`` also accepts a table of distinct rows with their
+multiplicities (see :func:`distinct_rows`), and :func:`unique_rows` gives np.unique(axis=0)'s
+answer without its slow structured sort (rows of small alphabets coded into one int64 key).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from accounting._validation import AccountingError
 
-__all__ = ["BinnedView", "DiscreteView", "JointView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table"]
+from ._score_kernels import gaussian_lr_rows
+
+__all__ = ["BinnedView", "DiscreteView", "JointView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table", "unique_rows"]
 
 #: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
 Hist = tuple[np.ndarray, np.ndarray]
@@ -83,18 +90,145 @@ def _column(table: np.ndarray, column: int | None) -> np.ndarray:
     return table[:, column]
 
 
-def _discrete_hist(values: np.ndarray) -> Hist:
+def _tally(cells: np.ndarray, weights: np.ndarray | None, minlength: int) -> np.ndarray:
+    """np.bincount as int64; weighted counts are sums of integers far below 2**53, so exact."""
+    return np.bincount(cells, weights=weights, minlength=minlength).astype(np.int64)
+
+
+def _discrete_hist(values: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+    """Distinct values and their counts (``weights``: each value stands for that many outputs)."""
     if values.size == 0:
         return values[:0].copy(), np.zeros(0, dtype=np.int64)
     if values.dtype.kind == "i":
         lo = int(values.min())
         hi = int(values.max())
         if hi - lo <= 4 * values.size + 65536:
-            counts = np.bincount(values - lo, minlength=hi - lo + 1)
+            counts = _tally(values - lo, weights, hi - lo + 1)
             keys = np.flatnonzero(counts)
-            return keys + lo, counts[keys].astype(np.int64)
-    keys, counts = np.unique(values, return_counts=True)
-    return keys, counts.astype(np.int64)
+            return keys + lo, counts[keys]
+    if weights is None:  # a plain sort: numpy's is fast on few distinct values
+        keys, counts = np.unique(values, return_counts=True)
+        return keys, counts.astype(np.int64)
+    keys, inverse = np.unique(values, return_inverse=True)
+    return keys, _tally(inverse.reshape(-1), weights, len(keys))
+
+
+def _column_codes(col: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """Each entry's rank among the column's distinct values, and their number (None: no exact code).
+
+    Integers: an offset, compacted through a presence table when the range is small. Floats: the
+    inverse of a 1-D unique, refused on NaN (np.unique's row comparison keeps NaN rows apart) and
+    on -0.0 (it compares equal to 0.0, so which of the two a row key shows would depend on sort order).
+    """
+    n = col.shape[0]
+    if col.dtype.kind in "ib":
+        col = col.astype(np.int64, copy=False)
+        lo = int(col.min())
+        span = int(col.max()) - lo
+        if span <= 4 * n + 65536:
+            present = np.bincount(col - lo, minlength=span + 1) > 0
+            rank = np.cumsum(present) - 1
+            return rank[col - lo], int(rank[-1]) + 1
+        values, inverse = np.unique(col, return_inverse=True)
+        return inverse.reshape(-1), len(values)
+    coded = _float_codes(col)
+    return None if coded is None else (coded[0], len(coded[1]))
+
+
+def _float_codes(col: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rank of each entry among the distinct values, the distinct values sorted) of a float column.
+
+    The distinct values are exactly ``np.unique(col)``'s. Columns of few values (flags, sentinels,
+    bin indices), possibly with rare others, are ranked by binary search against the values seen
+    in the first rows plus the sorted rare ones, instead of an argsort of the whole column.
+    None on NaN or -0.0 (where np.unique's choice of representative depends on its sort).
+    """
+    if col.dtype.kind != "f" or np.isnan(col).any() or np.any((col == 0) & np.signbit(col)):
+        return None
+    probe = np.unique(col[:4096])
+    if probe.size <= 1024:
+        rank = np.searchsorted(probe, col)
+        hit = probe[np.minimum(rank, probe.size - 1)] == col
+        if hit.all():
+            return rank, probe
+        missed = col[~hit]
+        if missed.size * 8 <= col.size:
+            values = np.union1d(probe, missed)
+            return np.searchsorted(values, col), values
+    values, inverse = np.unique(col, return_inverse=True)
+    return inverse.reshape(-1), values
+
+
+def _coded_unique(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`unique_rows` by column codes, or None where a column has no exact code."""
+    n, d = rows.shape
+    key = np.zeros(n, dtype=np.int64)
+    radix_so_far = 1
+    for j in range(d):
+        coded = _column_codes(rows[:, j])
+        if coded is None:
+            return None
+        codes, radix = coded
+        if radix_so_far * radix >= 2**62:
+            distinct, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1).astype(np.int64)
+            radix_so_far = len(distinct)
+            if radix_so_far * radix >= 2**62:  # pragma: no cover - needs > 2**31 rows
+                return None
+        key = key * radix + codes
+        radix_so_far *= radix
+    if radix_so_far <= 4 * n + 65536:
+        tally = np.bincount(key, minlength=radix_so_far)
+        present = np.flatnonzero(tally)
+        rank = np.zeros(radix_so_far, dtype=np.int64)
+        rank[present] = np.arange(present.size)
+        inverse = rank[key]
+        counts = tally[present].astype(np.int64)
+    else:
+        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        counts = counts.astype(np.int64)
+    first = np.full(counts.size, n, dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(n, dtype=np.int64))
+    return rows[first], inverse, counts
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True, return_counts=True)``, without its row sort.
+
+    np.unique(axis=0) sorts the rows as structured records (a generic comparison per pair: seconds
+    for a million 10-column rows). Here each column is replaced by its code (the rank of its value
+    among the column's distinct values) and the codes are combined in mixed radix, column 0 most
+    significant, so the order of the int64 keys is the lexicographic order of the rows: the
+    distinct rows come out in np.unique's order, each a copy of one of its occurrences (equal rows
+    are bitwise equal once NaN and -0.0 are excluded), with the same inverse and counts.
+    When the radix product would overflow, the key so far is re-ranked (order-preserving);
+    columns without an exact code fall back to np.unique itself.
+    """
+    coded = _coded_unique(rows) if rows.shape[0] and rows.shape[1] else None
+    if coded is not None:
+        return coded
+    uniq, inverse, counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    return uniq, inverse.reshape(-1), counts.astype(np.int64)
+
+
+def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(distinct rows, inverse, counts) of a vector table whose rows repeat a lot, else None.
+
+    Views are functions of the row, so counting the distinct rows with their multiplicities as
+    weights gives the same histograms as counting every row (see the ``weights`` of each view's
+    ``count``), at the cost of scoring a few rows. None when the rows are mostly distinct (judged
+    on the first rows, then on all) or when a column has no exact code (NaN, -0.0).
+    """
+    if table.ndim != 2 or table.shape[0] < 4096 or table.shape[1] == 0:
+        return None
+    probe = _coded_unique(table[:2048])
+    if probe is None or len(probe[2]) > 1024:
+        return None
+    coded = _coded_unique(table)
+    if coded is None or 2 * len(coded[2]) > table.shape[0]:
+        return None
+    return coded
 
 
 def merge_hist(a: Hist | None, b: Hist) -> Hist:
@@ -104,7 +238,7 @@ def merge_hist(a: Hist | None, b: Hist) -> Hist:
     keys = np.concatenate([a[0], b[0]], axis=0)
     counts = np.concatenate([a[1], b[1]])
     if keys.ndim == 2:
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        uniq, inverse, _ = unique_rows(keys)
     else:
         uniq, inverse = np.unique(keys, return_inverse=True)
     return uniq, np.bincount(inverse.reshape(-1), weights=counts, minlength=len(uniq)).astype(np.int64)
@@ -132,8 +266,9 @@ class DiscreteView:
         """Cells are whole outputs (so a declared pmf speaks about them)."""
         return self.column is None
 
-    def count(self, table: np.ndarray) -> Hist:
-        return _discrete_hist(_column(table, self.column))
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
+        return _discrete_hist(_column(table, self.column), weights)
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
         chosen = keys[mask]
@@ -148,12 +283,14 @@ class DiscreteView:
             if idx[0] == 0:
                 return f"{self.name} <= {_fmt(chosen[-1])}"
             return f"{_fmt(chosen[0])} <= {self.name} <= {_fmt(chosen[-1])}"
-        return _set_text(self.name, [_fmt(k) for k in chosen])
+        return _set_text(self.name, [_fmt(k) for k in chosen[:8]], chosen.size)
 
 
-def _set_text(name: str, items: Sequence[str]) -> str:
+def _set_text(name: str, items: Sequence[str], total: int | None = None) -> str:
+    """``name in {first 8 items, ... (total values)}``; ``items`` may hold only the first 8 of ``total``."""
+    total = len(items) if total is None else total
     shown = ", ".join(items[:8])
-    more = f", ... ({len(items)} values)" if len(items) > 8 else ""
+    more = f", ... ({total} values)" if total > 8 else ""
     return f"{name} in {{{shown}{more}}}"
 
 
@@ -172,20 +309,22 @@ class RowsView:
     def exact_outputs(self) -> bool:
         return self.columns is None
 
-    def count(self, table: np.ndarray) -> Hist:
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
         if table.ndim != 2:
             raise AccountingError("outputs", f"array of shape {table.shape}", "vector outputs (the pilot saw vectors)")
         rows = table if self.columns is None else table[:, list(self.columns)]
         if rows.shape[0] == 0:
             return rows.copy(), np.zeros(0, dtype=np.int64)
-        keys, counts = np.unique(rows, axis=0, return_counts=True)
-        return keys, counts.astype(np.int64)
+        keys, inverse, counts = unique_rows(rows)
+        return keys, (counts if weights is None else _tally(inverse, weights, len(keys)))
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
-        rows = ["(" + ", ".join(_fmt(v) for v in row) + ")" for row in keys[mask]]
-        if len(rows) == 1:
+        chosen = keys[mask]
+        rows = ["(" + ", ".join(_fmt(v) for v in row) + ")" for row in chosen[:8]]  # only those shown
+        if len(chosen) == 1:
             return f"{self.name} == {rows[0]}"
-        return _set_text(self.name, rows)
+        return _set_text(self.name, rows, len(chosen))
 
 
 @dataclass(frozen=True)
@@ -219,17 +358,14 @@ class BinnedView:
             return _column(table, self.statistic[1]).astype(np.float64, copy=False)
         _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
         x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dp = x - np.asarray(mu_p)
-            dq = x - np.asarray(mu_q)
-            qp = ((dp @ np.asarray(prec_p)) * dp).sum(axis=1)  # BLAS; einsum was O(d^2) per row in pure loops
-            qq = ((dq @ np.asarray(prec_q)) * dq).sum(axis=1)
-            score = 0.5 * (qq - qp) + 0.5 * (logdet_q - logdet_p)
+        # row by row in a fixed order (not BLAS): a row's score, hence its cell, depends on the row alone
+        score = gaussian_lr_rows(x, mu_p, prec_p, mu_q, prec_q, 0.5 * (logdet_q - logdet_p))
         return np.nan_to_num(score, nan=0.0)
 
-    def count(self, table: np.ndarray) -> Hist:
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
         cells = np.searchsorted(np.asarray(self.edges), self.values(table), side="right")
-        counts = np.bincount(cells, minlength=len(self.edges) + 1).astype(np.int64)
+        counts = _tally(cells, weights, len(self.edges) + 1)
         return np.arange(len(counts), dtype=np.int64), counts
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
@@ -269,15 +405,16 @@ class JointView:
     def name(self) -> str:
         return f"(output[{self.discrete}], output[{self.column}])"
 
-    def count(self, table: np.ndarray) -> Hist:
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
         if table.ndim != 2:
             raise AccountingError("outputs", f"array of shape {table.shape}", "vector outputs (the pilot saw vectors)")
         bins = np.searchsorted(np.asarray(self.edges), table[:, self.column].astype(np.float64), side="right")
         rows = np.stack([table[:, self.discrete].astype(np.float64), bins.astype(np.float64)], axis=1)
         if rows.shape[0] == 0:
             return rows, np.zeros(0, dtype=np.int64)
-        keys, counts = np.unique(rows, axis=0, return_counts=True)
-        return keys, counts.astype(np.int64)
+        keys, inverse, counts = unique_rows(rows)
+        return keys, (counts if weights is None else _tally(inverse, weights, len(keys)))
 
     def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
         edges = (-math.inf, *self.edges, math.inf)
@@ -324,6 +461,25 @@ def _is_discrete(values: np.ndarray) -> bool:
         return True
     distinct = np.unique(values).size
     return distinct <= 1024 and distinct * 16 <= values.size
+
+
+@contextlib.contextmanager
+def single_thread_blas() -> Iterator[None]:
+    """BLAS on one thread inside the block (threadpoolctl, scikit-learn's dependency, when installed).
+
+    Fits (covariances, their inverses, the classifiers) are then the same on a machine of any
+    core count: multi-threaded BLAS/LAPACK split their sums by thread (measured here: logistic
+    regression weights differ by 5e-14 between one and two threads, a 128 x 128 inverse too),
+    which moves scores that sit on a bin edge. The fits are small, so one thread is also faster
+    than waking a pool, most of all on a loaded machine.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn (and with it threadpoolctl) is an extra
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def _gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -376,8 +532,9 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
         cuts = np.unique(np.quantile(pooled[:, k], np.linspace(0, 1, JOINT_BINS + 1)[1:-1], method="inverted_cdf"))
         views.append(JointView(j, k, tuple(float(c) for c in cuts[np.isfinite(cuts)])))
     if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM:
-        mu_p, prec_p, logdet_p = _gaussian_fit(pilot_p)
-        mu_q, prec_q, logdet_q = _gaussian_fit(pilot_q)
+        with single_thread_blas():
+            mu_p, prec_p, logdet_p = _gaussian_fit(pilot_p)
+            mu_q, prec_q, logdet_q = _gaussian_fit(pilot_q)
         # arrays, not nested tuples: converting a d x d tuple back to an array costs more than the score
         stat = ("gaussian-lr", mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q)
         probe = BinnedView((0.0,), stat)
