@@ -67,7 +67,7 @@ from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
 from ._stats import sequential_level
-from ._views import MAX_COLUMN_VIEWS, Hist, _is_discrete, column_views, fit_views, merge_hist
+from ._views import MAX_COLUMN_VIEWS, Hist, RowsView, _is_discrete, column_views, fit_views, merge_hist
 
 __all__ = ["DEFAULT_ORDERS", "ESTIMATORS", "audit"]
 
@@ -359,15 +359,15 @@ class _PairRun:
     """One pair's draws: the pilot, the fitted views, the training sample, and the chunk
     histograms accumulated so far (:meth:`advance` draws up to a target size)."""
 
-    def __init__(self, mechanism: Any, pair: NeighbourPair, pi: int, chunk_size: int | None, n0: int, targets: list[int],
-                 pilot_n: int, mode: str, seed_type: str, seed: int, fraction: float, pool: Any, use_learned: bool,
-                 train_samples: int | None, float_bits: bool) -> None:
+    def __init__(self, mechanism: Any, pair: NeighbourPair, pi: int, streams: tuple[tuple[int, int], tuple[int, int]],
+                 chunk_size: int | None, n0: int, targets: list[int], pilot_n: int, mode: str, seed_type: str, seed: int,
+                 fraction: float, use_learned: bool, train_samples: int | None, float_bits: bool) -> None:
         started = time.perf_counter()
         self.mechanism, self.pair, self.pi, self.mode, self.seed_type, self.seed = mechanism, pair, pi, mode, seed_type, seed
-        self.fraction, self.pool, self.pilot_n = fraction, pool, pilot_n
+        self.streams, self.fraction, self.pilot_n = streams, fraction, pilot_n
         inputs = (pair.d, pair.d_prime)
-        pilots = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(pi, s, PILOT_STREAM)), pilot_n, mode, seed_type)
-                  for s in (0, 1)]
+        pilots = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(*streams[s], PILOT_STREAM)), pilot_n, mode,
+                       seed_type) for s in (0, 1)]
         views = fit_views(pilots[0], pilots[1])
         row_bytes = max(8, pilots[0].nbytes // max(len(pilots[0]), 1))
         self.plan = chunk_plan(targets, chunk_size if chunk_size is not None else default_chunk_size(n0, row_bytes))
@@ -378,10 +378,13 @@ class _PairRun:
             cols = [None] if pooled.ndim == 1 else [j for j in range(min(pooled.shape[1], MAX_RESIDUE_VIEWS))
                                                      if not _is_discrete(pooled[:, j])]
             views = views + tuple(ResidueView(j) for j in cols)
-        if use_learned and (is_float or pooled.ndim == 2):
+        # a view of whole outputs taking few values is already the finest partition: a classifier's
+        # score is a function of the output, so its events are unions of those cells (no training)
+        exact_rows = any(isinstance(v, RowsView) and v.columns is None for v in views)
+        if use_learned and (is_float or pooled.ndim == 2) and not exact_rows:
             self.train_n = train_samples if train_samples is not None else default_train_size(row_bytes)
-            trains = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(pi, s, TRAIN_STREAM)), self.train_n,
-                           mode, seed_type) for s in (0, 1)]
+            trains = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(*streams[s], TRAIN_STREAM)),
+                           self.train_n, mode, seed_type) for s in (0, 1)]
             learned_views, screened = fit_learned_views(
                 trains[0], trains[1], float_bits=float_bits,
                 seed=int(np.random.SeedSequence(seed, spawn_key=(pi, TRAIN_STREAM)).generate_state(1)[0]))
@@ -391,25 +394,22 @@ class _PairRun:
         self.done = 0
         self.seconds = time.perf_counter() - started
 
-    def advance(self, target: int) -> list[Counts]:
-        """Draw the chunks up to ``target`` draws per input; the aligned counts of every view."""
-        started = time.perf_counter()
+    def tasks(self, target: int) -> list[tuple[int, ChunkTask]]:
+        """(side, task) for the chunks up to ``target`` draws per input not drawn yet."""
         inputs = (self.pair.d, self.pair.d_prime)
         chunks = [(k, a, b) for k, (a, b) in enumerate(self.plan) if self.done <= a < target]
-        tasks = [
-            ChunkTask(self.mechanism, inputs[s], self.seed, (self.pi, s, k), b - a, int((b - a) * self.fraction), self.views,
-                      self.mode, self.seed_type)
-            for s in (0, 1) for (k, a, b) in chunks
-        ]
-        for task, out in zip(tasks, map_tasks(self.pool, tasks)):
-            side = task.spawn_key[1]
+        return [(s, ChunkTask(self.mechanism, inputs[s], self.seed, (*self.streams[s], k), b - a, int((b - a) * self.fraction),
+                              self.views, self.mode, self.seed_type))
+                for s in (0, 1) for (k, a, b) in chunks]
+
+    def absorb(self, target: int, outputs: list[tuple[int, list[tuple[Hist, Hist, Hist]]]]) -> list[Counts]:
+        """Merge the chunk histograms (side, per-view parts) of :meth:`tasks`; the aligned counts of every view."""
+        for side, out in outputs:
             for vi, parts in enumerate(out):
                 for part, h in enumerate(parts):
                     self.acc[side][vi][part] = merge_hist(self.acc[side][vi][part], h)
         self.done = target
-        counts = [align(v, [self.acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]) for vi, v in enumerate(self.views)]
-        self.seconds += time.perf_counter() - started
-        return counts
+        return [align(v, [self.acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]) for vi, v in enumerate(self.views)]
 
     @property
     def used(self) -> int:
@@ -449,15 +449,19 @@ def _audit_pairs(
 ) -> list[AuditResult]:
     """Every pair's results, round by round: draw, choose events on the selection samples of all
     pairs, split the round's error budget over the results (:func:`result_levels`), bound."""
-    runs = [_PairRun(mechanism, pair, pi, chunk_size, n0, targets, pilot_n, mode, seed_type, seed, fraction, pool,
-                     use_learned, train_samples, float_bits) for pi, pair in enumerate(pairs)]
+    streams = input_streams(pairs)
+    runs = []
+    for pi, pair in enumerate(pairs):
+        started = time.perf_counter()
+        runs.append(_PairRun(mechanism, pair, pi, streams[pi], chunk_size, n0, targets, pilot_n, mode, seed_type, seed, fraction,
+                             use_learned, train_samples, float_bits))
+        runs[-1].seconds = time.perf_counter() - started
     tracks = {(pi, d, e): _Track() for pi in range(len(pairs)) for d in dirs for e in chosen}
     for rnd, target in enumerate(targets, start=1):
         round_alpha = sequential_level(alpha, rnd) if sequential else alpha
         nominal = nominal_event_level(round_alpha / n_results, max_events, focus)
         staged: list[_Staged] = []
-        for run in runs:
-            counts = run.advance(target)
+        for run, counts in zip(runs, _advance_all(runs, target, pool)):
             for d in dirs:
                 cd = counts if d == 0 else [c.swapped() for c in counts]
                 impossible, witness = None, ""
@@ -502,6 +506,59 @@ def _audit_pairs(
         out.append(AuditResult(r.claimed, r.lower_bound, r.estimate, r.confidence, r.verdict, runs[pi].used,
                                runs[pi].seconds, r.event, r.method, r.estimator, r.pair, r.direction, r.order, details))
     return out
+
+
+def input_streams(pairs: Sequence[NeighbourPair]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The stream of each (pair, side): (i, s) of the first place its input appears.
+
+    Pairs that share an input (StatDP's patterns all start from the same d) share its draws:
+    a draw of d is one sample of M(d) whatever pair it is compared in, so the draws per input
+    stay the sample size however many pairs use it. Bounds of different pairs then depend on
+    each other, which the union bound over results does not mind; every selection sample is
+    still disjoint from, and independent of, every bound sample.
+    """
+    first: dict[tuple[str, tuple[int, ...], bytes], tuple[int, int]] = {}
+    out = []
+    for pi, pair in enumerate(pairs):
+        sides = []
+        for s, x in enumerate((pair.d, pair.d_prime)):
+            try:
+                arr = np.asarray(x)
+                key = (arr.dtype.str, arr.shape, arr.tobytes()) if arr.dtype != object else ("repr", (), repr(x).encode())
+            except Exception:  # inputs numpy cannot hold: never shared
+                key = ("id", (pi, s), b"")
+            sides.append(first.setdefault(key, (pi, s)))
+        out.append((sides[0], sides[1]))
+    return out
+
+
+def _advance_all(runs: list[_PairRun], target: int, pool: Any) -> list[list[Counts]]:
+    """Every run's counts up to ``target``, each shared chunk drawn once for all the views that need it."""
+    started = time.perf_counter()
+    jobs: dict[tuple[int, ...], ChunkTask] = {}
+    owners: dict[tuple[int, ...], list[tuple[int, int, int, int]]] = {}  # chunk -> (run, side, first view, views)
+    for ri, run in enumerate(runs):
+        for side, task in run.tasks(target):
+            key = (*task.spawn_key, task.size, task.selection)
+            if key in jobs:
+                offset = len(jobs[key].views)
+                jobs[key] = replace(jobs[key], views=jobs[key].views + task.views)
+            else:
+                offset = 0
+                jobs[key] = task
+            owners.setdefault(key, []).append((ri, side, offset, len(task.views)))
+    keys = list(jobs)
+    outputs = map_tasks(pool, [jobs[k] for k in keys])
+    per_run: list[list[tuple[int, list[tuple[Hist, Hist, Hist]]]]] = [[] for _ in runs]
+    for key, out in zip(keys, outputs):
+        for ri, side, offset, count in owners[key]:
+            per_run[ri].append((side, out[offset: offset + count]))
+    share = (time.perf_counter() - started) / max(len(runs), 1)
+    counts = []
+    for ri, run in enumerate(runs):
+        counts.append(run.absorb(target, per_run[ri]))
+        run.seconds += share
+    return counts
 
 
 def _budget_note(level: float, total: float) -> str:

@@ -375,7 +375,9 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
     for j, k in joints:
         cuts = np.unique(np.quantile(pooled[:, k], np.linspace(0, 1, JOINT_BINS + 1)[1:-1], method="inverted_cdf"))
         views.append(JointView(j, k, tuple(float(c) for c in cuts[np.isfinite(cuts)])))
-    if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM:
+    whole_rows = bool(views) and isinstance(views[0], RowsView) and views[0].columns is None
+    # a score is a function of the output: with exact whole-row cells it could only merge them
+    if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM and not whole_rows:
         mu_p, prec_p, logdet_p = _gaussian_fit(pilot_p)
         mu_q, prec_q, logdet_q = _gaussian_fit(pilot_q)
         # arrays, not nested tuples: converting a d x d tuple back to an array costs more than the score
