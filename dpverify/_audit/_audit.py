@@ -321,17 +321,22 @@ def audit(
             raise AccountingError("search_samples", search_samples, "an integer >= 100")
         costs: list[int] = []
 
-        def score(candidate: NeighbourPair, index: int) -> float:
+        def score(candidates: list[NeighbourPair], index: int) -> list[tuple[float, float]]:
             sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
                                       .generate_state(2, np.uint32).tobytes(), "little")
-            rep = audit(mechanism, candidate, claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
+            rep = audit(mechanism, list(candidates), claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
                         directions=directions, executor="serial", seed=sub_seed, selection_fraction=selection_fraction,
-                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits)
+                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits, focus=0.0)
+            per = len(rep.results) // len(candidates)  # results come pair by pair
             costs.append(max(r.samples for r in rep.results))
-            # rank by the best lower bound's margin; among equal margins (typically all zero bounds
-            # on a small search sample) by the best point estimate over the claim
-            return (max(_margin(r) for r in rep.results),
-                    max((r.estimate - r.claimed for r in rep.results if not math.isnan(r.estimate)), default=-math.inf))
+            out = []
+            for i in range(len(candidates)):
+                group = rep.results[i * per:(i + 1) * per]
+                # rank by the best lower bound's margin; among equal margins (typically all zero bounds
+                # on a small search sample) by the best point estimate over the claim
+                out.append((max(_margin(r) for r in group),
+                            max((r.estimate - r.claimed for r in group if not math.isnan(r.estimate)), default=-math.inf)))
+            return out
 
         pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
         search_cost = sum(costs)
