@@ -186,6 +186,7 @@ def audit(
     search_samples: int | None = None,
     keep_pairs: int = 1,
     focus: float = EVENT_FOCUS,
+    _predict_at: int | None = None,
 ) -> AuditReport:
     """Audit ``mechanism`` against ``claim`` on neighbouring ``pairs``; every bound is a lower bound.
 
@@ -243,6 +244,8 @@ def audit(
             result on its first-ranked event (a weighted Bonferroni split, chosen on the
             selection sample only, so every bound keeps its stated level; see the module
             docstring). ``0`` splits evenly; values in (0, 1).
+        _predict_at: (the pair search's) choose events by the bound they would get with this
+            many draws per input, and record that prediction in each result's details.
         train_samples: draws per input for the classifiers (default: about :data:`TRAIN_BYTES`
             bytes of output, between 2**11 and 2**15 draws); counted in ``samples_used``.
 
@@ -326,7 +329,8 @@ def audit(
                                       .generate_state(2, np.uint32).tobytes(), "little")
             rep = audit(mechanism, list(candidates), claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
                         directions=directions, executor="serial", seed=sub_seed, selection_fraction=selection_fraction,
-                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits, focus=0.0)
+                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits, focus=0.0,
+                        _predict_at=n_max)
             per = len(rep.results) // len(candidates)  # results come pair by pair
             costs.append(max(r.samples for r in rep.results))
             out = []
@@ -334,8 +338,12 @@ def audit(
                 group = rep.results[i * per:(i + 1) * per]
                 # rank by the best lower bound's margin; among equal margins (typically all zero bounds
                 # on a small search sample) by the best point estimate over the claim
-                out.append((max(_margin(r) for r in group),
-                            max((r.estimate - r.claimed for r in group if not math.isnan(r.estimate)), default=-math.inf)))
+                predicted = [r.details.get("predicted_margin") for r in group]
+                if all(p is not None for p in predicted):  # epsilon / delta: the bound predicted at the full size
+                    first = max(predicted)
+                else:  # Renyi: the bound at the search's size
+                    first = max(_margin(r) for r in group)
+                out.append((first, max((r.estimate - r.claimed for r in group if not math.isnan(r.estimate)), default=-math.inf)))
             return out
 
         pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
@@ -348,7 +356,7 @@ def audit(
         results = _audit_pairs(
             mechanism, pair_list, claim, chosen, dirs, order_list, claims_renyi, float(alpha), n_results, sequential,
             targets, chunk_size, n0, pilot_n, mode, seed_type, int(seed), selection_fraction, max_events, log_pmf, pool,
-            use_learned, train_samples, float_bits, focus)
+            use_learned, train_samples, float_bits, focus, _predict_at)
     finally:
         if owned and pool is not None:
             pool.shutdown()
@@ -450,7 +458,7 @@ def _audit_pairs(
     orders: tuple[float, ...], claims_renyi: tuple[float, ...], alpha: float, n_results: int, sequential: bool,
     targets: list[int], chunk_size: int | None, n0: int, pilot_n: int, mode: str, seed_type: str, seed: int,
     fraction: float, max_events: int, log_pmf: Any, pool: Any, use_learned: bool, train_samples: int | None,
-    float_bits: bool, focus: float,
+    float_bits: bool, focus: float, predict_at: int | None = None,
 ) -> list[AuditResult]:
     """Every pair's results, round by round: draw, choose events on the selection samples of all
     pairs, split the round's error budget over the results (:func:`result_levels`), bound."""
@@ -482,10 +490,10 @@ def _audit_pairs(
                     if impossible is not None:
                         margin = -math.inf  # exact: needs no error budget
                     elif est == "epsilon":
-                        choice = choose_epsilon_events(cd, nominal, max_events)
+                        choice = choose_epsilon_events(cd, nominal, max_events, _scale(predict_at, cd))
                         margin = choice.predicted - claim.epsilon
                     elif est == "delta":
-                        choice = choose_delta_events(cd, claim.epsilon, nominal, max_events)
+                        choice = choose_delta_events(cd, claim.epsilon, nominal, max_events, _scale(predict_at, cd))
                         margin = choice.predicted - (claim.delta if isinstance(claim, ApproxDP) else 0.0)
                     staged.append(_Staged((run.pi, d, est), cd, impossible, witness, choice, margin))
         levels = result_levels(round_alpha, [st.margin for st in staged], focus)
@@ -495,7 +503,8 @@ def _audit_pairs(
             run = runs[pi]
             r = _estimate(est, claim, st.counts, lvl, orders, claims_renyi, st.choice, focus, st.impossible, st.witness,
                           run.used, run.seconds, round_note + _budget_note(lvl, round_alpha), run.pair.label, DIRECTIONS[d])
-            r = replace(r, details={**r.details, "result_share": lvl / round_alpha})
+            r = replace(r, details={**r.details, "result_share": lvl / round_alpha,
+                                    **({"predicted_margin": st.margin} if predict_at is not None else {})})
             tracks[st.key].offer(r)
             tracks[st.key].rounds.append({"round": rnd, "samples": run.used, "lower_bound": r.lower_bound})
         if sequential and any(t.result is not None and t.result.violated for t in tracks.values()):
@@ -564,6 +573,16 @@ def _advance_all(runs: list[_PairRun], target: int, pool: Any) -> list[list[Coun
         counts.append(run.absorb(target, per_run[ri]))
         run.seconds += share
     return counts
+
+
+def _scale(predict_at: int | None, counts: list[Counts]) -> float:
+    """Factor from the validation sample's size to the bound sample of an audit of ``predict_at`` draws."""
+    if predict_at is None or not counts:
+        return 1.0
+    validation = max(counts[0].n_b_p, 1)
+    bound = max(counts[0].n_est_p, 1)
+    total = validation * 2 + bound  # ranking + validation + bound: the draws of this audit
+    return max(1.0, predict_at * bound / total / validation)
 
 
 def _budget_note(level: float, total: float) -> str:

@@ -322,14 +322,23 @@ def _choice(ranked: list[tuple[float, _Event]]) -> EventChoice:
     return EventChoice(tuple(ev for _, ev in ranked), ranked[0][0] if ranked else -math.inf)
 
 
-def choose_epsilon_events(counts: Sequence[Counts], nominal: float, max_events: int = DEFAULT_EVENTS) -> EventChoice:
-    """Events for the epsilon bound, scored with one-sided bounds at the ``nominal`` level."""
-    return _choice(ranked_events(counts, _epsilon_score(nominal), max_events))
+def _at_scale(score: Score, scale: float) -> Score:
+    """``score`` of counts rescaled by ``scale``: a prediction of the bound at ``scale`` times the size."""
+    if scale == 1.0:
+        return score
+    return lambda a, b, n_p, n_q: score(a * scale, b * scale, max(1, round(n_p * scale)), max(1, round(n_q * scale)))
 
 
-def choose_delta_events(counts: Sequence[Counts], epsilon: float, nominal: float, max_events: int = DEFAULT_EVENTS) -> EventChoice:
+def choose_epsilon_events(counts: Sequence[Counts], nominal: float, max_events: int = DEFAULT_EVENTS, scale: float = 1.0) -> EventChoice:
+    """Events for the epsilon bound, scored with one-sided bounds at the ``nominal`` level
+    (on counts rescaled by ``scale``: the pair search predicts the bound of a larger audit)."""
+    return _choice(ranked_events(counts, _at_scale(_epsilon_score(nominal), scale), max_events))
+
+
+def choose_delta_events(counts: Sequence[Counts], epsilon: float, nominal: float, max_events: int = DEFAULT_EVENTS,
+                        scale: float = 1.0) -> EventChoice:
     """Events for the delta(epsilon) bound, scored with one-sided bounds at the ``nominal`` level."""
-    return _choice(ranked_events(counts, _delta_score(nominal, math.exp(epsilon)), max_events))
+    return _choice(ranked_events(counts, _at_scale(_delta_score(nominal, math.exp(epsilon)), scale), max_events))
 
 
 def _bound_events(counts: Sequence[Counts], choice: EventChoice, level: float, focus: float,
