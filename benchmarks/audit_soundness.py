@@ -145,6 +145,23 @@ def snapping(x, rng, size, bound=100.0):
     return np.clip(np.round(y / grid) * grid, -bound, bound)
 
 
+def laplace_parallel(x, rng, size):
+    """20 releases of x + Lap(20/eps): (20 x eps/20)-DP = eps-DP exactly (sum / count-above views)."""
+    return float(np.asarray(x).reshape(-1)[0]) + rng.laplace(0.0, 20.0 / EPS, (size, 20))
+
+
+def numerical_svt(x, rng, size):
+    """Numerical SVT (Wang et al. 2019), c = 1: the first above-threshold query's value x + Lap(3/eps)
+    released, 0 before it, -1000 after: eps-DP (quantised-rows views)."""
+    v = np.asarray(x, dtype=float)
+    rho = rng.laplace(0.0, 3.0 / EPS, (size, 1))
+    above = v[None, :] + rng.laplace(0.0, 6.0 / EPS, (size, v.size)) >= rho + 1.0
+    out = np.where(above, v[None, :] + rng.laplace(0.0, 3.0 / EPS, (size, v.size)), 0.0)
+    seen = np.cumsum(above, axis=1)
+    out[np.concatenate([np.zeros((size, 1)), seen[:, :-1]], axis=1) >= 1] = -1000.0
+    return out
+
+
 LEARNED_CASES = [
     # (label, mechanism, pairs, claim, audit kwargs); every claim is the mechanism's exact epsilon
     ("noisy histogram (5 Laplace counts), learned views", noisy_hist, (np.ones(5), np.r_[0.0, np.ones(4)]), PureDP(EPS),
@@ -154,6 +171,11 @@ LEARNED_CASES = [
     ("SVT Alg. 1 (10 queries), learned views + StatDP pair search", svt1, (np.ones(10), np.r_[2.0, np.ones(9)]), PureDP(EPS),
      {"pair_search": "statdp", "search_budget": 6, "search_samples": 5000}),
     ("snapping mechanism, learned views with float bits", snapping, (0.0, 1.0), PureDP(EPS), {}),
+    ("20 parallel Laplace releases, sum and count-above views", laplace_parallel, (0.0, 1.0), PureDP(EPS),
+     {"float_bits": False}),
+    ("numerical SVT (5 queries, c = 1), quantised-rows views + StatDP pair search", numerical_svt,
+     (np.ones(5), np.r_[2.0, np.ones(4)]), PureDP(EPS),
+     {"float_bits": False, "pair_search": "statdp", "search_budget": 6, "search_samples": 5000}),
 ]
 
 

@@ -66,7 +66,11 @@ def test_result_fields_and_serialisation():
     assert isinstance(r, AuditResult)
     for name in ("claimed", "lower_bound", "estimate", "confidence", "verdict", "samples", "seconds", "event", "method"):
         assert hasattr(r, name)
-    assert r.claimed == 1.0 and r.verdict in ("holds", "violated") and r.confidence == pytest.approx(0.975)
+    assert r.claimed == 1.0 and r.verdict in ("holds", "violated")
+    # the weighted Bonferroni split: 0.8 of alpha on the result the selection sample prefers, the rest on the other
+    assert sorted(1 - x.confidence for x in rep.results) == pytest.approx([0.01, 0.04])
+    even = audit(discrete_laplace, (0, 1), PureDP(1.0), samples=10_000, seed=1, focus=0)
+    assert [x.confidence for x in even.results] == pytest.approx([0.975, 0.975])
     assert r.samples >= 10_000 and r.event and r.method
     assert rep.to_dict()["results"][0]["estimator"] == "epsilon"
     assert "epsilon" in str(rep)

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from accounting import DiscreteLaplace
 from dpverify._audit import NeighbourPair, audit
-from dpverify._audit._rescore import rescore, result_p_value
+from dpverify._audit._rescore import rescore, result_p_value, result_share
 from dpverify._audit._suite import (
     TARGETS,
     SuiteError,
@@ -240,8 +240,8 @@ def _dlap(scale):
                                                      (("delta",), DiscreteLaplace(2, 1).pure())])
 def test_rescore_at_the_audit_level_reproduces_the_audit(estimators, claim) -> None:
     report = audit(_dlap(2), NeighbourPair(0, 1), claim, samples=50_000, alpha=1e-3, seed=3, estimators=estimators)
-    level = 1e-3 / len(report.results)
     for res in report.results:
+        level = 1e-3 * result_share(res, len(report.results))
         again = rescore(res, level)
         assert again.verdict == res.verdict
         assert again.lower_bound == pytest.approx(res.lower_bound, rel=1e-6, abs=1e-9)

@@ -198,7 +198,7 @@ def test_assert_private_passes_a_correct_mechanism_and_fails_a_wrong_one(user_pa
     with pytest.raises(AssertionError) as info:
         assert_private(partial(m.clipped_sum_forgot_bound, epsilon=0.5, bound=4.0), pairs, 0.5, seed=1, float_bits=False)
     text = str(info.value)
-    assert "0.5-DP violated" in text and "witness event: output in" in text and "record 0: 0.0 -> 4.0" in text
+    assert "0.5-DP violated" in text and "witness event: " in text and "record 0: 0.0 -> 4.0" in text
     bound = float(text.split("epsilon >= ")[1].split(" ")[0])
     assert 1.5 < bound <= 2.0  # a lower bound on the true 2
 

@@ -25,8 +25,13 @@ neighbouring pair it
    Without a declared law an output never seen under D' yields only a finite bound
    log(CP_lower P_D(E) / CP_upper P_D'(E)) (its point estimate is inf).
 
-The family-wise error of a report is at most ``alpha``: it is split evenly (Bonferroni) over all
-(pair, direction, estimator) results, and each result states its own confidence.
+The family-wise error of a report is at most ``alpha``: it is split over all (pair, direction,
+estimator) results of a round by a weighted Bonferroni rule (:func:`result_levels`): the result
+whose selection sample predicts the largest margin over the claim gets ``focus`` of it (0.8 by
+default), the others share the rest evenly, and each result splits its share over its events the
+same way (:func:`._estimators.event_levels`). The weights are functions of the selection samples
+alone, which are independent of the bound samples, so conditional on them every bound holds at
+its own level and the levels sum to ``alpha``. Each result states its own confidence.
 """
 
 from __future__ import annotations
@@ -44,10 +49,16 @@ from accounting._validation import AccountingError, check_positive_int, check_pr
 
 from ._estimators import (
     DEFAULT_EVENTS,
+    EVENT_FOCUS,
     Counts,
+    EventChoice,
     align,
-    delta_lower,
-    epsilon_lower,
+    bound_delta,
+    bound_epsilon,
+    choose_delta_events,
+    choose_epsilon_events,
+    event_levels,
+    nominal_event_level,
     renyi_lower,
 )
 from ._learned import TRAIN_STREAM, ResidueView, fit_learned_views, sklearn_available
@@ -56,7 +67,7 @@ from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
 from ._stats import sequential_level
-from ._views import MAX_COLUMN_VIEWS, Hist, _is_discrete, column_views, fit_views, merge_hist
+from ._views import MAX_COLUMN_VIEWS, Hist, RowsView, _is_discrete, column_views, fit_views, merge_hist
 
 __all__ = ["DEFAULT_ORDERS", "ESTIMATORS", "audit"]
 
@@ -174,6 +185,8 @@ def audit(
     search_budget: int = 16,
     search_samples: int | None = None,
     keep_pairs: int = 1,
+    focus: float = EVENT_FOCUS,
+    _predict_at: int | None = None,
 ) -> AuditReport:
     """Audit ``mechanism`` against ``claim`` on neighbouring ``pairs``; every bound is a lower bound.
 
@@ -228,6 +241,12 @@ def audit(
         search_budget: candidate pairs tried by the search (at most).
         search_samples: draws per input per candidate (default max(2,000, samples // 100)).
         keep_pairs: pairs audited at full size after the search.
+        focus: share of the error budget put on the most promising result, and within each
+            result on its first-ranked event (a weighted Bonferroni split, chosen on the
+            selection sample only, so every bound keeps its stated level; see the module
+            docstring). ``0`` splits evenly; values in (0, 1).
+        _predict_at: (the pair search's) choose events by the bound they would get with this
+            many draws per input, and record that prediction in each result's details.
         train_samples: draws per input for the classifiers (default: about :data:`TRAIN_BYTES`
             bytes of output, between 2**11 and 2**15 draws); counted in ``samples_used``.
 
@@ -253,6 +272,9 @@ def audit(
     check_probability("alpha", alpha)
     check_probability("selection_fraction", selection_fraction)
     check_positive_int("max_events", max_events)
+    if isinstance(focus, bool) or not isinstance(focus, (int, float)) or not (0.0 <= float(focus) < 1.0):
+        raise AccountingError("focus", focus, "a share in [0, 1) (0: the even Bonferroni split)")
+    focus = float(focus)
     if seed_type not in ("generator", "int"):
         raise AccountingError("seed_type", seed_type, '"generator" or "int"')
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -306,33 +328,39 @@ def audit(
         # "auto"/"process" would make would cost a pool per candidate, so those run in-process
         search_executor = "serial" if executor is None or isinstance(executor, str) else executor
 
-        def score(candidate: NeighbourPair, index: int) -> float:
+        def score(candidates: list[NeighbourPair], index: int) -> list[tuple[float, float]]:
             sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
                                       .generate_state(2, np.uint32).tobytes(), "little")
-            rep = audit(mechanism, candidate, claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
+            rep = audit(mechanism, list(candidates), claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
                         directions=directions, executor=search_executor, seed=sub_seed, selection_fraction=selection_fraction,
-                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits)
+                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits, focus=0.0,
+                        _predict_at=n_max)
+            per = len(rep.results) // len(candidates)  # results come pair by pair
             costs.append(max(r.samples for r in rep.results))
-            # rank by the best lower bound's margin; among equal margins (typically all zero bounds
-            # on a small search sample) by the best point estimate over the claim
-            return (max(_margin(r) for r in rep.results),
-                    max((r.estimate - r.claimed for r in rep.results if not math.isnan(r.estimate)), default=-math.inf))
+            out = []
+            for i in range(len(candidates)):
+                group = rep.results[i * per:(i + 1) * per]
+                # rank by the best lower bound's margin; among equal margins (typically all zero bounds
+                # on a small search sample) by the best point estimate over the claim
+                predicted = [r.details.get("predicted_margin") for r in group]
+                if all(p is not None for p in predicted):  # epsilon / delta: the bound predicted at the full size
+                    first = max(predicted)
+                else:  # Renyi: the bound at the search's size
+                    first = max(_margin(r) for r in group)
+                out.append((first, max((r.estimate - r.claimed for r in group if not math.isnan(r.estimate)), default=-math.inf)))
+            return out
 
         pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
         search_cost = sum(costs)
     pilot_n = min(2**14, max(512, n_max // 64))
 
     n_results = len(pair_list) * len(dirs) * len(chosen)
-    level = alpha / n_results
     pool, owned = resolve_executor(executor, 2 * n_max * len(pair_list), (mechanism, pair_list))
-    results: list[AuditResult] = []
     try:
-        for pi, pair in enumerate(pair_list):
-            results.extend(
-                _audit_pair(mechanism, pair, pi, claim, chosen, dirs, order_list, claims_renyi, level,
-                            sequential, targets, chunk_size, n0, pilot_n, mode, seed_type, int(seed),
-                            selection_fraction, max_events, log_pmf, pool, use_learned, train_samples, float_bits)
-            )
+        results = _audit_pairs(
+            mechanism, pair_list, claim, chosen, dirs, order_list, claims_renyi, float(alpha), n_results, sequential,
+            targets, chunk_size, n0, pilot_n, mode, seed_type, int(seed), selection_fraction, max_events, log_pmf, pool,
+            use_learned, train_samples, float_bits, focus, _predict_at)
     finally:
         if owned and pool is not None:
             pool.shutdown()
@@ -344,91 +372,231 @@ def audit(
     return AuditReport(tuple(results), claim, float(alpha), time.perf_counter() - started)
 
 
-def _audit_pair(
-    mechanism: Any, pair: NeighbourPair, pi: int, claim: Any, chosen: tuple[str, ...], dirs: tuple[int, ...],
-    orders: tuple[float, ...], claims_renyi: tuple[float, ...], level: float, sequential: bool,
-    targets: list[int], chunk_size: int | None, n0: int, pilot_n: int, mode: str, seed_type: str, seed: int,
-    fraction: float, max_events: int, log_pmf: Any, pool: Any, use_learned: bool, train_samples: int | None,
-    float_bits: bool,
-) -> list[AuditResult]:
-    started = time.perf_counter()
-    inputs = (pair.d, pair.d_prime)
-    pilots = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(pi, s, PILOT_STREAM)), pilot_n, mode, seed_type)
-              for s in (0, 1)]
-    views = fit_views(pilots[0], pilots[1])
-    row_bytes = max(8, pilots[0].nbytes // max(len(pilots[0]), 1))
-    plan = chunk_plan(targets, chunk_size if chunk_size is not None else default_chunk_size(n0, row_bytes))
-    train_n = 0
-    pooled = np.concatenate(pilots, axis=0)
-    is_float = pooled.dtype.kind == "f"
-    if is_float and float_bits:  # exact views of the lowest set bit of each float coordinate (no training needed)
-        cols = [None] if pooled.ndim == 1 else [j for j in range(min(pooled.shape[1], MAX_RESIDUE_VIEWS))
-                                                 if not _is_discrete(pooled[:, j])]
-        views = views + tuple(ResidueView(j) for j in cols)
-    if use_learned and (is_float or pooled.ndim == 2):
-        train_n = train_samples if train_samples is not None else default_train_size(row_bytes)
-        trains = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(pi, s, TRAIN_STREAM)), train_n, mode,
+class _PairRun:
+    """One pair's draws: the pilot, the fitted views, the training sample, and the chunk
+    histograms accumulated so far (:meth:`advance` draws up to a target size)."""
+
+    def __init__(self, mechanism: Any, pair: NeighbourPair, pi: int, streams: tuple[tuple[int, int], tuple[int, int]],
+                 chunk_size: int | None, n0: int, targets: list[int], pilot_n: int, mode: str, seed_type: str, seed: int,
+                 fraction: float, use_learned: bool, train_samples: int | None, float_bits: bool) -> None:
+        started = time.perf_counter()
+        self.mechanism, self.pair, self.pi, self.mode, self.seed_type, self.seed = mechanism, pair, pi, mode, seed_type, seed
+        self.streams, self.fraction, self.pilot_n = streams, fraction, pilot_n
+        inputs = (pair.d, pair.d_prime)
+        pilots = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(*streams[s], PILOT_STREAM)), pilot_n, mode,
                        seed_type) for s in (0, 1)]
-        learned_views, screened = fit_learned_views(
-            trains[0], trains[1], float_bits=float_bits, seed=int(np.random.SeedSequence(seed, spawn_key=(pi, TRAIN_STREAM)).generate_state(1)[0]))
-        views = views + learned_views + tuple(column_views(pooled, [j for j in screened if j >= MAX_COLUMN_VIEWS]))
-    acc: list[list[list[Hist | None]]] = [[[None, None, None] for _ in views] for _ in (0, 1)]  # [side][view][part]
-    tracks = {(d, e): _Track() for d in dirs for e in chosen}
-    done = 0
-    stop = False
-    for rnd, target in enumerate(targets, start=1):
-        chunks = [(k, a, b) for k, (a, b) in enumerate(plan) if done <= a < target]
-        tasks = [
-            ChunkTask(mechanism, inputs[s], seed, (pi, s, k), b - a, int((b - a) * fraction), views, mode, seed_type)
-            for s in (0, 1) for (k, a, b) in chunks
-        ]
-        outputs = map_tasks(pool, tasks)
-        for task, out in zip(tasks, outputs):
-            side = task.spawn_key[1]
+        views = fit_views(pilots[0], pilots[1])
+        row_bytes = max(8, pilots[0].nbytes // max(len(pilots[0]), 1))
+        self.plan = chunk_plan(targets, chunk_size if chunk_size is not None else default_chunk_size(n0, row_bytes))
+        self.train_n = 0
+        pooled = np.concatenate(pilots, axis=0)
+        is_float = pooled.dtype.kind == "f"
+        if is_float and float_bits:  # exact views of the lowest set bit of each float coordinate (no training needed)
+            cols = [None] if pooled.ndim == 1 else [j for j in range(min(pooled.shape[1], MAX_RESIDUE_VIEWS))
+                                                     if not _is_discrete(pooled[:, j])]
+            views = views + tuple(ResidueView(j) for j in cols)
+        # a view of whole outputs taking few values is already the finest partition: a classifier's
+        # score is a function of the output, so its events are unions of those cells (no training)
+        exact_rows = any(isinstance(v, RowsView) and v.columns is None for v in views)
+        if use_learned and (is_float or pooled.ndim == 2) and not exact_rows:
+            self.train_n = train_samples if train_samples is not None else default_train_size(row_bytes)
+            trains = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(*streams[s], TRAIN_STREAM)),
+                           self.train_n, mode, seed_type) for s in (0, 1)]
+            learned_views, screened = fit_learned_views(
+                trains[0], trains[1], float_bits=float_bits,
+                seed=int(np.random.SeedSequence(seed, spawn_key=(pi, TRAIN_STREAM)).generate_state(1)[0]))
+            views = views + learned_views + tuple(column_views(pooled, [j for j in screened if j >= MAX_COLUMN_VIEWS]))
+        self.views = views
+        self.acc: list[list[list[Hist | None]]] = [[[None, None, None] for _ in views] for _ in (0, 1)]  # [side][view][part]
+        self.done = 0
+        self.seconds = time.perf_counter() - started
+
+    def tasks(self, target: int) -> list[tuple[int, ChunkTask]]:
+        """(side, task) for the chunks up to ``target`` draws per input not drawn yet."""
+        inputs = (self.pair.d, self.pair.d_prime)
+        chunks = [(k, a, b) for k, (a, b) in enumerate(self.plan) if self.done <= a < target]
+        return [(s, ChunkTask(self.mechanism, inputs[s], self.seed, (*self.streams[s], k), b - a, int((b - a) * self.fraction),
+                              self.views, self.mode, self.seed_type))
+                for s in (0, 1) for (k, a, b) in chunks]
+
+    def absorb(self, target: int, outputs: list[tuple[int, list[tuple[Hist, Hist, Hist]]]]) -> list[Counts]:
+        """Merge the chunk histograms (side, per-view parts) of :meth:`tasks`; the aligned counts of every view."""
+        for side, out in outputs:
             for vi, parts in enumerate(out):
                 for part, h in enumerate(parts):
-                    acc[side][vi][part] = merge_hist(acc[side][vi][part], h)
-        done = target
-        counts = [align(v, [acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]) for vi, v in enumerate(views)]
-        lvl = sequential_level(level, rnd) if sequential else level
-        n_used = pilot_n + train_n + target
-        elapsed = time.perf_counter() - started
-        round_note = f"; sequential round {rnd} (error budget {lvl:.3g})" if sequential else ""
-        for d in dirs:
-            cd = counts if d == 0 else [c.swapped() for c in counts]
-            impossible = None
-            if log_pmf is not None or pair.law is not None:
-                for c in cd:
-                    impossible = _declared_impossible(pair, d, log_pmf, c)
+                    self.acc[side][vi][part] = merge_hist(self.acc[side][vi][part], h)
+        self.done = target
+        return [align(v, [self.acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]) for vi, v in enumerate(self.views)]
+
+    @property
+    def used(self) -> int:
+        return self.pilot_n + self.train_n + self.done
+
+
+@dataclass
+class _Staged:
+    """One (pair, direction, estimator) of a round, its events chosen, awaiting its error budget."""
+
+    key: tuple[int, int, str]
+    counts: list[Counts]
+    impossible: Any
+    witness: str
+    choice: EventChoice | None
+    margin: float | None  # predicted on the selection sample (None: no prediction, e.g. Renyi)
+
+
+def result_levels(total: float, margins: Sequence[float | None], focus: float) -> list[float]:
+    """Error budgets of the results of one round: ``focus`` of ``total`` on the one whose
+    selection-sample prediction is best, the rest split evenly (even split if any result has no
+    prediction). The predictions use the selection samples only, so the weights are fixed before
+    any bound-sample statement is made: a weighted Bonferroni split."""
+    if len(margins) <= 1 or focus <= 0.0 or any(m is None for m in margins):
+        return [total / max(len(margins), 1)] * len(margins)
+    best = max(range(len(margins)), key=lambda i: (margins[i], -i))
+    shares = event_levels(total, len(margins), focus)
+    return [shares[0] if i == best else shares[1] for i in range(len(margins))]
+
+
+def _audit_pairs(
+    mechanism: Any, pairs: tuple[NeighbourPair, ...], claim: Any, chosen: tuple[str, ...], dirs: tuple[int, ...],
+    orders: tuple[float, ...], claims_renyi: tuple[float, ...], alpha: float, n_results: int, sequential: bool,
+    targets: list[int], chunk_size: int | None, n0: int, pilot_n: int, mode: str, seed_type: str, seed: int,
+    fraction: float, max_events: int, log_pmf: Any, pool: Any, use_learned: bool, train_samples: int | None,
+    float_bits: bool, focus: float, predict_at: int | None = None,
+) -> list[AuditResult]:
+    """Every pair's results, round by round: draw, choose events on the selection samples of all
+    pairs, split the round's error budget over the results (:func:`result_levels`), bound."""
+    streams = input_streams(pairs)
+    runs = []
+    for pi, pair in enumerate(pairs):
+        started = time.perf_counter()
+        runs.append(_PairRun(mechanism, pair, pi, streams[pi], chunk_size, n0, targets, pilot_n, mode, seed_type, seed, fraction,
+                             use_learned, train_samples, float_bits))
+        runs[-1].seconds = time.perf_counter() - started
+    tracks = {(pi, d, e): _Track() for pi in range(len(pairs)) for d in dirs for e in chosen}
+    for rnd, target in enumerate(targets, start=1):
+        round_alpha = sequential_level(alpha, rnd) if sequential else alpha
+        nominal = nominal_event_level(round_alpha / n_results, max_events, focus)
+        staged: list[_Staged] = []
+        for run, counts in zip(runs, _advance_all(runs, target, pool)):
+            for d in dirs:
+                cd = counts if d == 0 else [c.swapped() for c in counts]
+                impossible, witness = None, ""
+                if log_pmf is not None or run.pair.law is not None:
+                    for c in cd:
+                        impossible = _declared_impossible(run.pair, d, log_pmf, c)
+                        if impossible is not None:
+                            witness = c.view.describe(c.keys, np.all(c.keys == impossible, axis=-1) if c.keys.ndim == 2 else c.keys == impossible)
+                            break
+                for est in chosen:
+                    choice: EventChoice | None = None
+                    margin: float | None = None
                     if impossible is not None:
-                        witness = c.view.describe(c.keys, np.all(c.keys == impossible, axis=-1) if c.keys.ndim == 2 else c.keys == impossible)
-                        break
-            for est in chosen:
-                r = _estimate(est, claim, cd, lvl, orders, claims_renyi, max_events, impossible,
-                              witness if impossible is not None else "", n_used, elapsed, round_note, pair.label, DIRECTIONS[d])
-                tracks[(d, est)].offer(r)
-                tracks[(d, est)].rounds.append({"round": rnd, "samples": n_used, "lower_bound": r.lower_bound})
+                        margin = -math.inf  # exact: needs no error budget
+                    elif est == "epsilon":
+                        choice = choose_epsilon_events(cd, nominal, max_events, _scale(predict_at, cd))
+                        margin = choice.predicted - claim.epsilon
+                    elif est == "delta":
+                        choice = choose_delta_events(cd, claim.epsilon, nominal, max_events, _scale(predict_at, cd))
+                        margin = choice.predicted - (claim.delta if isinstance(claim, ApproxDP) else 0.0)
+                    staged.append(_Staged((run.pi, d, est), cd, impossible, witness, choice, margin))
+        levels = result_levels(round_alpha, [st.margin for st in staged], focus)
+        round_note = f"; sequential round {rnd}" if sequential else ""
+        for st, lvl in zip(staged, levels):
+            pi, d, est = st.key
+            run = runs[pi]
+            r = _estimate(est, claim, st.counts, lvl, orders, claims_renyi, st.choice, focus, st.impossible, st.witness,
+                          run.used, run.seconds, round_note + _budget_note(lvl, round_alpha), run.pair.label, DIRECTIONS[d])
+            r = replace(r, details={**r.details, "result_share": lvl / round_alpha,
+                                    **({"predicted_margin": st.margin} if predict_at is not None else {})})
+            tracks[st.key].offer(r)
+            tracks[st.key].rounds.append({"round": rnd, "samples": run.used, "lower_bound": r.lower_bound})
         if sequential and any(t.result is not None and t.result.violated for t in tracks.values()):
-            stop = True
-        if stop:
             break
-    elapsed = time.perf_counter() - started
     out = []
-    for key, t in tracks.items():
+    for (pi, _, _), t in tracks.items():
         r = t.result
         if r is None:  # pragma: no cover - every track gets a result in round 1
             continue
         details = dict(r.details)
         if sequential:
             details["rounds"] = t.rounds
-        out.append(AuditResult(r.claimed, r.lower_bound, r.estimate, r.confidence, r.verdict, pilot_n + train_n + done,
-                               elapsed, r.event, r.method, r.estimator, r.pair, r.direction, r.order, details))
+        out.append(AuditResult(r.claimed, r.lower_bound, r.estimate, r.confidence, r.verdict, runs[pi].used,
+                               runs[pi].seconds, r.event, r.method, r.estimator, r.pair, r.direction, r.order, details))
     return out
+
+
+def input_streams(pairs: Sequence[NeighbourPair]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The stream of each (pair, side): (i, s) of the first place its input appears.
+
+    Pairs that share an input (StatDP's patterns all start from the same d) share its draws:
+    a draw of d is one sample of M(d) whatever pair it is compared in, so the draws per input
+    stay the sample size however many pairs use it. Bounds of different pairs then depend on
+    each other, which the union bound over results does not mind; every selection sample is
+    still disjoint from, and independent of, every bound sample.
+    """
+    first: dict[tuple[str, tuple[int, ...], bytes], tuple[int, int]] = {}
+    out = []
+    for pi, pair in enumerate(pairs):
+        sides = []
+        for s, x in enumerate((pair.d, pair.d_prime)):
+            try:
+                arr = np.asarray(x)
+                key = (arr.dtype.str, arr.shape, arr.tobytes()) if arr.dtype != object else ("repr", (), repr(x).encode())
+            except Exception:  # inputs numpy cannot hold: never shared
+                key = ("id", (pi, s), b"")
+            sides.append(first.setdefault(key, (pi, s)))
+        out.append((sides[0], sides[1]))
+    return out
+
+
+def _advance_all(runs: list[_PairRun], target: int, pool: Any) -> list[list[Counts]]:
+    """Every run's counts up to ``target``, each shared chunk drawn once for all the views that need it."""
+    started = time.perf_counter()
+    jobs: dict[tuple[int, ...], ChunkTask] = {}
+    owners: dict[tuple[int, ...], list[tuple[int, int, int, int]]] = {}  # chunk -> (run, side, first view, views)
+    for ri, run in enumerate(runs):
+        for side, task in run.tasks(target):
+            key = (*task.spawn_key, task.size, task.selection)
+            if key in jobs:
+                offset = len(jobs[key].views)
+                jobs[key] = replace(jobs[key], views=jobs[key].views + task.views)
+            else:
+                offset = 0
+                jobs[key] = task
+            owners.setdefault(key, []).append((ri, side, offset, len(task.views)))
+    keys = list(jobs)
+    outputs = map_tasks(pool, [jobs[k] for k in keys])
+    per_run: list[list[tuple[int, list[tuple[Hist, Hist, Hist]]]]] = [[] for _ in runs]
+    for key, out in zip(keys, outputs):
+        for ri, side, offset, count in owners[key]:
+            per_run[ri].append((side, out[offset: offset + count]))
+    share = (time.perf_counter() - started) / max(len(runs), 1)
+    counts = []
+    for ri, run in enumerate(runs):
+        counts.append(run.absorb(target, per_run[ri]))
+        run.seconds += share
+    return counts
+
+
+def _scale(predict_at: int | None, counts: list[Counts]) -> float:
+    """Factor from the validation sample's size to the bound sample of an audit of ``predict_at`` draws."""
+    if predict_at is None or not counts:
+        return 1.0
+    validation = max(counts[0].n_b_p, 1)
+    bound = max(counts[0].n_est_p, 1)
+    total = validation * 2 + bound  # ranking + validation + bound: the draws of this audit
+    return max(1.0, predict_at * bound / total / validation)
+
+
+def _budget_note(level: float, total: float) -> str:
+    return f" (error budget {level:.3g} of {total:.3g}, allocated on the selection sample)"
 
 
 def _estimate(
     est: str, claim: Any, counts: list[Counts], lvl: float, orders: tuple[float, ...], claims_renyi: tuple[float, ...],
-    max_events: int, impossible: Any, witness: str, n_used: int, elapsed: float, note: str, label: str, direction: str,
+    choice: EventChoice | None, focus: float, impossible: Any, witness: str, n_used: int, elapsed: float, note: str,
+    label: str, direction: str,
 ) -> AuditResult:
     conf = 1.0 - lvl
     if est == "epsilon":
@@ -437,23 +605,23 @@ def _estimate(
             return AuditResult(claimed, math.inf, math.inf, conf, VIOLATED, n_used, elapsed,
                                f"{witness} (seen under the first input; probability 0 under the second by the declared law)",
                                "exact support: declared log-pmf" + note, est, label, direction)
-        b = epsilon_lower(counts, lvl, max_events)
-        method = (f"epsilon: {b.events_tested} events chosen on a disjoint selection sample, Clopper-Pearson on the "
-                  f"bound sample, Bonferroni over {2 * b.events_tested} one-sided bounds" + note)
+        b = bound_epsilon(counts, choice, lvl, focus)
+        method = (f"epsilon: {b.events_tested} events chosen and ranked on a disjoint selection sample, Clopper-Pearson "
+                  f"on the bound sample, weighted Bonferroni over {2 * b.events_tested} one-sided bounds" + note)
         a, n, bq, m = b.counts
         return AuditResult(claimed, b.lower, b.estimate, conf, _verdict(b.lower, claimed), n_used, elapsed,
                            f"{b.event} [{b.family}; {a}/{n} vs {bq}/{m}]", method, est, label, direction,
-                           details={"counts": b.counts, "events_tested": b.events_tested})
+                           details={"counts": b.counts, "events_tested": b.events_tested, "event_share": b.share})
     if est == "delta":
         eps = claim.epsilon
         claimed = claim.delta if isinstance(claim, ApproxDP) else 0.0
-        b = delta_lower(counts, eps, lvl, max_events)
-        method = (f"delta at epsilon={eps:.6g} (hockey-stick): {b.events_tested} events chosen on a disjoint sample, "
-                  f"Clopper-Pearson, Bonferroni over {2 * b.events_tested} one-sided bounds" + note)
+        b = bound_delta(counts, choice, eps, lvl, focus)
+        method = (f"delta at epsilon={eps:.6g} (hockey-stick): {b.events_tested} events chosen and ranked on a disjoint "
+                  f"sample, Clopper-Pearson, weighted Bonferroni over {2 * b.events_tested} one-sided bounds" + note)
         a, n, bq, m = b.counts
         return AuditResult(claimed, b.lower, b.estimate, conf, _verdict(b.lower, claimed), n_used, elapsed,
                            f"{b.event} [{b.family}; {a}/{n} vs {bq}/{m}]", method, est, label, direction,
-                           details={"counts": b.counts, "epsilon": eps, "events_tested": b.events_tested})
+                           details={"counts": b.counts, "epsilon": eps, "events_tested": b.events_tested, "event_share": b.share})
     # renyi
     if impossible is not None:
         i = int(np.argmin(claims_renyi))

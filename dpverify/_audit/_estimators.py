@@ -22,9 +22,13 @@ Events are subsets of the whole output space defined by the selection sample alo
   Neyman-Pearson sets: the optimal events for epsilon and for delta(eps) are of this form.
 
 **epsilon** (pure DP): for a chosen event E with bound-sample counts a of n (under P) and b of m
-(under Q), log(CP_lower(a; n, l) / CP_upper(b; m, l)) with l = level / (2K) for K chosen events:
-with probability >= 1 - level all 2K one-sided bounds hold and then every log-ratio bound is
-below log(P(E)/Q(E)) <= epsilon.
+(under Q), log(CP_lower(a; n, l_i) / CP_upper(b; m, l_i)) for the i-th of K chosen events, ranked
+best first on the selection sample, with l_i = w_i level / 2 and weights w_1 = EVENT_FOCUS, the
+rest (1 - EVENT_FOCUS) / (K - 1) (a weighted Bonferroni split: the weights sum to one and depend
+on the selection sample only): with probability >= 1 - level all 2K one-sided bounds hold and
+then every log-ratio bound is below log(P(E)/Q(E)) <= epsilon. Putting most of the budget on the
+event the selection sample prefers costs little when it is not the best (its share is still
+EVENT_FOCUS) and narrows the bound of the one that usually is.
 
 **delta** at epsilon: CP_lower(a; n, l) - e^epsilon CP_upper(b; m, l), same union bound; below
 P(E) - e^eps Q(E) <= sup_E (P(E) - e^eps Q(E)) = delta(eps).
@@ -63,6 +67,9 @@ __all__ = [
 #: Events chosen per (pair, direction) for the epsilon and delta estimators (the union bound is
 #: over the events actually chosen, at most this many).
 DEFAULT_EVENTS = 8
+#: Share of a result's error budget given to its first-ranked event (the rest split evenly over
+#: the others): a weighted Bonferroni split, chosen on the selection sample (see event_levels).
+EVENT_FOCUS = 0.8
 #: Candidate bin counts for the Renyi partition.
 RENYI_BINS = (2, 3, 4, 6, 8, 12, 16, 24)
 
@@ -180,16 +187,26 @@ Score = Callable[[np.ndarray, np.ndarray, int, int], np.ndarray]
 
 
 def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> list[_Event]:
-    """Up to ``max_events`` distinct events, chosen on the selection sample only.
+    """The events of :func:`ranked_events`, without their scores."""
+    return [ev for _, ev in ranked_events(counts, score, max_events)]
 
-    Candidates are built and ranked on the ranking half; the best ``4 * max_events`` distinct
-    ones are re-scored on the validation half, and the best ``max_events`` by that score kept.
-    ``score(a, b, n_p, n_q)`` is the bound an event with counts a of n_p (P) and b of n_q (Q)
-    gets *at the size of the sample it is scored on* (not rescaled to the bound sample): an
+
+def ranked_events(counts: Sequence[Counts], score: Score, max_events: int) -> list[tuple[float, _Event]]:
+    """Up to ``max_events`` distinct events, chosen on the selection sample only, best first.
+
+    Candidates are built and ranked on the ranking half; a shortlist -- the best two of every
+    family of every view, then the best of all by rank until ``4 * max_events`` more -- is
+    re-scored on the validation half, and the best ``max_events`` by that score kept, in that
+    order. ``score(a, b, n_p, n_q)`` is the bound an event with counts a of n_p (P) and b of n_q
+    (Q) gets *at the size of the sample it is scored on* (not rescaled to the bound sample): an
     event with few counts must show a larger effect to be kept, which is what protects the
-    choice from the winner's curse among many small, noisy candidate events.
+    choice from the winner's curse among many small, noisy candidate events. Every family gets
+    its own places on the shortlist because one family's many near-copies of a noise-inflated
+    event (the likelihood-ratio unions of a fine partition) would otherwise crowd out a better
+    event of another (the single tail that carries the whole effect).
     """
     scored: list[tuple[float, int, int, int]] = []
+    leaders: list[tuple[float, int, int, int]] = []
     families = []
     for vi, c in enumerate(counts):
         for fam in _candidates(c):
@@ -199,12 +216,15 @@ def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> li
             s = np.where(np.isnan(s), -np.inf, s)
             top = np.argsort(-s, kind="stable")[: 4 * max_events]
             scored.extend((float(s[i]), fi, int(i), vi) for i in top)
+            leaders.extend((float(s[i]), fi, int(i), vi) for i in top[:2])
     scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+    leaders.sort(key=lambda t: (-t[0], t[1], t[2]))
     shortlist: list[tuple[float, float, _Event]] = []
     seen_masks: set[tuple[int, bytes]] = set()
-    for s_rank, fi, i, vi in scored:
-        if len(shortlist) >= 4 * max_events or s_rank == -np.inf:
-            break
+    cap = 4 * max_events + len(leaders)
+    for s_rank, fi, i, vi in leaders + scored:
+        if len(shortlist) >= cap or s_rank == -np.inf:
+            continue
         name, _, _, make = families[fi]
         mask = make(i)
         key = (vi, np.packbits(mask).tobytes())
@@ -217,7 +237,22 @@ def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> li
         s_valid = float(score(a, b, c.n_b_p, c.n_b_q)[0])
         shortlist.append((s_valid if not math.isnan(s_valid) else -math.inf, s_rank, _Event(vi, mask, name)))
     shortlist.sort(key=lambda t: (-t[0], -t[1]))
-    return [ev for _, _, ev in shortlist[:max_events]]
+    return [(s_valid, ev) for s_valid, _, ev in shortlist[:max_events]]
+
+
+def event_levels(level: float, count: int, focus: float) -> list[float]:
+    """Error budgets of ``count`` events ranked best first: ``focus`` of ``level`` on the first.
+
+    A weighted Bonferroni split: the shares sum to ``level``, and since the ranking comes from
+    the selection sample only, each event is a fixed set when its bound-sample statement is made.
+    ``focus = 0`` (or one event) is the even split.
+    """
+    if count <= 1:
+        return [level] * count
+    if focus <= 0.0:
+        return [level / count] * count
+    rest = level * (1.0 - focus) / (count - 1)
+    return [level * focus] + [rest] * (count - 1)
 
 
 def _scaled(a: np.ndarray, n_sel: int, n_est: int) -> np.ndarray:
@@ -239,6 +274,7 @@ class EventBound:
     family: str
     counts: tuple[int, int, int, int]  # (a, n, b, m)
     events_tested: int
+    share: float = 1.0  # the fraction of the result's error budget this event's two bounds had
 
 
 def _event_counts(counts: Sequence[Counts], ev: _Event) -> tuple[int, int, int, int]:
@@ -260,52 +296,104 @@ def event_delta_bound(a: int, n: int, b: int, m: int, each: float, factor: float
     return float(cp_lower(a, n, each)) - factor * float(cp_upper(b, m, each))
 
 
-def epsilon_lower(counts: Sequence[Counts], level: float, max_events: int = DEFAULT_EVENTS) -> EventBound:
-    """Lower confidence bound (error <= ``level``) on sup_E log P(E)/Q(E) (P = first input)."""
-    predicted = level / (2 * max_events)
+@dataclass(frozen=True)
+class EventChoice:
+    """Events chosen on the selection sample, best first, and the first one's validation score
+    (the bound it would get at the validation sample's size: a prediction, never reported)."""
 
+    events: tuple[_Event, ...]
+    predicted: float
+
+
+def _epsilon_score(nominal: float) -> Score:
     def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int) -> np.ndarray:
         with np.errstate(divide="ignore"):
-            return np.log(cp_lower(a, n_p, predicted)) - np.log(cp_upper(b, n_q, predicted))
-
-    events = select_events(counts, score, max_events)
-    if not events:
-        return EventBound(0.0, 0.0, "no event (empty selection sample)", "", (0, 0, 0, 0), 0)
-    each = level / (2 * len(events))
-    best: EventBound | None = None
-    for ev in events:
-        a, n, b, m = _event_counts(counts, ev)
-        lower = event_epsilon_bound(a, n, b, m, each)
-        est = _log(a / n) - _log(b / m) if a > 0 else (-math.inf if b > 0 else 0.0)
-        cand = EventBound(max(lower, 0.0), est, counts[ev.view_index].view.describe(counts[ev.view_index].keys, ev.mask),
-                          ev.family, (a, n, b, m), len(events))
-        if best is None or cand.lower > best.lower or (cand.lower == best.lower and cand.estimate > best.estimate):
-            best = cand
-    return best  # type: ignore[return-value]  (events is non-empty)
+            return np.log(cp_lower(a, n_p, nominal)) - np.log(cp_upper(b, n_q, nominal))
+    return score
 
 
-def delta_lower(counts: Sequence[Counts], epsilon: float, level: float, max_events: int = DEFAULT_EVENTS) -> EventBound:
-    """Lower confidence bound (error <= ``level``) on delta(eps) = sup_E P(E) - e^eps Q(E)."""
-    factor = math.exp(epsilon)
-    predicted = level / (2 * max_events)
-
+def _delta_score(nominal: float, factor: float) -> Score:
     def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int) -> np.ndarray:
-        return cp_lower(a, n_p, predicted) - factor * cp_upper(b, n_q, predicted)
+        return cp_lower(a, n_p, nominal) - factor * cp_upper(b, n_q, nominal)
+    return score
 
-    events = select_events(counts, score, max_events)
-    if not events:
+
+def _choice(ranked: list[tuple[float, _Event]]) -> EventChoice:
+    return EventChoice(tuple(ev for _, ev in ranked), ranked[0][0] if ranked else -math.inf)
+
+
+def _at_scale(score: Score, scale: float) -> Score:
+    """``score`` of counts rescaled by ``scale``: a prediction of the bound at ``scale`` times the size."""
+    if scale == 1.0:
+        return score
+    return lambda a, b, n_p, n_q: score(a * scale, b * scale, max(1, round(n_p * scale)), max(1, round(n_q * scale)))
+
+
+def choose_epsilon_events(counts: Sequence[Counts], nominal: float, max_events: int = DEFAULT_EVENTS, scale: float = 1.0) -> EventChoice:
+    """Events for the epsilon bound, scored with one-sided bounds at the ``nominal`` level
+    (on counts rescaled by ``scale``: the pair search predicts the bound of a larger audit)."""
+    return _choice(ranked_events(counts, _at_scale(_epsilon_score(nominal), scale), max_events))
+
+
+def choose_delta_events(counts: Sequence[Counts], epsilon: float, nominal: float, max_events: int = DEFAULT_EVENTS,
+                        scale: float = 1.0) -> EventChoice:
+    """Events for the delta(epsilon) bound, scored with one-sided bounds at the ``nominal`` level."""
+    return _choice(ranked_events(counts, _at_scale(_delta_score(nominal, math.exp(epsilon)), scale), max_events))
+
+
+def _bound_events(counts: Sequence[Counts], choice: EventChoice, level: float, focus: float,
+                  bound: Callable[[int, int, int, int, float], float], estimate: Callable[[int, int, int, int], float]) -> EventBound:
+    if not choice.events:
         return EventBound(0.0, 0.0, "no event (empty selection sample)", "", (0, 0, 0, 0), 0)
-    each = level / (2 * len(events))
     best: EventBound | None = None
-    for ev in events:
+    for ev, share in zip(choice.events, event_levels(level, len(choice.events), focus)):
         a, n, b, m = _event_counts(counts, ev)
-        lower = event_delta_bound(a, n, b, m, each, factor)
-        est = a / n - factor * b / m
-        cand = EventBound(max(lower, 0.0), est, counts[ev.view_index].view.describe(counts[ev.view_index].keys, ev.mask),
-                          ev.family, (a, n, b, m), len(events))
+        c = counts[ev.view_index]
+        cand = EventBound(max(bound(a, n, b, m, share / 2), 0.0), estimate(a, n, b, m), c.view.describe(c.keys, ev.mask),
+                          ev.family, (a, n, b, m), len(choice.events), share / level)
         if best is None or cand.lower > best.lower or (cand.lower == best.lower and cand.estimate > best.estimate):
             best = cand
     return best  # type: ignore[return-value]  (events is non-empty)
+
+
+def _epsilon_estimate(a: int, n: int, b: int, m: int) -> float:
+    return _log(a / n) - _log(b / m) if a > 0 else (-math.inf if b > 0 else 0.0)
+
+
+def bound_epsilon(counts: Sequence[Counts], choice: EventChoice, level: float, focus: float = EVENT_FOCUS) -> EventBound:
+    """Lower confidence bound (error <= ``level``) on sup_E log P(E)/Q(E) over the chosen events.
+
+    Event i gets the error share ``event_levels(level, K, focus)[i]``, half to each one-sided
+    bound: with probability >= 1 - level all 2K bounds hold, and then each log-ratio bound is
+    below log(P(E)/Q(E)) <= epsilon.
+    """
+    return _bound_events(counts, choice, level, focus, event_epsilon_bound, _epsilon_estimate)
+
+
+def bound_delta(counts: Sequence[Counts], choice: EventChoice, epsilon: float, level: float, focus: float = EVENT_FOCUS) -> EventBound:
+    """Lower confidence bound (error <= ``level``) on delta(eps) = sup_E P(E) - e^eps Q(E) over the chosen events."""
+    factor = math.exp(epsilon)
+    return _bound_events(counts, choice, level, focus,
+                         lambda a, n, b, m, each: event_delta_bound(a, n, b, m, each, factor),
+                         lambda a, n, b, m: a / n - factor * b / m)
+
+
+def nominal_event_level(level: float, max_events: int, focus: float = EVENT_FOCUS) -> float:
+    """The one-sided level the first-ranked event will get: the level candidates are scored at."""
+    return event_levels(level, max(max_events, 1), focus)[0] / 2
+
+
+def epsilon_lower(counts: Sequence[Counts], level: float, max_events: int = DEFAULT_EVENTS, focus: float = EVENT_FOCUS) -> EventBound:
+    """Lower confidence bound (error <= ``level``) on sup_E log P(E)/Q(E) (P = first input)."""
+    choice = choose_epsilon_events(counts, nominal_event_level(level, max_events, focus), max_events)
+    return bound_epsilon(counts, choice, level, focus)
+
+
+def delta_lower(counts: Sequence[Counts], epsilon: float, level: float, max_events: int = DEFAULT_EVENTS,
+                focus: float = EVENT_FOCUS) -> EventBound:
+    """Lower confidence bound (error <= ``level``) on delta(eps) = sup_E P(E) - e^eps Q(E)."""
+    choice = choose_delta_events(counts, epsilon, nominal_event_level(level, max_events, focus), max_events)
+    return bound_delta(counts, choice, epsilon, level, focus)
 
 
 # ------------------------------------------------------------------------------------------

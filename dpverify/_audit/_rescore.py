@@ -11,13 +11,17 @@ Why this is sound. The event (epsilon, delta) or the partition (Renyi) of a resu
 the selection sample, which is independent of the bound sample; conditional on it, the bound
 sample's counts are binomial, and
 
-- epsilon: log CP_lower(a; n, l/(2K)) - log CP_upper(b; m, l/(2K)), K the events the audit tested;
-- delta: CP_lower(a; n, l/(2K)) - e^eps CP_upper(b; m, l/(2K));
+- epsilon: log CP_lower(a; n, w l/2) - log CP_upper(b; m, w l/2), w the share of the result's
+  budget the audit gave the reported event (``event_share``; 1/K for K events split evenly);
+- delta: CP_lower(a; n, w l/2) - e^eps CP_upper(b; m, w l/2);
 - Renyi: the certified minimum of D_alpha over the simultaneous Clopper-Pearson box at l/(2B)
 
 each exceed the true value with probability at most ``l`` (the union bound over the K events,
 or over the 2B intervals, is the audit's own: rescoring only the reported event is a union over
-fewer sets, and still counts K). The Clopper-Pearson intervals shrink as ``l`` grows, so the
+fewer sets, and still gives it only its own share w).
+
+A result's own share of a claim's level is :func:`result_share` (``details["result_share"]``: the
+audit's weighted split over results; 1/R for an even split). The Clopper-Pearson intervals shrink as ``l`` grows, so the
 confidence sets are nested: a rejection at some level ``l' <= l`` implies that the truth is
 outside the level-``l`` set. Hence for *any* rule that reports a level at which the result
 rejects, ``P[p <= l] <= l`` under a true claim: :func:`result_p_value` is a valid p-value even
@@ -37,7 +41,12 @@ import numpy as np
 from ._estimators import _box, event_delta_bound, event_epsilon_bound, renyi_box_lower
 from ._results import HOLDS, VIOLATED, AuditResult
 
-__all__ = ["rescore", "result_p_value", "rescorable"]
+__all__ = ["rescore", "result_p_value", "result_share", "rescorable"]
+
+
+def result_share(result: AuditResult, results: int) -> float:
+    """The fraction of its report's error budget ``result`` was given (1/``results`` if not recorded)."""
+    return float(result.details.get("result_share", 1.0 / results))
 
 
 def rescorable(result: AuditResult) -> bool:
@@ -57,7 +66,8 @@ def _event_bound(result: AuditResult, level: float) -> float:
     k = int(result.details["events_tested"])
     if k == 0 or n == 0 or m == 0:
         return 0.0
-    each = min(level / (2 * k), 0.5)
+    share = float(result.details.get("event_share", 1.0 / k))  # results of before the weighted split: 1/K
+    each = min(level * share / 2, 0.5)
     if result.estimator == "epsilon":
         value = event_epsilon_bound(a, n, b, m, each)
     else:

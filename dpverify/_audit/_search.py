@@ -8,8 +8,9 @@ within a bound on the number of candidates:
 1. candidates: the user's pairs; with ``"statdp"`` also StatDP's patterns around the first
    pair's length and sensitivity (its l_inf distance), and random sign patterns d' = d + s u,
    u in {-1, 0, 1}^n, around the first pair's d;
-2. each candidate is scored by a small audit (plain views, a sample of ``search_samples`` draws
-   per input) on its own seed stream;
+2. the candidates are scored by one small audit (plain views, a sample of ``search_samples``
+   draws per input, the error budget split evenly so that scores compare) on its own seed
+   stream; candidates that share an input (StatDP's patterns all start from d) share its draws;
 3. hill climbing: the best candidate's difference vector is mutated one coordinate at a time
    (a step kept if its score improves) until the candidate budget is spent;
 4. the ``keep`` best candidates are returned and audited at full size.
@@ -65,14 +66,16 @@ def _candidates(pairs: tuple[NeighbourPair, ...], mode: str, rng: np.random.Gene
 
 
 def search_pairs(
-    score: Callable[[NeighbourPair, int], tuple[float, float]], pairs: tuple[NeighbourPair, ...], mode: str, budget: int,
-    keep: int, seed: int,
+    score: Callable[[list[NeighbourPair], int], list[tuple[float, float]]], pairs: tuple[NeighbourPair, ...], mode: str,
+    budget: int, keep: int, seed: int,
 ) -> tuple[tuple[NeighbourPair, ...], dict[str, Any]]:
-    """The ``keep`` best of at most ``budget`` candidate pairs by ``score(pair, index)``.
+    """The ``keep`` best of at most ``budget`` candidate pairs by ``score(pairs, index)``.
 
-    ``score`` runs the small audit of one candidate (``index`` numbers the candidates, so that
-    each gets its own seed stream) and returns (margin, estimate margin): the largest lower bound
-    minus the claim, and the largest point estimate minus the claim (the tie-break).
+    ``score`` runs one small audit of a list of candidates (``index`` numbers the call, so that
+    each gets its own seed stream; candidates that share an input share its draws) and returns,
+    per candidate, (margin, estimate margin): the largest lower bound minus the claim, and the
+    largest point estimate minus the claim (the tie-break). The fixed candidates are scored in
+    one call, each hill-climbing step in its own.
     """
     if mode not in SEARCH_MODES:
         raise AccountingError("pair_search", mode, f"None or one of {SEARCH_MODES}")
@@ -80,16 +83,23 @@ def search_pairs(
     pool = _candidates(pairs, mode, rng, randoms=max(0, min(4, budget // 4)))
     scored: list[tuple[tuple[float, float], int, NeighbourPair]] = []
     seen: set[bytes] = set()
+    calls = 0
 
-    def run(p: NeighbourPair) -> None:
-        key = repr((np.asarray(p.d).tobytes(), np.asarray(p.d_prime).tobytes())).encode()
-        if key in seen or len(scored) >= budget:
-            return
-        seen.add(key)
-        scored.append((score(p, len(scored)), len(scored), p))
+    def run(candidates: list[NeighbourPair]) -> None:
+        nonlocal calls
+        fresh = []
+        for p in candidates:
+            key = repr((np.asarray(p.d).tobytes(), np.asarray(p.d_prime).tobytes())).encode()
+            if key in seen or len(scored) + len(fresh) >= budget:
+                continue
+            seen.add(key)
+            fresh.append(p)
+        if fresh:
+            for p, sc in zip(fresh, score(fresh, calls)):
+                scored.append((sc, len(scored), p))
+            calls += 1
 
-    for p in pool:
-        run(p)
+    run(pool)
     # hill climbing on the best vector candidate: move one coordinate of d' - d at a time
     if mode == "statdp" and scored:
         best = max(scored, key=lambda t: (t[0], -t[1]))
@@ -105,7 +115,7 @@ def search_pairs(
                 if np.array_equal(step, d):
                     continue
                 before = len(scored)
-                run(NeighbourPair(d.copy(), step, f"hill-climb #{len(scored)} from {current[2].label}"))
+                run([NeighbourPair(d.copy(), step, f"hill-climb #{len(scored)} from {current[2].label}")])
                 if len(scored) == before:
                     continue
                 if scored[-1][0] > current[0]:

@@ -13,9 +13,13 @@ A *view* is a picklable map from a table to a histogram over cells of the output
   values: cells are the distinct rows (unordered). Exact histograms.
 - :class:`JointView` -- a discrete coordinate jointly with bins of a real one (mixed
   (index, value) outputs): cells are (value, bin) pairs, unordered.
-- :class:`BinnedView` -- a real-valued statistic (the output, one column, or a Gaussian
-  likelihood-ratio score fitted on the pilot sample) cut at pilot quantiles; cells are bins,
-  ordered, so threshold events are unions of consecutive bins.
+- :class:`BinnedView` -- a real-valued statistic (the output, one column, the sum of the
+  coordinates, the number of coordinates above their medians, or a Gaussian likelihood-ratio
+  score fitted on the pilot sample) cut at pilot quantiles; cells are bins, ordered, so
+  threshold events are unions of consecutive bins.
+- :class:`QuantisedRowsView` -- whole rows of a structured output (categories mixed with real
+  values), each coordinate quantised (its repeated values exact, the rest in pilot-quantile
+  bins); cells are the quantised rows, unordered.
 
 Views are fitted on a *pilot* sample that is used for nothing else, so the partitions they
 define are independent of the samples used to select events and to bound their probabilities.
@@ -38,7 +42,8 @@ from accounting._validation import AccountingError
 
 from ._score_kernels import gaussian_lr_rows
 
-__all__ = ["BinnedView", "DiscreteView", "JointView", "RowsView", "Hist", "fit_views", "merge_hist", "to_table", "unique_rows"]
+__all__ = ["BinnedView", "DiscreteView", "JointView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hist",
+           "to_table", "unique_rows"]
 
 #: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
 Hist = tuple[np.ndarray, np.ndarray]
@@ -331,9 +336,13 @@ class RowsView:
 class BinnedView:
     """A real statistic cut into bins at fixed edges: cell i is [edges[i-1], edges[i]).
 
-    ``statistic`` is ``("identity",)``, ``("column", j)`` or ``("gaussian-lr", mu_p, prec_p,
-    logdet_p, mu_q, prec_q, logdet_q)`` (the log-likelihood ratio of two Gaussians fitted to
-    the pilot sample: a learned likelihood-ratio score).
+    ``statistic`` is ``("identity",)``, ``("column", j)``, ``("sum",)`` (the sum of the
+    coordinates: the likelihood-ratio statistic of one location shift under independent Gaussian
+    noise), ``("above", medians)`` (how many coordinates exceed their pooled pilot medians: the
+    likelihood-ratio statistic of a small shift under independent Laplace noise, whose loss is
+    +-1/b on either side of the shift), or ``("gaussian-lr", mu_p, prec_p, logdet_p, mu_q,
+    prec_q, logdet_q)`` (the log-likelihood ratio of two Gaussians fitted to the pilot sample: a
+    learned likelihood-ratio score).
     """
 
     edges: tuple[float, ...]
@@ -348,6 +357,10 @@ class BinnedView:
             return "output"
         if kind == "column":
             return f"output[{self.statistic[1]}]"
+        if kind == "sum":
+            return "sum of the coordinates"
+        if kind == "above":
+            return "number of coordinates above their pilot medians"
         return "gaussian LR score"
 
     def values(self, table: np.ndarray) -> np.ndarray:
@@ -356,6 +369,12 @@ class BinnedView:
             return _column(table, None).astype(np.float64, copy=False)
         if kind == "column":
             return _column(table, self.statistic[1]).astype(np.float64, copy=False)
+        if kind == "sum":
+            with np.errstate(over="ignore", invalid="ignore"):
+                return np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1).sum(axis=1), nan=0.0)
+        if kind == "above":
+            x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
+            return (x > np.asarray(self.statistic[1])).sum(axis=1).astype(np.float64)
         _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
         x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
         # row by row in a fixed order (not BLAS): a row's score, hence its cell, depends on the row alone
@@ -432,7 +451,74 @@ class JointView:
         return shown
 
 
-View = DiscreteView | RowsView | BinnedView | JointView
+@dataclass(frozen=True)
+class QuantisedRowsView:
+    """Whole output rows with each coordinate quantised: exact cells for the values a coordinate
+    takes repeatedly (sentinels such as "not answered"), pilot-quantile bins for the rest.
+
+    For structured outputs that mix categories and real values (a sparse vector that releases
+    the noisy value of its first "above" answer and a code elsewhere) the likelihood ratio
+    depends on the pattern and the value jointly; the cells are (pattern, bins) rows, unordered,
+    so the estimators' likelihood-ratio events express events such as {first above at query 3
+    with value in [2.1, 4.7)}. A row's cell is a mixed-radix integer of its coordinate codes.
+    """
+
+    atoms: tuple[tuple[float, ...], ...]
+    edges: tuple[tuple[float, ...], ...]
+    ordered: bool = False
+    exact_outputs: bool = False
+
+    @property
+    def name(self) -> str:
+        return "quantised output"
+
+    def _radices(self) -> list[int]:
+        return [len(a) + len(e) + 1 for a, e in zip(self.atoms, self.edges)]
+
+    def codes(self, table: np.ndarray) -> np.ndarray:
+        if table.ndim != 2 or table.shape[1] != len(self.atoms):
+            raise AccountingError("outputs", f"array of shape {table.shape}", f"vectors of {len(self.atoms)} coordinates (the pilot's)")
+        key = np.zeros(table.shape[0], dtype=np.int64)
+        x = table.astype(np.float64, copy=False)
+        for j, (atoms, edges, radix) in enumerate(zip(self.atoms, self.edges, self._radices())):
+            col = x[:, j]
+            code = len(atoms) + np.searchsorted(np.asarray(edges, dtype=np.float64), col, side="right")
+            for i, a in enumerate(atoms):
+                code = np.where(col == a, i, code)
+            key = key * radix + code
+        return key
+
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
+        return _discrete_hist(self.codes(table), weights)
+
+    def _cell_text(self, key: int) -> str:
+        parts = []
+        for atoms, edges, radix in reversed(list(zip(self.atoms, self.edges, self._radices()))):
+            key, code = divmod(int(key), radix)
+            if code < len(atoms):
+                parts.append(_fmt(atoms[code]))
+            else:
+                full = (-math.inf, *edges, math.inf)
+                b = code - len(atoms)
+                parts.append(f"[{_fmt(full[b])}, {_fmt(full[b + 1])})")
+        return "(" + ", ".join(reversed(parts)) + ")"
+
+    def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
+        chosen = keys[mask]
+        cells = [self._cell_text(k) for k in chosen[:8]]
+        if chosen.size == 1:
+            return f"{self.name} == {cells[0]}"
+        more = f", ... ({chosen.size} cells)" if chosen.size > 8 else ""
+        return f"{self.name} in {{{', '.join(cells)}{more}}}"
+
+
+View = DiscreteView | RowsView | BinnedView | JointView | QuantisedRowsView
+
+#: A quantised-rows view has at most this many distinct pilot cells (and 16 pilot draws per cell).
+MAX_QUANTISED_CELLS = 4096
+#: A value a coordinate takes in at least this share of the pilot draws is an atom (its own cell).
+ATOM_SHARE = 0.01
 
 #: Joint (discrete, real) views are built for at most this many coordinate pairs, on discrete
 #: coordinates taking at most JOINT_MAX_VALUES values, with JOINT_BINS bins of the real one.
@@ -504,6 +590,32 @@ def column_views(pooled: np.ndarray, columns: Sequence[int]) -> list[View]:
     return out
 
 
+def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
+    """The quantised-rows view with the most bins per coordinate (8, 4 or 2) whose pilot cells
+    are few enough to estimate, or None."""
+    n, d = pooled.shape
+    atoms: list[tuple[float, ...]] = []
+    rest: list[np.ndarray] = []
+    for j in range(d):
+        values, counts = np.unique(pooled[:, j], return_counts=True)
+        frequent = values[counts >= max(2, ATOM_SHARE * n)][:16]
+        atoms.append(tuple(float(v) for v in frequent))
+        rest.append(pooled[~np.isin(pooled[:, j], frequent), j])
+    for bins in (8, 4, 2):
+        edges = []
+        for r in rest:
+            r = r[np.isfinite(r)]
+            cuts = np.unique(np.quantile(r, np.linspace(0, 1, bins + 1)[1:-1], method="inverted_cdf")) if r.size else np.zeros(0)
+            edges.append(tuple(float(c) for c in cuts))
+        view = QuantisedRowsView(tuple(atoms), tuple(edges))
+        if sum(math.log2(r) for r in view._radices()) > 62:
+            continue
+        cells = np.unique(view.codes(pooled)).size
+        if cells <= MAX_QUANTISED_CELLS and cells * 16 <= n:
+            return view
+    return None
+
+
 def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
     """The views for this output type, fitted on the pilot samples of both inputs."""
     if pilot_p.ndim != pilot_q.ndim or (pilot_p.ndim == 2 and pilot_p.shape[1] != pilot_q.shape[1]):
@@ -531,7 +643,17 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
     for j, k in joints:
         cuts = np.unique(np.quantile(pooled[:, k], np.linspace(0, 1, JOINT_BINS + 1)[1:-1], method="inverted_cdf"))
         views.append(JointView(j, k, tuple(float(c) for c in cuts[np.isfinite(cuts)])))
-    if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM:
+    whole_rows = bool(views) and isinstance(views[0], RowsView) and views[0].columns is None
+    if continuous and not whole_rows:
+        quantised = _quantised_rows(pooled)
+        if quantised is not None:
+            views.append(quantised)
+    if len(continuous) >= 2:
+        views.append(BinnedView(_edges(BinnedView((0.0,), ("sum",)).values(pooled)), ("sum",)))
+        medians = tuple(float(m) for m in np.nanmedian(pooled.astype(np.float64), axis=0))
+        views.append(BinnedView(tuple(float(k) + 0.5 for k in range(d)), ("above", medians)))
+    # a score is a function of the output: with exact whole-row cells it could only merge them
+    if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM and not whole_rows:
         with single_thread_blas():
             mu_p, prec_p, logdet_p = _gaussian_fit(pilot_p)
             mu_q, prec_q, logdet_q = _gaussian_fit(pilot_q)

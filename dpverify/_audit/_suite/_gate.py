@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .._rescore import rescore, result_p_value
+from .._rescore import rescore, result_p_value, result_share
 from .._results import HOLDS, VIOLATED, AuditResult, _margin
 from ._registry import build
 from ._schema import _MIN_SAMPLES, ClaimSpec, SuiteError
@@ -83,8 +83,10 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
                        float_bits=spec.float_bits, **kwargs)
         results = report.results
         r = len(results)
-        p = min(1.0, min(r * result_p_value(res, [g / r for g in grid]) for res in results))
-        # the grid levels are claim-level; a result's level is the claim's divided by R
+        # the grid levels are claim-level; a result's level is the claim's times its share (1/R if even):
+        # P[p <= l] <= sum over results of P[p_r <= share_r l] <= l
+        p = min(1.0, min(result_p_value(res, [g * result_share(res, r) for g in grid]) / result_share(res, r)
+                         for res in results))
         p = _snap(p, grid)
         rho = getattr(c.claim, "rho", None) if c.form == "zcdp" else None
         return ClaimRun(spec.name, results, p, samples, time.perf_counter() - started, c.text, claimed_rho=rho)
@@ -96,7 +98,7 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
 
 
 def _snap(p: float, grid: Sequence[float]) -> float:
-    """Undo the float round trip level/R*R: the nearest grid point (p-values live on the grid)."""
+    """Undo the float round trip level*share/share: the nearest grid point (p-values live on the grid)."""
     if p >= 1.0 or p == 0.0:
         return p
     best = min(grid, key=lambda g: abs(math.log(g) - math.log(p)))
@@ -240,10 +242,11 @@ def _finalise(spec: ClaimSpec, run: ClaimRun, rejected: bool, level: float) -> C
     r = len(run.results)
     rescored = []
     for res in run.results:
-        at_level = rescore(res, level / r)
+        share = result_share(res, r)
+        at_level = rescore(res, level * share)
         if rejected and run.p_value <= level and not at_level.violated:
             # the certificate is not exactly monotone in the level: show the rejecting one
-            alt = rescore(res, run.p_value / r) if run.p_value > 0 else res
+            alt = rescore(res, run.p_value * share) if run.p_value > 0 else res
             at_level = alt if _margin(alt) > _margin(at_level) else at_level
         rescored.append(at_level)
     worst = max(rescored, key=_margin)
