@@ -102,8 +102,13 @@ def _svt_views(mechanism, pair, rng):
     views = fit_views(*pilot)
     learned, _ = fit_learned_views(mechanism(pair.d, rng, 4096), mechanism(pair.d_prime, rng, 4096), seed=3)
     pooled = np.concatenate(pilot).astype(np.float64)
+    # fit_views adds no Gaussian score when whole rows are exact cells: build one to test its counting
+    from dpverify._audit._views import _edges, _gaussian_fit
+
+    stat = ("gaussian-lr", *_gaussian_fit(pilot[0].astype(np.float64)), *_gaussian_fit(pilot[1].astype(np.float64)))
+    gaussian = BinnedView(_edges(BinnedView((0.0,), stat).values(pooled)), stat)
     extra = (JointView(0, 1, tuple(np.quantile(pooled[:, 1], [0.25, 0.5, 0.75]))), RowsView((0, 2, 4)),
-             ResidueView(3))
+             ResidueView(3), gaussian)
     return views + learned + extra
 
 
