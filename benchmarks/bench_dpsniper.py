@@ -2,7 +2,7 @@
 
 Every mechanism of :mod:`statdp_mechanisms` is audited against its pure-DP claim with default
 settings (learned views on), 95% family-wise confidence (alpha = 0.05), at most ``--budget`` draws
-per input in all. Scalar rows audit both StatDP scalar pairs; query-vector rows keep the two
+per input in all. Scalar rows audit both StatDP scalar pairs; query-vector rows keep the three
 pairs the pair search (StatDP patterns and random sign patterns) predicts best, on separate samples. The
 table gives our lower bound on epsilon, DP-Sniper's published one (90% confidence, up to 2e8
 draws, 1-35 minutes per mechanism on a many-core server), the verdict, the draws per input
@@ -79,9 +79,9 @@ def run(entry: Entry, budget: int, seed: int, workers: int = 1) -> dict:
     try:
         # scalar rows: both pairs audited at full size (they share the input 1, so its draws are
         # shared; the error budget is focused on the more promising on the selection sample);
-        # query vectors: the search keeps the two most promising of StatDP's patterns
+        # query vectors: the search keeps the three most promising candidates
         search = {} if mode == "pilot" else {"pair_search": mode, "search_budget": 10, "search_samples": SEARCH_SAMPLES,
-                                             "keep_pairs": 2}
+                                             "keep_pairs": 3}
         rep = audit(entry.mechanism, pairs, PureDP(entry.epsilon), samples=samples, alpha=ALPHA, seed=seed,
                     float_bits=entry.float_bits, executor=pool if pool is not None else "serial", **search)
     finally:
@@ -140,7 +140,7 @@ def main() -> None:
             "--seed 1 [--workers W]` (one run per mechanism, alpha = 0.05 family-wise; at most B draws per input in all: "
             "main, search, pilot and training draws, the draws/input column; seconds are wall time on a machine that may be "
             "shared, CPU seconds those of the process and its W workers). Scalar rows audit both StatDP pairs at full size; "
-            "query-vector rows keep the 2 best of 10 candidate pairs (StatDP's patterns and random sign patterns), chosen "
+            "query-vector rows keep the 3 best of 10 candidate pairs (StatDP's patterns and random sign patterns), chosen "
             "by one shared audit of 500,000 draws per input.\n\n" + "\n".join(lines) + "\n")
     Path(args.out).write_text(text)
     print(text)

@@ -328,11 +328,15 @@ def audit(
         # "auto"/"process" would make would cost a pool per candidate, so those run in-process
         search_executor = "serial" if executor is None or isinstance(executor, str) else executor
 
+        # epsilon / delta candidates are ranked by the bound predicted from their selection sample
+        # alone, so the search gives it almost all its draws; Renyi ranks by the small audit's bound
+        search_fraction = 0.98 if set(chosen) <= {"epsilon", "delta"} else selection_fraction
+
         def score(candidates: list[NeighbourPair], index: int) -> list[tuple[float, float]]:
             sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
                                       .generate_state(2, np.uint32).tobytes(), "little")
             rep = audit(mechanism, list(candidates), claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
-                        directions=directions, executor=search_executor, seed=sub_seed, selection_fraction=selection_fraction,
+                        directions=directions, executor=search_executor, seed=sub_seed, selection_fraction=search_fraction,
                         max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits, focus=0.0,
                         _predict_at=n_max)
             per = len(rep.results) // len(candidates)  # results come pair by pair

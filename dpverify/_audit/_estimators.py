@@ -49,6 +49,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from scipy.stats import norm as _norm
+
 from ._stats import cp_lower, cp_upper
 from ._views import Hist
 
@@ -305,16 +307,33 @@ class EventChoice:
     predicted: float
 
 
+def _wilson(k: np.ndarray, n: float, z: float, sign: float) -> np.ndarray:
+    """Wilson's score bound (lower for sign = -1, upper for +1) of k successes in n trials."""
+    k = np.asarray(k, dtype=np.float64)
+    n = float(max(n, 1))
+    z2 = z * z
+    centre = (k + z2 / 2) / (n + z2)
+    half = z * np.sqrt(np.maximum(k * (n - k) / n, 0.0) + z2 / 4) / (n + z2)
+    return np.clip(centre + sign * half, 0.0, 1.0)
+
+
 def _epsilon_score(nominal: float) -> Score:
+    # Selection only ranks candidates, so any function of the selection sample will do: Wilson's
+    # closed-form bounds stand in for Clopper-Pearson's beta quantiles (within a few per cent of
+    # them, and thousands of times cheaper over thousands of candidates); reported bounds stay exact.
+    z = float(_norm.isf(nominal))
+
     def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int) -> np.ndarray:
         with np.errstate(divide="ignore"):
-            return np.log(cp_lower(a, n_p, nominal)) - np.log(cp_upper(b, n_q, nominal))
+            return np.log(_wilson(a, n_p, z, -1.0)) - np.log(_wilson(b, n_q, z, 1.0))
     return score
 
 
 def _delta_score(nominal: float, factor: float) -> Score:
+    z = float(_norm.isf(nominal))
+
     def score(a: np.ndarray, b: np.ndarray, n_p: int, n_q: int) -> np.ndarray:
-        return cp_lower(a, n_p, nominal) - factor * cp_upper(b, n_q, nominal)
+        return _wilson(a, n_p, z, -1.0) - factor * _wilson(b, n_q, z, 1.0)
     return score
 
 

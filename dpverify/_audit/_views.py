@@ -591,8 +591,10 @@ def column_views(pooled: np.ndarray, columns: Sequence[int]) -> list[View]:
 
 
 def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
-    """The quantised-rows view with the most bins per coordinate (8, 4 or 2) whose pilot cells
-    are few enough to estimate, or None."""
+    """The quantised-rows view with the most bins per coordinate (64, 32, ..., 2) whose pilot
+    cells are few enough to estimate, or None. Besides B equal-mass bins, each coordinate's two
+    outer bins are split twice more towards the tails (down to 32 pilot values), where the
+    likelihood ratio of a released noisy value is largest."""
     n, d = pooled.shape
     atoms: list[tuple[float, ...]] = []
     rest: list[np.ndarray] = []
@@ -601,11 +603,17 @@ def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
         frequent = values[counts >= max(2, ATOM_SHARE * n)][:16]
         atoms.append(tuple(float(v) for v in frequent))
         rest.append(pooled[~np.isin(pooled[:, j], frequent), j])
-    for bins in (8, 4, 2):
+    for bins in (64, 32, 16, 8, 4, 2):
         edges = []
         for r in rest:
             r = r[np.isfinite(r)]
-            cuts = np.unique(np.quantile(r, np.linspace(0, 1, bins + 1)[1:-1], method="inverted_cdf")) if r.size else np.zeros(0)
+            if r.size == 0:
+                edges.append(())
+                continue
+            tails = np.array([0.25, 0.0625]) / bins
+            tails = tails[tails >= 32.0 / r.size]
+            levels = np.unique(np.concatenate([np.linspace(0, 1, bins + 1)[1:-1], tails, 1.0 - tails]))
+            cuts = np.unique(np.quantile(r, levels, method="inverted_cdf"))
             edges.append(tuple(float(c) for c in cuts))
         view = QuantisedRowsView(tuple(atoms), tuple(edges))
         if sum(math.log2(r) for r in view._radices()) > 62:
