@@ -31,8 +31,10 @@ __all__ = ["epsilon_routes"]
 #: squaring needs O(log k) products of grids whose length grows like sqrt(k) (10^6-fold discrete
 #: Laplace(20, 10): a few seconds), while the RDP, pure and optimal-composition routes cost O(1) in k
 PLD_MAX_COMPOSE = 10**6
-#: ... and when releases x output-window width exceeds this (the composed grid's cost grows with both)
-PLD_MAX_WORK = 2 * 10**7
+#: ... and when releases x output-window width exceeds this (the composed grid's cost grows with both;
+#: at 2e7 the Dist-RDP-SE returning-users PLD, 8,193 outputs x 1,000 returns, took 10 CPU s and
+#: 1.8 GB, and 100 outputs x 20,000 returns 5.7 GB: issue 15's fuzz harness; at 1e6, 1 CPU s, 0.2 GB)
+PLD_MAX_WORK = 10**6
 
 
 def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult | None:

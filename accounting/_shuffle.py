@@ -117,10 +117,19 @@ def _binom():
     return binom
 
 
+#: Largest number of shuffled users: the exact routes walk c-bit integers (c ~ n e^-eps0) for
+#: about sqrt(c) steps, ~20 s at n = 10^6; at n = 10^17 GMP aborts the process trying to allocate
+#: the integers (issue 15's fuzz harness), so larger n is refused with this range.
+_MAX_USERS = 10**7
+
+
 def _check_n(n: object) -> int:
     if isinstance(n, bool):
         raise AccountingError("n", n, "an integer number of users >= 2")
-    return check_integer("n", n, minimum=2)
+    n = check_integer("n", n, minimum=2)
+    if n > _MAX_USERS:
+        raise AccountingError("n", n, "an integer number of users in [2, 10^7] (the exact routes' cost grows as n^1.5)")
+    return n
 
 
 def _check_eps0(value: object) -> float:

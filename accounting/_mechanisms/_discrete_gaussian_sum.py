@@ -46,7 +46,7 @@ from .._guarantees import RDP, ZCDP
 from .._pairs import ShiftPair
 from .._validation import AccountingError, check_positive_int
 from ._approx import logsumexp_rows, safe_approx
-from ._base import Mechanism, alpha_guard_bits, arb_to_fraction, check_scale, check_sensitivity_int, nonneg_error
+from ._base import Mechanism, alpha_guard_bits, arb_to_fraction, check_noise_range, check_scale, check_sensitivity_int, nonneg_error
 from ._discrete_gaussian import DiscreteGaussian, discrete_gaussian_rdp_approx
 from ._theta import log_theta, log_theta_float
 
@@ -261,6 +261,7 @@ class DiscreteGaussianSum(Mechanism):
         check_positive_int("n", self.n)
         check_scale("sigma", self.sigma)
         check_sensitivity_int("sensitivity", self.sensitivity)
+        check_noise_range("sigma", self.sigma, self.sensitivity, 1e-12, 1e150)
 
     @property
     def exact_route(self) -> bool:

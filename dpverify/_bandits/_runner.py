@@ -30,6 +30,8 @@ TAU_RULES = ("theorem", "simulation", "lemma2")
 #: the privacy levels a run supports (see RunConfig.validate)
 EPSILON_RANGE = (1e-4, 100.0)
 PATHS = ("per-user", "aggregate")
+#: Most runs (seeds) of one configuration: each is a task, and results are kept per seed.
+MAX_SEEDS = 10**6
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class RunConfig:
             raise AccountingError("instance", self.instance, f"a {spec.family} instance for algorithm {self.algorithm!r}")
         check_positive_int("horizon", self.horizon)
         check_positive_int("seeds", self.seeds)
+        if self.seeds > MAX_SEEDS:  # a list of tasks per seed: 5.7e10 seeds exhausted memory (issue 15's fuzz harness)
+            raise AccountingError("seeds", self.seeds, f"an integer number of runs in [1, {MAX_SEEDS:_}]")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise AccountingError("seed", self.seed, "an integer >= 0")
         if spec.private:
