@@ -368,6 +368,11 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
         result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper)
     except click.ClickException:
         raise
+    except ValueError as error:
+        if getattr(error, "name", None) == "upper":  # the search range cannot reach the target: say which inputs set the need
+            raise click.BadParameter(f"{error}, with sensitivity={options['sensitivity']}, compose={compose}: raise --upper, "
+                                     "or lower --compose/--sensitivity") from None
+        raise _refusal(error) from None
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, target_epsilon=target_epsilon, delta=delta, compose=compose, lower=lower, upper=upper, **options) from None
     payload = {"mechanism": mechanism, "noise_parameter": noise, **result.as_dict()}

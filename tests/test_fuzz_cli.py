@@ -32,6 +32,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -79,6 +80,9 @@ class Row:
     fallback: str = ""
     valid: Callable[[str], bool] | None = None
     budget: float = BUDGET
+    #: CPU seconds a *result* (exit 0) may take: the issue asks a refusal within 2 s; a valid
+    #: extreme that really computes (a 4,096-fold PLD) may take longer, and says so here
+    answer_budget: float = BUDGET
 
 
 def _r(cmd: str, *names: str, **options: Any) -> Row:
@@ -135,7 +139,7 @@ ROWS = [
     _r(f"{EPS} gaussian --sigma {{}} --delta 1e-5", "sigma"),
     _r(f"{EPS} gaussian --sigma 1 --delta {{}}", "delta"),
     _r(f"{EPS} randomized-response --epsilon {{}} --delta 1e-5", "epsilon"),
-    _r(f"{EPS} gaussian --sigma 1 --delta 1e-5 --compose {{}}", "compose", "k"),
+    _r(f"{EPS} gaussian --sigma 1 --delta 1e-5 --compose {{}}", "compose", "k", answer_budget=8.0),
     _r(f"{EPS} {{}} --sigma 1 --delta 1e-5", "mechanism"),
     # account calibrate
     _r(f"{CAL} gaussian --target-epsilon {{}} --delta 1e-5", "target_epsilon", "target-epsilon", "epsilon"),
@@ -224,8 +228,7 @@ ROWS = [
     _r(f"{RUN_SE} --json {{}}", "--json", "json"),
     _r(f"{RUN_SE} --html {{}}", "--html", "html"),
     # reproduce: a valid value reaches the refusal of an output directory that is a file
-    # (a positional value that starts with a dash is read by click as an option: "no such option '-1'")
-    _r("reproduce {} --quick --out not-a-dir", "figure", "no such option", files=(NO_DIR,), fallback="--out", valid=lambda v: v in {
+    _r("reproduce {} --quick --out not-a-dir", "figure", files=(NO_DIR,), fallback="--out", valid=lambda v: v in {
         "iclr-fig1", "iclr-fig1abc", "iclr-fig2", "iclr-fig3", "iclr-fig4", "iclr-fig5", "li-fig2", "ren-fig1"}),
     _r("reproduce iclr-fig4 --quick --out {}", "--out", "out", files=(NO_DIR,)),
     _r(f"{REPRODUCE} --runs {{}}", "runs", files=(NO_DIR,), fallback="--out", valid=_int_at_least(1)),
@@ -413,7 +416,7 @@ def _outcome_ok(row: Row, value: str) -> None:
     argv = [a.replace("{}", value) if "{}" in a else a for a in row.argv]
     start = time.process_time()
     try:
-        with _hard_limits(row.budget):
+        with _hard_limits(max(row.budget, row.answer_budget)):
             result = _invoke(argv)
     except Overrun as error:
         raise AssertionError(f"dpverify {' '.join(argv)!s}: {error}") from None
@@ -427,13 +430,17 @@ def _outcome_ok(row: Row, value: str) -> None:
     if result.exit_code == 2:
         # the message itself (after "Error:"), not click's usage line, must name the parameter
         text = result.output.lower().split("error:", 1)[-1]
-        if row.fallback and row.fallback.lower() in text and not any(name.lower() in text for name in row.names):
+        option = re.search(r"no such option:? '?(-[^'\s]*?)'?\.?(\s|$)", text)
+        if value.startswith("-") and option is not None and value.lower().startswith(option.group(1)):
+            pass  # a positional value that starts with a dash is read by click as options ("No such option '-1'")
+        elif row.fallback and row.fallback.lower() in text and not any(name.lower() in text for name in row.names):
             assert row.valid is not None and row.valid(value), f"{shown}: an invalid value reached the base invocation's refusal"
         else:
             assert any(name.lower() in text for name in row.names), f"{shown}: the refusal does not name the parameter"
     elif result.exit_code in codes:
         assert codes[result.exit_code] in result.output.lower(), f"{shown}: exit {result.exit_code} without saying why"
-    assert spent < row.budget, f"{shown}: {spent:.2f} CPU s (budget {row.budget} s)"
+    allowed = row.answer_budget if result.exit_code == 0 else row.budget
+    assert spent < allowed, f"{shown}: {spent:.2f} CPU s (budget {allowed} s)"
 
 
 def _api_outcome_ok(row: ApiRow, value: Any) -> None:
