@@ -357,7 +357,8 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
     lower, upper = max(lower, lo), min(upper, hi)
     if not lower < upper:
         raise click.BadParameter(
-            f"upper={upper!r} is invalid: expected upper > lower = {lower!r} inside the supported range [{lo:g}, {hi:g}] of {noise}",
+            f"upper={upper!r} is invalid: expected upper > lower = {lower!r} inside the supported range [{lo:g}, {hi:g}] of {noise}"
+            + ("" if what == "epsilon" else f" at sensitivity={options['sensitivity']}"),
             param_hint="--upper",
         )
 

@@ -165,7 +165,7 @@ ROWS = [
     _r("account shuffle --eps0 {} --n 1000 --delta 1e-6", "eps0", "epsilon0"),
     _r("account shuffle --eps0 1 --n {} --delta 1e-6", "n"),
     _r("account shuffle --eps0 1 --n 1000 --delta {}", "delta"),
-    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --compose {}", "compose", "k"),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --compose {}", "compose", "k", answer_budget=8.0),
     _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --randomizer {}", "randomizer"),
     _r("account shuffle --eps0 {} --n 1000 --delta 1e-6 --randomizer rr", "eps0", "epsilon0"),
     # account event: the file, its fields, the delta
@@ -410,6 +410,11 @@ def _invoke(argv: list[str]):
     return CliRunner().invoke(main, argv, catch_exceptions=True)
 
 
+def _names_any(names: tuple[str, ...], text: str) -> bool:
+    """Some name appears in ``text`` as a whole word ("s" in "s=1e300 is invalid", not in "sensitivity")."""
+    return any(re.search(rf"(?<![a-z0-9_]){re.escape(name.lower())}(?![a-z0-9_])", text) for name in names)
+
+
 def _outcome_ok(row: Row, value: str) -> None:
     for name, template in row.files:
         Path(name).write_text(template.replace("{}", value) if "{}" in template else template, encoding="utf-8")
@@ -433,10 +438,10 @@ def _outcome_ok(row: Row, value: str) -> None:
         option = re.search(r"no such option:? '?(-[^'\s]*?)'?\.?(\s|$)", text)
         if value.startswith("-") and option is not None and value.lower().startswith(option.group(1)):
             pass  # a positional value that starts with a dash is read by click as options ("No such option '-1'")
-        elif row.fallback and row.fallback.lower() in text and not any(name.lower() in text for name in row.names):
+        elif row.fallback and row.fallback.lower() in text and not _names_any(row.names, text):
             assert row.valid is not None and row.valid(value), f"{shown}: an invalid value reached the base invocation's refusal"
         else:
-            assert any(name.lower() in text for name in row.names), f"{shown}: the refusal does not name the parameter"
+            assert _names_any(row.names, text), f"{shown}: the refusal does not name the parameter"
     elif result.exit_code in codes:
         assert codes[result.exit_code] in result.output.lower(), f"{shown}: exit {result.exit_code} without saying why"
     allowed = row.answer_budget if result.exit_code == 0 else row.budget
@@ -452,7 +457,7 @@ def _api_outcome_ok(row: ApiRow, value: Any) -> None:
         raise AssertionError(f"{row.label} with {value!r}: MemoryError {error}") from None
     except (ValueError, TypeError) as error:
         text = str(error).lower()
-        assert any(name.lower() in text for name in row.names), f"{row.label} with {value!r}: {type(error).__name__} does not name the parameter: {error}"
+        assert _names_any(row.names, text), f"{row.label} with {value!r}: {type(error).__name__} does not name the parameter: {error}"
     except AssertionError:
         if "assert_private" not in row.label:  # assert_private's verdict is an AssertionError by design
             raise

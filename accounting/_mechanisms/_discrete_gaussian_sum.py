@@ -72,8 +72,14 @@ def _needed_bits(n: int, sigma_f: float, prec: int) -> int:
 MAX_EXACT_SIGMA = 1e3
 
 
+#: ... and the largest n * sigma: the cost grows with both (measured per order set: n = 266, sigma =
+#: 100: 1 s; sigma = 1e3: 11 s; n = 4096, sigma = 10: 3 s; issue 15's fuzz harness, through calibrate)
+MAX_EXACT_WORK = 3e4
+
+
 def feasible(n: int, sigma) -> bool:
-    return n <= MAX_EXACT_N and _f(sigma) <= MAX_EXACT_SIGMA and _needed_bits(n, _f(sigma), 128) <= MAX_EXACT_BITS
+    return (n <= MAX_EXACT_N and _f(sigma) <= MAX_EXACT_SIGMA and n * _f(sigma) <= MAX_EXACT_WORK
+            and _needed_bits(n, _f(sigma), 128) <= MAX_EXACT_BITS)
 
 
 class _ResidueTable:
