@@ -343,6 +343,8 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
     if mechanism not in families:
         _build(mechanism, options)  # raises the standard error
     noise = families[mechanism][2]
+    if options.get(noise) is not None:  # it was silently ignored: calibrate is what chooses it
+        raise click.BadParameter(f"{noise}={options[noise]!r} is invalid: expected it unset (calibrate chooses {noise})", param_hint=f"--{noise}")
     # search only inside the supported range (_SUPPORTED_NOISE): a probe outside it is refused
     _, lo, hi, what = _SUPPORTED_NOISE[mechanism]
     if what != "epsilon":

@@ -108,13 +108,14 @@ LEDGER = "sqlite:///ledger.db"
 MAKE_LEDGER = ("account", "charge", "--ledger", LEDGER, "--budget", "pure:1000", "--pure", "0.5", "--users", "0:10")
 EVENT = '{{"module_name": "dp_accounting.dp_event", "class_name": "SelfComposedDpEvent", "count": {count}, "event": {{"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent", "noise_multiplier": {sigma}}}}}'
 NO_DIR = ("not-a-dir", "a file where a directory is expected")
-REPRODUCE = "reproduce iclr-fig4 --quick --out not-a-dir"
+REPRODUCE_TAIL = "--quick --out figs --html /missing/dir/x.html"
+REPRODUCE = f"reproduce iclr-fig4 {REPRODUCE_TAIL}"
 TAILS = "tails --quick --claim no-such-claim"
 
 ROWS = [
     # account curve: each mechanism's noise parameter, the sensitivity, the orders, the precision
     _r(f"{CURVE} skellam --variance {{}} --alpha 2", "variance"),
-    _r(f"{CURVE} skellam --variance 100 --sensitivity {{}} --alpha 2", "sensitivity"),
+    _r(f"{CURVE} skellam --variance 100 --sensitivity {{}} --alpha 2", "sensitivity", "l1_sensitivity"),
     _r(f"{CURVE} skellam --variance 100 --alpha {{}}", "alpha"),
     _r(f"{CURVE} skellam --variance 100 --alpha 2 --precision {{}}", "precision"),
     _r(f"{CURVE} discrete-gaussian --sigma {{}} --alpha 2", "sigma"),
@@ -130,7 +131,7 @@ ROWS = [
     _r(f"{CURVE} {{}} --variance 1 --alpha 2", "mechanism"),
     # account epsilon (PLD off where its cost is covered by other rows at PLD sizes)
     _r(f"{EPS} skellam --variance {{}} --delta 1e-5 --no-pld", "variance"),
-    _r(f"{EPS} skellam --variance 100 --sensitivity {{}} --delta 1e-5 --no-pld", "sensitivity"),
+    _r(f"{EPS} skellam --variance 100 --sensitivity {{}} --delta 1e-5 --no-pld", "sensitivity", "l1_sensitivity"),
     _r(f"{EPS} discrete-laplace --scale 1 --delta {{}} --no-pld", "delta"),
     _r(f"{EPS} discrete-laplace --scale {{}} --delta 1e-5 --no-pld", "scale"),
     _r(f"{EPS} discrete-laplace --scale 1 --delta 1e-5 --compose {{}}", "compose", "k"),
@@ -169,9 +170,9 @@ ROWS = [
     _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --randomizer {}", "randomizer"),
     _r("account shuffle --eps0 {} --n 1000 --delta 1e-6 --randomizer rr", "eps0", "epsilon0"),
     # account event: the file, its fields, the delta
-    _r("account event {}", "file"),
+    _r("account event {}", "file", "event"),  # "-" reads the event from stdin (empty here)
     _r("account event event.json --no-pld", "noise_multiplier", "sigma", "event", files=(("event.json", EVENT.format(count=3, sigma="{}")),)),
-    _r("account event event.json --no-pld", "count", "event", files=(("event.json", EVENT.format(count="{}", sigma=2.0)),)),
+    _r("account event event.json --no-pld", "count", "counts", "event", files=(("event.json", EVENT.format(count="{}", sigma=2.0)),)),
     _r("account event event.json --no-pld", "event", "json", "file", files=(("event.json", "{}"),)),
     _r("account event event.json --delta {}", "delta", files=(("event.json", EVENT.format(count=3, sigma=2.0)),)),
     # account charge: a ledger created once per row, then charged by every case (exit 1: refused, budget)
@@ -199,17 +200,18 @@ ROWS = [
     _r(f"{RUN} --seed {{}}", "seed"),
     _r(f"{RUN} --delta {{}}", "delta"),
     _r(f"{RUN} --p {{}}", "p"),
-    _r("run -a dist-rdp-se -i easy --path aggregate --max-seconds 3 --seeds 1 --eps 1 -T 10000 --s {}", "s"),
+    # (answer budget: the cost estimate under-predicts large s, 2 s estimated vs 7 s at s = 266; a result, not a refusal)
+    _r("run -a dist-rdp-se -i easy --path aggregate --max-seconds 3 --seeds 1 --eps 1 -T 10000 --s {}", "s", answer_budget=10.0),
     _r(f"{RUN} --batch-base {{}}", "batch_base", "batch-base"),
     _r(f"{RUN} --tau-rule {{}}", "tau-rule", "tau_rule"),
     _r(f"{RUN} --radius {{}}", "radius"),
     _r(f"{RUN} --path {{}}", "path"),
     _r(f"{RUN_SE} --reward-sd {{}}", "reward_sd", "reward-sd"),
     _r("run -a se -i mslr --max-seconds 3 --seeds 1 -T 10000 --label-scale {}", "label_scale", "label-scale"),
-    _r(f"{RUN} --population {{}} --max-returns 4", "population"),
-    _r(f"{RUN} --population 5000 --max-returns {{}}", "max_returns", "max-returns"),
-    _r(f"{RUN} --population 5000 --max-returns 4 --returning-calibration {{}}", "returning-calibration", "returning_calibration"),
-    _r(f"{RUN} --population 5000 --max-returns 4 --ledger {{}}", "ledger"),
+    _r(f"{RUN} --population {{}} --max-returns 4", "population", "max_returns"),
+    _r(f"{RUN} --population 10000 --max-returns {{}}", "max_returns", "max-returns", "population"),
+    _r(f"{RUN} --population 10000 --max-returns 4 --returning-calibration {{}}", "returning-calibration", "returning_calibration"),
+    _r(f"{RUN} --population 10000 --max-returns 4 --ledger {{}}", "ledger"),
     _r("run -a se --max-seconds 3 --seeds 1 -T 10000 --means {}", "means"),
     _r("run -a se --max-seconds 3 --seeds 1 -T 10000 --means 0.9,0.5 --reward {}", "reward"),
     _r("run -a se --max-seconds 3 --seeds 1 -T 10000 --means 0.9,0.5 --reward gaussian --sd {}", "sd", "reward_sd"),
@@ -228,17 +230,20 @@ ROWS = [
     _r(f"{RUN_SE} --json {{}}", "--json", "json"),
     _r(f"{RUN_SE} --html {{}}", "--html", "html"),
     # reproduce: a valid value reaches the refusal of an output directory that is a file
-    _r("reproduce {} --quick --out not-a-dir", "figure", files=(NO_DIR,), fallback="--out", valid=lambda v: v in {
+    _r(f"reproduce {{}} {REPRODUCE_TAIL}", "figure", fallback="--html", valid=lambda v: v in {
         "iclr-fig1", "iclr-fig1abc", "iclr-fig2", "iclr-fig3", "iclr-fig4", "iclr-fig5", "li-fig2", "ren-fig1"}),
-    _r("reproduce iclr-fig4 --quick --out {}", "--out", "out", files=(NO_DIR,)),
-    _r(f"{REPRODUCE} --runs {{}}", "runs", files=(NO_DIR,), fallback="--out", valid=_int_at_least(1)),
-    _r(f"{REPRODUCE} --seed {{}}", "seed", files=(NO_DIR,), fallback="--out", valid=_int_at_least(0)),
-    _r(f"{REPRODUCE} --workers {{}}", "workers", files=(NO_DIR,), fallback="--out", valid=_int_at_least(1)),
-    _r(f"{REPRODUCE} --batch-base {{}}", "batch_base", "batch-base", files=(NO_DIR,), fallback="--out", valid=_int_at_least(2)),
-    _r(f"{REPRODUCE} --path {{}}", "path", files=(NO_DIR,), fallback="--out", valid=lambda v: v in {"auto", "per-user", "aggregate"}),
-    _r(f"{REPRODUCE} --tau-rule {{}}", "tau-rule", files=(NO_DIR,), fallback="--out", valid=lambda v: v in {"theorem", "simulation", "lemma2"}),
-    _r(f"{REPRODUCE} --radius {{}}", "radius", files=(NO_DIR,), fallback="--out", valid=lambda v: v in {"lemma2", "authors"}),
-    _r("reproduce iclr-fig4 --quick --html {}", "--html", "html", files=(NO_DIR,), fallback="--out", valid=lambda v: v not in {"", ".", "-"}),
+    _r("reproduce iclr-fig4 --quick --html /missing/dir/x.html --out {}", "--out", "out", files=(NO_DIR,), fallback="--html",
+       valid=lambda v: v != "" and not any(p.is_file() for p in (Path(v), *Path(v).parents))),
+    _r(f"{REPRODUCE} --runs {{}}", "runs", fallback="--html", valid=_int_at_least(1)),
+    _r(f"{REPRODUCE} --seed {{}}", "seed", fallback="--html", valid=_int_at_least(0)),
+    _r(f"{REPRODUCE} --workers {{}}", "workers", fallback="--html", valid=_int_at_least(1)),
+    _r(f"{REPRODUCE} --batch-base {{}}", "batch_base", "batch-base", fallback="--html", valid=_int_at_least(2)),
+    _r(f"{REPRODUCE} --path {{}}", "path", fallback="--html", valid=lambda v: v in {"auto", "per-user", "aggregate"}),
+    _r(f"{REPRODUCE} --tau-rule {{}}", "tau-rule", fallback="--html", valid=lambda v: v in {"theorem", "simulation", "lemma2"}),
+    _r(f"{REPRODUCE} --radius {{}}", "radius", fallback="--html", valid=lambda v: v in {"lemma2", "authors"}),
+    # a valid --html reaches li-fig2's refusal of --radius authors (the linear figure has no such radius), before any run
+    _r("reproduce li-fig2 --quick --radius authors --html {}", "--html", "html", files=(NO_DIR,), fallback="radius",
+       valid=lambda v: v != "" and not Path(v).is_dir() and Path(v).parent.is_dir()),
     # audit (one claim file at the smallest budget, serial: a valid value runs the audit, which must be cheap)
     _r("audit @ROOT/audits/randomized_response_eps1.toml --executor serial --samples-scale 0.002 --alpha {}", "alpha", examples=8),
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --samples-scale {}", "samples-scale", "samples_scale", examples=8),

@@ -32,6 +32,8 @@ EPSILON_RANGE = (1e-4, 100.0)
 PATHS = ("per-user", "aggregate")
 #: Most runs (seeds) of one configuration: each is a task, and results are kept per seed.
 MAX_SEEDS = 10**6
+#: Longest horizon of the aggregate path (its int64 kernels; measured: 10^12 runs in ~1 s, 10^13 overflows).
+MAX_AGGREGATE_HORIZON = 10**12
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ class RunConfig:
             raise AccountingError("tau_rule", self.tau_rule, f"one of {TAU_RULES}")
         if self.path not in PATHS:
             raise AccountingError("path", self.path, f"one of {PATHS}")
+        if self.path == "aggregate" and self.horizon > MAX_AGGREGATE_HORIZON:
+            raise AccountingError("horizon", self.horizon, f"at most 10^12 on the aggregate path (a batch's summed-noise modulus must fit "
+                                  "in int64: T = 10^13 overflowed)")
         if isinstance(self.batch_base, bool) or not isinstance(self.batch_base, int) or self.batch_base < 2:
             raise AccountingError("batch_base", self.batch_base, "an integer >= 2")
         check_positive("reward_sd", self.reward_sd)
@@ -108,6 +113,8 @@ class RunConfig:
         if self.population is not None:
             check_positive_int("population", self.population)
             check_positive_int("max_returns", self.max_returns)
+            if self.max_returns > self.horizon:  # more batches than rounds: the per-batch eps underflowed to 0 (issue 15)
+                raise AccountingError("max_returns", self.max_returns, f"an integer in [1, horizon = {self.horizon}]")
             if self.population * self.max_returns < self.horizon:
                 raise AccountingError(
                     "population", self.population, f"population * max_returns >= horizon ({self.horizon}): users join at most B batches"
