@@ -52,6 +52,8 @@ from ._theta import log_theta, log_theta_float
 
 __all__ = ["DiscreteGaussianSum", "DiscreteGaussianSumPair", "MAX_EXACT_N", "dg_sum_rdp_approx", "kls_2021_rho"]
 
+#: Most summed shares (a batch of 2^24 users covers horizons beyond 10^7).
+MAX_SHARES = 1 << 24
 #: Largest n for which the exact route is attempted.
 MAX_EXACT_N = 1 << 12
 #: Largest working precision (bits) the exact route may need.
@@ -265,6 +267,8 @@ class DiscreteGaussianSum(Mechanism):
         if isinstance(self.n, bool):
             raise AccountingError("n", self.n, "an integer >= 1")
         check_positive_int("n", self.n)
+        if self.n > MAX_SHARES:  # evaluated share by share (issue 15: n = 6.5e6 took 6 CPU s; 1e20 never ended)
+            raise AccountingError("n", self.n, f"an integer number of summed shares in [1, 2^24 = {MAX_SHARES}]")
         check_scale("sigma", self.sigma)
         check_sensitivity_int("sensitivity", self.sensitivity)
         check_noise_range("sigma", self.sigma, self.sensitivity, 1e-12, 1e150)
