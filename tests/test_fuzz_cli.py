@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: CPU seconds a refusal or an answer may take (issue 15: < 2 s)
 BUDGET = 2.0
 #: examples per CLI row / API row in CI unless the row says otherwise (DPVERIFY_FUZZ_EXAMPLES overrides all rows)
-FUZZ_EXAMPLES = 10
+FUZZ_EXAMPLES = 16
 API_EXAMPLES = 20
 #: the issue's floor on the number of generated cases per CI run
 MIN_CASES = 2000
