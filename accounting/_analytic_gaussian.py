@@ -49,6 +49,8 @@ __all__ = [
 _EPS_RELATIVE_WIDTH = 1e-13
 #: precision ceiling for delta evaluations (only extreme eps/mu^2 ratios need more than ~200 bits)
 _MAX_PRECISION = 4096
+#: Largest mu accepted (a Gaussian of sigma / sensitivity = 1e-10 composed 1e12 times has mu = 1e16).
+_MAX_MU = 1e100
 
 
 def gdp_mu(terms: Iterable[tuple[float | int | Fraction, float | int | Fraction, int]]) -> arb:
@@ -108,6 +110,8 @@ def _mu_upper(mu: float | int | Fraction | arb) -> arb:
             raise AccountingError("mu", mu, "a ball of positive reals")
         return mu.upper()
     check_positive("mu", mu)
+    if mu > _MAX_MU:  # delta(eps) is 1 to any precision there, and rho = mu^2 / 2 overflows a float (issue 15)
+        raise AccountingError("mu", mu, f"a real number in (0, {_MAX_MU:g}]")
     return exact(mu)
 
 

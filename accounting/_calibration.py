@@ -78,7 +78,7 @@ def calibrate(
     best = epsilon_at(upper)
     if best.epsilon > target_epsilon:
         raise AccountingError(
-            "upper", upper, f"a noise parameter large enough to reach epsilon <= {target_epsilon} (it gives {best.epsilon:.6g})"
+            "upper", upper, f"a noise parameter large enough to reach target_epsilon={target_epsilon!r} (it gives {best.epsilon:.6g})"
         )
     lo, hi = lower, upper
     at_lo = epsilon_at(lo)

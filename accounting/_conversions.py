@@ -31,7 +31,7 @@ from typing import Callable, Literal
 import numpy as np
 from flint import arb
 
-from ._certified import exact, upper_float, working_precision
+from ._certified import check_precision, exact, upper_float, working_precision
 from ._guarantees import RDP, ZCDP
 from ._validation import AccountingError, check_positive, check_probability
 
@@ -209,6 +209,7 @@ def rdp_to_epsilon(
     if not isinstance(curve, RDP):
         raise AccountingError("curve", curve, "an RDP curve")
     check_probability("delta", delta)
+    check_precision(precision)
     if conversion not in _CONVERSIONS:
         raise AccountingError("conversion", conversion, "one of 'cks', 'mironov'")
     if not (1 < alpha_min < alpha_max) or not math.isfinite(alpha_max):
@@ -294,6 +295,7 @@ def rdp_to_delta(
     if not isinstance(curve, RDP):
         raise AccountingError("curve", curve, "an RDP curve")
     check_positive("epsilon", epsilon)
+    check_precision(precision)
     with working_precision(precision):
         eps_ball = exact(epsilon)
 
@@ -324,7 +326,7 @@ def zcdp_to_epsilon(rho: float | ZCDP, delta: float, *, precision: int | None = 
         delta=delta,
         route="zcdp-cks",
         alpha=result.alpha,
-        detail=f"{rho:.6g}-zCDP; optimal alpha = {result.alpha:.6g}",
+        detail=f"{float(rho):.6g}-zCDP; optimal alpha = {result.alpha:.6g}",
     )
 
 

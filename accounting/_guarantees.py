@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 from flint import arb
 
-from ._certified import exact, upper_float, working_precision
+from ._certified import check_precision, exact, upper_float, working_precision
 from ._validation import (
     AccountingError,
     check_alpha,
@@ -430,7 +430,12 @@ class RDP:
         """rho-zCDP as a curve: eps(alpha) = rho * alpha."""
         check_positive("rho", rho)
         rho_ball = exact(rho)
-        return cls(_LeafNode(lambda alpha: rho_ball * alpha, f"{rho:.6g}-zCDP", lambda a: rho * a, "zcdp", float(rho)))
+
+        def approx(alphas: np.ndarray, r: float = float(rho)) -> np.ndarray:
+            with np.errstate(over="ignore"):  # a float estimate: rho = 1e300 at large alpha is +inf
+                return r * alphas
+
+        return cls(_LeafNode(lambda alpha: rho_ball * alpha, f"{float(rho):.6g}-zCDP", approx, "zcdp", float(rho)))
 
     @classmethod
     def pure(cls, epsilon: float) -> "RDP":
@@ -462,7 +467,13 @@ class RDP:
 
     def __call__(self, alpha: int | float | Fraction | str, *, precision: int | None = None) -> float:
         """eps(alpha), rounded up to a float. ``alpha`` is read exactly (floats are dyadic)."""
-        check_alpha("alpha", alpha if not isinstance(alpha, str) else Fraction(alpha))
+        if isinstance(alpha, str):
+            try:
+                alpha = Fraction(alpha)
+            except ValueError:
+                raise AccountingError("alpha", alpha, "a real order > 1 (a number or a decimal string)") from None
+        check_alpha("alpha", alpha)
+        check_precision(precision)
         key = (repr(alpha), precision or 0)
         cached = self._cache.get(key)
         if cached is not None:

@@ -49,7 +49,7 @@ from typing import Sequence
 from flint import arb, fmpz
 
 from ._certified import exact, upper_float, working_precision
-from ._validation import check_positive, check_positive_int, check_probability
+from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 __all__ = [
     "MAX_OUTCOMES",
@@ -64,6 +64,8 @@ __all__ = [
 MAX_OUTCOMES = 20_001
 
 _PRECISION = 128
+#: Largest per-step epsilon accepted (measured: certified answers up to 1e20; NaN at 1e300).
+_MAX_EPSILON0 = 1e15
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ def _groups(epsilons: Sequence[tuple[float | int | Fraction, int]]) -> list[tupl
     merged: dict[object, int] = {}
     for index, (eps0, count) in enumerate(epsilons):
         check_positive(f"epsilons[{index}]", eps0)
+        if eps0 > _MAX_EPSILON0:  # Arb at _PRECISION bits loses the answer near 1e300 (issue 15's fuzz harness)
+            raise AccountingError(f"epsilons[{index}]", eps0, f"a pure-DP epsilon in (0, {_MAX_EPSILON0:g}]")
         check_positive_int(f"counts[{index}]", count)
         merged[eps0] = merged.get(eps0, 0) + int(count)
     return list(merged.items())
@@ -101,7 +105,7 @@ def _groups(epsilons: Sequence[tuple[float | int | Fraction, int]]) -> list[tupl
 
 def _window(n: int, eps0: object, tail: float) -> tuple[int, int]:
     """Flip counts [lo, hi] outside which Bin(n, 1/(1+e^eps0)) has mass <= ``tail`` (Hoeffding)."""
-    q = 1.0 / (1.0 + math.exp(float(eps0)))
+    q = 1.0 / (1.0 + math.exp(min(float(eps0), 700.0)))  # past e^700, q is 0 to a float (exp would overflow)
     t = math.sqrt(n * math.log(2.0 / tail) / 2.0) + 1.0
     return max(0, math.floor(n * q - t)), min(n, math.ceil(n * q + t))
 

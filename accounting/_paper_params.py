@@ -99,6 +99,10 @@ def _check(epsilon: float, n: int, p: float, s: float) -> None:
     check_positive("s", s)
     if s < 1:
         raise AccountingError("s", s, "a scale s >= 1")
+    if float(s) * float(epsilon) > 3e4:  # the noise variance / g^2 = 1 / (s eps)^2 would fall below 1e-9 (issue 15)
+        raise AccountingError("epsilon", epsilon, f"s * epsilon <= 3e4 (got s={s}); the noise would be below the supported range")
+    if float(s) * float(epsilon) * math.sqrt(n) > 2**53:  # g = ceil(s eps sqrt(n)) must stay an exact sensitivity (issue 15)
+        raise AccountingError("epsilon", epsilon, f"s * epsilon * sqrt(n) <= 2^53, the largest granularity g (got s={s}, n={n})")
 
 
 def theorem1_parameters(epsilon: float, n: int, p: float) -> DistributedParameters:
@@ -181,6 +185,8 @@ def theorem2_corrected_rdp(epsilon: float, s: float, n: int) -> "RDP":
     check_positive("s", s)
     if s < 1:
         raise AccountingError("s", s, "a scale s >= 1")
+    if float(s) * float(epsilon) * math.sqrt(n) > 2**53:  # g = ceil(s eps sqrt(n)) must stay an exact sensitivity (issue 15)
+        raise AccountingError("epsilon", epsilon, f"s * epsilon * sqrt(n) <= 2^53, the largest granularity g (got s={s}, n={n})")
     check_positive_int("n", n)
     g = _g(epsilon, n, s)
     mu = Fraction(g) ** 2 / Fraction(epsilon) ** 2

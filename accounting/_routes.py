@@ -31,8 +31,13 @@ __all__ = ["epsilon_routes"]
 #: squaring needs O(log k) products of grids whose length grows like sqrt(k) (10^6-fold discrete
 #: Laplace(20, 10): a few seconds), while the RDP, pure and optimal-composition routes cost O(1) in k
 PLD_MAX_COMPOSE = 10**6
-#: ... and when releases x output-window width exceeds this (the composed grid's cost grows with both)
-PLD_MAX_WORK = 2 * 10**7
+#: ... and when releases x output-window width exceeds this (the composed grid's cost grows with both;
+#: at 2e7 the Dist-RDP-SE returning-users PLD, 8,193 outputs x 1,000 returns, took 10 CPU s and
+#: 1.8 GB, and 100 outputs x 20,000 returns 5.7 GB: issue 15's fuzz harness; at 1e6, 1 CPU s, 0.2 GB)
+PLD_MAX_WORK = 10**6
+#: ... and for continuous (gridded by loss) pairs, above this many releases (Gaussian(1), issue 15's
+#: fuzz harness: k = 10^3 took 3 CPU s and 0.8 GB, 10^4 7 s and 2.2 GB, 10^5 18 s and 6.4 GB)
+PLD_MAX_COMPOSE_CONTINUOUS = 4096
 
 
 def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult | None:
@@ -157,6 +162,11 @@ def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
     if k > PLD_MAX_COMPOSE:  # acct-gauss: the composed grid grows like sqrt(k); say so instead of hanging
         return EpsilonResult(
             math.inf, delta, "pld", None, f"skipped: compose={k} > {PLD_MAX_COMPOSE} (the composed PLD grid grows like sqrt(k); the other routes cost O(1) in k)"
+        )
+    if window is None and k > PLD_MAX_COMPOSE_CONTINUOUS:  # the loss grid grows with k: memory, not time, runs out first
+        return EpsilonResult(
+            math.inf, delta, "pld", None,
+            f"skipped: compose={k} > {PLD_MAX_COMPOSE_CONTINUOUS} for a gridded continuous pair (the composed grid's memory grows with k; the other routes cost O(1) in k)",
         )
     if k * outputs > PLD_MAX_WORK:  # a wide window composed many times: minutes of FFTs (Skellam mu = 1e5, k = 1e5)
         return EpsilonResult(

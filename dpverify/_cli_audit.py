@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import xml.etree.ElementTree as ET
 from typing import Any
@@ -194,8 +195,12 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
     try:
         specs = load_suite(path)
     except SuiteError as error:
-        click.echo(f"error: {error}", err=True)
+        click.echo(f"error: path={path!r} is invalid: {error}", err=True)
         sys.exit(2)
+    if executor not in ("local", "serial", "dask") and not ("://" in executor or re.fullmatch(r"[\w.\-]+:\d+", executor)):
+        # checked before any work: a bare word was read as a scheduler address ("missing port number")
+        raise click.BadParameter(f"executor={executor!r} is invalid: expected local, serial, dask or a Dask scheduler address "
+                                 "tcp://host:port", param_hint="--executor")
     largest = max((spec.samples for spec in specs), default=0) * samples_scale
     if largest > _MAX_DRAWS:  # refuse at once what would run for days or exhaust memory
         raise click.BadParameter(f"samples_scale={samples_scale!r} is invalid: expected a scale giving at most {_MAX_DRAWS:.0e} "

@@ -155,6 +155,11 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         click.echo("  non-private baseline")
 
 
+def _drivers(config) -> str:
+    """The other parameters a run's cost grows with, named in a cost refusal (the scale s sets the bits per user)."""
+    return f" (with seeds={config.seeds}" + (f", s={config.s:g}" if config.algorithm in ("dist-rdp-se", "dist-cdp-se") else "") + ")"
+
+
 def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
     """Print the run's cost estimate (stderr) and refuse what it predicts to be too long or too big."""
     import math
@@ -179,12 +184,12 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
     memory = machine_memory()
     if cost.peak_bytes > 0.8 * memory:
         raise ValueError(
-            f"horizon={config.horizon} is invalid: expected a run that fits in memory (one run needs ~{cost.peak_bytes / 2**30:.3g} GiB, "
+            f"horizon={config.horizon} is invalid{_drivers(config)}: expected a run that fits in memory (one run needs ~{cost.peak_bytes / 2**30:.3g} GiB, "
             f"this machine has {memory / 2**30:.3g} GiB){hint}"
         )
     if cost.wall_seconds > max_seconds and not assume_yes:
         raise ValueError(
-            f"horizon={config.horizon} is invalid: expected a run estimated under --max-seconds={max_seconds:g} s "
+            f"horizon={config.horizon} is invalid{_drivers(config)}: expected a run estimated under --max-seconds={max_seconds:g} s "
             f"({cost.describe()}); pass --yes to run it anyway, or lower --horizon/--seeds{hint}"
         )
 
@@ -220,6 +225,9 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
         return
     if figure not in table:
         _fail_usage(ValueError(f"figure={figure!r} is invalid: expected one of {sorted(table)}"))
+    for name, value, low in (("runs", runs, 1), ("workers", workers, 1), ("seed", seed, 0), ("batch_base", batch_base, 2)):
+        if value is not None and value < low:  # refused at once, not after the output checks or inside the sweep
+            _fail_usage(ValueError(f"{name}={value!r} is invalid: expected an integer >= {low}"))
     try:
         check_output_dir("--out", outdir)
         check_output_file("--html", html_out)

@@ -43,6 +43,9 @@ def event_command(file: str, delta: float, no_pld: bool, bracket: bool, as_json:
 
             sandwich = pld_bracket(mech, delta)
     except ValueError as error:
+        if "NonPrivate" in str(error):  # dp_accounting's convention: noise_multiplier=0 is a non-private release
+            raise click.BadParameter(f"{error}: the event holds a non-private release (a NonPrivateDpEvent, or a noise_multiplier of 0), "
+                                     "whose epsilon is infinite") from None
         raise click.BadParameter(str(error)) from None
     payload: dict[str, Any] = {
         "event_file": file,

@@ -147,6 +147,12 @@ def verify_command(url: str, as_json: bool) -> None:
 @click.option("--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="File for the JSON trail ('-': stdout).")
 def export_command(url: str, out: str) -> None:
     """Write the ledger at URL as the JSON trail (the in-memory ledger's format)."""
+    from ._output import check_output_file
+
+    try:
+        check_output_file("--out", out)  # before reading the ledger: '' or a directory was an IsADirectoryError traceback
+    except ValueError as error:
+        _fail_usage(error)
     ledger = _open(url, read_only=True)
     try:
         text = ledger.to_json()
@@ -155,7 +161,9 @@ def export_command(url: str, out: str) -> None:
     if out == "-":
         click.echo(text)
     else:
-        Path(out).write_text(text)
+        from ._output import atomic_write
+
+        atomic_write(out, text)
 
 
 @ledger_group.command("import")
@@ -166,12 +174,19 @@ def import_command(trail: str, url: str) -> None:
     from accounting import BudgetExceeded, Ledger
 
     try:
-        ledger = Ledger.from_json(Path(trail).read_text(), url=url)
+        text = Path(trail).read_text()
+        json.loads(text)  # the file itself first: its errors name the trail, not a line and column alone
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        _fail_usage(ValueError(f"trail={trail!r} is invalid: expected a readable JSON trail of a ledger ({error})"))
+    try:
+        ledger = Ledger.from_json(text, url=url)
     except BudgetExceeded as error:
         click.echo(f"refused: {error}", err=True)
         sys.exit(1)
-    except ValueError as error:
-        _fail_usage(error)
+    except (ValueError, AttributeError, KeyError, TypeError) as error:  # valid JSON that is not a trail
+        if isinstance(error, ValueError) and "url" in str(error).lower():
+            _fail_usage(error)
+        _fail_usage(ValueError(f"trail={trail!r} is invalid: expected the JSON trail of a ledger ({type(error).__name__}: {error})"))
         return
     click.echo(f"{url}: {len(ledger.charges)} charges, worst user's spend {ledger.spent()}")
     ledger.close()
@@ -213,7 +228,11 @@ def account_charge_command(url, budget, pure_eps, rho, approx, users, label, as_
             guarantee = ZCDP(rho)
         else:
             eps, _, delta = approx.partition(",")
-            guarantee = ApproxDP(float(eps), float(delta))
+            try:
+                eps_value, delta_value = float(eps), float(delta)
+            except ValueError:
+                raise ValueError(f"approx={approx!r} is invalid: expected EPS,DELTA, two numbers (e.g. 1.0,1e-6)") from None
+            guarantee = ApproxDP(eps_value, delta_value)
     except ValueError as error:
         _fail_usage(error)
         return

@@ -62,8 +62,8 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
     """
     try:
         if compare_regret:
-            if seeds < 1 or horizon < 2:
-                raise click.BadParameter(f"seeds={seeds}, horizon={horizon} are invalid: expected seeds >= 1, horizon >= 2")
+            if not (1 <= seeds <= 1000 and 2 <= horizon <= 2**26):  # 30 settings x 2 radii x seeds runs of T = horizon (issue 15)
+                raise click.BadParameter(f"seeds={seeds}, horizon={horizon} are invalid: expected seeds in [1, 1000], horizon in [2, 2^26]")
             _regret_comparison(seeds, horizon, sys.stdout)
             return
         from concurrent.futures import ProcessPoolExecutor

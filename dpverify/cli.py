@@ -343,6 +343,8 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
     if mechanism not in families:
         _build(mechanism, options)  # raises the standard error
     noise = families[mechanism][2]
+    if options.get(noise) is not None:  # it was silently ignored: calibrate is what chooses it
+        raise click.BadParameter(f"{noise}={options[noise]!r} is invalid: expected it unset (calibrate chooses {noise})", param_hint=f"--{noise}")
     # search only inside the supported range (_SUPPORTED_NOISE): a probe outside it is refused
     _, lo, hi, what = _SUPPORTED_NOISE[mechanism]
     if what != "epsilon":
@@ -357,7 +359,8 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
     lower, upper = max(lower, lo), min(upper, hi)
     if not lower < upper:
         raise click.BadParameter(
-            f"upper={upper!r} is invalid: expected upper > lower = {lower!r} inside the supported range [{lo:g}, {hi:g}] of {noise}",
+            f"upper={upper!r} is invalid: expected upper > lower = {lower!r} inside the supported range [{lo:g}, {hi:g}] of {noise}"
+            + ("" if what == "epsilon" else f" at sensitivity={options['sensitivity']}"),
             param_hint="--upper",
         )
 
@@ -368,6 +371,11 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
         result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper)
     except click.ClickException:
         raise
+    except ValueError as error:
+        if getattr(error, "name", None) == "upper":  # the search range cannot reach the target: say which inputs set the need
+            raise click.BadParameter(f"{error}, with sensitivity={options['sensitivity']}, compose={compose}: raise --upper, "
+                                     "or lower --compose/--sensitivity") from None
+        raise _refusal(error) from None
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, target_epsilon=target_epsilon, delta=delta, compose=compose, lower=lower, upper=upper, **options) from None
     payload = {"mechanism": mechanism, "noise_parameter": noise, **result.as_dict()}

@@ -22,7 +22,7 @@ import numpy as np
 from .._certified import exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP, PureDP
 from ._approx import safe_approx
-from ._base import Mechanism, alpha_guard_bits, check_scale, guarded
+from ._base import Mechanism, alpha_guard_bits, check_noise_range, check_scale, guarded
 
 __all__ = ["Gaussian", "Laplace", "laplace_rdp_approx"]
 
@@ -60,6 +60,7 @@ class Laplace(Mechanism):
     def __post_init__(self) -> None:
         check_scale("scale", self.scale)
         check_scale("sensitivity", self.sensitivity)
+        check_noise_range("scale", self.scale, self.sensitivity, 1e-10, 1e300)
 
     @property
     def epsilon(self) -> float:
@@ -103,6 +104,7 @@ class Gaussian(Mechanism):
     def __post_init__(self) -> None:
         check_scale("sigma", self.sigma)
         check_scale("sensitivity", self.sensitivity)
+        check_noise_range("sigma", self.sigma, self.sensitivity, 1e-10, 1e150)
 
     def _rho_ball(self):
         d = exact(self.sensitivity)

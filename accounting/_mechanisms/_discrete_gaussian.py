@@ -41,6 +41,7 @@ from ._base import (
     Mechanism,
     alpha_guard_bits,
     arb_to_fraction,
+    check_noise_range,
     check_scale,
     check_sensitivity_int,
     guarded,
@@ -91,6 +92,7 @@ class DiscreteGaussianPair(ShiftPair):
     def __post_init__(self) -> None:
         check_scale("sigma", self.sigma)
         check_sensitivity_int("sensitivity", self.sensitivity)
+        check_noise_range("sigma", self.sigma, self.sensitivity, 1e-12, 1e150)
 
     def _s2(self) -> arb:
         sg = exact(self.sigma)
@@ -126,6 +128,7 @@ class DiscreteGaussian(Mechanism):
     def __post_init__(self) -> None:
         check_scale("sigma", self.sigma)
         check_sensitivity_int("sensitivity", self.sensitivity)
+        check_noise_range("sigma", self.sigma, self.sensitivity, 1e-12, 1e150)
 
     @property
     def rho(self) -> float:

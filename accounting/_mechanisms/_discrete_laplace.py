@@ -46,6 +46,7 @@ from ._approx import safe_approx
 from ._base import (
     Mechanism,
     alpha_guard_bits,
+    check_noise_range,
     check_scale,
     check_sensitivity_int,
     guarded,
@@ -77,6 +78,7 @@ class DiscreteLaplacePair(ShiftPair):
     def __post_init__(self) -> None:
         check_scale("scale", self.scale)
         check_sensitivity_int("sensitivity", self.sensitivity)
+        check_noise_range("scale", self.scale, self.sensitivity, 1e-12, 1e300)
 
     def _t(self) -> arb:
         return 1 / exact(self.scale)
@@ -151,6 +153,7 @@ class DiscreteLaplace(Mechanism):
     def __post_init__(self) -> None:
         check_scale("scale", self.scale)
         check_sensitivity_int("sensitivity", self.sensitivity)
+        check_noise_range("scale", self.scale, self.sensitivity, 1e-12, 1e300)
 
     @property
     def epsilon(self) -> float:

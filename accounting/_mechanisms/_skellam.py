@@ -152,7 +152,7 @@ from .._guarantees import RDP
 from .._pairs import ShiftPair
 from .._validation import AccountingError
 from ._approx import logsumexp_rows, safe_approx
-from ._base import Mechanism, alpha_guard_bits, check_scale, check_sensitivity_int, nonneg_error
+from ._base import Mechanism, alpha_guard_bits, check_noise_range, check_scale, check_sensitivity_int, nonneg_error
 
 __all__ = [
     "Skellam",
@@ -1002,6 +1002,7 @@ class Skellam(Mechanism):
             raise AccountingError(
                 "l2_sensitivity", self.l2_sensitivity, f"a real number in (0, l1_sensitivity={self.l1_sensitivity}]"
             )
+        check_noise_range("variance", self.variance, self.l1_sensitivity, 1e-9, 1e300, squared=True, sensitivity_name="l1_sensitivity")
 
     @property
     def mu(self):

@@ -269,8 +269,9 @@ def audit(
     n_max = check_positive_int("samples", samples)
     if n_max < 100:
         raise AccountingError("samples", samples, "an integer >= 100")
-    check_probability("alpha", alpha)
-    check_probability("selection_fraction", selection_fraction)
+    # floats from here on: a Fraction alpha would reach scipy's ufuncs, which refuse it
+    alpha = float(check_probability("alpha", alpha))
+    selection_fraction = float(check_probability("selection_fraction", selection_fraction))
     check_positive_int("max_events", max_events)
     if isinstance(focus, bool) or not isinstance(focus, (int, float)) or not (0.0 <= float(focus) < 1.0):
         raise AccountingError("focus", focus, "a share in [0, 1) (0: the even Bonferroni split)")

@@ -30,6 +30,10 @@ TAU_RULES = ("theorem", "simulation", "lemma2")
 #: the privacy levels a run supports (see RunConfig.validate)
 EPSILON_RANGE = (1e-4, 100.0)
 PATHS = ("per-user", "aggregate")
+#: Most runs (seeds) of one configuration: each is a task, and results are kept per seed.
+MAX_SEEDS = 10**6
+#: Longest horizon of the aggregate path (its int64 kernels; measured: 10^12 runs in ~1 s, 10^13 overflows).
+MAX_AGGREGATE_HORIZON = 10**12
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class RunConfig:
             raise AccountingError("instance", self.instance, f"a {spec.family} instance for algorithm {self.algorithm!r}")
         check_positive_int("horizon", self.horizon)
         check_positive_int("seeds", self.seeds)
+        if self.seeds > MAX_SEEDS:  # a list of tasks per seed: 5.7e10 seeds exhausted memory (issue 15's fuzz harness)
+            raise AccountingError("seeds", self.seeds, f"an integer number of runs in [1, {MAX_SEEDS:_}]")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise AccountingError("seed", self.seed, "an integer >= 0")
         if spec.private:
@@ -93,6 +99,9 @@ class RunConfig:
             raise AccountingError("tau_rule", self.tau_rule, f"one of {TAU_RULES}")
         if self.path not in PATHS:
             raise AccountingError("path", self.path, f"one of {PATHS}")
+        if self.path == "aggregate" and self.horizon > MAX_AGGREGATE_HORIZON:
+            raise AccountingError("horizon", self.horizon, f"at most 10^12 on the aggregate path (a batch's summed-noise modulus must fit "
+                                  "in int64: T = 10^13 overflowed)")
         if isinstance(self.batch_base, bool) or not isinstance(self.batch_base, int) or self.batch_base < 2:
             raise AccountingError("batch_base", self.batch_base, "an integer >= 2")
         check_positive("reward_sd", self.reward_sd)
@@ -104,6 +113,8 @@ class RunConfig:
         if self.population is not None:
             check_positive_int("population", self.population)
             check_positive_int("max_returns", self.max_returns)
+            if self.max_returns > self.horizon:  # more batches than rounds: the per-batch eps underflowed to 0 (issue 15)
+                raise AccountingError("max_returns", self.max_returns, f"an integer in [1, horizon = {self.horizon}]")
             if self.population * self.max_returns < self.horizon:
                 raise AccountingError(
                     "population", self.population, f"population * max_returns >= horizon ({self.horizon}): users join at most B batches"
