@@ -72,15 +72,19 @@ def main() -> None:
     t = time.perf_counter()
     audit(dlap, (0, 1), PureDP(1.0), samples=10**7, executor="serial", seed=1, estimators=["epsilon", "delta", "renyi"])
     print(f"speed: same with epsilon + delta + renyi: {time.perf_counter() - t:.2f} s")
-    print("| mechanism | samples per input | min lower bound (2 directions) | / true eps | seconds |")
-    print("|---|---|---|---|---|")
+    # the report's bound is the larger of the two directions' (with the focused split the direction
+    # the selection sample prefers gets 0.8 of alpha, the other 0.2: its bound is the smaller)
+    print("| mechanism | samples per input | lower bound (the report's: max of 2 directions) | / true eps | other direction | seconds |")
+    print("|---|---|---|---|---|---|")
     sizes = [n for n in (10**5, 10**6, 10**7) if n <= args.max]
     for label, mech, pairs, claim in mechanisms():
         for n in sizes:
             t = time.perf_counter()
             rep = audit(mech, pairs, claim, samples=n, executor="serial", seed=2)
+            high = max(r.lower_bound for r in rep)
             low = min(r.lower_bound for r in rep)
-            print(f"| {label} | {n:.0e} | {low:.4f} | {low / claim.epsilon:.3f} | {time.perf_counter() - t:.1f} |", flush=True)
+            print(f"| {label} | {n:.0e} | {high:.4f} | {high / claim.epsilon:.3f} | {low:.4f} | {time.perf_counter() - t:.1f} |",
+                  flush=True)
 
 
 if __name__ == "__main__":
