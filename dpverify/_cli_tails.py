@@ -62,8 +62,13 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
     """
     try:
         if compare_regret:
-            if not (1 <= seeds <= 1000 and 2 <= horizon <= 2**26):  # 30 settings x 2 radii x seeds runs of T = horizon (issue 15)
-                raise click.BadParameter(f"seeds={seeds}, horizon={horizon} are invalid: expected seeds in [1, 1000], horizon in [2, 2^26]")
+            # 30 settings x 2 radii x seeds runs of T = horizon (issue 15): bounded up front, each named
+            if not 1 <= seeds <= 1000:
+                raise click.BadParameter(f"seeds={seeds} is invalid: expected an integer in [1, 1000]", param_hint="--seeds")
+            if not 2 <= horizon <= 2**26:
+                raise click.BadParameter(f"horizon={horizon} is invalid: expected an integer in [2, 2^26]", param_hint="--horizon")
+            if workers is not None and workers < 1:
+                raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer >= 1", param_hint="--workers")
             _regret_comparison(seeds, horizon, sys.stdout)
             return
         from concurrent.futures import ProcessPoolExecutor
