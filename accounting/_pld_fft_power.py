@@ -180,6 +180,24 @@ def _weights(log_start: arb, log_step: arb, count: int) -> tuple[np.ndarray, np.
     return lo, hi
 
 
+def _golden_section(g, a: float, b: float, steps: int) -> tuple[float, float]:
+    """The bracket [a, b] around a minimum of the unimodal ``g`` after ``steps`` golden-section
+    steps (a tilt is a tightness heuristic only: any value keeps the bound certified)."""
+    phi = (math.sqrt(5) - 1) / 2
+    c, d = b - phi * (b - a), a + phi * (b - a)
+    gc, gd = g(c), g(d)
+    for _ in range(steps):
+        if gc < gd:
+            b, d, gd = d, c, gc
+            c = b - phi * (b - a)
+            gc = g(c)
+        else:
+            a, c, gc = c, d, gd
+            d = a + phi * (b - a)
+            gd = g(d)
+    return a, b
+
+
 @dataclass(frozen=True)
 class Factor:
     """One release's finite measure a (floats, exact values of the dominating measure) on grid
@@ -356,40 +374,15 @@ class PowerRecipe:
         eps(delta); for a near-Gaussian PLD it is the tilt that centres the tilted law at the true
         eps(delta), so one pass serves both the search and the certification."""
         target = math.log(1 / delta)
-        g = lambda u: (self.log_chernoff(math.exp(u)) + target) / math.exp(u)  # noqa: E731
-        a, b = math.log(1e-3), math.log(64.0)
-        phi = (math.sqrt(5) - 1) / 2
-        c, d = b - phi * (b - a), a + phi * (b - a)
-        gc, gd = g(c), g(d)
-        for _ in range(50):
-            if gc < gd:
-                b, d, gd = d, c, gc
-                c = b - phi * (b - a)
-                gc = g(c)
-            else:
-                a, c, gc = c, d, gd
-                d = a + phi * (b - a)
-                gd = g(d)
+        a, b = _golden_section(lambda u: (self.log_chernoff(math.exp(u)) + target) / math.exp(u),
+                               math.log(1e-3), math.log(64.0), 50)
         return math.exp(0.5 * (a + b))
 
     def best_lambda(self, eps: float) -> float:
         """The s >= 0 minimising log prod M(s)^k - s eps (golden section on [0, 64])."""
         if eps <= 0:
             return 0.0
-        g = lambda s: self.log_chernoff(s) - s * eps  # noqa: E731
-        a, b = 0.0, 64.0
-        phi = (math.sqrt(5) - 1) / 2
-        c, d = b - phi * (b - a), a + phi * (b - a)
-        gc, gd = g(c), g(d)
-        for _ in range(60):
-            if gc < gd:
-                b, d, gd = d, c, gc
-                c = b - phi * (b - a)
-                gc = g(c)
-            else:
-                a, c, gc = c, d, gd
-                d = a + phi * (b - a)
-                gd = g(d)
+        a, b = _golden_section(lambda s: self.log_chernoff(s) - s * eps, 0.0, 64.0, 60)
         return 0.5 * (a + b)
 
 
