@@ -271,8 +271,12 @@ def main() -> None:
         "chosen event or partition is rarely the exact optimum.",
         "",
     ]
+    previous = args.out.read_text() if args.out.exists() else ""
     args.out.write_text("\n".join(lines))
-    write_learned(learned_rows, args.learned_reps, args.learned_samples, args.out)
+    if args.part == "all":
+        write_learned(learned_rows, args.learned_reps, args.learned_samples, args.out)
+    elif LEARNED_MARK in previous:  # --part classic keeps the learned section of the last run
+        args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + previous[previous.index(LEARNED_MARK):])
     print(f"wrote {args.out}")
 
 
