@@ -472,12 +472,8 @@ def _audit_pairs(
     """Every pair's results, round by round: draw, choose events on the selection samples of all
     pairs, split the round's error budget over the results (:func:`result_levels`), bound."""
     streams = input_streams(pairs)
-    runs = []
-    for pi, pair in enumerate(pairs):
-        started = time.perf_counter()
-        runs.append(_PairRun(mechanism, pair, pi, streams[pi], chunk_size, n0, targets, pilot_n, mode, seed_type, seed, fraction,
-                             use_learned, train_samples, float_bits))
-        runs[-1].seconds = time.perf_counter() - started
+    runs = [_PairRun(mechanism, pair, pi, streams[pi], chunk_size, n0, targets, pilot_n, mode, seed_type, seed, fraction,
+                     use_learned, train_samples, float_bits) for pi, pair in enumerate(pairs)]  # each times its own set-up
     tracks = {(pi, d, e): _Track() for pi in range(len(pairs)) for d in dirs for e in chosen}
     for rnd, target in enumerate(targets, start=1):
         round_alpha = sequential_level(alpha, rnd) if sequential else alpha

@@ -57,13 +57,18 @@ from ._views import Hist
 __all__ = [
     "Counts",
     "EventBound",
+    "EventChoice",
     "RenyiBound",
     "align",
-    "delta_lower",
-    "epsilon_lower",
+    "bound_delta",
+    "bound_epsilon",
+    "choose_delta_events",
+    "choose_epsilon_events",
+    "event_levels",
+    "nominal_event_level",
+    "ranked_events",
     "renyi_box_lower",
     "renyi_lower",
-    "select_events",
 ]
 
 #: Events chosen per (pair, direction) for the epsilon and delta estimators (the union bound is
@@ -186,11 +191,6 @@ def _single(c: Counts, index: int) -> np.ndarray:
 
 
 Score = Callable[[np.ndarray, np.ndarray, int, int], np.ndarray]
-
-
-def select_events(counts: Sequence[Counts], score: Score, max_events: int) -> list[_Event]:
-    """The events of :func:`ranked_events`, without their scores."""
-    return [ev for _, ev in ranked_events(counts, score, max_events)]
 
 
 def ranked_events(counts: Sequence[Counts], score: Score, max_events: int) -> list[tuple[float, _Event]]:
@@ -400,19 +400,6 @@ def bound_delta(counts: Sequence[Counts], choice: EventChoice, epsilon: float, l
 def nominal_event_level(level: float, max_events: int, focus: float = EVENT_FOCUS) -> float:
     """The one-sided level the first-ranked event will get: the level candidates are scored at."""
     return event_levels(level, max(max_events, 1), focus)[0] / 2
-
-
-def epsilon_lower(counts: Sequence[Counts], level: float, max_events: int = DEFAULT_EVENTS, focus: float = EVENT_FOCUS) -> EventBound:
-    """Lower confidence bound (error <= ``level``) on sup_E log P(E)/Q(E) (P = first input)."""
-    choice = choose_epsilon_events(counts, nominal_event_level(level, max_events, focus), max_events)
-    return bound_epsilon(counts, choice, level, focus)
-
-
-def delta_lower(counts: Sequence[Counts], epsilon: float, level: float, max_events: int = DEFAULT_EVENTS,
-                focus: float = EVENT_FOCUS) -> EventBound:
-    """Lower confidence bound (error <= ``level``) on delta(eps) = sup_E P(E) - e^eps Q(E)."""
-    choice = choose_delta_events(counts, epsilon, nominal_event_level(level, max_events, focus), max_events)
-    return bound_delta(counts, choice, epsilon, level, focus)
 
 
 # ------------------------------------------------------------------------------------------
