@@ -340,7 +340,11 @@ class BinnedView:
     coordinates: the likelihood-ratio statistic of one location shift under independent Gaussian
     noise), ``("above", medians)`` (how many coordinates exceed their pooled pilot medians: the
     likelihood-ratio statistic of a small shift under independent Laplace noise, whose loss is
-    +-1/b on either side of the shift), or ``("gaussian-lr", mu_p, prec_p, logdet_p, mu_q,
+    +-1/b on either side of the shift), ``("signed", medians, signs, increments)`` (the same count
+    with each coordinate's vote signed by the direction its pilot medians moved, +1, -1 or 0:
+    the Laplace likelihood-ratio statistic of shifts in mixed directions; with ``increments``
+    the coordinates are first replaced by their first differences x_1, x_2 - x_1, ..., which
+    undoes a running sum such as the prefix sums of noisy answers), or ``("gaussian-lr", mu_p, prec_p, logdet_p, mu_q,
     prec_q, logdet_q)`` (the log-likelihood ratio of two Gaussians fitted to the pilot sample: a
     learned likelihood-ratio score).
     """
@@ -361,6 +365,9 @@ class BinnedView:
             return "sum of the coordinates"
         if kind == "above":
             return "number of coordinates above their pilot medians"
+        if kind == "signed":
+            of = "first differences" if self.statistic[3] else "coordinates"
+            return f"signed count of {of} above their pilot medians ({_signs_text(self.statistic[2])})"
         return "gaussian LR score"
 
     def values(self, table: np.ndarray) -> np.ndarray:
@@ -375,6 +382,12 @@ class BinnedView:
         if kind == "above":
             x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
             return (x > np.asarray(self.statistic[1])).sum(axis=1).astype(np.float64)
+        if kind == "signed":
+            _, medians, signs, increments = self.statistic
+            x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
+            if increments:
+                x = first_differences(x)
+            return ((x > np.asarray(medians)) @ np.asarray(signs, dtype=np.float64)).astype(np.float64)
         _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
         x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
         # row by row in a fixed order (not BLAS): a row's score, hence its cell, depends on the row alone
@@ -530,6 +543,51 @@ _MID_LEVELS = np.linspace(0.0, 1.0, 129)[1:-1]
 _TAIL_LEVELS = np.array([1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
 
 
+def first_differences(x: np.ndarray) -> np.ndarray:
+    """Rows x_1, x_2 - x_1, ..., x_d - x_{d-1}: the increments of a running sum."""
+    out = np.empty_like(x)
+    out[:, :1] = x[:, :1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.subtract(x[:, 1:], x[:, :-1], out=out[:, 1:])
+    return out
+
+
+def _signs_text(signs: Sequence[int]) -> str:
+    """+1 / -1 coordinates as "+0,1 -3" (index lists), for event descriptions."""
+    up = [str(j) for j, s in enumerate(signs) if s > 0]
+    down = [str(j) for j, s in enumerate(signs) if s < 0]
+    return " ".join(part for part in (("+" + ",".join(up)) if up else "", ("-" + ",".join(down)) if down else "") if part)
+
+
+#: A coordinate votes in a signed count when its pilot proportions above the pooled median differ
+#: by at least this many standard errors (a two-sided 4.5e-5 test: noise coordinates stay out).
+SIGN_Z = 4.0
+
+
+def signed_count_view(pilot_p: np.ndarray, pilot_q: np.ndarray, increments: bool) -> BinnedView | None:
+    """The signed count of coordinates (or of first differences) above their pooled pilot medians,
+    each coordinate signed by the direction it moved between the pilots; None if none moved.
+
+    The statistic is the likelihood ratio of independent Laplace noise under shifts much smaller
+    than its scale, whose per-coordinate loss is +-shift/b on either side of the shift."""
+    x_p = np.nan_to_num(np.asarray(pilot_p, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
+    x_q = np.nan_to_num(np.asarray(pilot_q, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
+    if increments:
+        x_p, x_q = first_differences(x_p), first_differences(x_q)
+    medians = np.median(np.concatenate([x_p, x_q], axis=0), axis=0)
+    above_p = (x_p > medians).mean(axis=0)
+    above_q = (x_q > medians).mean(axis=0)
+    pooled = 0.5 * (above_p + above_q)
+    se = np.sqrt(np.maximum(pooled * (1.0 - pooled), 1e-12) * (1.0 / x_p.shape[0] + 1.0 / x_q.shape[0]))
+    signs = np.where(np.abs(above_p - above_q) >= SIGN_Z * se, np.sign(above_p - above_q), 0.0).astype(np.int64)
+    if not signs.any():
+        return None
+    lo = -int((signs < 0).sum())
+    hi = int((signs > 0).sum())
+    return BinnedView(tuple(k + 0.5 for k in range(lo, hi)),
+                      ("signed", tuple(float(m) for m in medians), tuple(int(s) for s in signs), bool(increments)))
+
+
 def _edges(values: np.ndarray) -> tuple[float, ...]:
     values = values[~np.isnan(values)]
     if values.size == 0:
@@ -660,6 +718,8 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
         views.append(BinnedView(_edges(BinnedView((0.0,), ("sum",)).values(pooled)), ("sum",)))
         medians = tuple(float(m) for m in np.nanmedian(pooled.astype(np.float64), axis=0))
         views.append(BinnedView(tuple(float(k) + 0.5 for k in range(d)), ("above", medians)))
+        if len(continuous) == d:  # signed counts of the coordinates and of their increments
+            views.extend(v for v in (signed_count_view(pilot_p, pilot_q, inc) for inc in (False, True)) if v is not None)
     # a score is a function of the output: with exact whole-row cells it could only merge them
     if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM and not whole_rows:
         with single_thread_blas():
