@@ -607,6 +607,7 @@ LAWS: dict[str, Law] = {
     "OneTimeRappor": _rappor_law(one_time=True),
     "LaplaceParallel": _laplace_law(1.0 / 0.005, copies=20),
     "PrefixSum": _laplace_law(1.0 / sm.EPS, prefix=True),
+    "Snapping": _snap_law(),
 }
 
 NOT_COMPUTED = {
