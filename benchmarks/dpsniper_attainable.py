@@ -123,6 +123,8 @@ def _split(c: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore"):
         exact = (c.hi - c.lo <= 0) | (c.p == 0) | (c.q == 0) | ~np.isfinite(c.hi - c.lo)
     a, b = np.exp(np.where(exact, 0.0, c.lo)), np.exp(np.where(exact, 1.0, c.hi))
+    exact |= b <= a  # a range narrower than float resolution: an atom
+    a, b = np.where(exact, 0.0, a), np.where(exact, 1.0, b)
     q1 = np.where(exact, c.q, np.clip((c.p - a * c.q) / (b - a), 0.0, c.q))
     p1 = np.where(exact, c.p, np.minimum(b * q1, c.p))
     p2, q2 = c.p - p1, c.q - q1
@@ -326,6 +328,133 @@ def _svt_c1_law(b_rho: float, b_nu: float, t: float) -> Law:
         return np.where(above.any(axis=1), np.argmax(above, axis=1), out.shape[1])
 
     return Law(cells, codes, f"quadrature over the threshold noise (Lap({b_rho:g}), query noise Lap({b_nu:g}), t = {t:g})")
+
+
+# --- SVT3 (c = 1): the first above answer at query k releases its noisy value v = x_k + nu_k, so
+# the output is (k, v) or "all below". Its density is f_nu(v - x_k) H_k(v - t) with
+# H_k(s) = int_{r <= s} phi_k(r) dr, phi_k(r) = f_rho(r) prod_{i<k} F_nu(r + t - x_i) (threshold
+# noise at most v - t, every earlier query below). v is cut into cells whose edges include every
+# kink (t and the x_i, x'_i), and each cell's mass is a one-dimensional integral over the threshold
+# noise (Fubini). The log ratio is the sum of
+# - the Laplace term (|v - x'_k| - |v - x_k|)/b_nu, monotone in v: its range on a cell is its two ends;
+# - g = log H_k - log H'_k. On a cell [a, b], H_k(s) = H_k(a) + X and H'_k(s) = H'_k(a) + X' with
+#   X/X' in the range of phi_k/phi'_k on the cell, which is prod_{i<k} F(z_i)/F(z'_i): each factor
+#   is monotone (log F is concave), so the range is bounded by the factors' values at the two ends.
+#   With kappa = (X/X') e^{-g(a)} and u = X'/H'_k(a) in [0, U], g(s) - g(a) = log((1 + kappa u)/(1 + u)),
+#   monotone in u; and symmetrically from the right end b. (Also: g moves by at most the increments
+#   of log H_k and log H'_k, as both increase.) The intersection of these intervals is certified.
+# Left of e_0 = min(t, x, x') every Laplace term is on its exponential branch, so the ratio is the
+# constant sum_{i<=k} (x'_i - x_i)/b_nu and H_k has a closed form: one exact cell.
+
+
+def _lap_mass(a, b, scale: float) -> np.ndarray:
+    """P(a < Z <= b) for Z ~ Lap(scale), without the cancellation of CDF differences in the tails."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return np.where(a >= 0, _lap_sf(a, scale) - _lap_sf(b, scale), _lap_cdf(b, scale) - _lap_cdf(a, scale))
+
+
+def _svt3_edges(x: np.ndarray, x2: np.ndarray, t: float, b: float) -> np.ndarray:
+    lo, hi = min(x.min(), x2.min(), t), max(x.max(), x2.max(), t)
+    parts = [np.arange(lo, hi + 2, 2e-3), np.arange(hi + 2, hi + 20, 1e-2), np.arange(hi + 20, hi + 60, 0.05),
+             np.arange(hi + 60, hi + 200, 0.25), np.arange(hi + 200, hi + 65 * b, 2.0)]
+    kinks = np.unique(np.r_[x, x2, t, hi + 65 * b])
+    grid = np.concatenate(parts)
+    near = np.abs(grid[:, None] - kinks[None, :]).min(axis=1) < 1e-9  # no sliver cells beside a kink
+    return np.unique(np.r_[grid[~near], kinks])
+
+
+def _svt3_masses(x: np.ndarray, t: float, b_rho: float, b_nu: float, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Per first-above query k (rows): the masses of the v-cells (-inf, e_0], (e_0, e_1], ...,
+    (e_last, inf); H_k at every edge minus t; an upper bound on H_k(inf); and the quadrature error
+    (20- against 40-point Gauss-Legendre per cell, plus the tails beyond e_last)."""
+    m, s = x.size, e - t
+    # closed form left of e_0: phi_k(r) = C_k e^{a_k r}
+    k = np.arange(m)
+    logC = -math.log(2 * b_rho) + np.r_[0.0, np.cumsum(math.log(0.5) + (t - x[:-1]) / b_nu)]
+    a = 1.0 / b_rho + k / b_nu
+    H0 = np.exp(logC + a * s[0]) / a
+    left = _lap_cdf(e[0] - x, b_nu) * H0 * (1.0 / b_nu) / (a + 1.0 / b_nu)
+    step = _lap_mass(e[None, :-1] - x[:, None], e[None, 1:] - x[:, None], b_nu)  # k x cells
+    out = []
+    for n_gl in (20, 40):
+        g, w = np.polynomial.legendre.leggauss(n_gl)
+        mid, half = (s[1:] + s[:-1]) / 2, (s[1:] - s[:-1]) / 2
+        r = mid[:, None] + half[:, None] * g[None, :]  # cells x nodes
+        below = np.cumprod(_lap_cdf(r[None, :, :] + t - x[:-1, None, None], b_nu), axis=0)
+        phi = _lap_pdf(r, b_rho)[None] * np.concatenate([np.ones((1,) + r.shape), below])  # k x cells x nodes
+        I = (phi * w).sum(axis=2) * half
+        # the threshold inside the cell: v between r + t and the cell's right edge
+        K = (phi * _lap_mass(r[None] + t - x[:, None, None], e[None, 1:, None] - x[:, None, None], b_nu) * w).sum(axis=2) * half
+        H = np.concatenate([H0[:, None], H0[:, None] + np.cumsum(I, axis=1)], axis=1)  # at the edges
+        inner = step * H[:, :-1] + K
+        right = _lap_sf(e[-1] - x, b_nu) * H[:, -1]  # + at most S_rho(e_last - t): in the error
+        out.append((np.concatenate([left[:, None], inner, right[:, None]], axis=1), H))
+    tail = float(_lap_sf(s[-1], b_rho))
+    err = float(max(np.max(np.abs(out[1][0] - out[0][0])), np.max(np.abs(out[1][1] - out[0][1])))) + tail
+    return out[1][0], out[1][1], out[1][1][:, -1] + tail, err
+
+
+def _svt3_h_range(H: np.ndarray, H2: np.ndarray, psi_lo: np.ndarray, psi_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi] of g = log H - log H2 on each cell between consecutive edges (see the comment above)."""
+    g = np.log(H) - np.log(H2)
+    dA, dB = np.diff(np.log(H), axis=-1), np.diff(np.log(H2), axis=-1)
+    lo, hi = np.maximum(g[..., :-1] - dB, g[..., 1:] - dA), np.minimum(g[..., :-1] + dA, g[..., 1:] + dB)
+    # h below is increasing in kappa from the left end and decreasing from the right end, so each
+    # end of the range of g takes the matching end of the range of phi/phi'
+    U = np.expm1(dB)  # from the left end a: u = X'/H2(a) in [0, U], g(s) - g(a) = log((1 + kappa u)/(1 + u))
+    ga = g[..., :-1]
+    h_lo, h_hi = (np.log1p(np.exp(bound - ga) * U) - np.log1p(U) for bound in (psi_lo, psi_hi))
+    lo, hi = np.maximum(lo, ga + np.minimum(h_lo, 0.0)), np.minimum(hi, ga + np.maximum(h_hi, 0.0))
+    V = -np.expm1(-dB)  # from the right end b: u = X'/H2(b) in [0, V], g(s) - g(b) = log((1 - kappa u)/(1 - u))
+    gb = g[..., 1:]
+    with np.errstate(divide="ignore"):
+        h_lo, h_hi = (np.log(np.maximum(1.0 - np.exp(bound - gb) * V, 0.0)) - np.log1p(-V) for bound in (psi_hi, psi_lo))
+    lo, hi = np.maximum(lo, gb + np.minimum(h_lo, 0.0)), np.minimum(hi, gb + np.maximum(h_hi, 0.0))
+    # slack for the rounding of log H (relative errors ~1e-13): the range stays a true range
+    return lo - 1e-10, hi + 1e-10
+
+
+def _svt3_cells(x: np.ndarray, x2: np.ndarray, t: float, b_rho: float, b_nu: float, e: np.ndarray) -> tuple[np.ndarray, Cells]:
+    """Cells: code k (e.size + 1) + j for the j-th v-cell of first-above query k, then "all below"."""
+    (p, H, Hinf, e1), (q, H2, H2inf, e2) = (_svt3_masses(v, t, b_rho, b_nu, e) for v in (x, x2))
+    # the Laplace term, monotone in v: its range on a cell is its values at the two ends
+    lap = (np.abs(e[None, :] - x2[:, None]) - np.abs(e[None, :] - x[:, None])) / b_nu
+    lap_lo, lap_hi = np.minimum(lap[:, :-1], lap[:, 1:]), np.maximum(lap[:, :-1], lap[:, 1:])
+    # log phi_k/phi'_k: per earlier query a monotone factor; its range on a cell from the two ends
+    T = np.log(_lap_cdf(e[None, :] - x[:-1, None], b_nu)) - np.log(_lap_cdf(e[None, :] - x2[:-1, None], b_nu))
+    zero = np.zeros((1, e.size - 1))
+    psi_lo = np.r_[zero, np.cumsum(np.minimum(T[:, :-1], T[:, 1:]), axis=0)]
+    psi_hi = np.r_[zero, np.cumsum(np.maximum(T[:, :-1], T[:, 1:]), axis=0)]
+    h_lo, h_hi = _svt3_h_range(H, H2, psi_lo, psi_hi)
+    # right of e_last: H increases to at most Hinf (H2 to H2inf); the Laplace term is constant
+    g = np.log(H[:, -1]) - np.log(H2[:, -1])
+    tA, tB = np.log(Hinf) - np.log(H[:, -1]), np.log(H2inf) - np.log(H2[:, -1])
+    left = np.cumsum(x2 - x) / b_nu  # exact: every Laplace term on its exponential branch
+    lo = np.concatenate([left[:, None], h_lo + lap_lo, (g - tB + lap[:, -1])[:, None]], axis=1)
+    hi = np.concatenate([left[:, None], h_hi + lap_hi, (g + tA + lap[:, -1])[:, None]], axis=1)
+    none = [_svt_first_above(v, t, b_rho, b_nu) for v in (x, x2)]
+    P, Q = np.r_[p.ravel(), none[0][0][-1]], np.r_[q.ravel(), none[1][0][-1]]
+    lr_none = math.log(none[0][0][-1]) - math.log(none[1][0][-1])
+    err = max(e1, e2, none[0][1], none[1][1])
+    return np.arange(P.size), Cells(P, Q, np.r_[lo.ravel(), lr_none], np.r_[hi.ravel(), lr_none], err)
+
+
+def _svt3_law(b_rho: float, b_nu: float, t: float) -> Law:
+    def cells(d, d2, noise=1.0):
+        x, x2 = np.asarray(d, float), np.asarray(d2, float)
+        return _svt3_cells(x, x2, t, b_rho * noise, b_nu * noise, _svt3_edges(x, x2, t, b_nu))  # the mechanism's grid
+
+    def codes(out, d, d2):
+        x, x2 = np.asarray(d, float), np.asarray(d2, float)
+        e = _svt3_edges(x, x2, t, b_nu)
+        out = np.asarray(out, float)
+        answered = out != -1000.0
+        k = np.where(answered.any(axis=1), np.argmax(answered, axis=1), x.size)
+        v = out[np.arange(len(out)), np.minimum(k, x.size - 1)]
+        return np.where(k < x.size, k * (e.size + 1) + np.searchsorted(e, v, side="left"), x.size * (e.size + 1))
+
+    return Law(cells, codes, f"quadrature of f_nu(v - x_k) H_k(v - t) on v-cells (Lap({b_rho:g}), Lap({b_nu:g}), t = {t:g}); "
+               "log-ratio range from the monotone H_k at the cell edges")
 
 
 # --- SVT5 (no query noise) and SVT6 (no cutoff): all 2^10 answer patterns (code = sum of bit_j 2^j)
@@ -600,6 +729,7 @@ LAWS: dict[str, Law] = {
     "ReportNoisyMax3": _rnm3_law(2.0 / sm.EPS),
     "SVT1": _svt_c1_law(1.0 / (sm.EPS / 2), 2.0 / (sm.EPS / 2), 0.5),
     "SVT2": _svt_c1_law(1.0 / (sm.EPS / 2), 2.0 / (sm.EPS / 2), 1.0),
+    "SVT3": _svt3_law(1.0 / (sm.EPS / 2), 1.0 / (sm.EPS / 2), 1.0),
     "SVT4": _svt_c1_law(1.0 / (sm.EPS / 4), 1.0 / (3 * sm.EPS / 4), 1.0),
     "SVT5": _svt5_law(2.0 / sm.EPS, 1.0),
     "SVT6": _svt6_law(2.0 / sm.EPS, 2.0 / sm.EPS, 1.0),
@@ -612,7 +742,6 @@ LAWS: dict[str, Law] = {
 
 NOT_COMPUTED = {
     "ReportNoisyMax4": "max value with exponential noise: no certified log-ratio range at the support's edge; our audit already certifies 0.574 > 0.353",
-    "SVT3": "mixed output (noisy value of the above answer): not certified here",
     "SVT34Parallel": "20-column mixed output: not certified here",
     "NumericalSVT": "c = 2 with released noisy values: not certified here",
     "FloatLaplace": "the leak is in the float bit patterns (infinite true eps); our audit already certifies 8.25 > 0.25",
