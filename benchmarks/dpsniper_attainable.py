@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -541,6 +542,228 @@ def _nsvt_law(b_rho: float, b_cmp: float, b_out: float, t: float, c: int) -> Law
                f"t = {t:g}) times the exact convolution of the released values' loss classes (Lap({b_out:g}), {_NSVT_GRID} cells)")
 
 
+# --- SVT34Parallel: SVT3 and SVT4 with c = 2 on the same input, independent noise, so the output
+# law is the product of the two laws and the log ratio the sum of theirs. SVT4 (flags) is its
+# above-pattern law (the NumericalSVT quadrature). SVT3 with c = 2 releases the noisy values of the
+# (at most two) above queries A. Given the threshold noise r the released values are independent
+# Laplace variables conditioned to exceed r + t, so with S the queries answered below:
+# - A = {j}: density f_nu(v - x_j) H_S(v - t), as for c = 1 (S = every other query);
+# - A = {j, k}: density f_nu(v_j - x_j) f_nu(v_k - x_k) H_S(min(v_j, v_k) - t) (S = the queries
+#   before k other than j). The cells: the smaller value in a v-cell and the other value in a
+#   class above it (the same v-cells where the other's Laplace term moves, merged where it is
+#   constant), whose mass factorises into the smaller value's cell mass (the c = 1 integral) times
+#   the other value's Laplace mass; or both values in the same v-cell (a quadrature of its own).
+# Each cell's log-ratio range is the H_S range (as for SVT3) plus the Laplace terms' ranges. To keep
+# the product small, cells are merged into log-ratio bins (a union of cells is an event; its
+# range is the union of the ranges), before and after the product.
+
+_SVT34_BIN = 2e-4  # width of the log-ratio bins (the merged cells' ranges add their own widths)
+
+
+def _svt34_edges(x: np.ndarray, x2: np.ndarray, t: float, b: float) -> np.ndarray:
+    return _svt3_edges(x, x2, t, b)
+
+
+def _sv_parts(x: np.ndarray, S: np.ndarray, released: list[tuple[int, ...]], t: float, b_rho: float, b_nu: float,
+              e: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """For the below-set S (boolean mask), the mass of every v-cell [(-inf, e_0], inner cells,
+    (e_last, inf)] of each released tuple: (j,) = value j in the cell with threshold below it,
+    (j, k) = both values in the same cell; H_S at the edges minus t, an upper bound on H_S(inf),
+    and the quadrature error (20 against 40 Gauss-Legendre nodes, plus the tails)."""
+    s, beta = e - t, 1.0 / b_nu
+    xs = x[S]
+    a = 1.0 / b_rho + xs.size * beta
+    logC = -math.log(2 * b_rho) + float(np.sum(math.log(0.5) + (t - xs) / b_nu))
+    H0 = math.exp(logC + a * s[0]) / a  # closed form left of e_0: phi_S(r) = C e^{a r}
+    out = []
+    for n_gl in (20, 40):
+        g, w = np.polynomial.legendre.leggauss(n_gl)
+        mid, half = (s[1:] + s[:-1]) / 2, (s[1:] - s[:-1]) / 2
+        r = mid[:, None] + half[:, None] * g[None, :]
+        phi = _lap_pdf(r, b_rho) * np.prod(_lap_cdf(r[None] + t - xs[:, None, None], b_nu), axis=0)
+        I = (phi * w).sum(axis=1) * half
+        H = np.r_[H0, H0 + np.cumsum(I)]
+        rows = []
+        for rel in released:
+            inside = np.ones_like(r)
+            step = np.ones(e.size - 1)
+            left, right = H0, H[-1]
+            for j in rel:
+                inside = inside * _lap_mass(r + t - x[j], e[1:, None] - x[j], b_nu)
+                step = step * _lap_mass(e[:-1] - x[j], e[1:] - x[j], b_nu)
+                right = right * float(_lap_sf(e[-1] - x[j], b_nu))
+                left = left * float(_lap_cdf(e[0] - x[j], b_nu))
+            left *= beta / (a + beta) if len(rel) == 1 else 2 * beta**2 / ((a + beta) * (a + 2 * beta))
+            rows.append(np.r_[left, step * H[:-1] + (phi * inside * w).sum(axis=1) * half, right])
+        out.append((np.asarray(rows), H))
+    tail = float(_lap_sf(s[-1], b_rho))
+    err = float(max(np.max(np.abs(out[1][0] - out[0][0])), np.max(np.abs(out[1][1] - out[0][1])))) + tail
+    return out[1][0], out[1][1], out[1][1][-1] + tail, err
+
+
+def _svt3c2_raw(x: np.ndarray, x2: np.ndarray, t: float, b_rho: float, b_nu: float, e: np.ndarray):
+    """SVT3 with c = 2 on the pair: (keys, P, Q, lo, hi, err) of every cell (see the key layout in
+    ``_svt3c2_key``)."""
+    m, NC = x.size, e.size + 1
+    lower, upper = np.r_[-np.inf, e], np.r_[e, np.inf]  # of the v-cells
+    lap = (np.abs(e[None, :] - x2[:, None]) - np.abs(e[None, :] - x[:, None])) / b_nu  # queries x edges
+    lap_lo = np.c_[lap[:, :1], np.minimum(lap[:, :-1], lap[:, 1:]), lap[:, -1:]]  # queries x cells
+    lap_hi = np.c_[lap[:, :1], np.maximum(lap[:, :-1], lap[:, 1:]), lap[:, -1:]]
+    T = np.log(_lap_cdf(e[None, :] - x[:, None], b_nu)) - np.log(_lap_cdf(e[None, :] - x2[:, None], b_nu))
+    Tmin, Tmax = np.minimum(T[:, :-1], T[:, 1:]), np.maximum(T[:, :-1], T[:, 1:])
+    keys, P, Q, LO, HI, errs = [], [], [], [], [], []
+    (p0, _), (q0, _) = (_nsvt_pattern_probs(v, t, b_rho, b_nu, 2) for v in (x, x2))
+    keys.append(np.zeros(1, np.int64)); P.append(p0[:1]); Q.append(q0[:1])
+    lr0 = math.log(p0[0]) - math.log(q0[0])
+    LO.append(np.r_[lr0]); HI.append(np.r_[lr0])
+
+    def h_range(S, H, H2, Hinf, H2inf):
+        g = np.log(H) - np.log(H2)
+        hlo, hhi = _svt3_h_range(H, H2, Tmin[S].sum(axis=0), Tmax[S].sum(axis=0))
+        tA, tB = math.log(Hinf) - math.log(H[-1]), math.log(H2inf) - math.log(H2[-1])
+        left = float(np.sum(x2[S] - x[S])) / b_nu  # every Laplace term on its exponential branch
+        return np.r_[left, hlo, g[-1] - tB], np.r_[left, hhi, g[-1] + tA]
+
+    for j in range(m):  # A = {j}: every other query below
+        S = np.ones(m, bool)
+        S[j] = False
+        (pm, H, Hinf, e1), (qm, H2, H2inf, e2) = (_sv_parts(v, S, [(j,)], t, b_rho, b_nu, e) for v in (x, x2))
+        hlo, hhi = h_range(S, H, H2, Hinf, H2inf)
+        keys.append(_svt3c2_key(NC, single=j, cell=np.arange(NC))); P.append(pm[0]); Q.append(qm[0])
+        LO.append(hlo + lap_lo[j]); HI.append(hhi + lap_hi[j]); errs += [e1, e2]
+    for pat, (j, k) in enumerate(itertools.combinations(range(m), 2)):
+        S = np.zeros(m, bool)
+        S[:k] = True
+        S[j] = False
+        (pm, H, Hinf, e1), (qm, H2, H2inf, e2) = (_sv_parts(v, S, [(j,), (k,), (j, k)], t, b_rho, b_nu, e) for v in (x, x2))
+        hlo, hhi = h_range(S, H, H2, Hinf, H2inf)
+        errs += [e1, e2]
+        # both values in the same cell
+        keys.append(_svt3c2_key(NC, pair=pat, side=2, cell=np.arange(NC), other=np.zeros(NC, np.int64)))
+        P.append(pm[2]); Q.append(qm[2])
+        LO.append(hlo + lap_lo[j] + lap_lo[k]); HI.append(hhi + lap_hi[j] + lap_hi[k])
+        for side, (lo_i, o) in enumerate(((j, k), (k, j))):  # lo_i holds the smaller value
+            a_o, b_o = min(x[o], x2[o]), max(x[o], x2[o])
+            moving = np.flatnonzero((upper > a_o) & (lower < b_o))  # cells where o's Laplace term moves
+            cs = np.arange(NC - 1)  # the smaller value's cell (not the last: the other must lie above it)
+            below = cs[upper[cs] < a_o]  # the other below o's kinks, above the cell: constant term
+            ci, gi = np.nonzero(cs[:, None] < moving[None, :])
+            mc, mg = cs[ci], moving[gi]
+            start = np.maximum(upper[cs], b_o)  # the other above o's kinks
+            c_all = np.r_[below, mc, cs]
+            cls = np.r_[np.full(below.size, NC), mg, np.full(cs.size, NC + 1)]
+            c_lo = np.r_[np.full(below.size, lap[o, 0]), lap_lo[o, mg], np.full(cs.size, lap[o, -1])]
+            c_hi = np.r_[np.full(below.size, lap[o, 0]), lap_hi[o, mg], np.full(cs.size, lap[o, -1])]
+            for v, mass, Pl in ((x, pm, P), (x2, qm, Q)):
+                other = np.r_[_lap_mass(upper[below] - v[o], a_o - v[o], b_nu), _lap_mass(lower[mg] - v[o], upper[mg] - v[o], b_nu),
+                              _lap_sf(start - v[o], b_nu)]
+                Pl.append(mass[side][c_all] * other)  # mass[0]: j's cell masses, mass[1]: k's
+            keys.append(_svt3c2_key(NC, pair=pat, side=side, cell=c_all, other=cls))
+            LO.append(hlo[c_all] + lap_lo[lo_i, c_all] + c_lo)
+            HI.append(hhi[c_all] + lap_hi[lo_i, c_all] + c_hi)
+    return (np.concatenate(keys), np.concatenate(P), np.concatenate(Q), np.concatenate(LO), np.concatenate(HI), max(errs))
+
+
+def _svt3c2_key(NC: int, single: int | None = None, pair: int | None = None, side: int = 0, cell=None, other=None) -> np.ndarray:
+    """0: no above; 1 + j NC + cell: A = {j}; then per pair of above queries (in combinations
+    order), side (0: the first query's value is the smaller, 1: the second's, 2: the same cell),
+    the smaller value's cell and the other's class (its cell, NC = below its kinks, NC + 1 = above)."""
+    cell = np.asarray(cell, np.int64)
+    if single is not None:
+        return 1 + single * NC + cell
+    return 1 + 10 * NC + ((pair * 3 + side) * NC + cell) * (NC + 2) + np.asarray(other, np.int64)
+
+
+def _merge_by_ratio(P: np.ndarray, Q: np.ndarray, lo: np.ndarray, hi: np.ndarray, mid: np.ndarray, width: float):
+    """Cells merged into bins of ``width`` by ``mid`` (a log ratio inside each cell's range): the
+    bin of every cell and the bins' (P, Q, lo, hi); a bin is a union of cells, so an event."""
+    _, inv = np.unique(np.floor(mid / width).astype(np.int64), return_inverse=True)
+    nb = int(inv.max()) + 1
+    blo, bhi = np.full(nb, np.inf), np.full(nb, -np.inf)
+    np.minimum.at(blo, inv, lo)
+    np.maximum.at(bhi, inv, hi)
+    return inv, np.bincount(inv, P, nb), np.bincount(inv, Q, nb), blo, bhi
+
+
+def _svt34_law(t: float = 1.0) -> Law:
+    b3_rho, b3_nu = 1.0 / (sm.EPS / 2), 2.0 / (sm.EPS / 2)  # SVT3 with c = 2
+    b4_rho, b4_nu = 1.0 / (sm.EPS / 4), 1.0 / (3 * sm.EPS / 4)  # SVT4 (its query noise ignores c)
+
+    @functools.lru_cache(maxsize=4)
+    def raw(xb: bytes, x2b: bytes, noise: float):
+        x, x2 = np.frombuffer(xb), np.frombuffer(x2b)
+        return _svt3c2_raw(x, x2, t, b3_rho * noise, b3_nu * noise, _svt34_edges(x, x2, t, b3_nu))
+
+    def structure(x, x2):
+        """The noise-1 binning (the cells' events do not depend on the noise scale)."""
+        e = _svt34_edges(x, x2, t, b3_nu)
+        keys3, P, Q, lo, hi, _ = raw(x.tobytes(), x2.tobytes(), 1.0)
+        inv3, *_, blo, bhi = _merge_by_ratio(P, Q, lo, hi, (lo + hi) / 2, _SVT34_BIN)
+        (p4, _), (q4, _) = (_nsvt_pattern_probs(v, t, b4_rho, b4_nu, 2) for v in (x, x2))
+        lr4 = np.log(p4) - np.log(q4)
+        mid = ((blo + bhi) / 2)[:, None] + lr4[None, :]
+        inv = np.unique(np.floor(mid.ravel() / _SVT34_BIN).astype(np.int64), return_inverse=True)[1]
+        return e, keys3, inv3, inv
+
+    def cells(d, d2, noise=1.0):
+        x, x2 = np.asarray(d, float), np.asarray(d2, float)
+        e, _, inv3, inv = structure(x, x2)
+        _, P, Q, lo, hi, err3 = raw(x.tobytes(), x2.tobytes(), float(noise))
+        n3 = int(inv3.max()) + 1
+        P3, Q3 = np.bincount(inv3, P, n3), np.bincount(inv3, Q, n3)
+        lo3, hi3 = np.full(n3, np.inf), np.full(n3, -np.inf)
+        np.minimum.at(lo3, inv3, lo)
+        np.maximum.at(hi3, inv3, hi)
+        (p4, e4), (q4, e5) = (_nsvt_pattern_probs(v, t, b4_rho * noise, b4_nu * noise, 2) for v in (x, x2))
+        lr4 = np.log(p4) - np.log(q4)
+        nb = int(inv.max()) + 1
+        Pp, Qp = np.outer(P3, p4).ravel(), np.outer(Q3, q4).ravel()
+        lop, hip = (lo3[:, None] + lr4[None, :]).ravel(), (hi3[:, None] + lr4[None, :]).ravel()
+        blo, bhi = np.full(nb, np.inf), np.full(nb, -np.inf)
+        np.minimum.at(blo, inv, lop)
+        np.maximum.at(bhi, inv, hip)
+        return np.arange(nb), Cells(np.bincount(inv, Pp, nb), np.bincount(inv, Qp, nb), blo, bhi, max(err3, e4, e5))
+
+    def codes(out, d, d2):
+        x, x2 = np.asarray(d, float), np.asarray(d2, float)
+        e, keys3, inv3, inv = structure(x, x2)
+        m, NC = x.size, e.size + 1
+        lower, upper = np.r_[-np.inf, e], np.r_[e, np.inf]
+        out = np.asarray(out, float)
+        o3, o4 = out[:, :m], out[:, m:]
+        above3 = (o3 != -1000.0) & (o3 != -2000.0)
+        cnt = above3.sum(axis=1)
+        first = np.argmax(above3, axis=1)
+        second = np.where(cnt == 2, m - 1 - np.argmax(above3[:, ::-1], axis=1), first)
+        rows = np.arange(len(out))
+        v1, v2 = o3[rows, first], o3[rows, second]
+        c1, c2 = np.searchsorted(e, v1, side="left"), np.searchsorted(e, v2, side="left")
+        pair_index = {jk: i for i, jk in enumerate(itertools.combinations(range(m), 2))}
+        pat = np.asarray([pair_index.get((int(a), int(b)), 0) for a, b in zip(first, second)])
+
+        def other_class(o, c):
+            a_o, b_o = np.minimum(x[o], x2[o]), np.maximum(x[o], x2[o])
+            return np.where(upper[c] <= a_o, NC, np.where(lower[c] >= b_o, NC + 1, c))
+
+        side = np.where(c1 == c2, 2, np.where(v1 < v2, 0, 1))
+        cell = np.where(side == 1, c2, c1)
+        other = np.where(side == 2, 0, np.where(side == 0, other_class(second, c2), other_class(first, c1)))
+        key = np.where(cnt == 1, 1 + first * NC + c1, 0)
+        two = cnt == 2
+        key[two] = _svt3c2_key(NC, pair=pat[two], side=side[two], cell=cell[two], other=other[two])
+        order = np.argsort(keys3)
+        pos = order[np.searchsorted(keys3, key, sorter=order)]
+        assert np.all(keys3[pos] == key), "a sampled SVT3 output outside the law's cells"
+        pattern4 = {A: i for i, A in enumerate(_nsvt_patterns(m, 2))}
+        bits = (o4 == 1.0).astype(np.int64) @ (1 << np.arange(m))
+        i4 = np.asarray([pattern4[tuple(int(j) for j in range(m) if b >> j & 1)] for b in bits])
+        return inv[inv3[pos] * len(pattern4) + i4]
+
+    return Law(cells, codes, f"product of SVT3 (c = 2: v-cells of the smaller released value, classes of the other; Lap({b3_rho:g}), "
+               f"Lap({b3_nu:g})) and SVT4 (c = 2, pattern quadrature; Lap({b4_rho:g}), Lap({b4_nu:g})); cells merged into "
+               f"log-ratio bins of {_SVT34_BIN:g}")
+
+
 # --- SVT5 (no query noise) and SVT6 (no cutoff): all 2^10 answer patterns (code = sum of bit_j 2^j)
 
 
@@ -823,11 +1046,11 @@ LAWS: dict[str, Law] = {
     "Snapping": _snap_law(),
     "SVT3": _svt3_law(1.0 / (sm.EPS / 2), 1.0 / (sm.EPS / 2), 1.0),
     "NumericalSVT": _nsvt_law(3.0 / sm.EPS, 6.0 * 2 / sm.EPS, 3.0 * 2 / sm.EPS, 1.0, 2),
+    "SVT34Parallel": _svt34_law(),
 }
 
 NOT_COMPUTED = {
     "ReportNoisyMax4": "max value with exponential noise: no certified log-ratio range at the support's edge; our audit already certifies 0.574 > 0.353",
-    "SVT34Parallel": "20-column mixed output: not certified here",
     "FloatLaplace": "the leak is in the float bit patterns (infinite true eps); our audit already certifies 8.25 > 0.25",
 }
 
