@@ -42,10 +42,12 @@ range per cell. SVT3 (the first above query and its noisy value) cuts the value 
 cell's mass a quadrature over the threshold noise, with a log-ratio range certified from the
 monotone prefix integral H_k at the cell edges (no Lipschitz constant). NumericalSVT factorises
 into the above-pattern's probability (quadrature) times the released values' independent Laplace
-laws (exact loss-class convolution). Rows not computed: ReportNoisyMax4 (exponential noise: the
-log-ratio has no Lipschitz bound at the support's edge), SVT34Parallel (see ``NOT_COMPUTED``) and
-FloatLaplace (its leak lives in the float bit patterns; our own audit already exceeds the published
-bound there).
+laws (exact loss-class convolution). SVT34Parallel is the product of SVT3 with c = 2 (two released
+values: cells of the smaller one times classes of the other, each factorising into one-dimensional
+integrals) and SVT4's pattern law, merged into log-ratio bins of width 2e-4 (a bin is an event; its
+range is the union of its cells'). Rows not computed: ReportNoisyMax4 (exponential noise: the
+log-ratio has no Lipschitz bound at the support's edge) and FloatLaplace (its leak lives in the
+float bit patterns; our own audit already exceeds the published bound there).
 
     nice python benchmarks/dpsniper_attainable.py [--only SVT1,Rappor]
 
@@ -1176,9 +1178,12 @@ NOTES = """Reading the table:
   attained value reaches the published bound; "> 1e11" where it does not by 1e11 draws.
 - The true eps column is the certified largest |log P(o)/Q(o)| over outputs and pairs; where it is
   below the published value no number of draws reaches it on these pairs.
+- Where a continuous output is cut into cells (ReportNoisyMax3, SVT3, SVT34Parallel; NumericalSVT's
+  released values) the true eps and oracle columns are brackets: below, a cell's (an event's)
+  |log P(E)/Q(E)|; above, the cells' certified log-ratio ranges.
 - RAPPOR / one-time RAPPOR: our hash puts the inputs' Bloom filters 7 bits apart (DP-Sniper's: 6), so
   our true eps (0.350 / 0.701) exceeds theirs (0.300 / 0.600).
-- Not computed (no certified law here): ReportNoisyMax4, SVT34Parallel, FloatLaplace.
+- Not computed (no certified law here): ReportNoisyMax4, FloatLaplace.
   Of these our own audit already exceeds the published bound on ReportNoisyMax4 (0.574 > 0.353) and
   FloatLaplace (8.25 > 0.25), `benchmarks/dpsniper.md`, so those are attainable.
 """

@@ -2,8 +2,9 @@
 
 Each law (one StatDP pair per mechanism) is compared with a seeded Monte Carlo sample of the
 benchmark mechanism's own code by a Pearson chi-square test on the outcome codes (cells merged to
->= 50 expected draws, ``tests/_gof.py``) at level 1e-4 per input: 15 mechanisms x 2 inputs, so the
-family's false-alarm rate is <= 3e-3 (Bonferroni) under the chi-square approximation. Power: the
+>= 50 expected draws, ``tests/_gof.py``) at level 1e-4 per input: 20 mechanisms x 2 inputs, so the
+family's false-alarm rate is <= 4e-3 (Bonferroni) under the chi-square approximation. The cells of
+the laws with continuous outputs (RNM3, SVT3, NumericalSVT, SVT34Parallel) are the outcome codes. Power: the
 same test, on the same samples, must reject the law computed with every noise scale multiplied by
 0.5 (RAPPOR: the flip probability f; SVT2: 0.3; the truncated geometric: eps divided by 1.2, as
 halving the noise leaves its integer table unchanged), and its computed power against that wrong
@@ -11,8 +12,9 @@ law (noncentral chi-square) is asserted >= 0.99 before the verdict. 2e5 draws pe
 for the SVT laws, which move little when both noises scale together). What this cannot see: an
 error as small as the privacy loss itself (the SVT laws of the two inputs of a pair differ by a
 few percent on outcomes of probability ~0.02; telling them apart needs ~1e7 draws). The SVT
-quadrature is therefore also checked against scipy's adaptive quadrature to 1e-10, and the RNM3
-log-ratio ranges pointwise.
+quadrature is therefore also checked against scipy's adaptive quadrature to 1e-10, and the RNM3,
+SVT3 and SVT34Parallel (its SVT3 half with c = 2) log-ratio ranges pointwise against the densities
+recomputed from their definitions.
 
 The Neyman-Pearson machinery is checked against brute force: on laws with few outputs, no
 deterministic event (all 2^k subsets, both directions) beats the certified upper value, and the
@@ -200,3 +202,85 @@ def test_svt3_ratio_ranges_contain_the_pointwise_ratio():
             lr_left = _svt3_log_density(k, v_left, x, t, b) - _svt3_log_density(k, v_left, x2, t, b)
             assert np.allclose(lr_left, lo[k, 0], atol=1e-9) and lo[k, 0] == hi[k, 0]
     assert shrunk_missed > 0, "the check cannot tell a too-narrow interval"
+
+
+def _svt3c2_log_density(A: tuple[int, ...], v: np.ndarray, x: np.ndarray, t: float, b_rho: float, b_nu: float) -> float:
+    """log density of SVT3 (c = 2) releasing the values v of the above queries A, from its definition:
+    prod_j f_nu(v_j - x_j) times the integral over threshold noise r <= min(v) - t of f_rho(r) times
+    P(every query answered below is below), by its own composite rule."""
+    last = max(A) if len(A) == 2 else x.size - 1
+    S = [i for i in range(last + 1) if i not in A]
+    s = float(np.min(v)) - t
+    r, w = da._rule(np.r_[0.0, x - t, s], 60 * max(b_rho, b_nu), 5.0, 30)
+    keep = r <= s
+    phi = da._lap_pdf(r, b_rho) * np.prod(da._lap_cdf(r[None, :] + t - x[S, None], b_nu), axis=0)
+    return sum(math.log(float(da._lap_pdf(vj - x[j], b_nu))) for j, vj in zip(A, v)) + math.log(float(phi[keep] @ w[keep]))
+
+
+def test_svt3_c2_cells_contain_the_pointwise_ratio_and_sum_to_the_patterns():
+    """SVT34Parallel's SVT3 half (c = 2), on the x-shape and half-half pairs: (a) the cells of each
+    above-pattern sum to the pattern's probability from the separate pattern quadrature (to 1e-12);
+    (b) at random points of random cells (one released value, or two: the smaller value's cell and
+    the other's class, or both in one cell), the exact log density ratio lies in the cell's certified
+    range. Wrong variant: the ranges shrunk 10x about their midpoints miss some point. Deterministic
+    (fixed seed)."""
+    entry = next(e for e in sm.BENCHMARK if e.name == "SVT34Parallel")
+    pairs, _ = pairs_for(entry)
+    rng = np.random.default_rng(12)
+    t, b_rho, b_nu = 1.0, 20.0, 40.0
+    combos = list(itertools.combinations(range(10), 2))
+    pats = da._nsvt_patterns(10, 2)
+    shrunk_missed = checked_below = 0
+    for pair in (pairs[-1], pairs[4]):
+        x, x2 = np.asarray(pair.d, float), np.asarray(pair.d_prime, float)
+        e = da._svt34_edges(x, x2, t, b_nu)
+        NC = e.size + 1
+        lower, upper = np.r_[-np.inf, e], np.r_[e, np.inf]
+        keys, P, Q, lo, hi, _ = da._svt3c2_raw(x, x2, t, b_rho, b_nu, e)
+        p0, _ = da._nsvt_pattern_probs(x, t, b_rho, b_nu, 2)
+        single = (keys >= 1) & (keys < 1 + 10 * NC)
+        rest = keys - 1 - 10 * NC
+        pat_of = np.where(single, -1, rest // (NC * (NC + 2)) // 3)
+        for A in ((), (0,), (7,), (0, 1), (2, 9), (4, 5)):
+            sel = (keys == 0) if not A else (single & ((keys - 1) // NC == A[0])) if len(A) == 1 else (~single & (keys > 0) & (pat_of == combos.index(A)))
+            assert abs(P[sel].sum() - p0[pats.index(A)]) < 1e-12, A
+        inner = np.flatnonzero(keys > 0)
+        rest = (keys - 1 - 10 * NC) % (NC + 2)
+        below_class = np.flatnonzero(~single & (keys > 0) & (rest == NC))  # rare among random cells
+        same_cell = np.flatnonzero(~single & (keys > 0) & ((keys - 1 - 10 * NC) // (NC + 2) // NC % 3 == 2))
+        chosen = np.r_[rng.choice(inner, 120, replace=False), rng.choice(below_class, 20 if below_class.size else 0), rng.choice(same_cell, 20)]
+        for i in chosen:
+            key = int(keys[i])
+            if key < 1 + 10 * NC:
+                j, c = divmod(key - 1, NC)
+                if c == 0 or c == NC - 1:
+                    continue
+                A, v = (j,), np.r_[lower[c] + rng.random() * (upper[c] - lower[c])]
+            else:
+                r = key - 1 - 10 * NC
+                other, r = r % (NC + 2), r // (NC + 2)
+                c, ps = r % NC, r // NC
+                side, (j, k) = ps % 3, combos[ps // 3]
+                if c == 0:
+                    continue
+                small = lower[c] + rng.random() * (upper[c] - lower[c])
+                if side == 2:
+                    big = lower[c] + rng.random() * (upper[c] - lower[c])
+                else:
+                    o = k if side == 0 else j
+                    a_o, b_o = min(x[o], x2[o]), max(x[o], x2[o])
+                    if other == NC:
+                        big = upper[c] + rng.random() * (a_o - upper[c])
+                    elif other == NC + 1:
+                        big = max(upper[c], b_o) + rng.exponential(30.0)
+                    else:
+                        big = lower[other] + rng.random() * (upper[other] - lower[other])
+                A = (j, k)
+                v = np.r_[small, big] if side != 1 else np.r_[big, small]
+            lr = _svt3c2_log_density(A, v, x, t, b_rho, b_nu) - _svt3c2_log_density(A, v, x2, t, b_rho, b_nu)
+            assert lo[i] <= lr <= hi[i], (pair.label, key, A, v, lr, lo[i], hi[i])
+            mid, half = (lo[i] + hi[i]) / 2, (hi[i] - lo[i]) / 20
+            shrunk_missed += int(abs(lr - mid) > half)
+        checked_below += below_class.size > 0
+    assert checked_below, "no pair exercised the class below the other value's kinks"
+    assert shrunk_missed > 0, "the check cannot tell a too-narrow range"
