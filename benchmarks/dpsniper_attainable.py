@@ -375,33 +375,10 @@ def _svt3_edges(x: np.ndarray, x2: np.ndarray, t: float, b: float) -> np.ndarray
 
 def _svt3_masses(x: np.ndarray, t: float, b_rho: float, b_nu: float, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Per first-above query k (rows): the masses of the v-cells (-inf, e_0], (e_0, e_1], ...,
-    (e_last, inf); H_k at every edge minus t; an upper bound on H_k(inf); and the quadrature error
-    (20- against 40-point Gauss-Legendre per cell, plus the tails beyond e_last)."""
-    m, s = x.size, e - t
-    # closed form left of e_0: phi_k(r) = C_k e^{a_k r}
-    k = np.arange(m)
-    logC = -math.log(2 * b_rho) + np.r_[0.0, np.cumsum(math.log(0.5) + (t - x[:-1]) / b_nu)]
-    a = 1.0 / b_rho + k / b_nu
-    H0 = np.exp(logC + a * s[0]) / a
-    left = _lap_cdf(e[0] - x, b_nu) * H0 * (1.0 / b_nu) / (a + 1.0 / b_nu)
-    step = _lap_mass(e[None, :-1] - x[:, None], e[None, 1:] - x[:, None], b_nu)  # k x cells
-    out = []
-    for n_gl in (20, 40):
-        g, w = np.polynomial.legendre.leggauss(n_gl)
-        mid, half = (s[1:] + s[:-1]) / 2, (s[1:] - s[:-1]) / 2
-        r = mid[:, None] + half[:, None] * g[None, :]  # cells x nodes
-        below = np.cumprod(_lap_cdf(r[None, :, :] + t - x[:-1, None, None], b_nu), axis=0)
-        phi = _lap_pdf(r, b_rho)[None] * np.concatenate([np.ones((1,) + r.shape), below])  # k x cells x nodes
-        I = (phi * w).sum(axis=2) * half
-        # the threshold inside the cell: v between r + t and the cell's right edge
-        K = (phi * _lap_mass(r[None] + t - x[:, None, None], e[None, 1:, None] - x[:, None, None], b_nu) * w).sum(axis=2) * half
-        H = np.concatenate([H0[:, None], H0[:, None] + np.cumsum(I, axis=1)], axis=1)  # at the edges
-        inner = step * H[:, :-1] + K
-        right = _lap_sf(e[-1] - x, b_nu) * H[:, -1]  # + at most S_rho(e_last - t): in the error
-        out.append((np.concatenate([left[:, None], inner, right[:, None]], axis=1), H))
-    tail = float(_lap_sf(s[-1], b_rho))
-    err = float(max(np.max(np.abs(out[1][0] - out[0][0])), np.max(np.abs(out[1][1] - out[0][1])))) + tail
-    return out[1][0], out[1][1], out[1][1][:, -1] + tail, err
+    (e_last, inf); H_k at every edge minus t; an upper bound on H_k(inf); and the quadrature error."""
+    rows = [_sv_parts(x, np.arange(x.size) < k, [(k,)], t, b_rho, b_nu, e) for k in range(x.size)]
+    return (np.vstack([r[0][0] for r in rows]), np.vstack([r[1] for r in rows]), np.asarray([r[2] for r in rows]),
+            max(r[3] for r in rows))
 
 
 def _svt3_h_range(H: np.ndarray, H2: np.ndarray, psi_lo: np.ndarray, psi_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -424,29 +401,44 @@ def _svt3_h_range(H: np.ndarray, H2: np.ndarray, psi_lo: np.ndarray, psi_hi: np.
     return lo - 1e-10, hi + 1e-10
 
 
+def _lap_term(x: np.ndarray, x2: np.ndarray, e: np.ndarray, b_nu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The released value's Laplace term (|v - x'_j| - |v - x_j|)/b_nu per query (rows): at the
+    edges, and its [lo, hi] on the cells [(-inf, e_0], inner cells, (e_last, inf)] (monotone in v:
+    the two ends; constant outside the kinks)."""
+    lap = (np.abs(e[None, :] - x2[:, None]) - np.abs(e[None, :] - x[:, None])) / b_nu
+    lo = np.c_[lap[:, :1], np.minimum(lap[:, :-1], lap[:, 1:]), lap[:, -1:]]
+    hi = np.c_[lap[:, :1], np.maximum(lap[:, :-1], lap[:, 1:]), lap[:, -1:]]
+    return lap, lo, hi
+
+
+def _h_cells(x: np.ndarray, x2: np.ndarray, S: np.ndarray, H: np.ndarray, H2: np.ndarray, Hinf: float, H2inf: float,
+             e: np.ndarray, b_nu: float) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi] of log H_S - log H'_S on the cells [(-inf, e_0], inner cells, (e_last, inf)]: exact on
+    the left (every Laplace term on its exponential branch), ``_svt3_h_range`` inside, and right of
+    e_last the increase of H_S to at most Hinf (of H'_S to H2inf)."""
+    # log phi_S/phi'_S: per query of S a monotone factor F(z_i)/F(z'_i); its range from the two ends
+    T = np.log(_lap_cdf(e[None, :] - x[S, None], b_nu)) - np.log(_lap_cdf(e[None, :] - x2[S, None], b_nu))
+    h_lo, h_hi = _svt3_h_range(H, H2, np.minimum(T[:, :-1], T[:, 1:]).sum(axis=0), np.maximum(T[:, :-1], T[:, 1:]).sum(axis=0))
+    g = math.log(H[-1]) - math.log(H2[-1])
+    tA, tB = math.log(Hinf) - math.log(H[-1]), math.log(H2inf) - math.log(H2[-1])
+    left = float(np.sum(x2[S] - x[S])) / b_nu
+    return np.r_[left, h_lo, g - tB], np.r_[left, h_hi, g + tA]
+
+
 def _svt3_cells(x: np.ndarray, x2: np.ndarray, t: float, b_rho: float, b_nu: float, e: np.ndarray) -> tuple[np.ndarray, Cells]:
     """Cells: code k (e.size + 1) + j for the j-th v-cell of first-above query k, then "all below"."""
     (p, H, Hinf, e1), (q, H2, H2inf, e2) = (_svt3_masses(v, t, b_rho, b_nu, e) for v in (x, x2))
-    # the Laplace term, monotone in v: its range on a cell is its values at the two ends
-    lap = (np.abs(e[None, :] - x2[:, None]) - np.abs(e[None, :] - x[:, None])) / b_nu
-    lap_lo, lap_hi = np.minimum(lap[:, :-1], lap[:, 1:]), np.maximum(lap[:, :-1], lap[:, 1:])
-    # log phi_k/phi'_k: per earlier query a monotone factor; its range on a cell from the two ends
-    T = np.log(_lap_cdf(e[None, :] - x[:-1, None], b_nu)) - np.log(_lap_cdf(e[None, :] - x2[:-1, None], b_nu))
-    zero = np.zeros((1, e.size - 1))
-    psi_lo = np.r_[zero, np.cumsum(np.minimum(T[:, :-1], T[:, 1:]), axis=0)]
-    psi_hi = np.r_[zero, np.cumsum(np.maximum(T[:, :-1], T[:, 1:]), axis=0)]
-    h_lo, h_hi = _svt3_h_range(H, H2, psi_lo, psi_hi)
-    # right of e_last: H increases to at most Hinf (H2 to H2inf); the Laplace term is constant
-    g = np.log(H[:, -1]) - np.log(H2[:, -1])
-    tA, tB = np.log(Hinf) - np.log(H[:, -1]), np.log(H2inf) - np.log(H2[:, -1])
-    left = np.cumsum(x2 - x) / b_nu  # exact: every Laplace term on its exponential branch
-    lo = np.concatenate([left[:, None], h_lo + lap_lo, (g - tB + lap[:, -1])[:, None]], axis=1)
-    hi = np.concatenate([left[:, None], h_hi + lap_hi, (g + tA + lap[:, -1])[:, None]], axis=1)
+    _, lap_lo, lap_hi = _lap_term(x, x2, e, b_nu)
+    lo, hi = [], []
+    for k in range(x.size):
+        h_lo, h_hi = _h_cells(x, x2, np.arange(x.size) < k, H[k], H2[k], Hinf[k], H2inf[k], e, b_nu)
+        lo.append(h_lo + lap_lo[k])
+        hi.append(h_hi + lap_hi[k])
     none = [_svt_first_above(v, t, b_rho, b_nu) for v in (x, x2)]
     P, Q = np.r_[p.ravel(), none[0][0][-1]], np.r_[q.ravel(), none[1][0][-1]]
     lr_none = math.log(none[0][0][-1]) - math.log(none[1][0][-1])
     err = max(e1, e2, none[0][1], none[1][1])
-    return np.arange(P.size), Cells(P, Q, np.r_[lo.ravel(), lr_none], np.r_[hi.ravel(), lr_none], err)
+    return np.arange(P.size), Cells(P, Q, np.r_[np.concatenate(lo), lr_none], np.r_[np.concatenate(hi), lr_none], err)
 
 
 def _svt3_law(b_rho: float, b_nu: float, t: float) -> Law:
@@ -608,11 +600,7 @@ def _svt3c2_raw(x: np.ndarray, x2: np.ndarray, t: float, b_rho: float, b_nu: flo
     ``_svt3c2_key``)."""
     m, NC = x.size, e.size + 1
     lower, upper = np.r_[-np.inf, e], np.r_[e, np.inf]  # of the v-cells
-    lap = (np.abs(e[None, :] - x2[:, None]) - np.abs(e[None, :] - x[:, None])) / b_nu  # queries x edges
-    lap_lo = np.c_[lap[:, :1], np.minimum(lap[:, :-1], lap[:, 1:]), lap[:, -1:]]  # queries x cells
-    lap_hi = np.c_[lap[:, :1], np.maximum(lap[:, :-1], lap[:, 1:]), lap[:, -1:]]
-    T = np.log(_lap_cdf(e[None, :] - x[:, None], b_nu)) - np.log(_lap_cdf(e[None, :] - x2[:, None], b_nu))
-    Tmin, Tmax = np.minimum(T[:, :-1], T[:, 1:]), np.maximum(T[:, :-1], T[:, 1:])
+    lap, lap_lo, lap_hi = _lap_term(x, x2, e, b_nu)  # queries x edges, queries x cells
     keys, P, Q, LO, HI, errs = [], [], [], [], [], []
     (p0, _), (q0, _) = (_nsvt_pattern_probs(v, t, b_rho, b_nu, 2) for v in (x, x2))
     keys.append(np.zeros(1, np.int64)); P.append(p0[:1]); Q.append(q0[:1])
@@ -620,11 +608,7 @@ def _svt3c2_raw(x: np.ndarray, x2: np.ndarray, t: float, b_rho: float, b_nu: flo
     LO.append(np.r_[lr0]); HI.append(np.r_[lr0])
 
     def h_range(S, H, H2, Hinf, H2inf):
-        g = np.log(H) - np.log(H2)
-        hlo, hhi = _svt3_h_range(H, H2, Tmin[S].sum(axis=0), Tmax[S].sum(axis=0))
-        tA, tB = math.log(Hinf) - math.log(H[-1]), math.log(H2inf) - math.log(H2[-1])
-        left = float(np.sum(x2[S] - x[S])) / b_nu  # every Laplace term on its exponential branch
-        return np.r_[left, hlo, g[-1] - tB], np.r_[left, hhi, g[-1] + tA]
+        return _h_cells(x, x2, S, H, H2, Hinf, H2inf, e, b_nu)
 
     for j in range(m):  # A = {j}: every other query below
         S = np.ones(m, bool)
@@ -676,15 +660,19 @@ def _svt3c2_key(NC: int, single: int | None = None, pair: int | None = None, sid
     return 1 + 10 * NC + ((pair * 3 + side) * NC + cell) * (NC + 2) + np.asarray(other, np.int64)
 
 
-def _merge_by_ratio(P: np.ndarray, Q: np.ndarray, lo: np.ndarray, hi: np.ndarray, mid: np.ndarray, width: float):
-    """Cells merged into bins of ``width`` by ``mid`` (a log ratio inside each cell's range): the
-    bin of every cell and the bins' (P, Q, lo, hi); a bin is a union of cells, so an event."""
-    _, inv = np.unique(np.floor(mid / width).astype(np.int64), return_inverse=True)
+def _ratio_bins(mid: np.ndarray, width: float) -> np.ndarray:
+    """The bin of every cell: cells whose ``mid`` (a log ratio inside the cell's range) falls in the
+    same interval of ``width`` are merged (a union of cells is an event)."""
+    return np.unique(np.floor(mid / width).astype(np.int64), return_inverse=True)[1]
+
+
+def _merge(inv: np.ndarray, P: np.ndarray, Q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The bins' (P, Q, lo, hi): summed masses, the union of the cells' log-ratio ranges."""
     nb = int(inv.max()) + 1
     blo, bhi = np.full(nb, np.inf), np.full(nb, -np.inf)
     np.minimum.at(blo, inv, lo)
     np.maximum.at(bhi, inv, hi)
-    return inv, np.bincount(inv, P, nb), np.bincount(inv, Q, nb), blo, bhi
+    return np.bincount(inv, P, nb), np.bincount(inv, Q, nb), blo, bhi
 
 
 def _svt34_law(t: float = 1.0) -> Law:
@@ -700,31 +688,23 @@ def _svt34_law(t: float = 1.0) -> Law:
         """The noise-1 binning (the cells' events do not depend on the noise scale)."""
         e = _svt34_edges(x, x2, t, b3_nu)
         keys3, P, Q, lo, hi, _ = raw(x.tobytes(), x2.tobytes(), 1.0)
-        inv3, *_, blo, bhi = _merge_by_ratio(P, Q, lo, hi, (lo + hi) / 2, _SVT34_BIN)
+        inv3 = _ratio_bins((lo + hi) / 2, _SVT34_BIN)
+        *_, blo, bhi = _merge(inv3, P, Q, lo, hi)
         (p4, _), (q4, _) = (_nsvt_pattern_probs(v, t, b4_rho, b4_nu, 2) for v in (x, x2))
-        lr4 = np.log(p4) - np.log(q4)
-        mid = ((blo + bhi) / 2)[:, None] + lr4[None, :]
-        inv = np.unique(np.floor(mid.ravel() / _SVT34_BIN).astype(np.int64), return_inverse=True)[1]
+        inv = _ratio_bins((((blo + bhi) / 2)[:, None] + (np.log(p4) - np.log(q4))[None, :]).ravel(), _SVT34_BIN)
         return e, keys3, inv3, inv
 
     def cells(d, d2, noise=1.0):
         x, x2 = np.asarray(d, float), np.asarray(d2, float)
         e, _, inv3, inv = structure(x, x2)
         _, P, Q, lo, hi, err3 = raw(x.tobytes(), x2.tobytes(), float(noise))
-        n3 = int(inv3.max()) + 1
-        P3, Q3 = np.bincount(inv3, P, n3), np.bincount(inv3, Q, n3)
-        lo3, hi3 = np.full(n3, np.inf), np.full(n3, -np.inf)
-        np.minimum.at(lo3, inv3, lo)
-        np.maximum.at(hi3, inv3, hi)
+        P3, Q3, lo3, hi3 = _merge(inv3, P, Q, lo, hi)
         (p4, e4), (q4, e5) = (_nsvt_pattern_probs(v, t, b4_rho * noise, b4_nu * noise, 2) for v in (x, x2))
         lr4 = np.log(p4) - np.log(q4)
-        nb = int(inv.max()) + 1
-        Pp, Qp = np.outer(P3, p4).ravel(), np.outer(Q3, q4).ravel()
-        lop, hip = (lo3[:, None] + lr4[None, :]).ravel(), (hi3[:, None] + lr4[None, :]).ravel()
-        blo, bhi = np.full(nb, np.inf), np.full(nb, -np.inf)
-        np.minimum.at(blo, inv, lop)
-        np.maximum.at(bhi, inv, hip)
-        return np.arange(nb), Cells(np.bincount(inv, Pp, nb), np.bincount(inv, Qp, nb), blo, bhi, max(err3, e4, e5))
+        # the product law: SVT3's bins times SVT4's patterns, log ratios adding; then merged again
+        Pb, Qb, lob, hib = _merge(inv, np.outer(P3, p4).ravel(), np.outer(Q3, q4).ravel(),
+                                  (lo3[:, None] + lr4[None, :]).ravel(), (hi3[:, None] + lr4[None, :]).ravel())
+        return np.arange(Pb.size), Cells(Pb, Qb, lob, hib, max(err3, e4, e5))
 
     def codes(out, d, d2):
         x, x2 = np.asarray(d, float), np.asarray(d2, float)
