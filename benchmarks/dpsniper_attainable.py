@@ -554,10 +554,6 @@ def _nsvt_law(b_rho: float, b_cmp: float, b_out: float, t: float, c: int) -> Law
 _SVT34_BIN = 2e-4  # width of the log-ratio bins (the merged cells' ranges add their own widths)
 
 
-def _svt34_edges(x: np.ndarray, x2: np.ndarray, t: float, b: float) -> np.ndarray:
-    return _svt3_edges(x, x2, t, b)
-
-
 def _sv_parts(x: np.ndarray, S: np.ndarray, released: list[tuple[int, ...]], t: float, b_rho: float, b_nu: float,
               e: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """For the below-set S (boolean mask), the mass of every v-cell [(-inf, e_0], inner cells,
@@ -682,11 +678,11 @@ def _svt34_law(t: float = 1.0) -> Law:
     @functools.lru_cache(maxsize=4)
     def raw(xb: bytes, x2b: bytes, noise: float):
         x, x2 = np.frombuffer(xb), np.frombuffer(x2b)
-        return _svt3c2_raw(x, x2, t, b3_rho * noise, b3_nu * noise, _svt34_edges(x, x2, t, b3_nu))
+        return _svt3c2_raw(x, x2, t, b3_rho * noise, b3_nu * noise, _svt3_edges(x, x2, t, b3_nu))
 
     def structure(x, x2):
         """The noise-1 binning (the cells' events do not depend on the noise scale)."""
-        e = _svt34_edges(x, x2, t, b3_nu)
+        e = _svt3_edges(x, x2, t, b3_nu)
         keys3, P, Q, lo, hi, _ = raw(x.tobytes(), x2.tobytes(), 1.0)
         inv3 = _ratio_bins((lo + hi) / 2, _SVT34_BIN)
         *_, blo, bhi = _merge(inv3, P, Q, lo, hi)

@@ -233,7 +233,7 @@ def test_svt3_c2_cells_contain_the_pointwise_ratio_and_sum_to_the_patterns():
     shrunk_missed = checked_below = 0
     for pair in (pairs[-1], pairs[4]):
         x, x2 = np.asarray(pair.d, float), np.asarray(pair.d_prime, float)
-        e = da._svt34_edges(x, x2, t, b_nu)
+        e = da._svt3_edges(x, x2, t, b_nu)
         NC = e.size + 1
         lower, upper = np.r_[-np.inf, e], np.r_[e, np.inf]
         keys, P, Q, lo, hi, _ = da._svt3c2_raw(x, x2, t, b_rho, b_nu, e)
