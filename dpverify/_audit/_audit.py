@@ -67,7 +67,7 @@ from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
 from ._stats import sequential_level
-from ._views import MAX_COLUMN_VIEWS, Hist, RowsView, _is_discrete, column_views, fit_views, merge_hist
+from ._views import MAX_COLUMN_VIEWS, Hist, RowsView, _is_discrete, column_views, fit_views, merge_hists
 
 __all__ = ["DEFAULT_ORDERS", "ESTIMATORS", "audit"]
 
@@ -426,10 +426,14 @@ class _PairRun:
 
     def absorb(self, target: int, outputs: list[tuple[int, list[tuple[Hist, Hist, Hist]]]]) -> list[Counts]:
         """Merge the chunk histograms (side, per-view parts) of :meth:`tasks`; the aligned counts of every view."""
+        pending: dict[tuple[int, int, int], list[Hist]] = {}
         for side, out in outputs:
             for vi, parts in enumerate(out):
                 for part, h in enumerate(parts):
-                    self.acc[side][vi][part] = merge_hist(self.acc[side][vi][part], h)
+                    pending.setdefault((side, vi, part), []).append(h)
+        for (side, vi, part), hists in pending.items():  # one merge per histogram and round
+            old = self.acc[side][vi][part]
+            self.acc[side][vi][part] = merge_hists(hists if old is None else [old, *hists])
         self.done = target
         return [align(v, [self.acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]) for vi, v in enumerate(self.views)]
 

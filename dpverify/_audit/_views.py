@@ -42,7 +42,7 @@ from accounting._validation import AccountingError
 
 from ._score_kernels import gaussian_lr_rows
 
-__all__ = ["BinnedView", "DiscreteView", "JointView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hist",
+__all__ = ["BinnedView", "DiscreteView", "JointView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hists",
            "to_table", "unique_rows"]
 
 #: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
@@ -236,14 +236,13 @@ def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return coded
 
 
-def merge_hist(a: Hist | None, b: Hist) -> Hist:
-    """The histogram of the union of two samples."""
-    if a is None:
-        return b
-    if a[0].shape == b[0].shape and np.array_equal(a[0], b[0]):  # binned views: the same cells every chunk
-        return a[0], a[1] + b[1]
-    keys = np.concatenate([a[0], b[0]], axis=0)
-    counts = np.concatenate([a[1], b[1]])
+def merge_hists(hists: Sequence[Hist]) -> Hist:
+    """The histogram of the union of the samples (one sort for all, not one per pair)."""
+    first = hists[0][0]
+    if all(h[0].shape == first.shape and np.array_equal(h[0], first) for h in hists[1:]):
+        return first, np.sum([h[1] for h in hists], axis=0)  # binned views: the same cells every chunk
+    keys = np.concatenate([h[0] for h in hists], axis=0)
+    counts = np.concatenate([h[1] for h in hists])
     if keys.ndim == 2:
         uniq, inverse, _ = unique_rows(keys)
     else:
@@ -340,7 +339,8 @@ class BinnedView:
 
     ``statistic`` is ``("identity",)``, ``("column", j)``, ``("sum",)`` (the sum of the
     coordinates: the likelihood-ratio statistic of one location shift under independent Gaussian
-    noise), ``("above", medians)`` (how many coordinates exceed their pooled pilot medians: the
+    noise; ``("sum", codes)`` leaves out each coordinate's repeated code values, e.g. an SVT's
+    "below" and "aborted" markers, and sums the released values only), ``("above", medians)`` (how many coordinates exceed their pooled pilot medians: the
     likelihood-ratio statistic of a small shift under independent Laplace noise, whose loss is
     +-1/b on either side of the shift), ``("signed", medians, signs, increments)`` (the same count
     with each coordinate's vote signed by the direction its pilot medians moved, +1, -1 or 0:
@@ -364,7 +364,7 @@ class BinnedView:
         if kind == "column":
             return f"output[{self.statistic[1]}]"
         if kind == "sum":
-            return "sum of the coordinates"
+            return "sum of the coordinates" if len(self.statistic) == 1 else "sum of the values that are not codes"
         if kind == "above":
             return "number of coordinates above their pilot medians"
         if kind == "signed":
@@ -379,8 +379,14 @@ class BinnedView:
         if kind == "column":
             return _column(table, self.statistic[1]).astype(np.float64, copy=False)
         if kind == "sum":
+            x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
+            if len(self.statistic) > 1:
+                x = x.copy()
+                for j, codes in enumerate(self.statistic[1]):
+                    if codes:
+                        x[np.isin(x[:, j], codes), j] = 0.0
             with np.errstate(over="ignore", invalid="ignore"):
-                return np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1).sum(axis=1), nan=0.0)
+                return np.nan_to_num(x.sum(axis=1), nan=0.0)
         if kind == "above":
             x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
             return (x > np.asarray(self.statistic[1])).sum(axis=1).astype(np.float64)
@@ -562,8 +568,9 @@ def _signs_text(signs: Sequence[int]) -> str:
 
 
 #: A coordinate votes in a signed count when its pilot proportions above the pooled median differ
-#: by at least this many standard errors (a two-sided 4.5e-5 test: noise coordinates stay out).
-SIGN_Z = 4.0
+#: by at least this many standard errors (a two-sided 1.2% test: few noise coordinates get in,
+#: and on a small pilot few shifted coordinates stay out).
+SIGN_Z = 2.5
 
 
 def signed_count_view(pilot_p: np.ndarray, pilot_q: np.ndarray, increments: bool) -> BinnedView | None:
@@ -650,19 +657,23 @@ def column_views(pooled: np.ndarray, columns: Sequence[int]) -> list[View]:
     return out
 
 
+def _codes(pooled: np.ndarray) -> tuple[tuple[float, ...], ...]:
+    """Per coordinate, its values repeated in at least ATOM_SHARE of the pilot (at most 16)."""
+    out = []
+    for j in range(pooled.shape[1]):
+        values, counts = np.unique(pooled[:, j], return_counts=True)
+        out.append(tuple(float(v) for v in values[counts >= max(2, ATOM_SHARE * pooled.shape[0])][:16]))
+    return tuple(out)
+
+
 def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
     """The quantised-rows view with the most bins per coordinate (64, 32, ..., 2) whose pilot
     cells are few enough to estimate, or None. Besides B equal-mass bins, each coordinate's two
     outer bins are split twice more towards the tails (down to 32 pilot values), where the
     likelihood ratio of a released noisy value is largest."""
     n, d = pooled.shape
-    atoms: list[tuple[float, ...]] = []
-    rest: list[np.ndarray] = []
-    for j in range(d):
-        values, counts = np.unique(pooled[:, j], return_counts=True)
-        frequent = values[counts >= max(2, ATOM_SHARE * n)][:16]
-        atoms.append(tuple(float(v) for v in frequent))
-        rest.append(pooled[~np.isin(pooled[:, j], frequent), j])
+    atoms = _codes(pooled)
+    rest = [pooled[~np.isin(pooled[:, j], atoms[j]), j] for j in range(d)]
     for bins in (64, 32, 16, 8, 4, 2):
         edges = []
         for r in rest:
@@ -675,7 +686,7 @@ def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
             levels = np.unique(np.concatenate([np.linspace(0, 1, bins + 1)[1:-1], tails, 1.0 - tails]))
             cuts = np.unique(np.quantile(r, levels, method="inverted_cdf"))
             edges.append(tuple(float(c) for c in cuts))
-        view = QuantisedRowsView(tuple(atoms), tuple(edges))
+        view = QuantisedRowsView(atoms, tuple(edges))
         if sum(math.log2(r) for r in view._radices()) > 62:
             continue
         cells = np.unique(view.codes(pooled)).size
@@ -718,6 +729,10 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
             views.append(quantised)
     if len(continuous) >= 2:
         views.append(BinnedView(_edges(BinnedView((0.0,), ("sum",)).values(pooled)), ("sum",)))
+        codes = _codes(pooled)
+        if any(codes):  # the released values' sum: a shift's likelihood ratio given the codes
+            stat = ("sum", codes)
+            views.append(BinnedView(_edges(BinnedView((0.0,), stat).values(pooled)), stat))
         medians = tuple(float(m) for m in np.nanmedian(pooled.astype(np.float64), axis=0))
         views.append(BinnedView(tuple(float(k) + 0.5 for k in range(d)), ("above", medians)))
         if len(continuous) == d:  # signed counts of the coordinates and of their increments
