@@ -104,8 +104,8 @@ class ChunkTask:
     seed_type: str
 
 
-def run_chunk(task: ChunkTask) -> list[tuple[Hist, Hist, Hist]]:
-    """Draw one chunk and return, per view, the histograms of its three disjoint parts.
+def run_chunk(task: ChunkTask) -> list[tuple[Hist | None, Hist | None, Hist | None]]:
+    """Draw one chunk and return, per view, the histograms of its three disjoint parts (None for an empty part).
 
     The first ``selection`` outputs form the selection sample, split in two halves: the
     *ranking* half (candidate events are built and ranked on it) and the *validation* half
@@ -137,6 +137,9 @@ def run_chunk(task: ChunkTask) -> list[tuple[Hist, Hist, Hist]]:
     per_part = []
     for rows, weights in parts:
         hists: list[Any] = [None] * len(views)
+        if rows.shape[0] == 0:  # a part this chunk does not have (see _PairRun.tasks): no histogram
+            per_part.append(hists)
+            continue
         for members in groups.values():
             scores = shared_values([views[i] for i in members], rows)
             for i, values in zip(members, scores):
