@@ -10,11 +10,15 @@ neighbouring pair it
    lowest set bit of each coordinate); for vector and float outputs a separate *training* sample
    fits learned-event views (classifier scores, see :mod:`._learned`); optionally a pair search
    on search samples that are never reused chooses the pairs (see :mod:`._search`);
-2. draws the main sample in fixed chunks (seeded by position, see :mod:`._runner`), the first
-   ``selection_fraction`` of each chunk forming the *selection* sample and the rest the *bound*
-   sample, and reduces each chunk to histograms (on the executor, if any);
-3. runs each estimator in each direction: events or partitions chosen on the selection sample,
-   exact Clopper-Pearson bounds on the bound sample (see :mod:`._estimators`);
+2. draws the main sample in fixed chunks (seeded by position, see :mod:`._runner`), each chunk a
+   *selection* part (``selection_fraction`` of it) and a *bound* part drawn from streams of their
+   own, and reduces each part to histograms (on the executor, if any): first every selection
+   part, counted by every view;
+3. runs each estimator in each direction: events (or, for Renyi, partitions) chosen on the
+   selection sample alone; then draws the bound parts, counted only by the views of the chosen
+   events (by every view for Renyi and where a law is declared), and bounds each event by exact
+   Clopper-Pearson on them (see :mod:`._estimators`). Choosing first is what lets the bound
+   sample -- most of the draws -- skip the views no event was chosen from;
 4. in sequential mode, repeats 2-3 on doubling sample sizes with the error budget of round j
    equal to alpha_j = alpha * 6 / (pi^2 j^2) (summing to alpha), stopping as soon as a
    violation is established or the budget of samples is spent; each reported bound is the best

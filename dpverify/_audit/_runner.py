@@ -1,8 +1,8 @@
 """Drawing a black-box mechanism in reproducible chunks, locally or on an executor.
 
-Reproducibility: chunk k of side s (0 for D, 1 for D') of pair i is drawn from
-``SeedSequence(seed, spawn_key=(i, s, k))`` -- the same stream ``SeedSequence(seed).spawn``
-would hand to that position -- and the chunk boundaries depend only on the sample sizes, never
+Reproducibility: part p (0 selection, 1 bound) of chunk k of side s (0 for D, 1 for D') of
+pair i is drawn from ``SeedSequence(seed, spawn_key=(i, s, k, p))`` -- the same stream
+``SeedSequence(seed).spawn`` would hand to that position -- and the chunk boundaries depend only on the sample sizes, never
 on the number of workers. Histograms are summed (an order-free operation), so an audit gives
 identical numbers serially, on a process pool and on a Dask cluster.
 
