@@ -538,6 +538,8 @@ View = DiscreteView | RowsView | BinnedView | JointView | QuantisedRowsView
 
 #: A quantised-rows view has at most this many distinct pilot cells (and 16 pilot draws per cell).
 MAX_QUANTISED_CELLS = 4096
+#: Bins per coordinate of the coarse quantised-rows view.
+COARSE_BINS = 8
 #: A value a coordinate takes in at least this share of the pilot draws is an atom (its own cell).
 ATOM_SHARE = 0.01
 
@@ -666,15 +668,17 @@ def _codes(pooled: np.ndarray) -> tuple[tuple[float, ...], ...]:
     return tuple(out)
 
 
-def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
-    """The quantised-rows view with the most bins per coordinate (64, 32, ..., 2) whose pilot
-    cells are few enough to estimate, or None. Besides B equal-mass bins, each coordinate's two
-    outer bins are split twice more towards the tails (down to 32 pilot values), where the
-    likelihood ratio of a released noisy value is largest."""
+def _quantised_rows(pooled: np.ndarray, most: int = 64) -> QuantisedRowsView | None:
+    """The quantised-rows view with the most bins per coordinate (``most``, ``most`` / 2, ..., 2)
+    whose pilot cells are few enough to estimate, or None. Besides B equal-mass bins, each
+    coordinate's two outer bins are split twice more towards the tails (down to 32 pilot values),
+    where the likelihood ratio of a released noisy value is largest."""
     n, d = pooled.shape
     atoms = _codes(pooled)
     rest = [pooled[~np.isin(pooled[:, j], atoms[j]), j] for j in range(d)]
     for bins in (64, 32, 16, 8, 4, 2):
+        if bins > most:
+            continue
         edges = []
         for r in rest:
             r = r[np.isfinite(r)]
@@ -727,6 +731,12 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
         quantised = _quantised_rows(pooled)
         if quantised is not None:
             views.append(quantised)
+            # and a coarse one: its cells pool enough draws to be ranked reliably when the
+            # likelihood ratio is large only on a rare union of fine cells (an SVT's late "above"
+            # answer with a low released value)
+            coarse = _quantised_rows(pooled, COARSE_BINS)
+            if coarse is not None and coarse != quantised:
+                views.append(coarse)
     if len(continuous) >= 2:
         views.append(BinnedView(_edges(BinnedView((0.0,), ("sum",)).values(pooled)), ("sum",)))
         codes = _codes(pooled)
