@@ -342,8 +342,9 @@ class BinnedView:
     noise; ``("sum", codes)`` leaves out each coordinate's repeated code values, e.g. an SVT's
     "below" and "aborted" markers, and sums the released values only), ``("above", medians)`` (how many coordinates exceed their pooled pilot medians: the
     likelihood-ratio statistic of a small shift under independent Laplace noise, whose loss is
-    +-1/b on either side of the shift), ``("signed", medians, signs, increments)`` (the same count
-    with each coordinate's vote signed by the direction its pilot medians moved, +1, -1 or 0:
+    +-1/b on either side of the shift), ``("signed", medians, signs, increments, codes)`` (the
+    coordinates' votes, +1 above and -1 below their medians, 0 on a code, each signed by the
+    direction the coordinate moved between the pilots, +1, -1 or 0:
     the Laplace likelihood-ratio statistic of shifts in mixed directions; with ``increments``
     the coordinates are first replaced by their first differences x_1, x_2 - x_1, ..., which
     undoes a running sum such as the prefix sums of noisy answers), or ``("gaussian-lr", mu_p, prec_p, logdet_p, mu_q,
@@ -391,11 +392,11 @@ class BinnedView:
             x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
             return (x > np.asarray(self.statistic[1])).sum(axis=1).astype(np.float64)
         if kind == "signed":
-            _, medians, signs, increments = self.statistic
+            _, medians, signs, increments, codes = self.statistic
             x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
             if increments:
                 x = first_differences(x)
-            return ((x > np.asarray(medians)) @ np.asarray(signs, dtype=np.float64)).astype(np.float64)
+            return _votes(x, np.asarray(medians), codes) @ np.asarray(signs, dtype=np.float64)
         _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
         x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
         # row by row in a fixed order (not BLAS): a row's score, hence its cell, depends on the row alone
@@ -575,28 +576,40 @@ def _signs_text(signs: Sequence[int]) -> str:
 SIGN_Z = 2.5
 
 
-def signed_count_view(pilot_p: np.ndarray, pilot_q: np.ndarray, increments: bool) -> BinnedView | None:
-    """The signed count of coordinates (or of first differences) above their pooled pilot medians,
-    each coordinate signed by the direction it moved between the pilots; None if none moved.
+def _votes(x: np.ndarray, medians: np.ndarray, codes: Sequence[Sequence[float]]) -> np.ndarray:
+    """+1 / -1 for a value above / not above its coordinate's median, 0 for a code value."""
+    votes = np.where(x > medians, 1.0, -1.0)
+    for j, c in enumerate(codes):
+        if c:
+            votes[np.isin(x[:, j], c), j] = 0.0
+    return votes
 
-    The statistic is the likelihood ratio of independent Laplace noise under shifts much smaller
-    than its scale, whose per-coordinate loss is +-shift/b on either side of the shift."""
+
+def signed_count_view(pilot_p: np.ndarray, pilot_q: np.ndarray, increments: bool) -> BinnedView | None:
+    """The signed count of coordinates (or of first differences) above their pilot medians, each
+    coordinate signed by the direction it moved between the pilots; None if none moved.
+
+    Each coordinate votes +1 above its median, -1 below it, and 0 where it holds one of its
+    codes (an SVT's "below" or "aborted" marker: only released values vote, medians taken over
+    them). The statistic is the likelihood ratio of independent Laplace noise under shifts much
+    smaller than its scale, whose per-coordinate loss is +-shift/b on either side of the shift."""
     x_p = np.nan_to_num(np.asarray(pilot_p, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
     x_q = np.nan_to_num(np.asarray(pilot_q, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
     if increments:
         x_p, x_q = first_differences(x_p), first_differences(x_q)
-    medians = np.median(np.concatenate([x_p, x_q], axis=0), axis=0)
-    above_p = (x_p > medians).mean(axis=0)
-    above_q = (x_q > medians).mean(axis=0)
-    pooled = 0.5 * (above_p + above_q)
-    se = np.sqrt(np.maximum(pooled * (1.0 - pooled), 1e-12) * (1.0 / x_p.shape[0] + 1.0 / x_q.shape[0]))
-    signs = np.where(np.abs(above_p - above_q) >= SIGN_Z * se, np.sign(above_p - above_q), 0.0).astype(np.int64)
+    pooled = np.concatenate([x_p, x_q], axis=0)
+    codes = tuple(() for _ in range(pooled.shape[1])) if increments else _codes(pooled)
+    medians = np.array([np.median(v[~np.isin(v, c)]) if (~np.isin(v, c)).any() else 0.0
+                        for v, c in zip(pooled.T, codes)])
+    v_p, v_q = _votes(x_p, medians, codes), _votes(x_q, medians, codes)
+    diff = v_p.mean(axis=0) - v_q.mean(axis=0)
+    se = np.sqrt(np.maximum(v_p.var(axis=0) / x_p.shape[0] + v_q.var(axis=0) / x_q.shape[0], 1e-12))
+    signs = np.where(np.abs(diff) >= SIGN_Z * se, np.sign(diff), 0.0).astype(np.int64)
     if not signs.any():
         return None
-    lo = -int((signs < 0).sum())
-    hi = int((signs > 0).sum())
-    return BinnedView(tuple(k + 0.5 for k in range(lo, hi)),
-                      ("signed", tuple(float(m) for m in medians), tuple(int(s) for s in signs), bool(increments)))
+    voting = int((signs != 0).sum())
+    return BinnedView(tuple(k + 0.5 for k in range(-voting, voting)),
+                      ("signed", tuple(float(m) for m in medians), tuple(int(s) for s in signs), bool(increments), codes))
 
 
 def _edges(values: np.ndarray) -> tuple[float, ...]:
@@ -745,8 +758,11 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
             views.append(BinnedView(_edges(BinnedView((0.0,), stat).values(pooled)), stat))
         medians = tuple(float(m) for m in np.nanmedian(pooled.astype(np.float64), axis=0))
         views.append(BinnedView(tuple(float(k) + 0.5 for k in range(d)), ("above", medians)))
-        if len(continuous) == d:  # signed counts of the coordinates and of their increments
-            views.extend(v for v in (signed_count_view(pilot_p, pilot_q, inc) for inc in (False, True)) if v is not None)
+        # signed counts of the coordinates' released values, and of the increments of real vectors
+        for inc in (False, True) if len(continuous) == d else (False,):
+            view = signed_count_view(pilot_p, pilot_q, inc)
+            if view is not None:
+                views.append(view)
     # a score is a function of the output: with exact whole-row cells it could only merge them
     if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM and not whole_rows:
         with single_thread_blas():
