@@ -162,6 +162,13 @@ def numerical_svt(x, rng, size):
     return out
 
 
+def prefix_sums(x, rng, size):
+    """Running sums of 10 answers + Lap(1/eps) each; neighbours move every answer by at most one:
+    (10 x eps)-DP exactly on the pair moving answer 0 up and the rest down (signed-count views)."""
+    v = np.asarray(x, dtype=float)
+    return np.cumsum(v[None, :] + rng.laplace(0.0, 1.0 / EPS, (size, v.size)), axis=1)
+
+
 LEARNED_CASES = [
     # (label, mechanism, pairs, claim, audit kwargs); every claim is the mechanism's exact epsilon
     ("noisy histogram (5 Laplace counts), learned views", noisy_hist, (np.ones(5), np.r_[0.0, np.ones(4)]), PureDP(EPS),
@@ -176,6 +183,8 @@ LEARNED_CASES = [
     ("numerical SVT (5 queries, c = 1), quantised-rows views + StatDP pair search", numerical_svt,
      (np.ones(5), np.r_[2.0, np.ones(4)]), PureDP(EPS),
      {"float_bits": False, "pair_search": "statdp", "search_budget": 6, "search_samples": 5000}),
+    ("prefix sums of 10 Laplace answers, signed counts of increments", prefix_sums,
+     (np.ones(10), np.r_[2.0, np.zeros(9)]), PureDP(10 * EPS), {"float_bits": False}),
 ]
 
 

@@ -299,3 +299,31 @@ def test_renyi_lower_bounds_are_close_to_the_exact_divergence():
     for r in rep:
         for order, lower in zip(r.details["orders"], r.details["lower"]):
             assert 0.95 * rr_renyi(eps, order) <= lower <= rr_renyi(eps, order)
+
+
+def test_chosen_events_place_keys_first_seen_in_the_bound_sample_by_their_rule():
+    """Events are chosen on the selection sample's keys; the bound sample may show new keys. Each
+    event's rule fixes it on the whole output space: a singleton stays one key, a tail takes the
+    new keys beyond its threshold, a likelihood-ratio union takes a never-ranked key exactly when
+    the fixed unseen-cell ratio reaches its threshold."""
+    from dpverify._audit._estimators import Counts, _Event
+    from dpverify._audit._views import DiscreteView
+
+    def counts(keys, p_a, q_a):
+        z = np.zeros(len(keys), dtype=np.int64)
+        return Counts(DiscreteView(), np.asarray(keys), np.asarray(p_a), np.asarray(q_a), z, z, z, z)
+
+    chosen_on = counts([1, 3], [5, 1], [1, 5])
+    grown = counts([0, 1, 2, 3, 4], [0, 5, 0, 1, 0], [0, 1, 0, 5, 0])
+    mask = np.array([True, False])
+    assert _Event(0, mask, "singleton", ("key", 1)).on(grown).mask.tolist() == [False, True, False, False, False]
+    assert _Event(0, mask, "upper tail", ("upper", 3)).on(grown).mask.tolist() == [False, False, False, True, True]
+    assert _Event(0, mask, "lower tail", ("lower", 1)).on(grown).mask.tolist() == [True, True, False, False, False]
+    r_unseen = float(grown.log_ratio_rank()[0])  # the smoothed ratio of a cell with no ranking counts
+    r_first = float(chosen_on.log_ratio_rank()[0])
+    assert r_first > r_unseen
+    assert _Event(0, mask, "likelihood-ratio", ("ratio", r_first)).on(grown).mask.tolist() == [False, True, False, False, False]
+    assert _Event(0, mask, "likelihood-ratio", ("ratio", r_unseen)).on(grown).mask.tolist() == [True, True, True, False, True]
+    # rows as keys (unordered views): the singleton matches the whole row
+    rows = Counts(DiscreteView(), np.array([[0, 1], [1, 0], [1, 1]]), *([np.zeros(3, dtype=np.int64)] * 6))
+    assert _Event(0, np.array([True]), "singleton", ("key", np.array([1, 0]))).on(rows).mask.tolist() == [False, True, False]

@@ -33,7 +33,7 @@ from dpverify._audit._views import (
     RowsView,
     distinct_rows,
     fit_views,
-    merge_hist,
+    merge_hists,
     unique_rows,
 )
 
@@ -85,11 +85,15 @@ def test_unique_rows_on_large_tables_and_the_re_ranking_path():
     assert unique_rows(rows[:, ::-1])[0].tolist() == [[0, 1], [1, 0]]
 
 
-def test_merge_hist_of_rows_adds_counts_on_the_union():
+def test_merge_hists_adds_counts_on_the_union():
     a = (np.array([[0, 1], [2, 2]]), np.array([3, 4]))
     b = (np.array([[0, 0], [2, 2]]), np.array([5, 6]))
-    keys, counts = merge_hist(a, b)
-    assert keys.tolist() == [[0, 0], [0, 1], [2, 2]] and counts.tolist() == [5, 3, 10]
+    c = (np.array([[0, 1]]), np.array([1]))
+    keys, counts = merge_hists([a, b, c])
+    assert keys.tolist() == [[0, 0], [0, 1], [2, 2]] and counts.tolist() == [5, 4, 10]
+    # histograms on the same cells (binned views) add elementwise, keys kept
+    keys, counts = merge_hists([(np.arange(3), np.array([1, 2, 3])), (np.arange(3), np.array([4, 0, 1]))])
+    assert keys.tolist() == [0, 1, 2] and counts.tolist() == [5, 2, 4]
 
 
 # ---- counting distinct rows with weights ---------------------------------------------------

@@ -10,11 +10,15 @@ neighbouring pair it
    lowest set bit of each coordinate); for vector and float outputs a separate *training* sample
    fits learned-event views (classifier scores, see :mod:`._learned`); optionally a pair search
    on search samples that are never reused chooses the pairs (see :mod:`._search`);
-2. draws the main sample in fixed chunks (seeded by position, see :mod:`._runner`), the first
-   ``selection_fraction`` of each chunk forming the *selection* sample and the rest the *bound*
-   sample, and reduces each chunk to histograms (on the executor, if any);
-3. runs each estimator in each direction: events or partitions chosen on the selection sample,
-   exact Clopper-Pearson bounds on the bound sample (see :mod:`._estimators`);
+2. draws the main sample in fixed chunks (seeded by position, see :mod:`._runner`), each chunk a
+   *selection* part (``selection_fraction`` of it) and a *bound* part drawn from streams of their
+   own, and reduces each part to histograms (on the executor, if any): first every selection
+   part, counted by every view;
+3. runs each estimator in each direction: events (or, for Renyi, partitions) chosen on the
+   selection sample alone; then draws the bound parts, counted only by the views of the chosen
+   events (by every view for Renyi and where a law is declared), and bounds each event by exact
+   Clopper-Pearson on them (see :mod:`._estimators`). Choosing first is what lets the bound
+   sample -- most of the draws -- skip the views no event was chosen from;
 4. in sequential mode, repeats 2-3 on doubling sample sizes with the error budget of round j
    equal to alpha_j = alpha * 6 / (pi^2 j^2) (summing to alpha), stopping as soon as a
    violation is established or the budget of samples is spent; each reported bound is the best
@@ -67,7 +71,7 @@ from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
 from ._stats import sequential_level
-from ._views import MAX_COLUMN_VIEWS, Hist, RowsView, _is_discrete, column_views, fit_views, merge_hist
+from ._views import MAX_COLUMN_VIEWS, Hist, RowsView, _is_discrete, column_views, fit_views, merge_hists
 
 __all__ = ["DEFAULT_ORDERS", "ESTIMATORS", "audit"]
 
@@ -379,7 +383,7 @@ def audit(
 
 class _PairRun:
     """One pair's draws: the pilot, the fitted views, the training sample, and the chunk
-    histograms accumulated so far (:meth:`advance` draws up to a target size)."""
+    histograms accumulated so far (:meth:`tasks` / :meth:`absorb` draw up to a target size)."""
 
     def __init__(self, mechanism: Any, pair: NeighbourPair, pi: int, streams: tuple[tuple[int, int], tuple[int, int]],
                  chunk_size: int | None, n0: int, targets: list[int], pilot_n: int, mode: str, seed_type: str, seed: int,
@@ -413,25 +417,73 @@ class _PairRun:
             views = views + learned_views + tuple(column_views(pooled, [j for j in screened if j >= MAX_COLUMN_VIEWS]))
         self.views = views
         self.acc: list[list[list[Hist | None]]] = [[[None, None, None] for _ in views] for _ in (0, 1)]  # [side][view][part]
+        self.selected = 0  # draws per input whose selection parts are counted
+        self.bounded = [0] * len(views)  # per view: draws per input whose bound parts it has counted
         self.done = 0
         self.seconds = time.perf_counter() - started
 
-    def tasks(self, target: int) -> list[tuple[int, ChunkTask]]:
-        """(side, task) for the chunks up to ``target`` draws per input not drawn yet."""
-        inputs = (self.pair.d, self.pair.d_prime)
-        chunks = [(k, a, b) for k, (a, b) in enumerate(self.plan) if self.done <= a < target]
-        return [(s, ChunkTask(self.mechanism, inputs[s], self.seed, (*self.streams[s], k), b - a, int((b - a) * self.fraction),
-                              self.views, self.mode, self.seed_type))
-                for s in (0, 1) for (k, a, b) in chunks]
+    def tasks(self, target: int, phase: str, views: set[int] | None = None) -> list[tuple[int, tuple[int, ...], ChunkTask]]:
+        """(side, view indices, task) for the chunks below ``target`` draws per input not drawn yet.
 
-    def absorb(self, target: int, outputs: list[tuple[int, list[tuple[Hist, Hist, Hist]]]]) -> list[Counts]:
-        """Merge the chunk histograms (side, per-view parts) of :meth:`tasks`; the aligned counts of every view."""
-        for side, out in outputs:
-            for vi, parts in enumerate(out):
-                for part, h in enumerate(parts):
-                    self.acc[side][vi][part] = merge_hist(self.acc[side][vi][part], h)
-        self.done = target
-        return [align(v, [self.acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]) for vi, v in enumerate(self.views)]
+        Each chunk's selection part and bound part are drawn from streams of their own, so the
+        events can be chosen on every chunk's selection part before any bound part is drawn:
+        ``"selection"`` draws the selection parts, counted by every view; ``"bound"`` the bound
+        parts, counted only by ``views`` (the chosen events' views), each from where its bound
+        counts stopped (a view first chosen in a later sequential round re-draws the earlier
+        bound parts: chunks are seeded by position, so it sees the same draws).
+        """
+        inputs = (self.pair.d, self.pair.d_prime)
+        out = []
+        for k, (a, b) in enumerate(self.plan):
+            if a >= target:
+                break
+            sel = int((b - a) * self.fraction)
+            if phase == "selection":
+                chosen = tuple(range(len(self.views))) if a >= self.selected else ()
+                size, selection, part = sel, sel, 0
+            else:
+                chosen = tuple(vi for vi in sorted(views or ()) if self.bounded[vi] <= a)
+                size, selection, part = b - a - sel, 0, 1
+            if not chosen or size == 0:
+                continue
+            for s in (0, 1):
+                out.append((s, chosen, ChunkTask(self.mechanism, inputs[s], self.seed, (*self.streams[s], k, part), size, selection,
+                                                 tuple(self.views[vi] for vi in chosen), self.mode, self.seed_type)))
+        return out
+
+    def absorb(self, phase: str, target: int, views: set[int] | None,
+               outputs: list[tuple[int, tuple[int, ...], list[tuple[Hist, Hist, Hist]]]]) -> None:
+        """Merge the chunk histograms (side, view indices, per-view parts) of :meth:`tasks`."""
+        parts = (0, 1) if phase == "selection" else (2,)
+        pending: dict[tuple[int, int, int], list[Hist]] = {}
+        for side, chosen, out in outputs:
+            for vi, hists in zip(chosen, out):
+                for part in parts:
+                    if hists[part] is not None:
+                        pending.setdefault((side, vi, part), []).append(hists[part])
+        for (side, vi, part), hists in pending.items():  # one merge per histogram and round
+            old = self.acc[side][vi][part]
+            self.acc[side][vi][part] = merge_hists(hists if old is None else [old, *hists])
+        if phase == "selection":
+            self.selected = target
+        else:
+            for vi in views or ():
+                self.bounded[vi] = target
+            self.done = target
+
+    def counts(self) -> list[Counts]:
+        """The aligned counts of every view (bound parts not drawn for a view count as empty)."""
+        out = []
+        for vi, v in enumerate(self.views):
+            hists = [self.acc[side][vi][part] for part in (0, 1, 2) for side in (0, 1)]
+            known = next((h for h in hists if h is not None), None)
+            empty = (np.zeros((0,), dtype=np.int64), np.zeros(0, dtype=np.int64)) if known is None else (known[0][:0], known[1][:0])
+            out.append(align(v, [h if h is not None else empty for h in hists]))
+        return out
+
+    def bound_size(self, target: int) -> int:
+        """Draws per input in the bound sample once ``target`` is reached."""
+        return sum((b - a) - int((b - a) * self.fraction) for a, b in self.plan if a < target)
 
     @property
     def used(self) -> int:
@@ -478,8 +530,35 @@ def _audit_pairs(
     for rnd, target in enumerate(targets, start=1):
         round_alpha = sequential_level(alpha, rnd) if sequential else alpha
         nominal = nominal_event_level(round_alpha / n_results, max_events, focus)
+        # 1. every view counts the selection parts; events are chosen on them alone
+        _advance_all(runs, "selection", target, pool)
+        choices: dict[tuple[int, int, str], tuple[EventChoice | None, float | None]] = {}
+        for run in runs:
+            counts = run.counts()
+            scale = _scale(predict_at, counts, run.bound_size(target))
+            for d in dirs:
+                cd = counts if d == 0 else [c.swapped() for c in counts]
+                for est in chosen:
+                    if est == "epsilon":
+                        choice = choose_epsilon_events(cd, nominal, max_events, scale)
+                        choices[(run.pi, d, est)] = (choice, choice.predicted - claim.epsilon)
+                    elif est == "delta":
+                        choice = choose_delta_events(cd, claim.epsilon, nominal, max_events, scale)
+                        choices[(run.pi, d, est)] = (choice, choice.predicted - (claim.delta if isinstance(claim, ApproxDP) else 0.0))
+                    else:
+                        choices[(run.pi, d, est)] = (None, None)
+        # 2. the bound parts are counted by the chosen events' views only (by every view for Renyi,
+        # which chooses its partition as it bounds, and where a declared law looks for impossible outputs)
+        needs = []
+        for run in runs:
+            if "renyi" in chosen or log_pmf is not None or run.pair.law is not None:
+                needs.append(set(range(len(run.views))))
+            else:
+                needs.append(set().union(*(c.views for (pi, _, _), (c, _) in choices.items() if pi == run.pi and c is not None)))
+        _advance_all(runs, "bound", target, pool, needs)
         staged: list[_Staged] = []
-        for run, counts in zip(runs, _advance_all(runs, target, pool)):
+        for run in runs:
+            counts = run.counts()
             for d in dirs:
                 cd = counts if d == 0 else [c.swapped() for c in counts]
                 impossible, witness = None, ""
@@ -490,16 +569,11 @@ def _audit_pairs(
                             witness = c.view.describe(c.keys, np.all(c.keys == impossible, axis=-1) if c.keys.ndim == 2 else c.keys == impossible)
                             break
                 for est in chosen:
-                    choice: EventChoice | None = None
-                    margin: float | None = None
+                    choice, margin = choices[(run.pi, d, est)]
                     if impossible is not None:
-                        margin = -math.inf  # exact: needs no error budget
-                    elif est == "epsilon":
-                        choice = choose_epsilon_events(cd, nominal, max_events, _scale(predict_at, cd))
-                        margin = choice.predicted - claim.epsilon
-                    elif est == "delta":
-                        choice = choose_delta_events(cd, claim.epsilon, nominal, max_events, _scale(predict_at, cd))
-                        margin = choice.predicted - (claim.delta if isinstance(claim, ApproxDP) else 0.0)
+                        choice, margin = None, -math.inf  # exact: needs no error budget
+                    elif choice is not None:
+                        choice = choice.on(cd)  # the chosen events, found among keys first seen in the bound parts too
                     staged.append(_Staged((run.pi, d, est), cd, impossible, witness, choice, margin))
         levels = result_levels(round_alpha, [st.margin for st in staged], focus)
         round_note = f"; sequential round {rnd}" if sequential else ""
@@ -551,13 +625,14 @@ def input_streams(pairs: Sequence[NeighbourPair]) -> list[tuple[tuple[int, int],
     return out
 
 
-def _advance_all(runs: list[_PairRun], target: int, pool: Any) -> list[list[Counts]]:
-    """Every run's counts up to ``target``, each shared chunk drawn once for all the views that need it."""
+def _advance_all(runs: list[_PairRun], phase: str, target: int, pool: Any, needs: list[set[int]] | None = None) -> None:
+    """Every run's ``phase`` parts up to ``target`` (see :meth:`_PairRun.tasks`), each chunk shared
+    by runs with a common input drawn once for all the views that need it."""
     started = time.perf_counter()
     jobs: dict[tuple[int, ...], ChunkTask] = {}
-    owners: dict[tuple[int, ...], list[tuple[int, int, int, int]]] = {}  # chunk -> (run, side, first view, views)
+    owners: dict[tuple[int, ...], list[tuple[int, int, tuple[int, ...], int]]] = {}  # chunk -> (run, side, views, first)
     for ri, run in enumerate(runs):
-        for side, task in run.tasks(target):
+        for side, chosen, task in run.tasks(target, phase, needs[ri] if needs is not None else None):
             key = (*task.spawn_key, task.size, task.selection)
             if key in jobs:
                 offset = len(jobs[key].views)
@@ -565,27 +640,26 @@ def _advance_all(runs: list[_PairRun], target: int, pool: Any) -> list[list[Coun
             else:
                 offset = 0
                 jobs[key] = task
-            owners.setdefault(key, []).append((ri, side, offset, len(task.views)))
+            owners.setdefault(key, []).append((ri, side, chosen, offset))
     keys = list(jobs)
     outputs = map_tasks(pool, [jobs[k] for k in keys])
-    per_run: list[list[tuple[int, list[tuple[Hist, Hist, Hist]]]]] = [[] for _ in runs]
+    per_run: list[list[tuple[int, tuple[int, ...], list[tuple[Hist, Hist, Hist]]]]] = [[] for _ in runs]
     for key, out in zip(keys, outputs):
-        for ri, side, offset, count in owners[key]:
-            per_run[ri].append((side, out[offset: offset + count]))
+        for ri, side, chosen, offset in owners[key]:
+            per_run[ri].append((side, chosen, out[offset: offset + len(chosen)]))
     share = (time.perf_counter() - started) / max(len(runs), 1)
-    counts = []
     for ri, run in enumerate(runs):
-        counts.append(run.absorb(target, per_run[ri]))
+        run.absorb(phase, target, needs[ri] if needs is not None else None, per_run[ri])
         run.seconds += share
-    return counts
 
 
-def _scale(predict_at: int | None, counts: list[Counts]) -> float:
-    """Factor from the validation sample's size to the bound sample of an audit of ``predict_at`` draws."""
+def _scale(predict_at: int | None, counts: list[Counts], bound: int) -> float:
+    """Factor from the validation sample's size to the bound sample of an audit of ``predict_at`` draws
+    (``bound``: this audit's bound sample per input)."""
     if predict_at is None or not counts:
         return 1.0
     validation = max(counts[0].n_b_p, 1)
-    bound = max(counts[0].n_est_p, 1)
+    bound = max(bound, 1)
     total = validation * 2 + bound  # ranking + validation + bound: the draws of this audit
     return max(1.0, predict_at * bound / total / validation)
 

@@ -153,9 +153,31 @@ def align(view: Any, hists: Sequence[Hist]) -> Counts:
 
 @dataclass(frozen=True)
 class _Event:
+    """An event of one view: its cells among the keys it was chosen on, and the rule that fixes
+    it on the whole output space (so it can be found among keys first seen in the bound sample):
+    ("key", k) one cell, ("upper", k) / ("lower", k) the cells >= k / <= k of an ordered view,
+    ("ratio", t) the cells whose smoothed ranking-sample log-ratio is >= t (a fixed value for
+    cells the ranking sample never saw). The rule is a function of the selection sample alone."""
+
     view_index: int
     mask: np.ndarray
     family: str
+    rule: tuple[str, Any] = ("mask", None)
+
+    def on(self, c: "Counts") -> "_Event":
+        """The same event on ``c``, whose keys include the chosen-on keys (and maybe more)."""
+        kind, value = self.rule
+        if kind == "key":
+            mask = np.all(c.keys == value, axis=1) if c.keys.ndim == 2 else c.keys == value
+        elif kind == "upper":
+            mask = c.keys >= value
+        elif kind == "lower":
+            mask = c.keys <= value
+        elif kind == "ratio":
+            mask = c.log_ratio_rank() >= value
+        else:
+            return self
+        return _Event(self.view_index, mask, self.family, self.rule)
 
 
 def _candidates(c: Counts) -> list[tuple[str, np.ndarray, np.ndarray, Callable[[int], np.ndarray]]]:
@@ -164,14 +186,16 @@ def _candidates(c: Counts) -> list[tuple[str, np.ndarray, np.ndarray, Callable[[
     out: list[tuple[str, np.ndarray, np.ndarray, Callable[[int], np.ndarray]]] = []
     if seen.size == 0:
         return out
-    out.append(("singleton", c.p_a[seen], c.q_a[seen], lambda i, s=seen: _single(c, s[i])))
+    out.append(("singleton", c.p_a[seen], c.q_a[seen], lambda i, s=seen: (_single(c, s[i]), ("key", c.keys[s[i]]))))
     if c.view.ordered:
         up_p = np.cumsum(c.p_a[::-1])[::-1]
         up_q = np.cumsum(c.q_a[::-1])[::-1]
-        out.append(("upper tail", up_p[seen], up_q[seen], lambda i, s=seen: np.arange(len(c.keys)) >= s[i]))
+        out.append(("upper tail", up_p[seen], up_q[seen],
+                    lambda i, s=seen: (np.arange(len(c.keys)) >= s[i], ("upper", c.keys[s[i]]))))
         lo_p = np.cumsum(c.p_a)
         lo_q = np.cumsum(c.q_a)
-        out.append(("lower tail", lo_p[seen], lo_q[seen], lambda i, s=seen: np.arange(len(c.keys)) <= s[i]))
+        out.append(("lower tail", lo_p[seen], lo_q[seen],
+                    lambda i, s=seen: (np.arange(len(c.keys)) <= s[i], ("lower", c.keys[s[i]]))))
     r = c.log_ratio_rank()
     order = np.argsort(-r, kind="stable")
     cp = np.cumsum(c.p_a[order])
@@ -180,7 +204,7 @@ def _candidates(c: Counts) -> list[tuple[str, np.ndarray, np.ndarray, Callable[[
     # cumulative counts up to the last cell of each tie group of ratio values (ranking-seen cells)
     thresholds = np.unique(r[seen])[::-1]
     ends = np.searchsorted(-r_sorted, -thresholds, side="right") - 1
-    out.append(("likelihood-ratio", cp[ends], cq[ends], lambda i, t=thresholds: r >= t[i]))
+    out.append(("likelihood-ratio", cp[ends], cq[ends], lambda i, t=thresholds: (r >= t[i], ("ratio", t[i]))))
     return out
 
 
@@ -228,7 +252,7 @@ def ranked_events(counts: Sequence[Counts], score: Score, max_events: int) -> li
         if len(shortlist) >= cap or s_rank == -np.inf:
             continue
         name, _, _, make = families[fi]
-        mask = make(i)
+        mask, rule = make(i)
         key = (vi, np.packbits(mask).tobytes())
         if key in seen_masks or not mask.any():
             continue
@@ -237,7 +261,7 @@ def ranked_events(counts: Sequence[Counts], score: Score, max_events: int) -> li
         a = np.array([float(c.p_b[mask].sum())])
         b = np.array([float(c.q_b[mask].sum())])
         s_valid = float(score(a, b, c.n_b_p, c.n_b_q)[0])
-        shortlist.append((s_valid if not math.isnan(s_valid) else -math.inf, s_rank, _Event(vi, mask, name)))
+        shortlist.append((s_valid if not math.isnan(s_valid) else -math.inf, s_rank, _Event(vi, mask, name, rule)))
     shortlist.sort(key=lambda t: (-t[0], -t[1]))
     return [(s_valid, ev) for s_valid, _, ev in shortlist[:max_events]]
 
@@ -305,6 +329,15 @@ class EventChoice:
 
     events: tuple[_Event, ...]
     predicted: float
+
+    @property
+    def views(self) -> set[int]:
+        """The views the events are cells of: the only ones the bound sample must count."""
+        return {ev.view_index for ev in self.events}
+
+    def on(self, counts: Sequence[Counts]) -> "EventChoice":
+        """The same events on ``counts`` (the chosen-on keys and those first seen in the bound sample)."""
+        return EventChoice(tuple(ev.on(counts[ev.view_index]) for ev in self.events), self.predicted)
 
 
 def _wilson(k: np.ndarray, n: float, z: float, sign: float) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Drawing a black-box mechanism in reproducible chunks, locally or on an executor.
 
-Reproducibility: chunk k of side s (0 for D, 1 for D') of pair i is drawn from
-``SeedSequence(seed, spawn_key=(i, s, k))`` -- the same stream ``SeedSequence(seed).spawn``
-would hand to that position -- and the chunk boundaries depend only on the sample sizes, never
+Reproducibility: part p (0 selection, 1 bound) of chunk k of side s (0 for D, 1 for D') of
+pair i is drawn from ``SeedSequence(seed, spawn_key=(i, s, k, p))`` -- the same stream
+``SeedSequence(seed).spawn`` would hand to that position -- and the chunk boundaries depend only on the sample sizes, never
 on the number of workers. Histograms are summed (an order-free operation), so an audit gives
 identical numbers serially, on a process pool and on a Dask cluster.
 
@@ -104,8 +104,8 @@ class ChunkTask:
     seed_type: str
 
 
-def run_chunk(task: ChunkTask) -> list[tuple[Hist, Hist, Hist]]:
-    """Draw one chunk and return, per view, the histograms of its three disjoint parts.
+def run_chunk(task: ChunkTask) -> list[tuple[Hist | None, Hist | None, Hist | None]]:
+    """Draw one chunk and return, per view, the histograms of its three disjoint parts (None for an empty part).
 
     The first ``selection`` outputs form the selection sample, split in two halves: the
     *ranking* half (candidate events are built and ranked on it) and the *validation* half
@@ -137,6 +137,9 @@ def run_chunk(task: ChunkTask) -> list[tuple[Hist, Hist, Hist]]:
     per_part = []
     for rows, weights in parts:
         hists: list[Any] = [None] * len(views)
+        if rows.shape[0] == 0:  # a part this chunk does not have (see _PairRun.tasks): no histogram
+            per_part.append(hists)
+            continue
         for members in groups.values():
             scores = shared_values([views[i] for i in members], rows)
             for i, values in zip(members, scores):

@@ -42,7 +42,7 @@ from accounting._validation import AccountingError
 
 from ._score_kernels import gaussian_lr_rows
 
-__all__ = ["BinnedView", "DiscreteView", "JointView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hist",
+__all__ = ["BinnedView", "DiscreteView", "JointView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hists",
            "to_table", "unique_rows"]
 
 #: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
@@ -236,14 +236,13 @@ def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return coded
 
 
-def merge_hist(a: Hist | None, b: Hist) -> Hist:
-    """The histogram of the union of two samples."""
-    if a is None:
-        return b
-    if a[0].shape == b[0].shape and np.array_equal(a[0], b[0]):  # binned views: the same cells every chunk
-        return a[0], a[1] + b[1]
-    keys = np.concatenate([a[0], b[0]], axis=0)
-    counts = np.concatenate([a[1], b[1]])
+def merge_hists(hists: Sequence[Hist]) -> Hist:
+    """The histogram of the union of the samples (one sort for all, not one per pair)."""
+    first = hists[0][0]
+    if all(h[0].shape == first.shape and np.array_equal(h[0], first) for h in hists[1:]):
+        return first, np.sum([h[1] for h in hists], axis=0)  # binned views: the same cells every chunk
+    keys = np.concatenate([h[0] for h in hists], axis=0)
+    counts = np.concatenate([h[1] for h in hists])
     if keys.ndim == 2:
         uniq, inverse, _ = unique_rows(keys)
     else:
@@ -340,10 +339,12 @@ class BinnedView:
 
     ``statistic`` is ``("identity",)``, ``("column", j)``, ``("sum",)`` (the sum of the
     coordinates: the likelihood-ratio statistic of one location shift under independent Gaussian
-    noise), ``("above", medians)`` (how many coordinates exceed their pooled pilot medians: the
+    noise; ``("sum", codes)`` leaves out each coordinate's repeated code values, e.g. an SVT's
+    "below" and "aborted" markers, and sums the released values only), ``("above", medians)`` (how many coordinates exceed their pooled pilot medians: the
     likelihood-ratio statistic of a small shift under independent Laplace noise, whose loss is
-    +-1/b on either side of the shift), ``("signed", medians, signs, increments)`` (the same count
-    with each coordinate's vote signed by the direction its pilot medians moved, +1, -1 or 0:
+    +-1/b on either side of the shift), ``("signed", medians, signs, increments, codes)`` (the
+    coordinates' votes, +1 above and -1 below their medians, 0 on a code, each signed by the
+    direction the coordinate moved between the pilots, +1, -1 or 0:
     the Laplace likelihood-ratio statistic of shifts in mixed directions; with ``increments``
     the coordinates are first replaced by their first differences x_1, x_2 - x_1, ..., which
     undoes a running sum such as the prefix sums of noisy answers), or ``("gaussian-lr", mu_p, prec_p, logdet_p, mu_q,
@@ -364,7 +365,7 @@ class BinnedView:
         if kind == "column":
             return f"output[{self.statistic[1]}]"
         if kind == "sum":
-            return "sum of the coordinates"
+            return "sum of the coordinates" if len(self.statistic) == 1 else "sum of the values that are not codes"
         if kind == "above":
             return "number of coordinates above their pilot medians"
         if kind == "signed":
@@ -379,17 +380,23 @@ class BinnedView:
         if kind == "column":
             return _column(table, self.statistic[1]).astype(np.float64, copy=False)
         if kind == "sum":
+            x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
+            if len(self.statistic) > 1:
+                x = x.copy()
+                for j, codes in enumerate(self.statistic[1]):
+                    if codes:
+                        x[np.isin(x[:, j], codes), j] = 0.0
             with np.errstate(over="ignore", invalid="ignore"):
-                return np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1).sum(axis=1), nan=0.0)
+                return np.nan_to_num(x.sum(axis=1), nan=0.0)
         if kind == "above":
             x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
             return (x > np.asarray(self.statistic[1])).sum(axis=1).astype(np.float64)
         if kind == "signed":
-            _, medians, signs, increments = self.statistic
+            _, medians, signs, increments, codes = self.statistic
             x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
             if increments:
                 x = first_differences(x)
-            return ((x > np.asarray(medians)) @ np.asarray(signs, dtype=np.float64)).astype(np.float64)
+            return _votes(x, np.asarray(medians), codes) @ np.asarray(signs, dtype=np.float64)
         _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
         x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
         # row by row in a fixed order (not BLAS): a row's score, hence its cell, depends on the row alone
@@ -532,6 +539,8 @@ View = DiscreteView | RowsView | BinnedView | JointView | QuantisedRowsView
 
 #: A quantised-rows view has at most this many distinct pilot cells (and 16 pilot draws per cell).
 MAX_QUANTISED_CELLS = 4096
+#: Bins per coordinate of the coarse quantised-rows view.
+COARSE_BINS = 8
 #: A value a coordinate takes in at least this share of the pilot draws is an atom (its own cell).
 ATOM_SHARE = 0.01
 
@@ -562,32 +571,45 @@ def _signs_text(signs: Sequence[int]) -> str:
 
 
 #: A coordinate votes in a signed count when its pilot proportions above the pooled median differ
-#: by at least this many standard errors (a two-sided 4.5e-5 test: noise coordinates stay out).
-SIGN_Z = 4.0
+#: by at least this many standard errors (a two-sided 1.2% test: few noise coordinates get in,
+#: and on a small pilot few shifted coordinates stay out).
+SIGN_Z = 2.5
+
+
+def _votes(x: np.ndarray, medians: np.ndarray, codes: Sequence[Sequence[float]]) -> np.ndarray:
+    """+1 / -1 for a value above / not above its coordinate's median, 0 for a code value."""
+    votes = np.where(x > medians, 1.0, -1.0)
+    for j, c in enumerate(codes):
+        if c:
+            votes[np.isin(x[:, j], c), j] = 0.0
+    return votes
 
 
 def signed_count_view(pilot_p: np.ndarray, pilot_q: np.ndarray, increments: bool) -> BinnedView | None:
-    """The signed count of coordinates (or of first differences) above their pooled pilot medians,
-    each coordinate signed by the direction it moved between the pilots; None if none moved.
+    """The signed count of coordinates (or of first differences) above their pilot medians, each
+    coordinate signed by the direction it moved between the pilots; None if none moved.
 
-    The statistic is the likelihood ratio of independent Laplace noise under shifts much smaller
-    than its scale, whose per-coordinate loss is +-shift/b on either side of the shift."""
+    Each coordinate votes +1 above its median, -1 below it, and 0 where it holds one of its
+    codes (an SVT's "below" or "aborted" marker: only released values vote, medians taken over
+    them). The statistic is the likelihood ratio of independent Laplace noise under shifts much
+    smaller than its scale, whose per-coordinate loss is +-shift/b on either side of the shift."""
     x_p = np.nan_to_num(np.asarray(pilot_p, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
     x_q = np.nan_to_num(np.asarray(pilot_q, dtype=np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
     if increments:
         x_p, x_q = first_differences(x_p), first_differences(x_q)
-    medians = np.median(np.concatenate([x_p, x_q], axis=0), axis=0)
-    above_p = (x_p > medians).mean(axis=0)
-    above_q = (x_q > medians).mean(axis=0)
-    pooled = 0.5 * (above_p + above_q)
-    se = np.sqrt(np.maximum(pooled * (1.0 - pooled), 1e-12) * (1.0 / x_p.shape[0] + 1.0 / x_q.shape[0]))
-    signs = np.where(np.abs(above_p - above_q) >= SIGN_Z * se, np.sign(above_p - above_q), 0.0).astype(np.int64)
+    pooled = np.concatenate([x_p, x_q], axis=0)
+    codes = tuple(() for _ in range(pooled.shape[1])) if increments else _codes(pooled)
+    medians = np.array([np.median(v[~np.isin(v, c)]) if (~np.isin(v, c)).any() else 0.0
+                        for v, c in zip(pooled.T, codes)])
+    v_p, v_q = _votes(x_p, medians, codes), _votes(x_q, medians, codes)
+    diff = v_p.mean(axis=0) - v_q.mean(axis=0)
+    se = np.sqrt(np.maximum(v_p.var(axis=0) / x_p.shape[0] + v_q.var(axis=0) / x_q.shape[0], 1e-12))
+    signs = np.where(np.abs(diff) >= SIGN_Z * se, np.sign(diff), 0.0).astype(np.int64)
     if not signs.any():
         return None
-    lo = -int((signs < 0).sum())
-    hi = int((signs > 0).sum())
-    return BinnedView(tuple(k + 0.5 for k in range(lo, hi)),
-                      ("signed", tuple(float(m) for m in medians), tuple(int(s) for s in signs), bool(increments)))
+    voting = int((signs != 0).sum())
+    return BinnedView(tuple(k + 0.5 for k in range(-voting, voting)),
+                      ("signed", tuple(float(m) for m in medians), tuple(int(s) for s in signs), bool(increments), codes))
 
 
 def _edges(values: np.ndarray) -> tuple[float, ...]:
@@ -650,20 +672,26 @@ def column_views(pooled: np.ndarray, columns: Sequence[int]) -> list[View]:
     return out
 
 
-def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
-    """The quantised-rows view with the most bins per coordinate (64, 32, ..., 2) whose pilot
-    cells are few enough to estimate, or None. Besides B equal-mass bins, each coordinate's two
-    outer bins are split twice more towards the tails (down to 32 pilot values), where the
-    likelihood ratio of a released noisy value is largest."""
-    n, d = pooled.shape
-    atoms: list[tuple[float, ...]] = []
-    rest: list[np.ndarray] = []
-    for j in range(d):
+def _codes(pooled: np.ndarray) -> tuple[tuple[float, ...], ...]:
+    """Per coordinate, its values repeated in at least ATOM_SHARE of the pilot (at most 16)."""
+    out = []
+    for j in range(pooled.shape[1]):
         values, counts = np.unique(pooled[:, j], return_counts=True)
-        frequent = values[counts >= max(2, ATOM_SHARE * n)][:16]
-        atoms.append(tuple(float(v) for v in frequent))
-        rest.append(pooled[~np.isin(pooled[:, j], frequent), j])
+        out.append(tuple(float(v) for v in values[counts >= max(2, ATOM_SHARE * pooled.shape[0])][:16]))
+    return tuple(out)
+
+
+def _quantised_rows(pooled: np.ndarray, most: int = 64) -> QuantisedRowsView | None:
+    """The quantised-rows view with the most bins per coordinate (``most``, ``most`` / 2, ..., 2)
+    whose pilot cells are few enough to estimate, or None. Besides B equal-mass bins, each
+    coordinate's two outer bins are split twice more towards the tails (down to 32 pilot values),
+    where the likelihood ratio of a released noisy value is largest."""
+    n, d = pooled.shape
+    atoms = _codes(pooled)
+    rest = [pooled[~np.isin(pooled[:, j], atoms[j]), j] for j in range(d)]
     for bins in (64, 32, 16, 8, 4, 2):
+        if bins > most:
+            continue
         edges = []
         for r in rest:
             r = r[np.isfinite(r)]
@@ -675,7 +703,7 @@ def _quantised_rows(pooled: np.ndarray) -> QuantisedRowsView | None:
             levels = np.unique(np.concatenate([np.linspace(0, 1, bins + 1)[1:-1], tails, 1.0 - tails]))
             cuts = np.unique(np.quantile(r, levels, method="inverted_cdf"))
             edges.append(tuple(float(c) for c in cuts))
-        view = QuantisedRowsView(tuple(atoms), tuple(edges))
+        view = QuantisedRowsView(atoms, tuple(edges))
         if sum(math.log2(r) for r in view._radices()) > 62:
             continue
         cells = np.unique(view.codes(pooled)).size
@@ -716,12 +744,25 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
         quantised = _quantised_rows(pooled)
         if quantised is not None:
             views.append(quantised)
+            # and a coarse one: its cells pool enough draws to be ranked reliably when the
+            # likelihood ratio is large only on a rare union of fine cells (an SVT's late "above"
+            # answer with a low released value)
+            coarse = _quantised_rows(pooled, COARSE_BINS)
+            if coarse is not None and coarse != quantised:
+                views.append(coarse)
     if len(continuous) >= 2:
         views.append(BinnedView(_edges(BinnedView((0.0,), ("sum",)).values(pooled)), ("sum",)))
+        codes = _codes(pooled)
+        if any(codes):  # the released values' sum: a shift's likelihood ratio given the codes
+            stat = ("sum", codes)
+            views.append(BinnedView(_edges(BinnedView((0.0,), stat).values(pooled)), stat))
         medians = tuple(float(m) for m in np.nanmedian(pooled.astype(np.float64), axis=0))
         views.append(BinnedView(tuple(float(k) + 0.5 for k in range(d)), ("above", medians)))
-        if len(continuous) == d:  # signed counts of the coordinates and of their increments
-            views.extend(v for v in (signed_count_view(pilot_p, pilot_q, inc) for inc in (False, True)) if v is not None)
+        # signed counts of the coordinates' released values, and of the increments of real vectors
+        for inc in (False, True) if len(continuous) == d else (False,):
+            view = signed_count_view(pilot_p, pilot_q, inc)
+            if view is not None:
+                views.append(view)
     # a score is a function of the output: with exact whole-row cells it could only merge them
     if (len(views) > 1 or continuous) and d <= MAX_GAUSSIAN_DIM and not whole_rows:
         with single_thread_blas():
