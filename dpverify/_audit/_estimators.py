@@ -162,7 +162,7 @@ class _Event:
     view_index: int
     mask: np.ndarray
     family: str
-    rule: tuple[str, Any] = ("mask", None)
+    rule: tuple[str, Any]
 
     def on(self, c: "Counts") -> "_Event":
         """The same event on ``c``, whose keys include the chosen-on keys (and maybe more)."""
@@ -175,8 +175,8 @@ class _Event:
             mask = c.keys <= value
         elif kind == "ratio":
             mask = c.log_ratio_rank() >= value
-        else:
-            return self
+        else:  # pragma: no cover - every candidate family names its rule
+            raise ValueError(f"event rule {kind!r}")
         return _Event(self.view_index, mask, self.family, self.rule)
 
 
