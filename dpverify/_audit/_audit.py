@@ -394,7 +394,7 @@ class _PairRun:
         inputs = (pair.d, pair.d_prime)
         pilots = [draw(mechanism, inputs[s], np.random.SeedSequence(seed, spawn_key=(*streams[s], PILOT_STREAM)), pilot_n, mode,
                        seed_type) for s in (0, 1)]
-        views = fit_views(pilots[0], pilots[1])
+        views = fit_views(pilots[0], pilots[1], inputs)
         row_bytes = max(8, pilots[0].nbytes // max(len(pilots[0]), 1))
         self.plan = chunk_plan(targets, chunk_size if chunk_size is not None else default_chunk_size(n0, row_bytes))
         self.train_n = 0

@@ -42,7 +42,7 @@ from accounting._validation import AccountingError
 
 from ._score_kernels import gaussian_lr_rows
 
-__all__ = ["BinnedView", "DiscreteView", "JointView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hists",
+__all__ = ["BinnedView", "DiscreteView", "JointView", "PatternValueView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hists",
            "to_table", "unique_rows"]
 
 #: A histogram: (keys, counts). Keys are a 1-D array of values/bin indices or a 2-D array of rows.
@@ -612,6 +612,86 @@ def signed_count_view(pilot_p: np.ndarray, pilot_q: np.ndarray, increments: bool
                       ("signed", tuple(float(m) for m in medians), tuple(int(s) for s in signs), bool(increments), codes))
 
 
+@dataclass(frozen=True)
+class PatternValueView:
+    """Joint cells (A, V) of two signed counts over outputs that mix codes with released values:
+    A = sum_j s_j [coordinate j is a released value], V = sum_j s_j vote_j (+1 above, -1 below
+    its median, 0 on a code), with s_j the direction in which coordinate j is released more
+    often under the first pilot, or the inputs' own direction sign(d_j - d'_j). For an SVT that releases noisy answers (numerical SVT) the
+    log-likelihood ratio of a shift is a sum of a pattern term and a value term; these two
+    counts summarise both, and their joint cells express "the above answers are where the
+    first input puts them and their values lean its way". Cells are unordered."""
+
+    medians: tuple[float, ...]
+    signs: tuple[int, ...]
+    codes: tuple[tuple[float, ...], ...]
+    ordered: bool = False
+    exact_outputs: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"(released count, value count) with coordinate signs ({_signs_text(self.signs)})"
+
+    def pair(self, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
+        votes = _votes(x, np.asarray(self.medians), self.codes)
+        released = np.ones_like(x)
+        for j, c in enumerate(self.codes):
+            if c:
+                released[np.isin(x[:, j], c), j] = 0.0
+        s = np.asarray(self.signs, dtype=np.float64)
+        return (released @ s).astype(np.int64), (votes @ s).astype(np.int64)
+
+    def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
+        """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
+        a, v = self.pair(table)
+        width = 2 * len(self.signs) + 1
+        return _discrete_hist((a + len(self.signs)) * width + (v + len(self.signs)), weights)
+
+    def describe(self, keys: np.ndarray, mask: np.ndarray) -> str:
+        width = 2 * len(self.signs) + 1
+        cells = [f"({int(k) // width - len(self.signs)}, {int(k) % width - len(self.signs)})" for k in keys[mask]]
+        return _set_text(self.name, cells)
+
+
+def input_signs(d: Any, d_prime: Any, width: int) -> np.ndarray | None:
+    """sign(d - d') per coordinate when both inputs are numeric vectors as wide as the output (a
+    query vector answered coordinate by coordinate, as StatDP's patterns assume), else None."""
+    try:
+        a = np.asarray(d, dtype=np.float64).reshape(-1)
+        b = np.asarray(d_prime, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+    if a.shape != (width,) or b.shape != (width,) or not np.all(np.isfinite(a - b)):
+        return None
+    return np.sign(a - b).astype(np.int64)
+
+
+def pattern_value_views(pilot_p: np.ndarray, pilot_q: np.ndarray, oriented: np.ndarray | None = None) -> list[PatternValueView]:
+    """The (A, V) views of an output whose coordinates mix codes and released values: one signed
+    by the coordinates the first pilot releases significantly more often, one by ``oriented``
+    (the inputs' own direction, :func:`input_signs`: it sees the whole pattern where the pilot,
+    on a small shift, sees only part of it); none without codes."""
+    pooled = np.concatenate([pilot_p, pilot_q], axis=0).astype(np.float64)
+    codes = _codes(pooled)
+    if not any(codes):
+        return []
+    released = [np.stack([~np.isin(x[:, j], c) for j, c in enumerate(codes)], axis=1).astype(np.float64)
+                for x in (np.asarray(pilot_p, dtype=np.float64), np.asarray(pilot_q, dtype=np.float64))]
+    diff = released[0].mean(axis=0) - released[1].mean(axis=0)
+    se = np.sqrt(np.maximum(released[0].var(axis=0) / len(pilot_p) + released[1].var(axis=0) / len(pilot_q), 1e-12))
+    candidates = [np.where(np.abs(diff) >= SIGN_Z * se, np.sign(diff), 0.0).astype(np.int64)]
+    if oriented is not None:
+        candidates.append(np.asarray(oriented, dtype=np.int64))
+    medians = tuple(float(np.median(v[~np.isin(v, c)])) if (~np.isin(v, c)).any() else 0.0 for v, c in zip(pooled.T, codes))
+    out: list[PatternValueView] = []
+    for signs in candidates:
+        view = PatternValueView(medians, tuple(int(x) for x in signs), codes)
+        if signs.any() and view not in out:
+            out.append(view)
+    return out
+
+
 def _edges(values: np.ndarray) -> tuple[float, ...]:
     values = values[~np.isnan(values)]
     if values.size == 0:
@@ -712,8 +792,10 @@ def _quantised_rows(pooled: np.ndarray, most: int = 64) -> QuantisedRowsView | N
     return None
 
 
-def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
-    """The views for this output type, fitted on the pilot samples of both inputs."""
+def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray, inputs: tuple[Any, Any] | None = None) -> tuple[View, ...]:
+    """The views for this output type, fitted on the pilot samples of both inputs (``inputs``:
+    the pair, whose coordinate-wise direction orients the pattern/value view where the pilot
+    cannot)."""
     if pilot_p.ndim != pilot_q.ndim or (pilot_p.ndim == 2 and pilot_p.shape[1] != pilot_q.shape[1]):
         raise AccountingError("outputs", f"shapes {pilot_p.shape} and {pilot_q.shape}", "outputs of one shape under both inputs")
     pooled = np.concatenate([pilot_p, pilot_q], axis=0)
@@ -758,6 +840,7 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray) -> tuple[View, ...]:
             views.append(BinnedView(_edges(BinnedView((0.0,), stat).values(pooled)), stat))
         medians = tuple(float(m) for m in np.nanmedian(pooled.astype(np.float64), axis=0))
         views.append(BinnedView(tuple(float(k) + 0.5 for k in range(d)), ("above", medians)))
+        views.extend(pattern_value_views(pilot_p, pilot_q, None if inputs is None else input_signs(*inputs, d)))
         # signed counts of the coordinates' released values, and of the increments of real vectors
         for inc in (False, True) if len(continuous) == d else (False,):
             view = signed_count_view(pilot_p, pilot_q, inc)
