@@ -19,7 +19,10 @@ A *view* is a picklable map from a table to a histogram over cells of the output
   threshold events are unions of consecutive bins.
 - :class:`QuantisedRowsView` -- whole rows of a structured output (categories mixed with real
   values), each coordinate quantised (its repeated values exact, the rest in pilot-quantile
-  bins); cells are the quantised rows, unordered.
+  bins); cells are the quantised rows, unordered (a fine and a coarse one).
+- :class:`PatternValueView` -- for outputs mixing codes with released values (an SVT that
+  releases its answers), the joint cells of two signed counts: where values were released, and
+  on which side of their medians they fell.
 
 Views are fitted on a *pilot* sample that is used for nothing else, so the partitions they
 define are independent of the samples used to select events and to bound their probabilities.
@@ -535,7 +538,6 @@ class QuantisedRowsView:
         return f"{self.name} in {{{', '.join(cells)}{more}}}"
 
 
-View = DiscreteView | RowsView | BinnedView | JointView | QuantisedRowsView
 
 #: A quantised-rows view has at most this many distinct pilot cells (and 16 pilot draws per cell).
 MAX_QUANTISED_CELLS = 4096
@@ -665,6 +667,9 @@ def input_signs(d: Any, d_prime: Any, width: int) -> np.ndarray | None:
     if a.shape != (width,) or b.shape != (width,) or not np.all(np.isfinite(a - b)):
         return None
     return np.sign(a - b).astype(np.int64)
+
+
+View = DiscreteView | RowsView | BinnedView | JointView | QuantisedRowsView | PatternValueView
 
 
 def pattern_value_views(pilot_p: np.ndarray, pilot_q: np.ndarray, oriented: np.ndarray | None = None) -> list[PatternValueView]:
