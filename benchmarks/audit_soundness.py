@@ -180,7 +180,7 @@ LEARNED_CASES = [
     ("snapping mechanism, learned views with float bits", snapping, (0.0, 1.0), PureDP(EPS), {}),
     ("20 parallel Laplace releases, sum and count-above views", laplace_parallel, (0.0, 1.0), PureDP(EPS),
      {"float_bits": False}),
-    ("numerical SVT (5 queries, c = 1), quantised-rows views + StatDP pair search", numerical_svt,
+    ("numerical SVT (5 queries, c = 1), quantised-rows and pattern/value views + StatDP pair search", numerical_svt,
      (np.ones(5), np.r_[2.0, np.ones(4)]), PureDP(EPS),
      {"float_bits": False, "pair_search": "statdp", "search_budget": 6, "search_samples": 5000}),
     ("prefix sums of 10 Laplace answers, signed counts of increments", prefix_sums,
