@@ -337,3 +337,25 @@ def test_feature_map_writes_the_same_features_as_the_concatenated_blocks(make):
     ours = fmap(table)
     assert ours.shape == (3000, len(fmap.names))
     assert np.array_equal(ours, _reference_features(fmap, table))
+
+
+def test_signed_counts_kernel_matches_the_vote_matrix():
+    """The numba kernel's (A, V) equal the numpy vote matrix's signed sums (codes vote 0, values
+    +1 above / -1 not above their medians), codes and NaN included."""
+    from dpverify._audit._score_kernels import signed_counts_rows
+    from dpverify._audit._views import _votes
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(500, 6))
+    x[rng.random(x.shape) < 0.3] = 0.0
+    x[rng.random(x.shape) < 0.1] = -1000.0
+    x[0, 0] = np.nan
+    codes = ((0.0, -1000.0), (0.0,), (), (-1000.0,), (0.0, -1000.0), ())
+    medians = np.array([0.1, -0.2, 0.0, 0.3, 0.0, 0.5])
+    signs = np.array([1, -1, 0, 1, 1, -1])
+    released, votes = signed_counts_rows(x, medians, signs, codes)
+    is_value = np.ones_like(x)
+    for j, c in enumerate(codes):
+        is_value[np.isin(x[:, j], c), j] = 0.0
+    assert np.array_equal(released, (is_value @ signs).astype(np.int64))
+    assert np.array_equal(votes, (_votes(x, medians, codes) @ signs).astype(np.int64))

@@ -13,7 +13,10 @@ each distinct row of a chunk once (see :func:`._views.distinct_rows`).
 - :func:`affine_rows`: ``x @ w + b`` row by row, optionally followed by ReLU (the layers of a
   logistic regression and of an MLP);
 - :func:`gaussian_lr_rows`: ``0.5 (dq' Pq dq - dp' Pp dp) + c``, dp = x - mu_p, dq = x - mu_q
-  (the log-likelihood ratio of two fitted Gaussians, Pp and Pq their precision matrices).
+  (the log-likelihood ratio of two fitted Gaussians, Pp and Pq their precision matrices);
+- :func:`signed_counts_rows`: per row, A = sum_j s_j [x_j is no code] and V = sum_j s_j v_j with
+  v_j = +1 above, -1 not above the median m_j, 0 on a code (the signed-count and pattern/value
+  views; integer sums, exact in any order).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["affine_rows", "gaussian_lr_rows"]
+__all__ = ["affine_rows", "gaussian_lr_rows", "signed_counts_rows"]
 
 
 @numba.njit(cache=True)
@@ -94,3 +97,45 @@ def gaussian_lr_rows(x: np.ndarray, mu_p: np.ndarray, prec_p: np.ndarray, mu_q: 
     out = np.empty(x.shape[0])
     _gaussian_lr(x, arrays[0], arrays[1], arrays[2], arrays[3], float(const), out)
     return out
+
+
+@numba.njit(cache=True)
+def _signed_counts(x: np.ndarray, medians: np.ndarray, codes: np.ndarray, n_codes: np.ndarray, signs: np.ndarray,
+                   released: np.ndarray, votes: np.ndarray) -> None:
+    n, d = x.shape
+    for i in range(n):
+        a = 0
+        v = 0
+        for j in range(d):
+            s = signs[j]
+            if s == 0:
+                continue
+            xij = x[i, j]
+            coded = False
+            for c in range(n_codes[j]):
+                if xij == codes[j, c]:
+                    coded = True
+                    break
+            if coded:
+                continue
+            a += s
+            v += s if xij > medians[j] else -s
+        released[i] = a
+        votes[i] = v
+
+
+def signed_counts_rows(x: np.ndarray, medians, signs, codes) -> tuple[np.ndarray, np.ndarray]:
+    """(A, V) per row: signed counts of the non-code coordinates and of their sides of the medians."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    d = x.shape[1]
+    width = max([len(c) for c in codes] + [1])
+    table = np.zeros((d, width))
+    counts = np.zeros(d, dtype=np.int64)
+    for j, c in enumerate(codes):
+        table[j, :len(c)] = c
+        counts[j] = len(c)
+    released = np.empty(x.shape[0], dtype=np.int64)
+    votes = np.empty(x.shape[0], dtype=np.int64)
+    _signed_counts(x, np.ascontiguousarray(medians, dtype=np.float64), table, counts,
+                   np.ascontiguousarray(signs, dtype=np.int64), released, votes)
+    return released, votes

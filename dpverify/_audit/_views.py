@@ -43,7 +43,7 @@ import numpy as np
 
 from accounting._validation import AccountingError
 
-from ._score_kernels import gaussian_lr_rows
+from ._score_kernels import gaussian_lr_rows, signed_counts_rows
 
 __all__ = ["BinnedView", "DiscreteView", "JointView", "PatternValueView", "QuantisedRowsView", "RowsView", "Hist", "fit_views", "merge_hists",
            "to_table", "unique_rows"]
@@ -399,7 +399,7 @@ class BinnedView:
             x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
             if increments:
                 x = first_differences(x)
-            return _votes(x, np.asarray(medians), codes) @ np.asarray(signs, dtype=np.float64)
+            return signed_counts_rows(x, medians, signs, codes)[1].astype(np.float64)
         _, mu_p, prec_p, logdet_p, mu_q, prec_q, logdet_q = self.statistic
         x = np.nan_to_num(np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1), nan=0.0, posinf=1e300, neginf=-1e300)
         # row by row in a fixed order (not BLAS): a row's score, hence its cell, depends on the row alone
@@ -636,13 +636,7 @@ class PatternValueView:
 
     def pair(self, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.asarray(table, dtype=np.float64).reshape(table.shape[0], -1)
-        votes = _votes(x, np.asarray(self.medians), self.codes)
-        released = np.ones_like(x)
-        for j, c in enumerate(self.codes):
-            if c:
-                released[np.isin(x[:, j], c), j] = 0.0
-        s = np.asarray(self.signs, dtype=np.float64)
-        return (released @ s).astype(np.int64), (votes @ s).astype(np.int64)
+        return signed_counts_rows(x, self.medians, self.signs, self.codes)
 
     def count(self, table: np.ndarray, weights: np.ndarray | None = None) -> Hist:
         """Histogram of the table's outputs (``weights``: row i stands for weights[i] outputs)."""
