@@ -100,6 +100,7 @@ def test_user_targets_gate_through_the_cli(tmp_path: Path, user_path: None) -> N
     assert rows["clipped_sum"]["target"] == "user_mechanisms.mechanisms:clipped_sum"
     assert rows["clipped_sum"]["claim"] == "0.5-DP"
     # the true epsilons of the wrong variants: 1.5 (pair 1 -> 4) and 2 (pair 1 -> 0, bound 4, scale 2)
+    # lower end: power on the 1.5 / 2 violations; upper end: a sound lower bound never passes the true 2
     assert 1.2 < rows["planted/forgot_bound"]["lower_bound"] <= 2.0
     assert rows["planted/scale_halved"]["lower_bound"] > 1.5
     assert junit.read_text().count("<testcase") == 4
@@ -200,7 +201,7 @@ def test_assert_private_passes_a_correct_mechanism_and_fails_a_wrong_one(user_pa
     text = str(info.value)
     assert "0.5-DP violated" in text and "witness event: " in text and "record 0: 0.0 -> 4.0" in text
     bound = float(text.split("epsilon >= ")[1].split(" ")[0])
-    assert 1.5 < bound <= 2.0  # a lower bound on the true 2
+    assert 1.5 < bound <= 2.0  # power above the claim 0.5 (and 1.5); soundness: a lower bound on the true 2
 
 
 def test_assert_private_on_noisy_max_with_statdp_pairs(user_path: None) -> None:
