@@ -578,6 +578,16 @@ def _signs_text(signs: Sequence[int]) -> str:
 SIGN_Z = 2.5
 
 
+def _value_medians(pooled: np.ndarray, codes: Sequence[Sequence[float]]) -> np.ndarray:
+    """Each coordinate's median over its values that are no code (0 where all are codes)."""
+    out = np.zeros(pooled.shape[1])
+    for j, c in enumerate(codes):
+        values = pooled[~np.isin(pooled[:, j], c), j]
+        if values.size:
+            out[j] = np.median(values)
+    return out
+
+
 def _votes(x: np.ndarray, medians: np.ndarray, codes: Sequence[Sequence[float]]) -> np.ndarray:
     """+1 / -1 for a value above / not above its coordinate's median, 0 for a code value."""
     votes = np.where(x > medians, 1.0, -1.0)
@@ -601,8 +611,7 @@ def signed_count_view(pilot_p: np.ndarray, pilot_q: np.ndarray, increments: bool
         x_p, x_q = first_differences(x_p), first_differences(x_q)
     pooled = np.concatenate([x_p, x_q], axis=0)
     codes = tuple(() for _ in range(pooled.shape[1])) if increments else _codes(pooled)
-    medians = np.array([np.median(v[~np.isin(v, c)]) if (~np.isin(v, c)).any() else 0.0
-                        for v, c in zip(pooled.T, codes)])
+    medians = _value_medians(pooled, codes)
     v_p, v_q = _votes(x_p, medians, codes), _votes(x_q, medians, codes)
     diff = v_p.mean(axis=0) - v_q.mean(axis=0)
     se = np.sqrt(np.maximum(v_p.var(axis=0) / x_p.shape[0] + v_q.var(axis=0) / x_q.shape[0], 1e-12))
@@ -666,13 +675,14 @@ def input_signs(d: Any, d_prime: Any, width: int) -> np.ndarray | None:
 View = DiscreteView | RowsView | BinnedView | JointView | QuantisedRowsView | PatternValueView
 
 
-def pattern_value_views(pilot_p: np.ndarray, pilot_q: np.ndarray, oriented: np.ndarray | None = None) -> list[PatternValueView]:
+def pattern_value_views(pilot_p: np.ndarray, pilot_q: np.ndarray, codes: tuple[tuple[float, ...], ...],
+                        oriented: np.ndarray | None = None) -> list[PatternValueView]:
     """The (A, V) views of an output whose coordinates mix codes and released values: one signed
     by the coordinates the first pilot releases significantly more often, one by ``oriented``
     (the inputs' own direction, :func:`input_signs`: it sees the whole pattern where the pilot,
-    on a small shift, sees only part of it); none without codes."""
+    on a small shift, sees only part of it); none without codes (``codes``: :func:`_codes` of
+    the pooled pilots)."""
     pooled = np.concatenate([pilot_p, pilot_q], axis=0).astype(np.float64)
-    codes = _codes(pooled)
     if not any(codes):
         return []
     released = [np.stack([~np.isin(x[:, j], c) for j, c in enumerate(codes)], axis=1).astype(np.float64)
@@ -682,7 +692,7 @@ def pattern_value_views(pilot_p: np.ndarray, pilot_q: np.ndarray, oriented: np.n
     candidates = [np.where(np.abs(diff) >= SIGN_Z * se, np.sign(diff), 0.0).astype(np.int64)]
     if oriented is not None:
         candidates.append(np.asarray(oriented, dtype=np.int64))
-    medians = tuple(float(np.median(v[~np.isin(v, c)])) if (~np.isin(v, c)).any() else 0.0 for v, c in zip(pooled.T, codes))
+    medians = tuple(float(m) for m in _value_medians(pooled, codes))
     out: list[PatternValueView] = []
     for signs in candidates:
         view = PatternValueView(medians, tuple(int(x) for x in signs), codes)
@@ -760,13 +770,13 @@ def _codes(pooled: np.ndarray) -> tuple[tuple[float, ...], ...]:
     return tuple(out)
 
 
-def _quantised_rows(pooled: np.ndarray, most: int = 64) -> QuantisedRowsView | None:
+def _quantised_rows(pooled: np.ndarray, atoms: tuple[tuple[float, ...], ...], most: int = 64) -> QuantisedRowsView | None:
     """The quantised-rows view with the most bins per coordinate (``most``, ``most`` / 2, ..., 2)
-    whose pilot cells are few enough to estimate, or None. Besides B equal-mass bins, each
-    coordinate's two outer bins are split twice more towards the tails (down to 32 pilot values),
-    where the likelihood ratio of a released noisy value is largest."""
+    whose pilot cells are few enough to estimate, or None. Each coordinate's ``atoms`` (its
+    codes) are cells of their own; besides B equal-mass bins of the rest, each coordinate's two
+    outer bins are split twice more towards the tails (down to 32 pilot values), where the
+    likelihood ratio of a released noisy value is largest."""
     n, d = pooled.shape
-    atoms = _codes(pooled)
     rest = [pooled[~np.isin(pooled[:, j], atoms[j]), j] for j in range(d)]
     for bins in (64, 32, 16, 8, 4, 2):
         if bins > most:
@@ -821,25 +831,25 @@ def fit_views(pilot_p: np.ndarray, pilot_q: np.ndarray, inputs: tuple[Any, Any] 
         cuts = np.unique(np.quantile(pooled[:, k], np.linspace(0, 1, JOINT_BINS + 1)[1:-1], method="inverted_cdf"))
         views.append(JointView(j, k, tuple(float(c) for c in cuts[np.isfinite(cuts)])))
     whole_rows = bool(views) and isinstance(views[0], RowsView) and views[0].columns is None
+    codes = _codes(pooled) if continuous else ()
     if continuous and not whole_rows:
-        quantised = _quantised_rows(pooled)
+        quantised = _quantised_rows(pooled, codes)
         if quantised is not None:
             views.append(quantised)
             # and a coarse one: its cells pool enough draws to be ranked reliably when the
             # likelihood ratio is large only on a rare union of fine cells (an SVT's late "above"
             # answer with a low released value)
-            coarse = _quantised_rows(pooled, COARSE_BINS)
+            coarse = _quantised_rows(pooled, codes, COARSE_BINS)
             if coarse is not None and coarse != quantised:
                 views.append(coarse)
     if len(continuous) >= 2:
         views.append(BinnedView(_edges(BinnedView((0.0,), ("sum",)).values(pooled)), ("sum",)))
-        codes = _codes(pooled)
         if any(codes):  # the released values' sum: a shift's likelihood ratio given the codes
             stat = ("sum", codes)
             views.append(BinnedView(_edges(BinnedView((0.0,), stat).values(pooled)), stat))
         medians = tuple(float(m) for m in np.nanmedian(pooled.astype(np.float64), axis=0))
         views.append(BinnedView(tuple(float(k) + 0.5 for k in range(d)), ("above", medians)))
-        views.extend(pattern_value_views(pilot_p, pilot_q, None if inputs is None else input_signs(*inputs, d)))
+        views.extend(pattern_value_views(pilot_p, pilot_q, codes, None if inputs is None else input_signs(*inputs, d)))
         # signed counts of the coordinates' released values, and of the increments of real vectors
         for inc in (False, True) if len(continuous) == d else (False,):
             view = signed_count_view(pilot_p, pilot_q, inc)
