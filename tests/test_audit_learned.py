@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,9 @@ from accounting._validation import AccountingError
 from dpverify._audit import audit
 from dpverify._audit._audit import default_chunk_size
 from dpverify._audit._learned import ZERO_RESIDUE, lowest_bit_exponent
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import statdp_mechanisms as sm  # noqa: E402
 
 ALPHA = 0.05
 EPS = 0.1
@@ -214,15 +218,9 @@ def test_pair_search_finds_the_violating_pattern():
 # ---- signed counts of increments ------------------------------------------------------------
 
 
-def prefix_sums(d, rng, size):
-    """Running sums of 10 answers with Lap(10) noise each: the answers' vector is 1.0-DP for
-    neighbours differing by at most 1 in every answer (10 x 0.1)."""
-    x = np.asarray(d, dtype=float)
-    return np.cumsum(x[None, :] + rng.laplace(0.0, 10.0, (size, x.size)), axis=1)
-
-
 def test_signed_count_of_increments_bounds_prefix_sums():
-    """The pair moves answer 0 up and the other nine down: every increment of the running sum
+    """Running sums of 10 answers with Lap(10) noise each (the benchmark's PrefixSum: 1.0-DP for
+    neighbours differing by at most 1 in every answer, 10 x 0.1). The pair moves answer 0 up and the other nine down: every increment of the running sum
     carries loss 0.1 on its own side of the shift, so the event "all ten increments on the side
     their pilot medians moved to" has probability about 2^-10 under D and e^-1 of that under D'
     (true eps = 1.0). Power: at 300,000 draws the signed count of increments alone (learned and
@@ -230,9 +228,9 @@ def test_signed_count_of_increments_bounds_prefix_sums():
     eps near 0.7-0.75 on seeds 3-5, so the claim 0.6 is violated; the true claim 1.0 holds
     (false-alarm rate <= 0.05)."""
     pair = (np.ones(10), np.r_[2.0, np.zeros(9)])
-    bad = audit(prefix_sums, pair, PureDP(0.6), samples=300_000, alpha=ALPHA, seed=3, learned=False, float_bits=False)
+    bad = audit(sm.prefix_sum, pair, PureDP(0.6), samples=300_000, alpha=ALPHA, seed=3, learned=False, float_bits=False)
     assert bad.verdict == "violated" and "first differences" in bad.worst().event
-    good = audit(prefix_sums, pair, PureDP(1.0), samples=300_000, alpha=ALPHA, seed=3, learned=False, float_bits=False)
+    good = audit(sm.prefix_sum, pair, PureDP(1.0), samples=300_000, alpha=ALPHA, seed=3, learned=False, float_bits=False)
     assert good.verdict == "holds"
 
 
