@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from .._json import jsonable
-from ._stats import cp_lower, cp_upper
+from .._stats import cp_lower, cp_upper
 
 __all__ = ["AuditReport", "AuditResult"]
 

@@ -1,7 +1,9 @@
-"""Exact binomial confidence bounds and the alpha-spending rules the estimators share.
+"""Exact binomial confidence bounds and the alpha-spending rule, below every layer that uses them.
 
 Everything here is a statement about one binomial proportion or about how a total error
-budget ``alpha`` is divided; the estimators combine them with explicit union bounds.
+budget ``alpha`` is divided; the auditor's estimators and the tail verifier's Monte Carlo rows
+combine them with explicit union bounds. It imports nothing from :mod:`dpverify` (tails are not
+audits: neither imports the other for its statistics).
 
 - :func:`cp_lower` / :func:`cp_upper`: one-sided Clopper-Pearson bounds, computed from the
   beta quantile (``scipy.stats.beta.ppf``), which is the exact inversion of the binomial tail:
