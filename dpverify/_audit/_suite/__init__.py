@@ -9,9 +9,11 @@ that must *not* be flagged).
 
 The package, one part per module:
 
-- :mod:`._schema` -- the claim files: validation into a :class:`ClaimSpec`, typed table access;
-- :mod:`._registry` -- the target registry (how a module registers a target is documented there)
-  and :func:`build` (mechanism, pairs, claim from the target's ``accounting`` guarantee);
+- :mod:`._spec` -- what every other module shares: :class:`ClaimSpec`, :class:`SuiteError`,
+  typed table access;
+- :mod:`._registry` -- the target registry (how a module registers a target is documented there);
+- :mod:`._build` -- :func:`build`: mechanism, pairs, claim from the target's ``accounting`` guarantee;
+- :mod:`._schema` -- the claim files: validation into a :class:`ClaimSpec`, loading a suite;
 - :mod:`._targets` -- the built-in targets (samplers, curators, protocols, privatizers);
 - :mod:`._planted` -- the planted bugs;
 - :mod:`._user` -- users' own callables as targets (``target = "package.module:function"``);
@@ -38,8 +40,10 @@ from ._gate import (
     run_claim,
     run_suite,
 )
-from ._registry import TARGETS, Built, Claim, Target, build
-from ._schema import FORMS, ClaimSpec, SuiteError, load_claim, load_suite
+from ._build import Claim, build
+from ._registry import TARGETS, Built, Target
+from ._schema import load_claim, load_suite
+from ._spec import FORMS, ClaimSpec, SuiteError
 
 __all__ = [
     "CAUGHT",

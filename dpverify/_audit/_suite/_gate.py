@@ -28,8 +28,9 @@ import numpy as np
 
 from .._rescore import rescore, result_p_value, result_share
 from .._results import HOLDS, VIOLATED, AuditResult, _margin
-from ._registry import build
-from ._schema import _MIN_SAMPLES, ClaimSpec, SuiteError
+from ._build import build
+from ._registry import claim_weight
+from ._spec import _MIN_SAMPLES, ClaimSpec, SuiteError
 
 __all__ = ["CAUGHT", "DEFAULT_ALPHA", "MISSED", "ClaimOutcome", "ClaimRun", "SuiteOutcome", "holm", "p_value_grid", "run_suite"]
 
@@ -320,7 +321,7 @@ def run_suite(
     m = len(specs)
     grid = p_value_grid(alpha, m)
     audit_alpha = alpha / m
-    order = sorted(range(m), key=lambda i: -specs[i].weight)
+    order = sorted(range(m), key=lambda i: -claim_weight(specs[i]))
     runs: list[ClaimRun | None] = [None] * m
     pool, owned = resolve_suite_executor(executor, workers)
     try:

@@ -1,10 +1,10 @@
-"""The registry of auditable targets, and building a claim from a validated claim file.
+"""The registry of auditable targets.
 
 A target turns a claim file's ``[parameters]`` and ``[neighbours]`` tables into a :class:`Built`:
 the mechanism ``(data, rng, size) -> outputs``, its neighbouring pairs, the ``accounting``
 guarantee the claim is taken from, the default claim form and, optionally, an exact log-pmf.
-:func:`build` reads the claim of the requested form off that guarantee (never a hand-written
-number).
+:func:`._build.build` reads the claim of the requested form off that guarantee (never a
+hand-written number).
 
 How a module registers a target. Decorate a builder ``(params: _Table, neighbours: _Table) ->
 Built`` with :func:`_target`; read every key through the tables (``p.number("epsilon")``,
@@ -35,9 +35,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .._neighbours import NeighbourPair
-from ._schema import ClaimSpec, SuiteError, _Table
+from ._spec import ClaimSpec, _Table
 
-__all__ = ["TARGETS", "Built", "Claim", "Target", "build", "_Table", "_target"]
+__all__ = ["TARGETS", "Built", "Target", "_Table", "_target", "claim_weight"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -80,82 +80,13 @@ def _target(name: str, summary: str, *, cost: float = 1.0) -> Callable[[Callable
     return register
 
 
+def claim_weight(spec: ClaimSpec) -> float:
+    """A claim's rough cost (the gate schedules the longest claims first)."""
+    per_draw = _TARGETS_COST.get(spec.target, 1.0)
+    n = spec.parameters.get("n", 1) if isinstance(spec.parameters.get("n", 1), int) else 1
+    return spec.samples * per_draw * max(1.0, n / 16)
+
+
 def _scalar_pair(nb: _Table, default: tuple[Any, Any], *, integer: bool) -> tuple[NeighbourPair, ...]:
     d, d_prime = nb.pair("values", list(default), integer=integer)
     return (NeighbourPair(d, d_prime, f"input {d!r} -> {d_prime!r}"),)
-
-
-
-# ------------------------------------------------------------------------------------------------
-# Building a claim
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Claim:
-    mechanism: Callable[..., Any]
-    pairs: tuple[NeighbourPair, ...]
-    claim: Any
-    log_pmf: Callable[..., Any] | None
-    form: str
-    guarantee: Any
-    text: str
-
-
-def build(spec: ClaimSpec) -> Claim:
-    """The target's mechanism, neighbours, the claim (from the accountant) and the law, if declared."""
-    from accounting import ApproxDP, PureDP, RDP, ZCDP, rdp_to_delta
-    from accounting._validation import AccountingError
-
-    if spec.target in TARGETS:
-        target = TARGETS[spec.target]
-    else:
-        from ._user import user_target  # "package.module:function" (load_claim checked the form)
-
-        target = user_target(spec.file, spec.target, spec.claim)
-    params = _Table(spec, "parameters", spec.parameters)
-    neighbours = _Table(spec, "neighbours", spec.neighbours)
-    try:
-        built = target.builder(params, neighbours)
-    except SuiteError:
-        raise
-    except AccountingError as error:
-        raise SuiteError(spec.file, f"parameters.{error.name}" if getattr(error, "name", None) else "parameters", str(error)) from None
-    params.done()
-    neighbours.done()
-    form = spec.claim.get("form", built.default_form)
-    g = built.guarantee
-    try:
-        if form == "pure":
-            claim = g.pure()
-            if not isinstance(claim, PureDP):
-                raise SuiteError(spec.file, "claim.form", f"{g.describe()} has no pure DP guarantee")
-            text = f"{claim.epsilon:.6g}-DP"
-        elif form == "rdp":
-            claim = g.rdp()
-            if not isinstance(claim, RDP):
-                raise SuiteError(spec.file, "claim.form", f"{g.describe()} has no RDP curve")
-            text = "RDP"
-        elif form == "zcdp":
-            claim = g.zcdp()
-            if not isinstance(claim, ZCDP):
-                raise SuiteError(spec.file, "claim.form", f"{g.describe()} has no zCDP guarantee")
-            text = f"{claim.rho:.6g}-zCDP"
-        else:
-            eps = float(spec.claim["epsilon"])
-            if hasattr(g, "approx_dp"):
-                claim = g.approx_dp(eps)
-            else:
-                claim = ApproxDP(eps, rdp_to_delta(g.rdp(), eps).delta)
-            if not isinstance(claim, ApproxDP):
-                raise SuiteError(spec.file, "claim.form", f"{g.describe()} has no (eps, delta) guarantee")
-            text = f"({claim.epsilon:.6g}, {claim.delta:.3g})-DP"
-    except AccountingError as error:
-        raise SuiteError(spec.file, "claim.form", str(error)) from None
-    if spec.estimators is not None:
-        allowed = {"pure": {"epsilon", "delta", "renyi"}, "rdp": {"renyi"}, "zcdp": {"renyi"}, "approx": {"delta"}}[form]
-        bad = [e for e in spec.estimators if e not in allowed]
-        if bad:
-            raise SuiteError(spec.file, "audit.estimators", f"{bad[0]!r} does not test a {form!r} claim (allowed: {sorted(allowed)})")
-    return Claim(built.mechanism, built.pairs, claim, built.log_pmf, form, g, text)
-

@@ -23,7 +23,7 @@ claim itself, since there is no ``accounting`` guarantee to read it from::
 The target plugs into the registry's path: :func:`user_target` returns a
 :class:`~._registry.Target` whose builder reads the tables like any built-in's (an unknown
 neighbours key is an error), and whose "guarantee" is the stated claim (:class:`StatedClaim`),
-so :func:`~._registry.build` derives the audited claim exactly as for a built-in.
+so :func:`~._build.build` derives the audited claim exactly as for a built-in.
 
 An RDP claim stated at orders a_1 < ... < a_k bounds eps(alpha) <= min{e_i : a_i >= alpha} for
 every alpha <= a_k (Renyi divergences are non-decreasing in the order); the audit tests the
@@ -43,7 +43,7 @@ import numpy as np
 
 from .._neighbours import NeighbourPair, as_pairs, replace_one_pairs, scalar_pairs, statdp_pairs
 from ._registry import Built, Target
-from ._schema import FORMS, SuiteError, _Table
+from ._spec import FORMS, SuiteError, _Table
 
 __all__ = ["StatedClaim", "check_user_claim", "is_user_target", "user_target"]
 
