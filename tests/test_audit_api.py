@@ -59,6 +59,25 @@ def test_public_names():
     assert {"audit", "AuditResult", "AuditReport", "NeighbourPair", "statdp_pairs"} <= set(audit_pkg.__all__)
 
 
+def test_public_signatures_have_no_private_parameters():
+    """Private stays private (#23 item 7): no public function of the auditor takes a parameter
+    whose name starts with an underscore (the pair search's prediction size is an argument of
+    the private _run_pairs, not of audit)."""
+    import inspect
+
+    import dpverify
+    import dpverify.testing
+
+    functions = [getattr(audit_pkg, n) for n in audit_pkg.__all__] + [dpverify.assert_private if hasattr(dpverify, "assert_private")
+                                                                     else dpverify.testing.assert_private]
+    checked = 0
+    for fn in functions:
+        if callable(fn) and not isinstance(fn, type):
+            checked += 1
+            assert not [p for p in inspect.signature(fn).parameters if p.startswith("_")], fn.__name__
+    assert checked >= 5 and "_predict_at" not in inspect.signature(audit).parameters
+
+
 def test_result_fields_and_serialisation():
     rep = audit(discrete_laplace, (0, 1), PureDP(1.0), samples=10_000, seed=1)
     assert isinstance(rep, AuditReport) and len(rep) == 2

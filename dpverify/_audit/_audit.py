@@ -190,7 +190,6 @@ def audit(
     search_samples: int | None = None,
     keep_pairs: int = 1,
     focus: float = EVENT_FOCUS,
-    _predict_at: int | None = None,
 ) -> AuditReport:
     """Audit ``mechanism`` against ``claim`` on neighbouring ``pairs``; every bound is a lower bound.
 
@@ -249,8 +248,6 @@ def audit(
             result on its first-ranked event (a weighted Bonferroni split, chosen on the
             selection sample only, so every bound keeps its stated level; see the module
             docstring). ``0`` splits evenly; values in (0, 1).
-        _predict_at: (the pair search's) choose events by the bound they would get with this
-            many draws per input, and record that prediction in each result's details.
         train_samples: draws per input for the classifiers (default: about :data:`TRAIN_BYTES`
             bytes of output, between 2**11 and 2**15 draws); counted in ``samples_used``.
 
@@ -340,15 +337,16 @@ def audit(
         def score(candidates: list[NeighbourPair], index: int) -> list[tuple[float, float]]:
             sub_seed = int.from_bytes(np.random.SeedSequence(int(seed), spawn_key=(SEARCH_STREAM, index))
                                       .generate_state(2, np.uint32).tobytes(), "little")
-            rep = audit(mechanism, list(candidates), claim, samples=n_search, alpha=alpha, estimators=chosen, orders=order_list,
-                        directions=directions, executor=search_executor, seed=sub_seed, selection_fraction=search_fraction,
-                        max_events=max_events, seed_type=seed_type, learned=False, float_bits=float_bits, focus=0.0,
-                        _predict_at=n_max)
-            per = len(rep.results) // len(candidates)  # results come pair by pair
-            costs.append(max(r.samples for r in rep.results))
+            # a small audit of the candidates (no learned views, even split) whose epsilon / delta events
+            # are chosen by the bound they would get at the full size, recorded as "predicted_margin"
+            results = _run_pairs(mechanism, tuple(candidates), claim, chosen, dirs, order_list, claims_renyi, alpha, False,
+                                 [n_search], None, n_search, mode, seed_type, sub_seed, search_fraction, max_events, None,
+                                 search_executor, False, None, float_bits, 0.0, predict_at=n_max)
+            per = len(results) // len(candidates)  # results come pair by pair
+            costs.append(max(r.samples for r in results))
             out = []
             for i in range(len(candidates)):
-                group = rep.results[i * per:(i + 1) * per]
+                group = results[i * per:(i + 1) * per]
                 # rank by the best lower bound's margin; among equal margins (typically all zero bounds
                 # on a small search sample) by the best point estimate over the claim
                 predicted = [r.details.get("predicted_margin") for r in group]
@@ -361,24 +359,42 @@ def audit(
 
         pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
         search_cost = sum(costs)
-    pilot_n = min(2**14, max(512, n_max // 64))
-
-    n_results = len(pair_list) * len(dirs) * len(chosen)
-    pool, owned = resolve_executor(executor, 2 * n_max * len(pair_list), (mechanism, pair_list))
-    try:
-        results = _audit_pairs(
-            mechanism, pair_list, claim, chosen, dirs, order_list, claims_renyi, float(alpha), n_results, sequential,
-            targets, chunk_size, n0, pilot_n, mode, seed_type, int(seed), selection_fraction, max_events, log_pmf, pool,
-            use_learned, train_samples, float_bits, focus, _predict_at)
-    finally:
-        if owned and pool is not None:
-            pool.shutdown()
+    results = _run_pairs(mechanism, pair_list, claim, chosen, dirs, order_list, claims_renyi, alpha, sequential, targets,
+                         chunk_size, n0, mode, seed_type, int(seed), selection_fraction, max_events, log_pmf, executor,
+                         use_learned, train_samples, float_bits, focus)
     if search_info is not None:
         note = (f"; pair chosen by a search over {search_info['candidates']} candidates on separate samples "
                 f"({search_cost} draws per input, counted in samples; no alpha spent)")
         results = [replace(r, samples=r.samples + search_cost, method=r.method + note,
                            details={**r.details, "pair_search": search_info}) for r in results]
     return AuditReport(tuple(results), claim, float(alpha), time.perf_counter() - started)
+
+
+def _run_pairs(
+    mechanism: Any, pairs: tuple[NeighbourPair, ...], claim: Any, chosen: tuple[str, ...], dirs: tuple[int, ...],
+    orders: tuple[float, ...], claims_renyi: tuple[float, ...], alpha: float, sequential: bool, targets: list[int],
+    chunk_size: int | None, n0: int, mode: str, seed_type: str, seed: int, fraction: float, max_events: int, log_pmf: Any,
+    executor: Any, use_learned: bool, train_samples: int | None, float_bits: bool, focus: float, *,
+    predict_at: int | None = None,
+) -> list[AuditResult]:
+    """The results of validated arguments (see :func:`audit`) on the executor they name.
+
+    ``predict_at`` (the pair search's sub-audits only): choose epsilon / delta events by the bound
+    they would get with this many draws per input, and record that prediction in each result's
+    details as ``predicted_margin``.
+    """
+    n_max = targets[-1]
+    pilot_n = min(2**14, max(512, n_max // 64))
+    n_results = len(pairs) * len(dirs) * len(chosen)
+    pool, owned = resolve_executor(executor, 2 * n_max * len(pairs), (mechanism, pairs))
+    try:
+        return _audit_pairs(
+            mechanism, pairs, claim, chosen, dirs, orders, claims_renyi, float(alpha), n_results, sequential,
+            targets, chunk_size, n0, pilot_n, mode, seed_type, seed, fraction, max_events, log_pmf, pool,
+            use_learned, train_samples, float_bits, focus, predict_at)
+    finally:
+        if owned and pool is not None:
+            pool.shutdown()
 
 
 class _PairRun:
