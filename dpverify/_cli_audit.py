@@ -5,8 +5,14 @@
 
 PATH is a suite directory (every ``*.toml`` below it; ``planted/`` holds the planted bugs) or one
 claim file. Output: a table on stdout (claim, guarantee, claimed, estimate, lower bound, verdict,
-samples, seconds), a progress bar on stderr when it is a terminal, ``--json FILE`` and
-``--junit FILE`` reports (``--json -`` writes the JSON to stdout instead of the table).
+the arithmetic a violation is in, samples, seconds), a progress bar on stderr when it is a
+terminal, ``--json FILE`` and ``--junit FILE`` reports (``--json -`` writes the JSON to stdout
+instead of the table).
+
+Which arithmetic: every claim is audited as executed (floating point), and a violation found
+through floating-point views is followed by the real-arithmetic audit of the same draws; the
+"violated in" column reads "floating point" (holds in real arithmetic at these draws) or "both".
+The exit code follows the floating-point verdicts, against each file's ``expect``.
 
 Exit codes: 0 every claim holds and every planted bug is caught; 1 a claim is violated or a
 planted bug escaped ("missed"); 2 an error in the suite itself (a malformed file, an unknown
@@ -30,6 +36,8 @@ __all__ = ["audit_command"]
 _MAX_DRAWS = 1e9
 
 _STYLE = {"holds": "green", "caught": "green", "violated": "bold red", "missed": "bold red", "error": "bold magenta"}
+#: the table's "violated in" column, from a row's ``arithmetic``
+_ARITHMETIC = {"none": "-", "floating point": "floating point", "both": "both", None: "-"}
 
 
 def _fmt(x: Any) -> str:
@@ -74,15 +82,17 @@ def _table(outcome: Any, console: Any) -> None:
         title=f"dpverify audit: {m} claims, family-wise error <= {outcome.alpha:g} (Holm), seed {outcome.seed}"
         + (f", samples x{outcome.samples_scale:g}" if outcome.samples_scale != 1 else ""),
         caption="lower bound: at the claim's Holm level; D_a = Renyi divergence of order a; inf = an output impossible under the neighbour; "
-        "also: the same bound read as epsilon at the claimed delta (eps E @ delta) or as the zCDP rho (rho R (claimed rho))",
+        "also: the same bound read as epsilon at the claimed delta (eps E @ delta) or as the zCDP rho (rho R (claimed rho)); "
+        "violated in: floating point (only: holds in real arithmetic at these draws) or both (the real-arithmetic audit of the "
+        "same draws too); exit code: the floating-point verdicts",
     )
     # the claim names and guarantees are what a reader looks for: never truncated (numbers wrap)
     table.add_column("claim", justify="left", no_wrap=True, min_width=max((len(r.spec.name) for r in outcome.rows), default=5))
     table.add_column("guarantee", justify="left", no_wrap=True,
                      min_width=max((len(r.claim_text or "-") for r in outcome.rows), default=9))
     for column, justify in (("claimed", "right"), ("estimate", "right"),
-                            ("lower bound", "right"), ("also", "right"), ("verdict", "left"), ("samples", "right"),
-                            ("seconds", "right")):
+                            ("lower bound", "right"), ("also", "right"), ("verdict", "left"), ("violated in", "left"),
+                            ("samples", "right"), ("seconds", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in outcome.rows:
         r = row.result
@@ -95,6 +105,7 @@ def _table(outcome: Any, console: Any) -> None:
             _fmt(r.lower_bound) if r else "-",
             _also_text(row),
             f"[{_STYLE.get(verdict, '')}]{verdict}[/]",
+            _ARITHMETIC[row.arithmetic],
             f"{row.samples:,}",
             f"{row.seconds:.1f}",
         )
@@ -117,7 +128,8 @@ def _junit(outcome: Any) -> ET.ElementTree:
     suite = ET.SubElement(root, "testsuite", name="dpverify audit", tests=str(len(outcome.rows)), failures=str(failures),
                           errors=str(errors), time=f"{outcome.seconds:.3f}")
     props = ET.SubElement(suite, "properties")
-    for key, value in (("alpha", outcome.alpha), ("correction", "holm"), ("seed", outcome.seed),
+    for key, value in (("alpha", outcome.alpha), ("correction", "holm"),
+                       ("seed", outcome.seed),
                        ("samples_scale", outcome.samples_scale)):
         ET.SubElement(props, "property", name=key, value=str(value))
     for row in outcome.rows:
@@ -128,12 +140,15 @@ def _junit(outcome: Any) -> ET.ElementTree:
                 f"lower bound {d['lower_bound']}, estimate {d['estimate']}, verdict {d['verdict']}, p-value {d['p_value']}, "
                 f"level {d['level']}, {d['samples']} samples per input, {d['estimator']}"
                 + (f" at order {d['order']}" if d.get("order") is not None else "")
-                + f"; pair {d['pair']} {d['direction']}; event {d['event']}")
+                + f"; pair {d['pair']} {d['direction']}; event {d['event']}"
+                + (f"; {d['finding']}" if d.get("finding") else "")
+                + (f" (real-arithmetic lower bound {d['real_lower_bound']}, p-value {d['real_p_value']}, level {d['real_level']})"
+                   if d.get("real_lower_bound") is not None and row.result is not row.real_result else ""))
         if row.error is not None:
             ET.SubElement(case, "error", message=row.error, type="SuiteError").text = row.error
         elif not row.ok:
-            message = (f"planted bug escaped: lower bound {d['lower_bound']} <= claimed {d['claimed']}" if row.verdict == "missed"
-                       else f"claim violated: lower bound {d['lower_bound']} > claimed {d['claimed']}")
+            message = (f"expected violation ({d['expect']}) not found: {d['finding']}" if row.verdict == "missed"
+                       else f"claim {d['finding']}: lower bound {d['lower_bound']} > claimed {d['claimed']}")
             ET.SubElement(case, "failure", message=message, type=row.verdict).text = text
         ET.SubElement(case, "system-out").text = text
     ET.indent(root)

@@ -57,6 +57,13 @@ def assert_private(
     Returns:
         The :class:`dpverify.AuditReport` when no violation is found.
 
+    Which arithmetic. The assertion follows the audit of the mechanism as executed (floating
+    point: ``float_bits=True`` by default), so a float mechanism private only in real arithmetic
+    fails it; the message then says "violated in floating point; holds in real arithmetic at
+    these draws" or "violated in both" (the real-arithmetic audit of the same draws, which
+    costs no error budget: see :func:`dpverify.audit`). ``float_bits=False`` asserts the
+    idealised, real-arithmetic claim instead.
+
     False alarms. A *correct* mechanism fails this assertion with probability at most ``alpha``
     (default 1e-3) over the draws: every bound in the report is a lower confidence bound, and
     the report's family-wise error over all its pairs, directions and estimators is at most
@@ -84,8 +91,20 @@ def assert_private(
     what = {"epsilon": "epsilon", "delta": f"delta at epsilon={worst.details.get('epsilon', float('nan')):.6g}",
             "renyi": f"Renyi divergence of order {worst.order:g}" if worst.order is not None else "Renyi divergence"}
     raise AssertionError(
-        f"privacy claim {report.claim} violated: {what.get(worst.estimator, worst.estimator)} >= {bound} "
+        f"privacy claim {report.claim} {report.finding}: {what.get(worst.estimator, worst.estimator)} >= {bound} "
         f"(lower confidence bound, confidence {worst.confidence:.6g}; claimed {worst.claimed:.6g}) "
         f"on pair {worst.pair} {worst.direction}, witness event: {worst.event}; "
         f"{worst.samples} draws per input, seed {seed}, family-wise false-alarm rate <= {alpha:g}"
+        + _real_arithmetic_note(report)
     )
+
+
+def _real_arithmetic_note(report: AuditReport) -> str:
+    """The real-arithmetic audit's best bound, when it ran (a float mechanism violated in floating point)."""
+    real = report.real_arithmetic
+    if real is None:
+        return ""
+    r = real.worst()
+    bound = "inf" if math.isinf(r.lower_bound) else f"{r.lower_bound:.6g}"
+    return (f"; real arithmetic (float_bits=False, the same pairs and draws): {real.verdict}, best lower bound {bound} "
+            f"(claimed {r.claimed:.6g}) via {r.event}")

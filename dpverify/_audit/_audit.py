@@ -36,6 +36,32 @@ default), the others share the rest evenly, and each result splits its share ove
 same way (:func:`._estimators.event_levels`). The weights are functions of the selection samples
 alone, which are independent of the bound samples, so conditional on them every bound holds at
 its own level and the levels sum to ``alpha``. Each result states its own confidence.
+
+Which arithmetic. With ``float_bits=True`` (the default) float outputs are also seen through
+their IEEE-754 representation (lowest-set-bit views, bit-pattern features of the classifiers):
+what a floating-point implementation leaks beyond its real-arithmetic algorithm (Mironov 2012).
+When that audit -- the one of the mechanism as executed, which governs the verdict -- finds a
+violation and used such a view, the *real-arithmetic audit* follows: the same call with
+``float_bits=False`` (no view that looks at a bit pattern; events are unions of intervals of the
+outputs, whose probabilities under the float implementation and the real mechanism differ only
+by the rounding of their endpoints), on the same pairs, the same seed and therefore the same
+draws. The report then says "violated in floating point; holds in real arithmetic at these
+draws" or "violated in both" (:attr:`AuditReport.arithmetic`).
+
+Why the two verdicts need no split of ``alpha``. They test, in a fixed order, H_fp ("the
+mechanism as executed satisfies the claim") and then H_real ("no real-arithmetic event violates
+it"), and H_real is tested only after H_fp is rejected: a fixed-sequence procedure (Maurer,
+Hothorn and Lehmacher 1995; Westfall and Krishen 2001). If H_fp is true, any false "violated"
+needs H_fp falsely rejected first: probability <= ``alpha``. If H_fp is false and H_real true,
+the only possible false statement is H_real's rejection: probability <= ``alpha``, since the
+real-arithmetic audit is a complete audit at level ``alpha`` on its own. Each test is valid
+whatever the other saw, so reusing the draws costs nothing in error rate (the dependence between
+the two audits does not enter the argument), and it makes the second verdict a statement about
+the very draws of the first. Both audits sample the executed mechanism, so "violated in real
+arithmetic" implies "violated in floating point": the two verdicts can read "none", "floating
+point" or "both", never "real arithmetic only". Without a violation in floating point the second
+audit is not run (there is nothing to tell apart), and its cost is one more audit of the same
+size, paid only by violated float claims.
 """
 
 from __future__ import annotations
@@ -65,7 +91,7 @@ from ._estimators import (
     nominal_event_level,
     renyi_lower,
 )
-from ._learned import TRAIN_STREAM, ResidueView, fit_learned_views, sklearn_available
+from ._learned import TRAIN_STREAM, LearnedView, ResidueView, fit_learned_views, sklearn_available
 from ._neighbours import NeighbourPair, as_pairs
 from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
@@ -234,7 +260,10 @@ def audit(
             implementation leaks beyond its real-arithmetic algorithm (Mironov 2012: noise added
             to a shifted location changes the low-order bits), so a float mechanism that is
             private only in real arithmetic is reported violated, with a witness event naming
-            the lowest set bit. ``False`` audits the outputs as real numbers only.
+            the lowest set bit; such a violation is followed by the real-arithmetic audit of the
+            same pairs and draws, so the report says which arithmetic it is about (see the
+            module docstring). ``False`` audits the outputs as real numbers only (the
+            idealised mechanism's claim).
         pair_search: ``None`` (audit every pair given), ``"pilot"`` (audit only the ``keep_pairs``
             most promising of the given pairs) or ``"statdp"`` (also StatDP's patterns, random
             sign patterns and hill climbing around the first pair, for query-vector inputs). The
@@ -252,7 +281,10 @@ def audit(
             bytes of output, between 2**11 and 2**15 draws); counted in ``samples_used``.
 
     Returns:
-        An :class:`AuditReport` with one :class:`AuditResult` per (pair, direction, estimator).
+        An :class:`AuditReport` with one :class:`AuditResult` per (pair, direction, estimator);
+        ``report.verdict`` (the audit as run: floating point by default) governs, and
+        ``report.real_arithmetic_verdict`` / ``report.arithmetic`` (``"none"``,
+        ``"floating point"``, ``"both"``) say whether a violation holds in real arithmetic too.
     """
     started = time.perf_counter()
     defaults = _default_estimators(claim)  # also validates the claim type
@@ -339,9 +371,9 @@ def audit(
                                       .generate_state(2, np.uint32).tobytes(), "little")
             # a small audit of the candidates (no learned views, even split) whose epsilon / delta events
             # are chosen by the bound they would get at the full size, recorded as "predicted_margin"
-            results = _run_pairs(mechanism, tuple(candidates), claim, chosen, dirs, order_list, claims_renyi, alpha, False,
-                                 [n_search], None, n_search, mode, seed_type, sub_seed, search_fraction, max_events, None,
-                                 search_executor, False, None, float_bits, 0.0, predict_at=n_max)
+            results, _ = _run_pairs(mechanism, tuple(candidates), claim, chosen, dirs, order_list, claims_renyi, alpha, False,
+                                    [n_search], None, n_search, mode, seed_type, sub_seed, search_fraction, max_events, None,
+                                    search_executor, False, None, float_bits, 0.0, predict_at=n_max)
             per = len(results) // len(candidates)  # results come pair by pair
             costs.append(max(r.samples for r in results))
             out = []
@@ -359,15 +391,25 @@ def audit(
 
         pair_list, search_info = search_pairs(score, pair_list, pair_search, search_budget, keep_pairs, int(seed))
         search_cost = sum(costs)
-    results = _run_pairs(mechanism, pair_list, claim, chosen, dirs, order_list, claims_renyi, alpha, sequential, targets,
-                         chunk_size, n0, mode, seed_type, int(seed), selection_fraction, max_events, log_pmf, executor,
-                         use_learned, train_samples, float_bits, focus)
-    if search_info is not None:
-        note = (f"; pair chosen by a search over {search_info['candidates']} candidates on separate samples "
-                f"({search_cost} draws per input, counted in samples; no alpha spent)")
-        results = [replace(r, samples=r.samples + search_cost, method=r.method + note,
-                           details={**r.details, "pair_search": search_info}) for r in results]
-    return AuditReport(tuple(results), claim, float(alpha), time.perf_counter() - started)
+
+    def run(bits: bool) -> AuditReport:
+        begun = time.perf_counter()
+        results, fp_views = _run_pairs(mechanism, pair_list, claim, chosen, dirs, order_list, claims_renyi, alpha, sequential,
+                                       targets, chunk_size, n0, mode, seed_type, int(seed), selection_fraction, max_events,
+                                       log_pmf, executor, use_learned, train_samples, bits, focus)
+        if search_info is not None:
+            note = (f"; pair chosen by a search over {search_info['candidates']} candidates on separate samples "
+                    f"({search_cost} draws per input, counted in samples; no alpha spent)")
+            results = [replace(r, samples=r.samples + search_cost, method=r.method + note,
+                               details={**r.details, "pair_search": search_info}) for r in results]
+        return AuditReport(tuple(results), claim, float(alpha), time.perf_counter() - begun, bits, fp_views)
+
+    report = run(float_bits)
+    if report.floating_point_views and report.verdict == VIOLATED:
+        # second in a fixed sequence (see the module docstring): the same pairs, seed and draws, no
+        # floating-point view, at the full alpha
+        report = replace(report, real_arithmetic=run(False))
+    return replace(report, seconds=time.perf_counter() - started)
 
 
 def _run_pairs(
@@ -376,8 +418,9 @@ def _run_pairs(
     chunk_size: int | None, n0: int, mode: str, seed_type: str, seed: int, fraction: float, max_events: int, log_pmf: Any,
     executor: Any, use_learned: bool, train_samples: int | None, float_bits: bool, focus: float, *,
     predict_at: int | None = None,
-) -> list[AuditResult]:
-    """The results of validated arguments (see :func:`audit`) on the executor they name.
+) -> tuple[list[AuditResult], bool]:
+    """The results of validated arguments (see :func:`audit`) on the executor they name, and
+    whether any view looked at the floating-point representation of an output.
 
     ``predict_at`` (the pair search's sub-audits only): choose epsilon / delta events by the bound
     they would get with this many draws per input, and record that prediction in each result's
@@ -432,6 +475,9 @@ class _PairRun:
                 seed=int(np.random.SeedSequence(seed, spawn_key=(pi, TRAIN_STREAM)).generate_state(1)[0]))
             views = views + learned_views + tuple(column_views(pooled, [j for j in screened if j >= MAX_COLUMN_VIEWS]))
         self.views = views
+        # the views float_bits adds (without them this run is its own real-arithmetic audit)
+        self.floating_point_views = any(isinstance(v, ResidueView) or (isinstance(v, LearnedView) and v.features.bit_columns)
+                                        for v in views)
         self.acc: list[list[list[Hist | None]]] = [[[None, None, None] for _ in views] for _ in (0, 1)]  # [side][view][part]
         self.selected = 0  # draws per input whose selection parts are counted
         self.bounded = [0] * len(views)  # per view: draws per input whose bound parts it has counted
@@ -536,7 +582,7 @@ def _audit_pairs(
     targets: list[int], chunk_size: int | None, n0: int, pilot_n: int, mode: str, seed_type: str, seed: int,
     fraction: float, max_events: int, log_pmf: Any, pool: Any, use_learned: bool, train_samples: int | None,
     float_bits: bool, focus: float, predict_at: int | None = None,
-) -> list[AuditResult]:
+) -> tuple[list[AuditResult], bool]:
     """Every pair's results, round by round: draw, choose events on the selection samples of all
     pairs, split the round's error budget over the results (:func:`result_levels`), bound."""
     streams = input_streams(pairs)
@@ -614,7 +660,7 @@ def _audit_pairs(
             details["rounds"] = t.rounds
         out.append(AuditResult(r.claimed, r.lower_bound, r.estimate, r.confidence, r.verdict, runs[pi].used,
                                runs[pi].seconds, r.event, r.method, r.estimator, r.pair, r.direction, r.order, details))
-    return out
+    return out, any(run.floating_point_views for run in runs)
 
 
 def input_streams(pairs: Sequence[NeighbourPair]) -> list[tuple[tuple[int, int], tuple[int, int]]]:

@@ -5,6 +5,14 @@ audit's own sampling) the true privacy parameter of the named direction is at le
 ``lower_bound``. ``verdict`` is ``"violated"`` exactly when ``lower_bound > claimed``, so a
 "violated" verdict is wrong with probability at most ``1 - confidence``; "holds" means only that
 no violation was found (an audit cannot prove a claim).
+
+A report also says which arithmetic a violation is about (:attr:`AuditReport.arithmetic`): an
+audit with floating-point views (``float_bits=True``, the default) that finds a violation of a
+float mechanism is followed by the real-arithmetic audit (``float_bits=False``) of the same pairs
+on the same draws, so a violation seen only through the floating-point representation (bit
+patterns, lowest set bits) reads "violated in floating point; holds in real arithmetic at these
+draws", and one seen in both reads "violated in both". :func:`dpverify.audit` explains why the
+two verdicts together keep the report's family-wise error at ``alpha``.
 """
 
 from __future__ import annotations
@@ -20,6 +28,17 @@ __all__ = ["AuditReport", "AuditResult"]
 
 HOLDS = "holds"
 VIOLATED = "violated"
+
+#: :attr:`AuditReport.arithmetic`: where a violation was established
+NONE = "none"
+FLOATING_POINT = "floating point"
+BOTH = "both"
+#: :attr:`AuditReport.finding`: the verdicts of both arithmetics in words
+FINDINGS = {
+    NONE: "holds",
+    FLOATING_POINT: "violated in floating point; holds in real arithmetic at these draws",
+    BOTH: "violated in both floating point and real arithmetic",
+}
 
 
 @dataclass(frozen=True)
@@ -116,18 +135,65 @@ class AuditReport:
     Attributes:
         results: the results, in (pair, direction, estimator) order.
         claim: the audited guarantee.
-        alpha: family-wise error budget of the whole report (Bonferroni over ``results``).
-        seconds: total wall time.
+        alpha: family-wise error budget of the whole report (Bonferroni over ``results``, and
+            over both arithmetics: see :func:`dpverify.audit`).
+        seconds: total wall time (the real-arithmetic audit included).
+        float_bits: whether the audit looked at the floating-point representation of float outputs.
+        floating_point_views: whether some view actually did (a float output with
+            ``float_bits=True``: lowest-set-bit views, bit-pattern features). Without such a
+            view the audit saw real-arithmetic events only and is its own real-arithmetic audit.
+        real_arithmetic: the real-arithmetic audit (``float_bits=False``) of the same pairs on
+            the same draws, run when this audit used floating-point views and found a
+            violation; ``None`` otherwise.
+
+    ``verdict`` is the verdict of the audit as run (floating point, unless ``float_bits=False``):
+    it governs ``passed``, :func:`dpverify.assert_private` and the suite's exit code (what runs
+    is what counts). ``real_arithmetic_verdict`` and ``arithmetic`` say whether a violation is
+    also one of the mechanism in real arithmetic.
     """
 
     results: tuple[AuditResult, ...]
     claim: Any
     alpha: float
     seconds: float
+    float_bits: bool = True
+    floating_point_views: bool = False
+    real_arithmetic: AuditReport | None = field(default=None, repr=False)
 
     @property
     def verdict(self) -> str:
+        """The verdict of the audit as run (``"holds"`` or ``"violated"``); it governs."""
         return VIOLATED if any(r.violated for r in self.results) else HOLDS
+
+    @property
+    def real_arithmetic_verdict(self) -> str | None:
+        """The verdict in real arithmetic: this report's own when it used no floating-point view,
+        else the real-arithmetic audit's; ``None`` when that did not run (no violation in
+        floating point, so there was nothing to tell apart)."""
+        if not self.floating_point_views:
+            return self.verdict
+        return self.real_arithmetic.verdict if self.real_arithmetic is not None else None
+
+    @property
+    def arithmetic(self) -> str:
+        """Where a violation was established: ``"none"``, ``"floating point"`` (only there: the
+        real-arithmetic audit of the same draws found none) or ``"both"``. A violation in real
+        arithmetic is one of the float mechanism too: its events are events of the outputs as
+        executed."""
+        if self.verdict != VIOLATED:
+            return NONE
+        return BOTH if self.real_arithmetic_verdict == VIOLATED else FLOATING_POINT
+
+    @property
+    def finding(self) -> str:
+        """Both verdicts in words, e.g. "violated in floating point; holds in real arithmetic at
+        these draws"."""
+        arithmetic = self.arithmetic
+        if arithmetic == FLOATING_POINT and self.real_arithmetic_verdict is None:  # only for a report built by hand
+            return "violated in floating point; real arithmetic not audited"
+        if arithmetic == NONE and not self.float_bits:
+            return "holds (real arithmetic only: float_bits=False)"
+        return FINDINGS[arithmetic]
 
     @property
     def violations(self) -> tuple[AuditResult, ...]:
@@ -155,13 +221,23 @@ class AuditReport:
             "claim": str(self.claim),
             "alpha": self.alpha,
             "verdict": self.verdict,
+            "real_arithmetic_verdict": self.real_arithmetic_verdict,
+            "arithmetic": self.arithmetic,
+            "finding": self.finding,
+            "float_bits": self.float_bits,
+            "floating_point_views": self.floating_point_views,
             "seconds": self.seconds,
             "results": [r.to_dict() for r in self.results],
+            "real_arithmetic": self.real_arithmetic.to_dict() if self.real_arithmetic is not None else None,
         }
 
     def __str__(self) -> str:
-        head = f"audit of {self.claim}: {self.verdict} (family-wise error <= {self.alpha:g}, {self.seconds:.2f}s)"
-        return "\n".join([head, *("  " + str(r) for r in self.results)])
+        head = f"audit of {self.claim}: {self.finding} (family-wise error <= {self.alpha:g}, {self.seconds:.2f}s)"
+        lines = [head, *("  " + str(r) for r in self.results)]
+        if self.real_arithmetic is not None:
+            lines.append(f"  real arithmetic (float_bits=False, the same pairs and draws): {self.real_arithmetic.verdict}")
+            lines.extend("    " + str(r) for r in self.real_arithmetic.results)
+        return "\n".join(lines)
 
 
 def _epsilon_at_delta(result: AuditResult) -> float | None:

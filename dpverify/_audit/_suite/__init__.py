@@ -32,6 +32,7 @@ from ._gate import (
     MISSED,
     ClaimOutcome,
     ClaimRun,
+    chain_holm,
     SuiteOutcome,
     claim_seed,
     holm,

@@ -9,13 +9,27 @@ error -- the probability that *any* true claim of the suite is reported violated
 alpha, whatever the dependence between claims (Holm 1979). Each claim's reported bound is its
 bound at the level Holm tested it at, so "violated" is always "lower bound > claimed".
 
+Which arithmetic. Every claim is audited as executed, with floating-point views (the p-value
+p_j above, of hypothesis F_j: "the mechanism as executed satisfies the claim"); a claim about a
+float mechanism whose p_j could reach a Holm threshold (p_j <= alpha) is also audited in real
+arithmetic on the same pairs and draws (``float_bits=False``; p-value r_j of R_j: "no
+real-arithmetic event violates the claim"). Each claim is a chain F_j -> R_j (R_j is F_j itself
+when no view looked at a bit pattern), tested by the sequentially rejective graph procedure of
+Bretz, Maurer, Brannath and Posch (2009) with weight 1/m on each F_j, all of F_j's weight passed
+to R_j when F_j is rejected, and a chain's weight shared evenly among the unfinished chains once
+both its hypotheses are rejected: :func:`chain_holm`. Every unfinished chain's current
+hypothesis is tested at alpha / (number of unfinished chains); with chains of one hypothesis
+this is Holm's procedure exactly. The family-wise error over *every* "violated" statement,
+floating point and real arithmetic, is at most alpha (the procedure is a shortcut of a closed
+test of weighted Bonferroni tests); the exit code follows the floating-point verdicts. The
+``expect`` of a claim file says which outcome it wants (:data:`EXPECTATIONS`).
+
 Reproducibility. Claim ``name`` draws from the seed ``SeedSequence([seed, crc32(name)])``: adding
 a file does not change the numbers of the others, and results do not depend on the executor.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import time
@@ -27,12 +41,13 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .._rescore import rescore, result_p_value, result_share
-from .._results import HOLDS, VIOLATED, AuditResult, _margin
+from .._results import BOTH, FINDINGS, FLOATING_POINT, HOLDS, NONE, VIOLATED, AuditResult, _margin
 from ._build import build
 from ._registry import claim_weight
-from ._spec import _MIN_SAMPLES, ClaimSpec, SuiteError
+from ._spec import _MIN_SAMPLES, EXPECT_BOTH, EXPECT_FLOATING_POINT, ClaimSpec, SuiteError
 
-__all__ = ["CAUGHT", "DEFAULT_ALPHA", "MISSED", "ClaimOutcome", "ClaimRun", "SuiteOutcome", "holm", "p_value_grid", "run_suite"]
+__all__ = ["CAUGHT", "DEFAULT_ALPHA", "MISSED", "ClaimOutcome", "ClaimRun", "SuiteOutcome", "chain_holm", "holm",
+           "p_value_grid", "run_suite"]
 
 CAUGHT = "caught"
 MISSED = "missed"
@@ -56,6 +71,12 @@ class ClaimRun:
     claim_text: str
     error: str | None = None
     claimed_rho: float | None = None  # the claim's rho, for zCDP claims
+    #: some view looked at the floating-point representation (else the audit is its own real-arithmetic audit)
+    floating_point_views: bool = False
+    #: the real-arithmetic audit of the same pairs and draws and its p-value (None: not run, because
+    #: no view looked at a bit pattern or the floating-point p-value exceeds every Holm threshold)
+    real_results: tuple[AuditResult, ...] | None = None
+    real_p_value: float | None = None
 
 
 def claim_seed(seed: int, name: str) -> int:
@@ -68,8 +89,20 @@ def _scaled(samples: int, scale: float) -> int:
     return max(_MIN_SAMPLES, int(round(samples * scale)))
 
 
+def _claim_p_value(results: Sequence[AuditResult], grid: Sequence[float]) -> float:
+    """The claim-level p-value of an audit's results on ``grid``."""
+    r = len(results)
+    # the grid levels are claim-level; a result's level is the claim's times its share (1/R if even):
+    # P[p <= l] <= sum over results of P[p_r <= share_r l] <= l
+    p = min(1.0, min(result_p_value(res, [g * result_share(res, r) for g in grid]) / result_share(res, r)
+                     for res in results))
+    return _snap(p, grid)
+
+
 def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: float, grid: Sequence[float]) -> ClaimRun:
-    """Audit one claim at ``audit_alpha`` and compute its claim-level p-value on ``grid``."""
+    """Audit one claim at ``audit_alpha`` and compute its claim-level p-value on ``grid``; audit it
+    in real arithmetic too (the same pairs and draws) when the floating-point audit used a bit
+    view and its p-value is at most the largest level Holm can test a claim at (``max(grid)``)."""
     from .._audit import audit
 
     started = time.perf_counter()
@@ -79,18 +112,24 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
         kwargs: dict[str, Any] = {}
         if spec.orders is not None:
             kwargs["orders"] = spec.orders
-        report = audit(c.mechanism, c.pairs, c.claim, samples=samples, alpha=audit_alpha, estimators=spec.estimators,
-                       directions=spec.directions, log_pmf=c.log_pmf, executor="serial", seed=claim_seed(seed, spec.name),
-                       float_bits=spec.float_bits, **kwargs)
-        results = report.results
-        r = len(results)
-        # the grid levels are claim-level; a result's level is the claim's times its share (1/R if even):
-        # P[p <= l] <= sum over results of P[p_r <= share_r l] <= l
-        p = min(1.0, min(result_p_value(res, [g * result_share(res, r) for g in grid]) / result_share(res, r)
-                         for res in results))
-        p = _snap(p, grid)
+
+        def run(float_bits: bool) -> Any:
+            return audit(c.mechanism, c.pairs, c.claim, samples=samples, alpha=audit_alpha, estimators=spec.estimators,
+                         directions=spec.directions, log_pmf=c.log_pmf, executor="serial", seed=claim_seed(seed, spec.name),
+                         float_bits=float_bits, **kwargs)
+
+        # audited as executed whatever the file says: an idealised claim (float_bits = false) is judged
+        # in real arithmetic, and its file expects the floating-point violation (see _schema)
+        report = run(True)
+        p = _claim_p_value(report.results, grid)
+        real = report.real_arithmetic
+        if real is None and report.floating_point_views and p <= max(grid):
+            real = run(False)  # the same seed: the same draws, seen without bit views
+        real_p = _claim_p_value(real.results, grid) if real is not None else None
         rho = getattr(c.claim, "rho", None) if c.form == "zcdp" else None
-        return ClaimRun(spec.name, results, p, samples, time.perf_counter() - started, c.text, claimed_rho=rho)
+        return ClaimRun(spec.name, report.results, p, samples, time.perf_counter() - started, c.text, claimed_rho=rho,
+                        floating_point_views=report.floating_point_views,
+                        real_results=real.results if real is not None else None, real_p_value=real_p)
     except SuiteError as error:
         return ClaimRun(spec.name, (), 1.0, samples, time.perf_counter() - started, "", str(error))
     except Exception as error:  # a crash of the target is an error in the suite (exit 2)
@@ -114,39 +153,63 @@ def p_value_grid(alpha: float, m: int, finer: int = 64) -> list[float]:
     return sorted(levels)
 
 
+def chain_holm(chains: Sequence[Sequence[float]], alpha: float) -> tuple[list[int], list[list[float | None]]]:
+    """Holm's procedure over chains of hypotheses: (hypotheses rejected per chain, levels).
+
+    Chain j holds p-values (p_j1, p_j2, ...) of hypotheses to be tested in that order. Every
+    unfinished chain's current (first unrejected) hypothesis is tested at alpha / u, u the number
+    of unfinished chains; one at a time, smallest p-value first, the current hypothesis is
+    rejected while its p-value is at most that level, and the chain moves on to its next one.
+    This is the sequentially rejective graph procedure of Bretz et al. (2009) for the graph that
+    passes a rejected hypothesis's weight to the next of its chain, and a finished chain's weight
+    evenly to the other chains: it controls the family-wise error at ``alpha`` under any
+    dependence. ``levels[j][k]`` is the level hypothesis k of chain j was rejected at, or last
+    tested at; ``None`` if it was never tested (an earlier one of its chain stands).
+    """
+    m = len(chains)
+    position = [0] * m
+    levels: list[list[float | None]] = [[None] * len(chain) for chain in chains]
+    while True:
+        unfinished = [j for j in range(m) if position[j] < len(chains[j])]
+        if not unfinished:
+            break
+        level = alpha / len(unfinished)
+        j = min(unfinished, key=lambda i: (chains[i][position[i]], i))
+        if chains[j][position[j]] > level:
+            for i in unfinished:
+                levels[i][position[i]] = level  # tested at this level, not rejected
+            break
+        levels[j][position[j]] = level
+        position[j] += 1
+    return position, levels
+
+
 def holm(p_values: Sequence[float], alpha: float) -> tuple[list[bool], list[float]]:
     """Holm's step-down procedure: (rejected, the level each hypothesis was tested at).
 
     Sort p ascending; reject the i-th smallest while p_(i) <= alpha / (m - i + 1). A rejected
     hypothesis's level is its step's threshold; every other one was (last) tested at the
     threshold of the step where the procedure stopped, alpha / (m - r), r = number rejected.
+    (:func:`chain_holm` with chains of one hypothesis.)
     """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: (p_values[i], i))
-    rejected = [False] * m
-    levels = [0.0] * m
-    r = 0
-    for step, i in enumerate(order):
-        threshold = alpha / (m - step)
-        if p_values[i] <= threshold:
-            rejected[i] = True
-            levels[i] = threshold
-            r += 1
-        else:
-            break
-    for i in range(m):
-        if not rejected[i]:
-            levels[i] = alpha / (m - r)
-    return rejected, levels
+    rejected, levels = chain_holm([[p] for p in p_values], alpha)
+    return [r == 1 for r in rejected], [float(lv[0]) for lv in levels]  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class ClaimOutcome:
-    """One row of the suite's report."""
+    """One row of the suite's report.
+
+    ``verdict`` judges the outcome against the file's ``expect``: "holds" / "violated" (an
+    ordinary claim), "caught" / "missed" (an expected violation found or not; "violated" when an
+    expected floating-point-only violation is one in real arithmetic too). ``arithmetic`` says
+    where a violation was established ("none", "floating point", "both"), ``real_result`` is the
+    worst real-arithmetic result at its level in the claim's chain (see the module docstring).
+    """
 
     spec: ClaimSpec
-    verdict: str  # holds / violated (ordinary claims); caught / missed (planted bugs expecting "violated")
-    result: AuditResult | None  # the worst result at the claim's Holm level
+    verdict: str
+    result: AuditResult | None  # the worst (floating-point) result at the claim's Holm level
     p_value: float
     level: float
     samples: int
@@ -154,10 +217,25 @@ class ClaimOutcome:
     claim_text: str
     error: str | None = None
     claimed_rho: float | None = None
+    arithmetic: str | None = None  # None on an error
+    real_arithmetic_verdict: str | None = None  # None: not audited in real arithmetic (not needed)
+    real_result: AuditResult | None = None
+    real_p_value: float | None = None
+    real_level: float | None = None
 
     @property
     def violated(self) -> bool:
         return self.result is not None and self.result.violated
+
+    @property
+    def finding(self) -> str | None:
+        """Both arithmetics' verdicts in words (e.g. "violated in floating point; holds in real
+        arithmetic at these draws"); ``None`` on an error."""
+        if self.arithmetic is None:
+            return None
+        if self.arithmetic == FLOATING_POINT and self.real_arithmetic_verdict is None:
+            return "violated in floating point; real arithmetic not audited"
+        return FINDINGS[self.arithmetic]
 
     @property
     def ok(self) -> bool:
@@ -195,6 +273,17 @@ class ClaimOutcome:
             "epsilon_at_delta": r.epsilon_at_delta if r else None,
             "rho": r.rho if r else None,
             "claimed_rho": self.claimed_rho,
+            # which arithmetic: the audit as executed (floating point) governs; the real-arithmetic
+            # audit of the same pairs and draws tells a floating-point artefact from a violation in both
+            "float_bits": self.spec.float_bits,
+            "arithmetic": self.arithmetic,
+            "finding": self.finding,
+            "real_arithmetic_verdict": self.real_arithmetic_verdict,
+            "real_lower_bound": self.real_result.lower_bound if self.real_result else None,
+            "real_estimate": self.real_result.estimate if self.real_result else None,
+            "real_event": self.real_result.event if self.real_result else None,
+            "real_p_value": self.real_p_value,
+            "real_level": self.real_level,
         }
         if self.error:
             out["error"] = self.error
@@ -237,45 +326,85 @@ class SuiteOutcome:
         }
 
 
-def _finalise(spec: ClaimSpec, run: ClaimRun, rejected: bool, level: float) -> ClaimOutcome:
-    if run.error is not None:
-        return ClaimOutcome(spec, "error", None, 1.0, level, run.samples, run.seconds, run.claim_text, run.error)
-    r = len(run.results)
+def _at_level(results: Sequence[AuditResult], p_value: float, rejected: bool, level: float) -> AuditResult:
+    """The worst of ``results`` re-scored at ``level`` (the rejecting level's if that one shows no violation)."""
+    r = len(results)
     rescored = []
-    for res in run.results:
+    for res in results:
         share = result_share(res, r)
         at_level = rescore(res, level * share)
-        if rejected and run.p_value <= level and not at_level.violated:
+        if rejected and p_value <= level and not at_level.violated:
             # the certificate is not exactly monotone in the level: show the rejecting one
-            alt = rescore(res, run.p_value * share) if run.p_value > 0 else res
+            alt = rescore(res, p_value * share) if p_value > 0 else res
             at_level = alt if _margin(alt) > _margin(at_level) else at_level
         rescored.append(at_level)
-    worst = max(rescored, key=_margin)
-    if rejected:
-        verdict = CAUGHT if spec.expect == VIOLATED else VIOLATED
+    return max(rescored, key=_margin)
+
+
+def _chain(run: ClaimRun) -> list[float]:
+    """The p-values of a claim's chain: floating point, then real arithmetic (1.0 if not audited:
+    never rejected); one hypothesis when no view looked at a bit pattern (then they are one test)."""
+    if not run.floating_point_views:
+        return [run.p_value]
+    return [run.p_value, run.real_p_value if run.real_p_value is not None else 1.0]
+
+
+def _judge(expect: str, floating: bool, real: bool) -> str:
+    """The row's verdict from the file's expectation and the two rejections."""
+    if expect == HOLDS:
+        return VIOLATED if floating else HOLDS
+    if expect == EXPECT_FLOATING_POINT:
+        if not floating:
+            return MISSED
+        return VIOLATED if real else CAUGHT  # violated in both: not the floating-point artefact expected
+    if expect == EXPECT_BOTH:
+        return CAUGHT if floating and real else MISSED
+    return CAUGHT if floating else MISSED  # "violated": in either arithmetic
+
+
+def _finalise(spec: ClaimSpec, run: ClaimRun, chain: list[float], rejected: int, levels: list[float | None]) -> ClaimOutcome:
+    """A claim's row from its chain's p-values, how many of them were rejected and their levels."""
+    level = levels[0]
+    assert level is not None  # every chain's first hypothesis is tested
+    if run.error is not None:
+        return ClaimOutcome(spec, "error", None, 1.0, level, run.samples, run.seconds, run.claim_text, run.error)
+    floating = rejected >= 1
+    worst = _at_level(run.results, chain[0], floating, level)
+    if not run.floating_point_views:  # no bit view: the floating-point audit is the real-arithmetic one
+        real, real_level, real_result, real_p = floating, level, worst, chain[0]
+        real_verdict: str | None = VIOLATED if real else HOLDS
     else:
-        verdict = MISSED if spec.expect == VIOLATED else HOLDS
-    return ClaimOutcome(spec, verdict, worst, run.p_value, level, run.samples, run.seconds, run.claim_text,
-                        claimed_rho=run.claimed_rho)
+        real, real_level = rejected >= 2, levels[1]
+        tested = run.real_results is not None and real_level is not None
+        real_p = chain[1] if run.real_results is not None else None
+        real_result = _at_level(run.real_results, chain[1], real, real_level) if tested else None  # type: ignore[arg-type]
+        real_verdict = (VIOLATED if real else HOLDS) if tested else None
+    arithmetic = NONE if not floating else (BOTH if real else FLOATING_POINT)
+    return ClaimOutcome(spec, _judge(spec.expect, floating, real), worst, chain[0], level, run.samples, run.seconds,
+                        run.claim_text, claimed_rho=run.claimed_rho, arithmetic=arithmetic, real_arithmetic_verdict=real_verdict,
+                        real_result=real_result, real_p_value=real_p, real_level=real_level)
 
 
 def _decide(specs: Sequence[ClaimSpec], runs: Sequence[ClaimRun], alpha: float) -> list[ClaimOutcome]:
-    """Holm over the claims, then each claim's results at its Holm level (kept consistent:
-    a claim Holm does not reject must show no violation at its level; if the Renyi certificate's
-    small non-monotonicity makes one appear, that level is a valid p-value and Holm is re-run)."""
-    p = [run.p_value for run in runs]
+    """Holm over the claims' chains (:func:`chain_holm`), then each claim's results at its levels
+    (kept consistent: a hypothesis not rejected must show no violation at its level; if the Renyi
+    certificate's small non-monotonicity makes one appear, that level is a valid p-value and the
+    procedure is re-run)."""
+    chains = [_chain(run) for run in runs]
     while True:
-        rejected, levels = holm(p, alpha)
+        rejected, levels = chain_holm(chains, alpha)
         changed = False
         rows = []
         for i, (spec, run) in enumerate(zip(specs, runs)):
-            row = _finalise(spec, run, rejected[i], levels[i])
-            if not rejected[i] and row.violated and p[i] > levels[i]:
-                p[i] = levels[i]
-                changed = True
+            row = _finalise(spec, run, chains[i], rejected[i], levels[i])
+            for k, result in enumerate((row.result, row.real_result)[: len(chains[i])]):
+                level = levels[i][k]
+                if result is not None and level is not None and rejected[i] <= k and result.violated and chains[i][k] > level:
+                    chains[i][k] = level
+                    changed = True
             rows.append(row)
         if not changed:
-            return [dataclasses.replace(row, p_value=p_i) if row.error is None else row for row, p_i in zip(rows, p)]
+            return rows
 
 
 def _local_pool(workers: int) -> Executor:

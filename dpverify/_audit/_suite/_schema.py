@@ -14,11 +14,12 @@ import math
 import os
 import tomllib
 from pathlib import Path
+from typing import Any
 
-from .._results import HOLDS, VIOLATED
+from .._results import HOLDS
 from ._build import build
 from ._registry import TARGETS
-from ._spec import _MIN_SAMPLES, FORMS, ClaimSpec, SuiteError
+from ._spec import _MIN_SAMPLES, EXPECT_FLOATING_POINT, EXPECTATIONS, FORMS, IDEALISED, ClaimSpec, SuiteError
 from ._user import check_target_name, check_user_claim, is_user_target
 
 __all__ = ["FORMS", "ClaimSpec", "SuiteError", "load_claim", "load_suite"]
@@ -70,16 +71,6 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
     elif not isinstance(target, str) or target not in TARGETS:
         raise SuiteError(path, "target", f"unknown target {target!r} (one of: {', '.join(sorted(TARGETS))}; "
                          'or a user mechanism "package.module:function")')
-    if "expect" in data:
-        expect = data["expect"]
-        if expect not in (HOLDS, VIOLATED):
-            raise SuiteError(path, "expect", f'expected "holds" or "violated", got {expect!r}')
-        if not planted and expect != HOLDS:
-            raise SuiteError(path, "expect", 'only files under planted/ may expect "violated"')
-    elif planted:
-        raise SuiteError(path, "expect", 'missing: a planted file states its expected verdict ("violated" or "holds")')
-    else:
-        expect = HOLDS
     tables = {}
     for section in ("parameters", "claim", "neighbours", "audit"):
         value = data.get(section, {})
@@ -113,6 +104,7 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
     float_bits = audit_table.get("float_bits", True)
     if not isinstance(float_bits, bool):
         raise SuiteError(path, "audit.float_bits", f"expected true or false, got {float_bits!r}")
+    expect = _expectation(path, data, planted, float_bits)
     claim = tables["claim"]
     if user:  # a user mechanism states its claim (no guarantee object to read it from)
         _, orders = check_user_claim(str(path), claim, orders)
@@ -134,6 +126,37 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
         raise SuiteError(path, "claim.epsilon", 'missing: form = "approx" claims delta at a stated epsilon')
     return ClaimSpec(name.strip(), str(path), target, dict(tables["parameters"]), dict(claim), dict(tables["neighbours"]),
                      int(samples), estimators, directions, orders, expect, planted, description, float_bits)
+
+
+def _expectation(path: Path, data: dict[str, Any], planted: bool, float_bits: bool) -> str:
+    """The file's ``expect``, checked against where it is (planted/ or not), its name and ``float_bits``.
+
+    A claim about an idealised float mechanism (``float_bits = false``) is allowed only in a file
+    whose name says ``idealised``, and it expects "violated-in-floating-point" (its default
+    there): the mechanism as executed is not private, the real-arithmetic one is.
+    """
+    idealised = IDEALISED in path.name
+    if not float_bits and not idealised:
+        raise SuiteError(path, "audit.float_bits", f"false only in a claim file whose name contains {IDEALISED!r} (a claim "
+                         "about the idealised, real-arithmetic mechanism; every other claim is audited as executed)")
+    if "expect" not in data:
+        if planted:
+            raise SuiteError(path, "expect", "missing: a planted file states its expected verdict "
+                             f"({', '.join(map(repr, EXPECTATIONS))})")
+        return HOLDS if float_bits else EXPECT_FLOATING_POINT
+    expect = data["expect"]
+    if isinstance(expect, str):
+        expect = expect.strip().replace(" ", "-")  # "violated in floating point" reads as the table shows it
+    if expect not in EXPECTATIONS:
+        raise SuiteError(path, "expect", f"expected one of {', '.join(map(repr, EXPECTATIONS))}, got {data['expect']!r}")
+    if not float_bits and expect != EXPECT_FLOATING_POINT:
+        raise SuiteError(path, "expect", f"a claim with float_bits = false expects {EXPECT_FLOATING_POINT!r} (its mechanism "
+                         f"as executed is not private; the real-arithmetic claim must hold), got {data['expect']!r}")
+    if not planted and expect not in (HOLDS, EXPECT_FLOATING_POINT):
+        raise SuiteError(path, "expect", f'only files under planted/ may expect {expect!r}')
+    if not planted and expect == EXPECT_FLOATING_POINT and not idealised:
+        raise SuiteError(path, "expect", f"{expect!r} outside planted/ only in a claim file whose name contains {IDEALISED!r}")
+    return str(expect)
 
 
 def load_suite(path: str | os.PathLike[str]) -> list[ClaimSpec]:

@@ -16,12 +16,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from .._results import HOLDS
+from .._results import HOLDS, VIOLATED
 
-__all__ = ["FORMS", "ClaimSpec", "SuiteError"]
+__all__ = ["EXPECTATIONS", "FORMS", "IDEALISED", "ClaimSpec", "SuiteError"]
 
 FORMS = ("pure", "rdp", "zcdp", "approx")
 _MIN_SAMPLES = 1000
+#: ``expect = ...``: a violation the audit as executed must find, and in which arithmetic
+EXPECT_FLOATING_POINT = "violated-in-floating-point"  # in floating point only: holds in real arithmetic
+EXPECT_BOTH = "violated-in-both"
+#: what a claim file may expect: "holds" (the default), or (planted files; the floating-point
+#: one also in idealised files) a violation in any arithmetic, in floating point only, or in both
+EXPECTATIONS = (HOLDS, VIOLATED, EXPECT_FLOATING_POINT, EXPECT_BOTH)
+#: the word a claim file's name must contain to set ``float_bits = false`` (a claim about the
+#: idealised, real-arithmetic mechanism) or, outside planted/, to expect a floating-point violation
+IDEALISED = "idealised"
 
 
 class SuiteError(Exception):
@@ -56,8 +65,9 @@ class ClaimSpec:
     expect: str = HOLDS
     planted: bool = False
     description: str = ""
-    #: audit the floating-point representation of float outputs (``audit(float_bits=...)``); a claim
-    #: about the real-arithmetic mechanism sets ``float_bits = false`` under ``[audit]``
+    #: ``false``: the claim is about the idealised, real-arithmetic mechanism (files named
+    #: ``*idealised*`` only; they expect "violated-in-floating-point"). Every claim is audited as
+    #: executed, with floating-point views; the real-arithmetic audit follows where they find a violation
     float_bits: bool = True
 
 
