@@ -155,6 +155,19 @@ def _junit(outcome: Any) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
+def _is_address(text: str) -> bool:
+    """A Dask scheduler address: scheme://..., or host:port."""
+    return "://" in text or re.fullmatch(r"[\w.\-]+:\d+", text) is not None
+
+
+def _dask_installed() -> bool:
+    try:
+        import dask.distributed  # noqa: F401  (optional: pip install 'dpverify[dask]')
+    except ImportError:
+        return False
+    return True
+
+
 def _write(path: str, text: str) -> None:
     from ._output import atomic_write
 
@@ -178,9 +191,12 @@ def _write(path: str, text: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="One integer determines every draw.")
 @click.option("--executor", default="local", show_default=True,
               help="local (a process pool), serial, dask (a new local cluster) or a Dask scheduler address tcp://host:8786.")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Spread the claims over the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); "
+                   "needs pip install 'dpverify[dask]'. The same as --executor ADDRESS.")
 @click.option("--workers", type=int, default=None, help="Processes of the local pool (default: the CPU count).")
 def audit_command(path: str, json_path: str | None, junit_path: str | None, html_path: str | None, samples_scale: float,
-                  alpha: float, seed: int, executor: str, workers: int | None) -> None:
+                  alpha: float, seed: int, executor: str, dask_address: str | None, workers: int | None) -> None:
     """Audit every claim of the suite at PATH (a directory of TOML claim files, or one file).
 
     Exit code 0 when every claim holds and every planted bug is caught, 1 when a claim is
@@ -198,6 +214,22 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
         raise click.BadParameter(f"{seed!r}: expected an integer >= 0", param_hint="--seed")
     if workers is not None and workers < 1:
         raise click.BadParameter(f"{workers!r}: expected an integer >= 1", param_hint="--workers")
+    if dask_address is not None:
+        if executor != "local":
+            raise click.BadParameter(f"dask={dask_address!r} with executor={executor!r}: give one of --dask and --executor",
+                                     param_hint="--dask")
+        if not _is_address(dask_address):
+            raise click.BadParameter(f"dask={dask_address!r} is invalid: expected a Dask scheduler address tcp://host:port",
+                                     param_hint="--dask")
+        executor = dask_address
+    if executor not in ("local", "serial", "dask") and not _is_address(executor):
+        # checked before any work: a bare word was read as a scheduler address ("missing port number")
+        raise click.BadParameter(f"executor={executor!r} is invalid: expected local, serial, dask or a Dask scheduler address "
+                                 "tcp://host:port", param_hint="--executor")
+    if executor not in ("local", "serial") and not _dask_installed():  # before any work, not at the first claim
+        click.echo(f"error: {'--dask' if dask_address else '--executor ' + executor} needs dask.distributed, an optional "
+                   "dependency: pip install 'dpverify[dask]'", err=True)
+        sys.exit(2)
     from ._output import check_output_file
 
     try:  # before the work: a bad output path must not cost the audit
@@ -212,10 +244,6 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
     except SuiteError as error:
         click.echo(f"error: path={path!r} is invalid: {error}", err=True)
         sys.exit(2)
-    if executor not in ("local", "serial", "dask") and not ("://" in executor or re.fullmatch(r"[\w.\-]+:\d+", executor)):
-        # checked before any work: a bare word was read as a scheduler address ("missing port number")
-        raise click.BadParameter(f"executor={executor!r} is invalid: expected local, serial, dask or a Dask scheduler address "
-                                 "tcp://host:port", param_hint="--executor")
     largest = max((spec.samples for spec in specs), default=0) * samples_scale
     if largest > _MAX_DRAWS:  # refuse at once what would run for days or exhaust memory
         raise click.BadParameter(f"samples_scale={samples_scale!r} is invalid: expected a scale giving at most {_MAX_DRAWS:.0e} "

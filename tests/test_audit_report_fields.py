@@ -142,7 +142,8 @@ def test_rho_on_gaussian() -> None:
 
 
 def test_gate_reports_the_new_fields(tmp_path: Path) -> None:
-    (tmp_path / "g.toml").write_text('target = "gaussian"\n[parameters]\nsigma = 2.0\n[audit]\nsamples = 20_000\nfloat_bits = false\n')
+    # the discrete Gaussian (integer outputs: no floating-point artefact to tell apart), 0.125-zCDP
+    (tmp_path / "g.toml").write_text('target = "discrete-gaussian"\n[parameters]\nsigma = 2\n[audit]\nsamples = 20_000\n')
     (tmp_path / "b.toml").write_text('target = "binomial"\n[parameters]\ntrials = 64\np = 0.5\n'
                                      '[claim]\nform = "approx"\nepsilon = 1.0\n[audit]\nsamples = 20_000\n')
     report = tmp_path / "out.json"

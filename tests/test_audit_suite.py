@@ -258,6 +258,47 @@ def test_which_arithmetic_in_the_gate(tmp_path: Path) -> None:
     assert "holds in real arithmetic at these draws" in text
 
 
+def test_dask_without_dask_installed_exits_2_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#23 item 9: --dask (and --executor ADDRESS) check the optional dependency first: exit 2
+    naming the extra, before the suite is even loaded."""
+    import sys
+
+    import dpverify._audit._suite as suite
+
+    path = _write(tmp_path, "dlap.toml", CORRECT)
+    for name in ("dask", "dask.distributed", "distributed"):
+        monkeypatch.setitem(sys.modules, name, None)  # import dask.distributed now raises ImportError
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the suite was loaded before the dependency check")
+
+    monkeypatch.setattr(suite, "load_suite", no_work)
+    for option in (["--dask", "tcp://127.0.0.1:8786"], ["--executor", "tcp://127.0.0.1:8786"], ["--executor", "dask"]):
+        result = CliRunner().invoke(audit_command, [str(path), *option])
+        assert result.exit_code == 2 and "pip install 'dpverify[dask]'" in result.output, (option, result.output)
+        assert "Traceback" not in result.output
+    # a malformed address or --dask beside --executor are usage errors (exit 2) as well
+    assert CliRunner().invoke(audit_command, [str(path), "--dask", "scheduler"]).exit_code == 2
+    assert CliRunner().invoke(audit_command, [str(path), "--dask", "tcp://h:1", "--executor", "serial"]).exit_code == 2
+
+
+@pytest.mark.slow
+def test_dask_option_runs_the_claims_on_a_cluster(tmp_path: Path) -> None:
+    """--dask ADDRESS gives the serial run's numbers (claim seeds do not depend on the executor)."""
+    import distributed  # a test dependency (pyproject [test]): never skipped
+
+    _write(tmp_path, "dlap.toml", CORRECT.replace("200_000", "20_000"))
+    _write(tmp_path, "planted/off_by_one.toml", CORRECT.replace('"discrete-laplace"', '"bug.discrete-laplace-scale"')
+           .replace("target", 'expect = "violated"\ntarget', 1))
+    serial, remote = tmp_path / "serial.json", tmp_path / "remote.json"
+    assert _invoke(str(tmp_path), "--json", str(serial), "--executor", "serial").exit_code == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        result = _invoke(str(tmp_path), "--json", str(remote), "--dask", cluster.scheduler_address)
+    assert result.exit_code == 0, result.output
+    key = lambda path: [(r["name"], r["lower_bound"], r["verdict"]) for r in json.loads(path.read_text())["results"]]
+    assert key(serial) == key(remote)
+
+
 def test_planted_file_without_expect_exits_2(tmp_path: Path) -> None:
     bad = _write(tmp_path, "planted/x.toml", CORRECT)
     result = _invoke(str(tmp_path), "--executor", "serial")

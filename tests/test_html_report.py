@@ -86,6 +86,9 @@ def _small_suite(tmp_path: Path) -> Path:
     for name in ("discrete_laplace_eps1.toml", "randomized_response_eps1.toml"):
         shutil.copy(SUITE / name, suite / name)
     shutil.copy(SUITE / "planted" / "rr_biased_coin.toml", suite / "planted" / "rr_biased_coin.toml")
+    # an idealised float claim: violated in floating point, holding in real arithmetic (#20)
+    (suite / "laplace_idealised.toml").write_text('target = "laplace"\n[parameters]\nscale = 1.0\n'
+                                                  "[audit]\nsamples = 50_000\nfloat_bits = false\n")
     return suite
 
 
@@ -97,17 +100,22 @@ def test_audit_html_lists_every_claim_with_its_verdict_and_bounds(tmp_path: Path
     assert result.exit_code == 0, result.output
     payload = json.loads(json_path.read_text())
     page = _parse(html_path)
-    assert len(payload["results"]) == 3
+    assert len(payload["results"]) == 4
     for row in payload["results"]:
         cells = page.row_ids[f"claim-{row['name']}"]
         assert cells[0] == row["name"]
         assert cells[1] == row["verdict"]
-        assert cells[4] == _cell(row["claimed"])
-        assert cells[5] == _cell(row["lower_bound"])
-        assert cells[6] == _cell(row["estimate"])
-        assert cells[9] == _cell(row["samples"])
+        assert cells[2] == (row["arithmetic"] if row["arithmetic"] != "none" else "-")
+        assert cells[5] == _cell(row["claimed"])
+        assert cells[6] == _cell(row["lower_bound"])
+        assert cells[7] == _cell(row["estimate"])
+        assert cells[10] == _cell(row["real_lower_bound"])
+        assert cells[11] == _cell(row["samples"])
     verdicts = {r["name"]: r["verdict"] for r in payload["results"]}
     assert verdicts["planted/rr_biased_coin"] == "caught"
+    # which arithmetic: the idealised float claim reads "floating point", with its real-arithmetic bound
+    assert page.row_ids["claim-laplace_idealised"][1:3] == ["caught", "floating point"]
+    assert page.row_ids["claim-planted/rr_biased_coin"][2] == "both"  # integer outputs: no float artefact possible
     assert page.svg == 1
     assert "every claim holds" in page.title
 
