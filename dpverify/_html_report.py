@@ -15,9 +15,11 @@ import datetime as _dt
 import html
 import io
 import math
-import platform
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from ._plots import pyplot, regret_panels
+from ._versions import versions
 
 __all__ = ["audit_report", "reproduce_report", "run_report"]
 
@@ -104,37 +106,14 @@ def _svg(fig: Any) -> str:
     return f'<div class="figure">{text[start:]}</div>'
 
 
-def _pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend, or None when matplotlib is not installed."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams["text.usetex"] = False
-    plt.rcParams["svg.fonttype"] = "none"  # text stays text: searchable, and small
-    return plt
-
-
 _NO_FIGURES = '<p class="note">Figures need matplotlib (<code>pip install \'dpverify[plot]\'</code>); the tables hold every number.</p>'
 
 
-_PACKAGES = ("dpverify", "numpy", "numba", "scipy", "python-flint", "mpmath", "scikit-learn")
-
-
-def _environment(versions: dict | None = None) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    items = dict(versions or {})
-    items.setdefault("python", platform.python_version())
-    items.setdefault("platform", platform.platform())
-    for name in _PACKAGES:
-        try:
-            items.setdefault(name, version(name))
-        except PackageNotFoundError:
-            items.setdefault(name, "source tree" if name == "dpverify" else "not installed")
+def _environment(recorded: dict | None = None) -> str:
+    """The versions a payload recorded, completed by this environment's (:func:`.._versions.versions`)."""
+    items = dict(recorded or {})
+    for name, value in versions().items():
+        items.setdefault(name, value)
     return _pairs_table(items.items())
 
 
@@ -168,7 +147,7 @@ def _cards(items: Iterable[tuple[str, Any, str]]) -> str:
 
 def _audit_figure(results: Sequence[dict]) -> str:
     """Lower bound over claimed value per claim: above 1 is a violation (or a caught planted bug)."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return _NO_FIGURES
     rows = [r for r in results if _is_number(r.get("claimed")) and _is_number(r.get("lower_bound")) and r["claimed"] > 0]
@@ -254,7 +233,7 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
 
 
 def _regret_figure(payload: dict) -> str:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return _NO_FIGURES
     import numpy as np
@@ -342,34 +321,16 @@ def run_report(payload: dict, *, command: str | None = None) -> str:
 
 
 def _figure_from_csv(rows: list[dict], title: str, panel_titles: dict[str, str]) -> str:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return _NO_FIGURES
     panels: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
     for row in rows:
         panels.setdefault(row["panel"], {}).setdefault(row["curve"], []).append(
             (float(row["t"]), float(row["mean_regret_over_t"]), float(row["se_regret_over_t"])))
-    n = len(panels)
-    cols = min(n, 3)
-    nrows = math.ceil(n / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.4 * cols, 3.3 * nrows), squeeze=False)
-    for idx, (key, curves) in enumerate(panels.items()):
-        ax = axes[idx // cols][idx % cols]
-        for label, points in curves.items():
-            t, m, s = (list(v) for v in zip(*points))
-            line = ax.plot(t, m, label=label)[0]
-            ax.fill_between(t, [a - b for a, b in zip(m, s)], [a + b for a, b in zip(m, s)], color=line.get_color(), alpha=0.2, linewidth=0)
-        ax.set_xscale("log")
-        ax.set_xlabel("round t")
-        ax.set_ylabel("Reg(t)/t")
-        ax.set_title(f"({key}) {panel_titles.get(key, '')}", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6)
-    for idx in range(n, nrows * cols):
-        axes[idx // cols][idx % cols].set_visible(False)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return _svg(fig)
+    drawn = [(f"({key}) {panel_titles.get(key, '')}", [(label, *zip(*points)) for label, points in curves.items()])
+             for key, curves in panels.items()]
+    return _svg(regret_panels(plt, drawn, ylabel="Reg(t)/t", title=title))
 
 
 def reproduce_report(summary: dict, csv_path: str | Path, *, description: str = "", command: str | None = None) -> str:

@@ -212,7 +212,7 @@ def test_reproduce_html_lists_every_curve(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_without_matplotlib_the_tables_remain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(_html_report, "_pyplot", lambda: None)
+    monkeypatch.setattr(_html_report, "pyplot", lambda: None)
     paths = _tiny_figure(tmp_path)
     text = _html_report.reproduce_report(json.loads(paths[2].read_text()), paths[1], description="tiny")
     page = _Page()
@@ -220,3 +220,21 @@ def test_without_matplotlib_the_tables_remain(monkeypatch: pytest.MonkeyPatch, t
     assert page.svg == 0
     assert "Figures need matplotlib" in text
     assert sum(1 for r in page.rows if len(r) == 12) == 3  # header + two curves
+
+
+def test_one_versions_function_for_runs_and_pages() -> None:
+    """#23 item 3: a run's JSON and every HTML page take their versions from dpverify._versions
+    (read from the distributions' metadata, importing nothing)."""
+    import platform
+
+    import numpy as np
+
+    from dpverify._bandits._results import versions as run_versions
+    from dpverify._versions import versions
+
+    assert run_versions is versions
+    found = versions()
+    assert found["numpy"] == np.__version__ and found["python"] == platform.python_version()
+    page = _html_report._environment({"numpy": "as recorded by the run"})
+    assert "as recorded by the run" in page and found["scipy"] in page
+

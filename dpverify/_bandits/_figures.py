@@ -7,15 +7,14 @@ random instances": each seed draws its own instance, the same one for every algo
 ``<name>.json`` (final regrets, ledgers, options) and ``<name>.png``. ``quick`` shrinks horizons
 100-fold and runs to 4 seeds (CI and README size).
 
-Plots: headless Agg backend, matplotlib imported inside the function, no LaTeX; log-scale time,
-labelled axes, a legend, mean with standard-error bands.
+Plots (:mod:`dpverify._plots`, shared with the HTML pages): headless Agg backend, matplotlib imported
+when drawing, no LaTeX; log-scale time, labelled axes, a legend, mean with standard-error bands.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._output import atomic_path, atomic_write, check_output_dir
+from .._plots import pyplot, regret_panels
 from ._registry import FigureSpec, register_figure
 
 __all__ = ["Curve", "Panel", "make_figure"]
@@ -146,38 +146,19 @@ def make_figure(
 
 
 def _plot(name, panels, owners, results, png_path, ylabel, per_time) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams["text.usetex"] = False
-    n = len(panels)
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
-    for idx, panel in enumerate(panels):
-        ax = axes[idx // cols][idx % cols]
+    plt = pyplot()
+    if plt is None:
+        raise ImportError("figures need matplotlib: pip install 'dpverify[plot]'")
+    drawn = []
+    for panel in panels:
+        curves = []
         for (p, curve), res in zip(owners, results):
-            if p is not panel:
-                continue
-            t = np.asarray(res.times, dtype=float)
-            m = np.asarray(res.mean_regret)
-            s = np.asarray(res.se_regret)
-            if per_time:
-                m, s = m / t, s / t
-            line = ax.plot(t, m, label=curve.label)[0]
-            ax.fill_between(t, m - s, m + s, color=line.get_color(), alpha=0.2, linewidth=0)
-        ax.set_xscale("log")
-        ax.set_xlabel("round t")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"({panel.key}) {panel.title}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    for idx in range(n, rows * cols):
-        axes[idx // cols][idx % cols].set_visible(False)
-    fig.suptitle(name, fontsize=10)
-    fig.tight_layout()
+            if p is panel:
+                t = np.asarray(res.times, dtype=float)
+                m, s = np.asarray(res.mean_regret), np.asarray(res.se_regret)
+                curves.append((curve.label, t, m / t if per_time else m, s / t if per_time else s))
+        drawn.append((f"({panel.key}) {panel.title}", curves))
+    fig = regret_panels(plt, drawn, ylabel=ylabel, title=name)
     with atomic_path(png_path) as temporary:
         fig.savefig(temporary, dpi=120)
     plt.close(fig)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 
 import math
-import platform
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
 from accounting._validation import AccountingError
+
+from .._versions import versions
 
 __all__ = ["RunRecord", "RunResult", "aggregate", "checkpoints", "ledger_summary", "versions"]
 
@@ -148,20 +149,6 @@ def _merge_ledgers(ledgers: list[dict]) -> dict:
     out = dict(worst)
     out["runs"] = len(ledgers)
     out["charges_per_run"] = [d.get("charges", 0) for d in ledgers]
-    return out
-
-
-def versions() -> dict:
-    import numba
-    import scipy
-
-    out = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__, "scipy": scipy.__version__}
-    try:
-        from importlib.metadata import version
-
-        out["dpverify"] = version("dpverify")
-    except Exception:  # not installed (source tree): recorded as such
-        out["dpverify"] = "source tree"
     return out
 
 
