@@ -11,7 +11,7 @@ The baseline is a checkout of an earlier commit (``git worktree add /tmp/base <c
 ``git archive <commit> | tar -x -C /tmp/base``); each tree runs with its own sources first on
 ``PYTHONPATH`` and its own numba cache, warmed by one untimed run of each command.
 
-    python benchmarks/bench_audit_arithmetic.py --baseline /tmp/base --runs 5
+    python benchmarks/bench_audit_arithmetic.py --baseline /tmp/base --tree /tmp/new --runs 5
 """
 
 from __future__ import annotations
@@ -39,10 +39,12 @@ def _run(tree: Path, args: list[str]) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the baseline commit")
+    parser.add_argument("--tree", type=Path, default=HERE, help="the checkout measured against it (default: this one; "
+                        "a snapshot keeps edits made meanwhile out of the numbers)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=("suite", "planted", "both"), default="both")
     opts = parser.parse_args()
-    trees = {"baseline": opts.baseline.resolve(), "this tree": HERE}
+    trees = {"baseline": opts.baseline.resolve(), "this tree": opts.tree.resolve()}
     jobs = {"suite": ["audits", "--workers", "2"], "planted": ["audits/planted/float_laplace_bits.toml", "--executor", "serial"]}
     chosen = list(jobs) if opts.only == "both" else [opts.only]
     out: dict[str, dict[str, list[float]]] = {}
