@@ -4,8 +4,11 @@ A floating-point violation found through bit views is followed by the real-arith
 the same draws, and the suite audits its idealised claims (``float_bits = false``) as executed
 too. This measures, alternating baseline and this tree in the same run (medians of ``--runs``):
 
-- ``dpverify audit audits/`` (each tree's own suite), ``--workers 2``: wall seconds;
-- ``dpverify audit audits/planted/float_laplace_bits.toml``: wall seconds (one claim, one worker).
+- ``dpverify audit audits/`` (each tree's own suite), ``--workers 2``;
+- ``dpverify audit audits/planted/float_laplace_bits.toml`` (one claim, serial);
+
+each as wall seconds and CPU seconds (user + system of the command and its worker processes:
+on a machine shared with other jobs the CPU time is the steadier of the two).
 
 The baseline is a checkout of an earlier commit (``git worktree add /tmp/base <commit>`` or
 ``git archive <commit> | tar -x -C /tmp/base``); each tree runs with its own sources first on
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,11 +33,16 @@ HERE = Path(__file__).resolve().parents[1]
 COMMAND = "import sys; from dpverify._cli_audit import audit_command; audit_command(sys.argv[1:])"
 
 
-def _run(tree: Path, args: list[str]) -> tuple[float, int]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # every waited-for descendant: the pool's workers too
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(tree: Path, args: list[str]) -> tuple[float, float, int]:
     env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=str(tree / ".numba-cache-bench"))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     proc = subprocess.run([sys.executable, "-c", COMMAND, *args], cwd=tree, env=env, capture_output=True, text=True)
-    return time.perf_counter() - started, proc.returncode
+    return time.perf_counter() - started, _cpu() - cpu, proc.returncode
 
 
 def main() -> None:
@@ -43,24 +52,28 @@ def main() -> None:
                         "a snapshot keeps edits made meanwhile out of the numbers)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=("suite", "planted", "both"), default="both")
+    parser.add_argument("--warm", action="store_true", help="skip the warm-up runs (the numba caches are warm)")
     opts = parser.parse_args()
     trees = {"baseline": opts.baseline.resolve(), "this tree": opts.tree.resolve()}
     jobs = {"suite": ["audits", "--workers", "2"], "planted": ["audits/planted/float_laplace_bits.toml", "--executor", "serial"]}
     chosen = list(jobs) if opts.only == "both" else [opts.only]
-    out: dict[str, dict[str, list[float]]] = {}
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
     for job in chosen:
         for name, tree in trees.items():  # warm-up: numba compilation and caches, outside the measured runs
-            seconds, code = _run(tree, jobs[job])
-            print(f"[warm-up] {job} {name}: {seconds:.1f} s, exit {code}", flush=True)
-        out[job] = {name: [] for name in trees}
+            if not opts.warm:
+                seconds, cpu, code = _run(tree, jobs[job])
+                print(f"[warm-up] {job} {name}: {seconds:.1f} s wall, {cpu:.1f} s CPU, exit {code}", flush=True)
+        out[job] = {name: {"wall": [], "cpu": []} for name in trees}
         for i in range(opts.runs):
             for name, tree in trees.items():  # alternating, so both see the same load
-                seconds, code = _run(tree, jobs[job])
-                out[job][name].append(seconds)
-                print(f"[{job} {i + 1}/{opts.runs}] {name}: {seconds:.1f} s, exit {code}", flush=True)
-    for job, times in out.items():
-        base, new = statistics.median(times["baseline"]), statistics.median(times["this tree"])
-        print(f"{job}: baseline median {base:.1f} s, this tree median {new:.1f} s, ratio {new / base:.2f}")
+                seconds, cpu, code = _run(tree, jobs[job])
+                out[job][name]["wall"].append(seconds)
+                out[job][name]["cpu"].append(cpu)
+                print(f"[{job} {i + 1}/{opts.runs}] {name}: {seconds:.1f} s wall, {cpu:.1f} s CPU, exit {code}", flush=True)
+    for job, runs in out.items():
+        for kind in ("wall", "cpu"):
+            base, new = statistics.median(runs["baseline"][kind]), statistics.median(runs["this tree"][kind])
+            print(f"{job} {kind}: baseline median {base:.1f} s, this tree median {new:.1f} s, ratio {new / base:.2f}")
     print(json.dumps(out))
 
 

@@ -65,8 +65,11 @@ dataset = [1.0, 2.0, 3.0]
 values = [0.0, 4.0]
 [audit]
 samples = 100_000
-float_bits = false
+{float_bits}
 """
+#: the correct clipped sum adds numpy's float Laplace: private in real arithmetic only, so its claim
+#: is an idealised one (file named *idealised*, float_bits = false: expected violated in floating point)
+IDEALISED = "float_bits = false"
 
 NOISY_MAX = """
 target = "user_mechanisms.mechanisms:{fn}"
@@ -83,11 +86,13 @@ samples = 100_000
 
 
 def test_user_targets_gate_through_the_cli(tmp_path: Path, user_path: None) -> None:
-    """A suite of user mechanisms: the correct ones hold, the planted wrong ones are caught (exit 0)."""
-    _write(tmp_path, "clipped_sum.toml", CLIPPED.format(fn="clipped_sum", expect=""))
+    """A suite of user mechanisms: the correct ones hold (the float clipped sum in real arithmetic:
+    an idealised claim, violated in floating point), the planted wrong ones are caught (exit 0)."""
+    _write(tmp_path, "clipped_sum_idealised.toml", CLIPPED.format(fn="clipped_sum", expect="", float_bits=IDEALISED))
     _write(tmp_path, "noisy_max.toml", NOISY_MAX.format(fn="noisy_max", expect="",
                                                          neighbours='generator = "statdp"\nlength = 3'))
-    _write(tmp_path, "planted/forgot_bound.toml", CLIPPED.format(fn="clipped_sum_forgot_bound", expect='expect = "violated"'))
+    _write(tmp_path, "planted/forgot_bound.toml", CLIPPED.format(fn="clipped_sum_forgot_bound", expect='expect = "violated-in-both"',
+                                                                 float_bits=""))
     _write(tmp_path, "planted/scale_halved.toml", NOISY_MAX.format(
         fn="noisy_max_scale_halved", expect='expect = "violated"', neighbours="pairs = [[[1, 1, 1], [2, 1, 1]], [[1, 1, 1], [0, 1, 1]]]"))
     report = tmp_path / "out.json"
@@ -95,25 +100,31 @@ def test_user_targets_gate_through_the_cli(tmp_path: Path, user_path: None) -> N
     result = _invoke(str(tmp_path), "--json", str(report), "--junit", str(junit), "--workers", "2")
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(report.read_text())["results"]}
-    assert {n: r["verdict"] for n, r in rows.items()} == {
-        "clipped_sum": "holds", "noisy_max": "holds", "planted/forgot_bound": "caught", "planted/scale_halved": "caught"}
-    assert rows["clipped_sum"]["target"] == "user_mechanisms.mechanisms:clipped_sum"
-    assert rows["clipped_sum"]["claim"] == "0.5-DP"
-    # the true epsilons of the wrong variants: 1.5 (pair 1 -> 4) and 2 (pair 1 -> 0, bound 4, scale 2)
-    # lower end: power on the 1.5 / 2 violations; upper end: a sound lower bound never passes the true 2
-    assert 1.2 < rows["planted/forgot_bound"]["lower_bound"] <= 2.0
+    assert {n: (r["verdict"], r["arithmetic"]) for n, r in rows.items()} == {
+        "clipped_sum_idealised": ("caught", "floating point"), "noisy_max": ("holds", "none"),
+        "planted/forgot_bound": ("caught", "both"), "planted/scale_halved": ("caught", "both")}
+    clipped = rows["clipped_sum_idealised"]
+    assert clipped["target"] == "user_mechanisms.mechanisms:clipped_sum" and clipped["claim"] == "0.5-DP"
+    assert clipped["real_arithmetic_verdict"] == "holds" and clipped["real_lower_bound"] <= 0.5
+    # the true epsilons of the wrong variants in real arithmetic: 1.5 (pair 1 -> 4) and 2 (pair 1 -> 0,
+    # bound 4, scale 2); lower end: power on the 1.5 / 2 violations; upper end: a sound lower bound
+    # never passes the true 2 (in floating point the forgotten bound is far worse: the low bits leak)
+    assert 1.2 < rows["planted/forgot_bound"]["real_lower_bound"] <= 2.0
     assert rows["planted/scale_halved"]["lower_bound"] > 1.5
     assert junit.read_text().count("<testcase") == 4
 
 
 def test_a_wrong_user_mechanism_as_an_ordinary_claim_fails_the_gate(tmp_path: Path, user_path: None) -> None:
-    """The same wrong mechanism, not marked planted, is a violated claim: exit 1."""
-    path = _write(tmp_path, "forgot_bound.toml", CLIPPED.format(fn="clipped_sum_forgot_bound", expect=""))
+    """The same wrong mechanism, not marked planted, is a violated claim: exit 1; as an idealised
+    claim too, since it is violated in real arithmetic (not only in floating point)."""
+    path = _write(tmp_path, "forgot_bound_idealised.toml", CLIPPED.format(fn="clipped_sum_forgot_bound", expect="",
+                                                                           float_bits=IDEALISED))
     report = tmp_path / "out.json"
     result = _invoke(str(path), "--json", str(report), "--executor", "serial")
     assert result.exit_code == 1, result.output
     (row,) = json.loads(report.read_text())["results"]
-    assert row["verdict"] == "violated" and row["lower_bound"] > row["claimed"] == 0.5
+    assert row["verdict"] == "violated" and row["arithmetic"] == "both" and row["lower_bound"] > row["claimed"] == 0.5
+    assert row["real_lower_bound"] > 0.5
 
 
 def test_user_claim_forms(tmp_path: Path, user_path: None) -> None:
@@ -239,22 +250,25 @@ def test_readme_assert_private_example() -> None:
 
 
 def test_user_zcdp_and_rdp_claims_gate(tmp_path: Path, user_path: None) -> None:
-    """A count plus N(0, 4) is 0.125-zCDP (RDP 0.125 alpha): stated both ways it holds; with
-    sigma = 1 (rho = 0.5, D_2 = 1 against the claimed 0.25) the same claims are caught. Seeds fixed
-    (the suite's seed 0 and the file names); alpha 1e-3 family-wise."""
+    """A count plus numpy's float N(0, 4) is 0.125-zCDP (RDP 0.125 alpha) in real arithmetic: stated
+    both ways as idealised claims it holds there (and is violated in floating point); with sigma = 1
+    (rho = 0.5, D_2 = 1 against the claimed 0.25) the same claims are caught in both arithmetics.
+    Seeds fixed (the suite's seed 0 and the file names); alpha 1e-3 family-wise."""
     from dpverify._audit._suite import run_suite
 
     head = 'target = "user_mechanisms.mechanisms:gaussian_count"\n{expect}\n[parameters]\nsigma = {sigma}\n'
-    tail = "[neighbours]\npairs = [[[0, 1], [1, 1]]]\n[audit]\nsamples = 50_000\nfloat_bits = false\n"  # real-arithmetic claims
+    tail = "[neighbours]\npairs = [[[0, 1], [1, 1]]]\n[audit]\nsamples = 50_000\n{float_bits}\n"
     zcdp = "[claim]\nrho = 0.125\n"
     rdp = "[claim]\norders = [2, 4, 8, 16]\nepsilons = [0.25, 0.5, 1.0, 2.0]\n"
-    for sigma, expect, folder in ((2.0, "", ""), (1.0, 'expect = "violated"', "planted/")):
-        _write(tmp_path, f"{folder}gauss_zcdp.toml", head.format(expect=expect, sigma=sigma) + zcdp + tail)
-        _write(tmp_path, f"{folder}gauss_rdp.toml", head.format(expect=expect, sigma=sigma) + rdp + tail)
+    for sigma, expect, name, bits in ((2.0, "", "gauss_{}_idealised", IDEALISED),
+                                      (1.0, 'expect = "violated-in-both"', "planted/gauss_{}", "")):
+        for form, claim in (("zcdp", zcdp), ("rdp", rdp)):
+            _write(tmp_path, name.format(form) + ".toml", head.format(expect=expect, sigma=sigma) + claim + tail.format(float_bits=bits))
     outcome = run_suite(load_suite(tmp_path), executor="serial")
-    verdicts = {row.spec.name: row.verdict for row in outcome.rows}
-    assert verdicts == {"gauss_zcdp": "holds", "gauss_rdp": "holds",
-                        "planted/gauss_zcdp": "caught", "planted/gauss_rdp": "caught"}, verdicts
+    verdicts = {row.spec.name: (row.verdict, row.arithmetic) for row in outcome.rows}
+    assert verdicts == {"gauss_zcdp_idealised": ("caught", "floating point"), "gauss_rdp_idealised": ("caught", "floating point"),
+                        "planted/gauss_zcdp": ("caught", "both"), "planted/gauss_rdp": ("caught", "both")}, verdicts
     rows = {row.spec.name: row for row in outcome.rows}
-    assert rows["gauss_zcdp"].claimed_rho == 0.125 and rows["gauss_zcdp"].result.rho <= 0.125
-    assert rows["planted/gauss_rdp"].result.rho > 0.2 and outcome.exit_code == 0
+    ideal = rows["gauss_zcdp_idealised"]
+    assert ideal.claimed_rho == 0.125 and ideal.real_result is not None and ideal.real_result.rho <= 0.125
+    assert rows["planted/gauss_rdp"].real_result.rho > 0.2 and outcome.exit_code == 0
