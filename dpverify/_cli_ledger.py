@@ -19,7 +19,8 @@ import click
 
 __all__ = ["account_charge_command", "ledger_group"]
 
-_URL_HELP = "sqlite:///path/ledger.db (relative) or sqlite:////abs/path.db, or postgresql://user@host/dbname"
+_URL_HELP = ("sqlite:////absolute/path/ledger.db or postgresql://user@host/dbname; timeouts in seconds in the query, "
+             "e.g. ?lock_timeout=30&statement_timeout=60 (and connect_timeout, reconnect_timeout for PostgreSQL)")
 
 
 def _fail_usage(error: Exception) -> None:
@@ -89,7 +90,11 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
     console = Console()
     budget = summary["budget"]
     worst = summary["worst_user_spend"]
-    console.print(f"ledger {summary['url']} ({summary['store']}, schema {summary['schema_version']})")
+    console.print(f"ledger {summary['url']} ({summary['store']}, schema {summary['schema_version']}, chain {summary['chain']})")
+    for problem in summary["integrity"]:
+        console.print(f"  [bold red]INTEGRITY[/]: {problem}", highlight=False)
+    if summary["integrity"]:
+        console.print(f"  dpverify refuses to charge this ledger; `dpverify ledger verify {summary['url']}` lists every disagreement")
     console.print(f"  budget {_describe(budget)}; worst user's spend {'nothing yet' if worst is None else f'{worst:.6g}'}; remaining {summary['remaining']:.6g}")
     console.print(f"  {summary['charges']} charges; users at >= {near:g} of the budget: {summary['users_near_limit']}; "
                   f"most charges on one user: {summary['max_charges_per_user']}")
@@ -208,13 +213,14 @@ def _participants(users: str | None):
 @click.command("charge", context_settings={"ignore_unknown_options": False})
 @click.option("--ledger", "url", required=True, help=f"The durable ledger: {_URL_HELP}.")
 @click.option("--budget", default=None, help="Budget when creating the ledger: pure:EPS, zcdp:RHO or approx:EPS,DELTA.")
+@click.option("--create", is_flag=True, help="Create the ledger (with --budget) if the database holds none; without it a missing ledger is refused.")
 @click.option("--pure", "pure_eps", type=float, default=None, help="Charge a pure eps-DP guarantee.")
 @click.option("--zcdp", "rho", type=float, default=None, help="Charge a rho-zCDP guarantee.")
 @click.option("--approx", "approx", type=str, default=None, help="Charge an (eps, delta)-DP guarantee: EPS,DELTA.")
 @click.option("--users", default=None, help="The users it touches, START:STOP (default: every user).")
 @click.option("--label", default="", help="A label kept with the charge.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def account_charge_command(url, budget, pure_eps, rho, approx, users, label, as_json) -> None:
+def account_charge_command(url, budget, create, pure_eps, rho, approx, users, label, as_json) -> None:
     """Charge one guarantee to USERS of a durable ledger (exit 1 if refused; nothing is recorded then)."""
     from accounting import ZCDP, ApproxDP, BudgetExceeded, PureDP
 
@@ -237,7 +243,7 @@ def account_charge_command(url, budget, pure_eps, rho, approx, users, label, as_
         _fail_usage(error)
         return
     participants = _participants(users)
-    ledger = _open(url, budget=parse_budget(budget) if budget else None)
+    ledger = _open(url, budget=parse_budget(budget) if budget else None, create=create)
     try:
         ledger.charge(guarantee, participants, label=label)
     except BudgetExceeded as error:

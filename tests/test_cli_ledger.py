@@ -12,37 +12,45 @@ from click.testing import CliRunner
 from accounting import ApproxDP, Ledger, PureDP
 from dpverify.cli import main
 
+@pytest.fixture(autouse=True)
+def witness(tmp_path, monkeypatch):
+    """Each test's own witness directory (the default is the user's state directory)."""
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(tmp_path / "witness"))
+    monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+
+
 RUN = ["run", "--algorithm", "dist-dp-se", "--instance", "easy", "--eps", "1", "--horizon", "20000", "--seeds", "1",
        "--population", "16384", "--max-returns", "2"]
 
 
-def test_two_runs_over_one_population_share_its_budget_and_the_second_stops(tmp_path):
+def test_two_runs_over_one_population_share_its_budget_and_the_second_is_refused_up_front(tmp_path):
     """Run 1 (T = 20,000 pulls over 16,384 users who may each join B = 2 batches) fits; run 2 over
-    the same population continues with its next users, charges the same ledger, and stops (exit 1)
-    at the batch that would give some user a third batch, naming the worst user's spend and the
-    budget; nothing past the budget is recorded and the ledger verifies. The wrong variant (the
-    same two runs each with their own in-memory ledger) is accepted twice: the check has power."""
+    the same population would continue with its next users and give users 3,616.. a third batch:
+    it is refused (exit 1) before its first charge, naming the users, their spend so far, the
+    bound and the budget; the ledger is byte-for-byte unchanged (no charge, no cursor move) and
+    verifies. The wrong variant (the same two runs each with their own in-memory ledger) is
+    accepted twice: the check has power."""
     url = f"sqlite:///{tmp_path}/runs.db"
     runner = CliRunner()
-    first = runner.invoke(main, [*RUN, "--ledger", url, "--json", "-"])
+    missing = runner.invoke(main, [*RUN, "--ledger", url])
+    assert missing.exit_code == 2 and "--create" in missing.output  # no silent creation
+    first = runner.invoke(main, [*RUN, "--ledger", url, "--create", "--json", "-"])
     assert first.exit_code == 0, first.output
     after_first = Ledger.open(url, read_only=True)
     charges_first = len(after_first.charges)
-    spent_first = after_first.spent()
     assert after_first.max_charges_per_user() == 2  # 20,000 pulls over 16,384 users: some return
     after_first.close()
+    before = _dump(tmp_path / "runs.db")
 
     second = runner.invoke(main, [*RUN, "--ledger", url])
     assert second.exit_code == 1
     message = second.output
-    assert "stopped" in message and "budget of (1, 1e-06)-DP" in message
-    worst = re.search(r"worst user's spend is \(([0-9.]+), 1e-06\)-DP", message)
-    assert worst is not None and float(worst.group(1)) == pytest.approx(spent_first.epsilon, rel=1e-5)  # printed to 6 digits
+    assert "refused" in message and "before its first charge" in message and "budget of (1, 1e-06)-DP" in message
+    assert re.search(r"users 3,616\.\.[0-9,]+ \(spent so far 0\.49[0-9]*\) would join up to 2 more batches", message), message
+    assert _dump(tmp_path / "runs.db") == before
     ledger = Ledger.open(url, read_only=True)
-    assert len(ledger.charges) > charges_first  # the second run spent budget before stopping
-    assert ledger.spent().epsilon <= 1.0 and ledger.budget == ApproxDP(1.0, 1e-6)
-    assert ledger.verify().ok
-    assert ledger.summary()["population_cursor"] > 20000
+    assert len(ledger.charges) == charges_first and ledger.budget == ApproxDP(1.0, 1e-6)
+    assert ledger.verify().ok and ledger.summary()["population_cursor"] == 20000
     ledger.close()
 
     # without the durable ledger each run starts from an empty ledger: both are accepted
@@ -50,10 +58,17 @@ def test_two_runs_over_one_population_share_its_budget_and_the_second_stops(tmp_
         assert runner.invoke(main, RUN).exit_code == 0
 
 
+def _dump(path) -> list[str]:
+    import contextlib
+
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        return list(connection.iterdump())
+
+
 def test_ledger_show_verify_export_import_and_account_charge(tmp_path):
     url = f"sqlite:///{tmp_path}/l.db"
     runner = CliRunner()
-    ok = runner.invoke(main, ["account", "charge", "--ledger", url, "--budget", "pure:1", "--pure", "0.6", "--users", "0:100", "--label", "a"])
+    ok = runner.invoke(main, ["account", "charge", "--ledger", url, "--create", "--budget", "pure:1", "--pure", "0.6", "--users", "0:100", "--label", "a"])
     assert ok.exit_code == 0, ok.output
     ok = runner.invoke(main, ["account", "charge", "--ledger", url, "--pure", "0.3", "--users", "50:60", "--json"])
     assert json.loads(ok.output)["worst_user_spend"] == str(PureDP(0.6).compose(PureDP(0.3)))  # users 50..59
@@ -83,7 +98,7 @@ def test_ledger_show_verify_export_import_and_account_charge(tmp_path):
     assert tampered.exit_code == 1 and "DISAGREES" in tampered.output
 
     missing = runner.invoke(main, ["ledger", "show", f"sqlite:///{tmp_path}/none.db"])
-    assert missing.exit_code == 2 and "url" in missing.output
+    assert missing.exit_code == 2 and "nothing at that path" in missing.output and "Traceback" not in missing.output
 
 
 def test_a_durable_ledger_changes_nothing_in_a_run_but_where_charges_are_kept(tmp_path):
@@ -97,6 +112,7 @@ def test_a_durable_ledger_changes_nothing_in_a_run_but_where_charges_are_kept(tm
     base = dict(algorithm="dist-dp-se", instance="easy", horizon=20000, epsilon=1.0, seeds=1, path="aggregate", population=16384, max_returns=2)
     memory = run_seed(RunConfig(**base).validate(), 0)
     url = f"sqlite:///{tmp_path}/one.db"
+    Ledger.open(url, ApproxDP(1.0, 1e-6), create=True).close()
     durable = run_seed(RunConfig(**base, ledger=url).validate(), 0)
     assert (memory.regret == durable.regret).all()
     assert memory.ledger["spent"] == durable.ledger["spent"] and memory.ledger["per_user"] == durable.ledger["per_user"]

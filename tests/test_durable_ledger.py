@@ -3,6 +3,7 @@ under 8 concurrent processes, whole charges only after SIGKILL, schema versionin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import accounting as acc
-from accounting import ZCDP, ApproxDP, BudgetExceeded, Ledger, PureDP
+from accounting import ZCDP, AccountingError, ApproxDP, BudgetExceeded, Ledger, PureDP
 from accounting._durable import DurableLedger
 
 from _postgres import PostgresServer
@@ -30,6 +31,15 @@ def postgres():
     server = PostgresServer()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def witness(tmp_path, monkeypatch):
+    """Each test's own witness directory (the default is the user's state directory)."""
+    directory = tmp_path / "witness"
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(directory))
+    monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+    return directory
 
 
 @pytest.fixture(params=STORES)
@@ -72,7 +82,7 @@ def test_same_decisions_values_and_trail_as_the_in_memory_ledger(new_url, budget
     """Random charges (ranges, id arrays, everyone) until the budget binds: the durable ledger
     accepts and refuses exactly the charges the in-memory one does, reports the identical spend
     after every charge, writes a byte-identical JSON trail, and verifies."""
-    durable = Ledger.open(new_url(), budget, name="same")
+    durable = Ledger.open(new_url(), budget, name="same", create=True)
     memory = Ledger(budget, name="same")
     decisions = []
     for g, users, label in _random_charges(5, count, 150, guarantees):
@@ -114,7 +124,7 @@ def test_json_trail_imports_and_exports_losslessly(new_url):
 
 
 def _dump(path) -> list[str]:
-    with sqlite3.connect(path) as connection:
+    with _sqlite(path) as connection:
         return list(connection.iterdump())
 
 
@@ -123,7 +133,7 @@ def test_a_refused_charge_leaves_no_trace(tmp_path):
     charge brought a guarantee the ledger had never seen; and the error names the worst user's
     spend and the budget."""
     path = tmp_path / "l.db"
-    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0))
+    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0), create=True)
     ledger.charge(PureDP(0.6), range(0, 10), label="first")
     before = _dump(path)
     with pytest.raises(BudgetExceeded, match=r"worst user's spend is 0\.6-DP.*unchanged") as error:
@@ -138,22 +148,25 @@ def test_a_refused_charge_leaves_no_trace(tmp_path):
 
 def test_newer_schema_is_refused_and_budgets_are_checked(tmp_path):
     url = f"sqlite:///{tmp_path}/l.db"
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     with pytest.raises(ValueError, match="budget"):
         Ledger.open(url, PureDP(2.0))
+    with pytest.raises(ValueError, match="create=True"):
+        Ledger.open(f"sqlite:///{tmp_path}/new.db", PureDP(1.0))  # nothing there, and no create=True
     with pytest.raises(ValueError, match="budget"):
-        Ledger.open(f"sqlite:///{tmp_path}/new.db")  # nothing there and no budget to create it
+        Ledger.open(f"sqlite:///{tmp_path}/new.db", create=True)  # nothing there and no budget to create it
+    assert not (tmp_path / "new.db").exists()  # a refused creation leaves no file behind
     with pytest.raises(ValueError, match="url"):
         Ledger.open(f"mysql://{tmp_path}/l.db", PureDP(1.0))
-    with sqlite3.connect(tmp_path / "l.db") as connection:
-        connection.execute("UPDATE dpverify_meta SET value = '2' WHERE key = 'schema_version'")
-    with pytest.raises(ValueError, match=r"schema_version=2 .*newer dpverify"):
+    with _sqlite(tmp_path / "l.db") as connection:
+        connection.execute("UPDATE dpverify_meta SET value = '3' WHERE key = 'schema_version'")
+    with pytest.raises(ValueError, match=r"schema_version=3 .*newer dpverify"):
         Ledger.open(url)
 
 
 def test_read_only_ledger_refuses_to_charge(new_url):
     url = new_url()
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     reader = Ledger.open(url, read_only=True)
     with pytest.raises(ValueError, match="read-only"):
         reader.charge(PureDP(0.1), range(0, 3))
@@ -161,32 +174,201 @@ def test_read_only_ledger_refuses_to_charge(new_url):
     reader.close()
 
 
-def test_verify_finds_tampering(tmp_path):
-    """The wrong variants verify must reject: a charge row deleted (its segments stay), a
-    segment pointed at another profile, a stored spend lowered, the worst spend lowered."""
-    path = tmp_path / "l.db"
-    url = f"sqlite:///{path}"
-    ledger = Ledger.open(url, PureDP(1.0))
-    ledger.charge(PureDP(0.3), range(0, 100))
-    ledger.charge(PureDP(0.2), range(50, 150))
-    ledger.charge(PureDP(0.1), np.array([7, 300]))
-    ledger.close()
-    with Ledger.open(url, read_only=True) as reader:
-        assert reader.verify().ok
-    tampering = [
-        "DELETE FROM dpverify_charges WHERE seq = 3",
-        "UPDATE dpverify_segments SET profile = (SELECT MIN(id) FROM dpverify_profiles) WHERE start = 100",
-        "UPDATE dpverify_profiles SET spend = spend / 2 WHERE id = 2",
-        "UPDATE dpverify_state SET worst = 0.25",
-    ]
-    for statement in tampering:
-        copy = tmp_path / f"copy{tampering.index(statement)}.db"
-        with sqlite3.connect(path) as source, sqlite3.connect(copy) as target:
-            source.backup(target)
-        with sqlite3.connect(copy) as connection:
+# ---- tampering -----------------------------------------------------------------------------------
+
+TAMPERING = {
+    "an epsilon edited in the guarantees table": "UPDATE dpverify_guarantees SET spec = replace(spec, '0.125', '0.0125')",
+    "a segment row deleted": "DELETE FROM dpverify_segments WHERE start = (SELECT MIN(start) FROM dpverify_segments)",
+    "a segment shortened": "UPDATE dpverify_segments SET stop = stop - 1 WHERE start = (SELECT MAX(start) FROM dpverify_segments)",
+    "a profile's spend lowered": "UPDATE dpverify_profiles SET spend = spend / 2",
+    "the worst spend lowered": "UPDATE dpverify_state SET worst = worst / 2",
+    "a charge's spent_after edited": "UPDATE dpverify_charges SET spent_after = spent_after / 2 WHERE seq = 3",
+    "a charge's label edited": "UPDATE dpverify_charges SET label = 'edited' WHERE seq = 3",
+    "a charge's recorded_at edited": "UPDATE dpverify_charges SET recorded_at = '2000-01-01T00:00:00.000000+00:00' WHERE seq = 3",
+    "a charge row deleted": "DELETE FROM dpverify_charges WHERE seq = 3",
+    "the budget raised": "UPDATE dpverify_meta SET value = replace(value, '2.0', '20.0') WHERE key = 'budget'",
+}
+
+
+def _sqlite(url_or_path) -> sqlite3.Connection:
+    """A connection that is closed (not only committed) at the end of a with block."""
+    path = str(url_or_path)
+    path = path[len("sqlite:///"):].split("?")[0] if path.startswith("sqlite:") else path
+    connection = sqlite3.connect(path, isolation_level=None)
+    return contextlib.closing(connection)
+
+
+def _execute(url: str, statement: str) -> None:
+    """Run SQL on the ledger's database behind dpverify's back (as a tamperer would)."""
+    if url.startswith("sqlite:"):
+        with _sqlite(url) as connection:
             connection.execute(statement)
-        with Ledger.open(f"sqlite:///{copy}", read_only=True) as reader:
-            assert not reader.verify().ok, statement
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(statement)
+
+
+def _contents(url: str) -> list:
+    """Every row of every dpverify table, in order (to show that a refusal wrote nothing)."""
+    tables = {"dpverify_meta": "key", "dpverify_state": "id", "dpverify_guarantees": "id", "dpverify_profiles": "id",
+              "dpverify_charges": "seq", "dpverify_segments": "start"}
+    if url.startswith("sqlite:"):
+        with _sqlite(url) as connection:
+            return [connection.execute(f"SELECT * FROM {t} ORDER BY {k}").fetchall() for t, k in tables.items()]
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        return [connection.execute(f"SELECT * FROM {t} ORDER BY {k}").fetchall() for t, k in tables.items()]
+
+
+def _charged_ledger(url: str) -> None:
+    """Budget eps = 2: eight charges of 0.125 on users 0..99, one of 0.5 on 50..149, one on ids."""
+    with Ledger.open(url, PureDP(2.0), create=True) as ledger:
+        for i in range(8):
+            ledger.charge(PureDP(0.125), range(0, 100), label=f"batch {i}")
+        ledger.charge(PureDP(0.5), range(50, 150), label="overlap")
+        ledger.charge(PureDP(0.25), np.array([3, 77, 400]), label="ids")
+
+
+@pytest.mark.parametrize("case", list(TAMPERING))
+def test_every_tampering_is_detected_and_no_further_charge_is_accepted(case, new_url, monkeypatch):
+    """Each edit an operator (or an attacker with SQL access) could make, on SQLite and PostgreSQL,
+    without a key and with the witness off (so the chain and the derived tables' digests alone must
+    catch it): opening the ledger for writing is refused with exit-2 error naming how to inspect it,
+    nothing is written, and the read-only verify reports it. The wrong variant is the same ledger
+    unedited: it opens and charges (the checks do not refuse sound ledgers)."""
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", "off")
+    url = new_url()
+    _charged_ledger(url)
+    with Ledger.open(url) as sound:  # the control: unedited, it opens and verifies
+        assert sound.integrity == () and sound.verify().ok
+    _execute(url, TAMPERING[case])
+    before = _contents(url)
+    with pytest.raises(AccountingError, match=r"integrity check.*ledger verify") as error:
+        Ledger.open(url)
+    assert "Traceback" not in str(error.value)
+    assert _contents(url) == before
+    with Ledger.open(url, read_only=True) as reader:
+        assert reader.integrity, case
+        report = reader.verify()
+        assert not report.ok, case
+    assert _contents(url) == before
+
+
+def test_a_tampered_ledger_is_refused_by_the_cli_with_exit_2(tmp_path, monkeypatch):
+    """`account charge` on an edited ledger: exit 2, one line naming `ledger verify`, no traceback,
+    nothing written; `ledger verify` exits 1 and lists the problem; `ledger show` still shows it."""
+    from click.testing import CliRunner
+
+    from dpverify.cli import main
+
+    url = f"sqlite:///{tmp_path}/l.db"
+    _charged_ledger(url)
+    _execute(url, TAMPERING["an epsilon edited in the guarantees table"])
+    before = _contents(url)
+    runner = CliRunner()
+    charged = runner.invoke(main, ["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:10"])
+    assert charged.exit_code == 2 and "ledger verify" in charged.output and "Traceback" not in charged.output
+    assert _contents(url) == before
+    verified = runner.invoke(main, ["ledger", "verify", url])
+    assert verified.exit_code == 1 and "does not match its link" in verified.output
+    shown = runner.invoke(main, ["ledger", "show", url])
+    assert shown.exit_code == 0 and "INTEGRITY" in shown.output
+
+
+def _forge(url: str, key: str | None, keep_key_check: str | None, monkeypatch, tmp_path) -> None:
+    """A self-consistent rewrite, as someone holding ``key`` (None: no key) would make it with
+    dpverify's own code: the same history with eps 0.0125 where 0.125 was charged, built as a
+    new ledger, then given the original's identity (ledger id, key check) and relinked from the
+    original's genesis, so that every link, digest and count agrees."""
+    from accounting._ledger_chain import Chain
+
+    path = url[len("sqlite:///"):]
+    with _sqlite(path) as connection:
+        meta = dict(connection.execute("SELECT key, value FROM dpverify_meta").fetchall())
+    forged_url = f"sqlite:///{tmp_path}/forged.db"
+    with monkeypatch.context() as patch:
+        patch.setenv("DPVERIFY_LEDGER_WITNESS", "off")
+        if key is None:
+            patch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+        else:
+            patch.setenv("DPVERIFY_LEDGER_KEY", key)
+        with Ledger.open(forged_url, PureDP(2.0), create=True) as forged:
+            for i in range(8):
+                forged.charge(PureDP(0.0125), range(0, 100), label=f"batch {i}")
+            forged.charge(PureDP(0.5), range(50, 150), label="overlap")
+            forged.charge(PureDP(0.25), np.array([3, 77, 400]), label="ids")
+    chain = Chain(None if key is None else key.encode())
+    forged_path = f"{tmp_path}/forged.db"
+    with _sqlite(forged_path) as connection:
+        connection.execute("UPDATE dpverify_meta SET value = ? WHERE key = 'ledger_id'", (meta["ledger_id"],))
+        connection.execute("UPDATE dpverify_meta SET value = ? WHERE key = 'chain'", (meta["chain"],))
+        if keep_key_check is not None:
+            connection.execute("INSERT OR REPLACE INTO dpverify_meta (key, value) VALUES ('key_check', ?)", (keep_key_check,))
+        specs = dict(connection.execute("SELECT id, spec FROM dpverify_guarantees").fetchall())
+        link = chain.genesis(meta["ledger_id"], meta["budget"], meta["name"], meta["format"])
+        rows = connection.execute("SELECT seq, cid, label, guarantee, participants, users, spent_after, recorded_at, derived "
+                                  "FROM dpverify_charges ORDER BY seq").fetchall()
+        for seq, cid, label, gid, participants, users, after, at, derived in rows:
+            link = chain.link(link, [seq, cid, label, specs[gid], participants, users, after, at, derived])
+            connection.execute("UPDATE dpverify_charges SET link = ? WHERE seq = ?", (link, seq))
+        connection.execute("UPDATE dpverify_state SET head = ?", (link,))
+    os.replace(forged_path, path)
+
+
+@pytest.mark.parametrize("ledger_key, forger_key, caught_by", [
+    ("k" * 32, None, "key"),            # a keyed ledger rewritten without its key (plain SHA-256 links)
+    ("k" * 32, "x" * 32, "key"),        # ... or with another key
+    ("k" * 32, "k" * 32, "witness"),    # an insider holding the key: only the witness outside the database sees it
+    (None, None, "witness"),            # an unkeyed ledger rewritten consistently
+])
+def test_a_self_consistent_rewrite_is_detected(ledger_key, forger_key, caught_by, tmp_path, monkeypatch, witness):
+    """The rewrite passes every check inside the database when its links are made with the
+    ledger's own chain (the control: with the witness off it opens, verify included, so the
+    forgery really is self-consistent); it is refused for charging by the MAC when the forger
+    lacks the ledger's key, and by the witness of the chain head this machine saw otherwise."""
+    if ledger_key is None:
+        monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+    else:
+        monkeypatch.setenv("DPVERIFY_LEDGER_KEY", ledger_key)
+    url = f"sqlite:///{tmp_path}/l.db"
+    _charged_ledger(url)  # the witness records its head
+    with _sqlite(f"{tmp_path}/l.db") as connection:
+        key_check = dict(connection.execute("SELECT key, value FROM dpverify_meta").fetchall()).get("key_check")
+    _forge(url, forger_key, key_check, monkeypatch, tmp_path)
+    with pytest.raises(AccountingError, match="integrity check"):
+        Ledger.open(url)
+    with Ledger.open(url, read_only=True) as reader:
+        assert not reader.verify().ok
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", "off")
+    if caught_by == "key":
+        with pytest.raises(AccountingError, match="does not match its link"):
+            Ledger.open(url)
+    else:  # without the witness nothing inside the database tells the forgery apart
+        with Ledger.open(url) as forged:
+            assert forged.integrity == () and forged.verify().ok
+            assert forged.charges[0].guarantee == PureDP(0.0125)
+
+
+def test_each_charge_checks_the_rows_other_processes_appended(tmp_path):
+    """Incremental checking: handle A verifies, under the lock, the rows B appended since A's
+    last look (their links, the head and the state's commitment); a row B wrote that was edited
+    before A looked is refused. The control: B's unedited rows pass."""
+    url = f"sqlite:///{tmp_path}/l.db"
+    a = Ledger.open(url, PureDP(2.0), create=True)
+    b = Ledger.open(url)
+    b.charge(PureDP(0.1), range(0, 10), label="b1")
+    a.charge(PureDP(0.1), range(0, 10), label="a1")  # catches up with b1: fine
+    b.charge(PureDP(0.1), range(20, 30), label="b2")
+    _execute(url, "UPDATE dpverify_charges SET label = 'edited' WHERE label = 'b2'")
+    before = _contents(url)
+    with pytest.raises(AccountingError, match="does not match its link"):
+        a.charge(PureDP(0.1), range(40, 50), label="a2")
+    assert _contents(url) == before
+    a.close()
+    b.close()
 
 
 # ---- concurrency ----------------------------------------------------------------------------------
@@ -239,7 +421,7 @@ def _stress_worker(url: str, seed: int, worker: int, charges: int, population: i
 
 def _run_stress(url: str, tmp_path, *, processes: int, charges: int, population: int, racy: bool, seed: int) -> tuple[set, list, np.ndarray]:
     """Run the workers; return (accepted labels, every planned charge, each user's exact spend)."""
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     context = multiprocessing.get_context("fork")
     outs = [str(tmp_path / f"accepted{w}.json") for w in range(processes)]
     workers = [context.Process(target=_stress_worker, args=(url, seed, w, charges, population, racy, outs[w])) for w in range(processes)]
@@ -346,7 +528,7 @@ def test_sigkill_at_random_points_leaves_whole_charges(store, kills, window, tmp
     and none it logged as refused, and nothing but attempted charges; the budget bounds every
     user. The wrong variants verify rejects are in test_verify_finds_tampering."""
     url = f"sqlite:///{tmp_path}/crash.db" if store == "sqlite" else request.getfixturevalue("postgres").url()
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     rng = np.random.default_rng(2024)
     log = tmp_path / "log.txt"
     killed, seed = 0, 0
@@ -392,7 +574,7 @@ def test_sigkill_at_random_points_leaves_whole_charges(store, kills, window, tmp
 def test_population_cursor_is_shared_and_fixed(new_url):
     """Two handles on one ledger hand out one round-robin sequence; another population is refused."""
     url = new_url()
-    first, second = Ledger.open(url, PureDP(1.0)), Ledger.open(url)
+    first, second = Ledger.open(url, PureDP(1.0), create=True), Ledger.open(url)
     assert [first.advance_cursor(10, 100), second.advance_cursor(5, 100), first.advance_cursor(1, 100)] == [0, 10, 15]
     with pytest.raises(ValueError, match="population"):
         second.advance_cursor(1, 200)
@@ -406,7 +588,7 @@ def test_prepay_is_all_or_nothing_and_each_prepaid_charge_is_taken_once(tmp_path
     (the first two are not recorded either); accepted, each later matching charge finds its own
     record (no second charge); a charge that matches nothing prepaid is charged normally."""
     path = tmp_path / "l.db"
-    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0))
+    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0), create=True)
     ledger.charge(PureDP(0.5), range(0, 10), label="before")
     before = _dump(path)
     round_ = [(PureDP(0.3), range(20, 30), "b=1 arm=0"), (PureDP(0.3), range(30, 40), "b=1 arm=1"), (PureDP(0.6), range(5, 6), "b=1 arm=2")]

@@ -19,6 +19,7 @@ import numpy as np
 
 from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
 
+from ._builtin import batch_sizes, returning_users_plan
 from ._registry import get_algorithm, get_instance, instance_name
 from ._results import RunRecord, RunResult, aggregate
 from ._elimination import lemma2_tau_p
@@ -69,6 +70,7 @@ class RunConfig:
     max_returns: int | None = None  # returning users: B, batches a user may join
     returning_calibration: str = "exact"  # "exact" (accounting.calibrate) or "appendix-i"
     ledger: str | None = None  # returning users: a durable ledger URL shared across runs (None: in memory)
+    ledger_create: bool = False  # create the durable ledger if the database holds none (else a missing one is refused)
     fixed_instance: bool = False  # True: every seed runs on the instance of seed index 0
     checkpoint_count: int = 60
     extra: dict = field(default_factory=dict)
@@ -196,6 +198,33 @@ def run_seed(config: RunConfig, run_index: int) -> RunRecord:
     return get_algorithm(config.algorithm).run(config, instance, seeds, run_index)
 
 
+def prepare_ledgers(configs: Sequence[RunConfig]) -> None:
+    """Before any seed runs: open (``ledger_create``: create) each durable ledger the configs charge,
+    and refuse up front, with the numbers, a set of runs whose whole horizon may not fit its budget
+    (``DurableLedger.check_run``: every seed of every config sharing the ledger, in run order,
+    each taking ``horizon`` users of the population's round-robin). Nothing is charged here."""
+    import accounting as acc
+
+    groups: dict[str, list[RunConfig]] = {}
+    for config in configs:
+        if config.ledger is not None and get_algorithm(config.algorithm).private:
+            groups.setdefault(config.ledger, []).append(config)
+    for url, group in groups.items():
+        legs, budget = [], None
+        for config in group:
+            arms = get_instance(config.instance).build(config, seed_streams(config.seed, 0)["instance"]).k
+            protocol, budget_of_config, _ = returning_users_plan(config, arms)
+            if budget is not None and budget_of_config != budget:
+                raise AccountingError("epsilon", config.epsilon, f"the budget {budget} of the other runs sharing the ledger {url}")
+            budget = budget_of_config
+            legs.append(([protocol.guarantee(n) for n in batch_sizes(config.horizon, config.batch_base)], config.seeds * config.horizon))
+        populations = {config.population for config in group}
+        if len(populations) > 1:
+            raise AccountingError("population", sorted(populations), f"one population for every run sharing the ledger {url}")
+        with acc.Ledger.open(url, budget, name=group[0].algorithm, create=any(c.ledger_create for c in group)) as ledger:
+            ledger.check_run(legs, group[0].population)
+
+
 def _progress(total: int, description: str, enabled: bool | None):
     show = sys.stderr.isatty() if enabled is None else enabled
     from tqdm import tqdm
@@ -224,6 +253,7 @@ def sweep(
         c.validate()
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise AccountingError("workers", workers, "an integer >= 1")
+    prepare_ledgers(configs)
     tasks = [(i, r) for i, c in enumerate(configs) for r in range(c.seeds)]
     if workers is not None:  # a pool larger than the task list would only start idle processes
         workers = min(workers, max(1, len(tasks)))

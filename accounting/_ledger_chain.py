@@ -1,0 +1,164 @@
+"""The durable ledger's tamper evidence: a hash chain over the charges, set digests of the derived
+tables, an optional key, and a witness of the chain head kept outside the database.
+
+**Chain.** Charge row i stores ``link_i = H(link_{i-1} || content_i)``, where the content is the
+row's seq, charge id, label, guarantee (its canonical text, not its row id), participants, users,
+``spent_after``, ``recorded_at`` and ``derived`` (below), written as one JSON array (so no field
+can bleed into another). ``link_0`` (the *genesis*) is H over the ledger's identity: format,
+ledger id, chain kind, budget and name, so an edited budget breaks the first link. ``H`` is
+SHA-256, or HMAC-SHA-256 with the key in the environment variable :data:`KEY_VARIABLE`: without
+the key nobody can recompute a link, so a rewrite is detected even when it is self-consistent.
+
+**Derived tables.** The segments and profiles a charge reads are summarised by two *set digests*:
+the sum modulo 2^256 of ``H(row)`` over the rows (Bellare & Micciancio's AdHash, incremental: a
+charge subtracts the rows it deletes and adds those it inserts, O(rows touched)). The state row
+keeps both sums, and each charge row's ``derived`` field commits to them together with the worst
+spend and the number of charges after that charge, so the chain head also vouches for the
+derived tables. Opening a ledger recomputes the sums over the tables (hashes only, no
+composition); :meth:`DurableLedger.verify` also recomputes every spend with the exact accountant.
+
+**Witness.** Without a key anyone can recompute a consistent chain, and even with one a ledger
+can be rolled back to an earlier copy. Each process therefore records the last head it wrote or
+verified (charges, seq, link) in a small file per ledger, outside the database (the directory in
+:data:`WITNESS_VARIABLE`, by default ``$XDG_STATE_HOME/dpverify/ledger-heads``; ``off`` disables
+it). Opening checks that the ledger still holds that row with that link: a rewritten or rolled-back
+history is then refused on every machine that has seen the ledger. Writing the witness is best
+effort (an unwritable directory only loses this check, never budget).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from ._validation import AccountingError
+
+__all__ = ["Chain", "KEY_VARIABLE", "WITNESS_VARIABLE", "Witness", "set_add", "set_sub"]
+
+#: the environment variable holding the ledger's key (absent: an unkeyed SHA-256 chain)
+KEY_VARIABLE = "DPVERIFY_LEDGER_KEY"
+#: the environment variable naming the witness directory ("off": no witness)
+WITNESS_VARIABLE = "DPVERIFY_LEDGER_WITNESS"
+#: shortest key accepted (bytes of its UTF-8 text)
+MIN_KEY_BYTES = 16
+_MODULUS = 1 << 256
+EMPTY_SET = "0" * 64
+
+
+def _canonical(fields: Sequence[Any]) -> bytes:
+    return json.dumps(list(fields), separators=(",", ":"), ensure_ascii=True).encode()
+
+
+class Chain:
+    """The hash (SHA-256) or MAC (HMAC-SHA-256) every link and digest of one ledger is made with."""
+
+    def __init__(self, key: bytes | None) -> None:
+        self._key = key
+        self.kind = "sha256" if key is None else "hmac-sha256"
+
+    @classmethod
+    def from_environment(cls) -> "Chain":
+        text = os.environ.get(KEY_VARIABLE)
+        if text is None or text == "":
+            return cls(None)
+        key = text.encode()
+        if len(key) < MIN_KEY_BYTES:
+            raise AccountingError(KEY_VARIABLE, "<hidden>", f"a key of at least {MIN_KEY_BYTES} bytes (a short key is guessable)")
+        return cls(key)
+
+    @property
+    def keyed(self) -> bool:
+        return self._key is not None
+
+    def _digest(self, data: bytes) -> bytes:
+        if self._key is None:
+            return hashlib.sha256(data).digest()
+        return hmac.new(self._key, data, hashlib.sha256).digest()
+
+    def hex(self, fields: Sequence[Any]) -> str:
+        return self._digest(_canonical(fields)).hex()
+
+    def genesis(self, ledger_id: str, budget_spec: str, name: str, fmt: str) -> str:
+        """link_0: the ledger's identity (an edited budget, name or id breaks the first link)."""
+        return self.hex(["genesis", fmt, ledger_id, self.kind, budget_spec, name])
+
+    def key_check(self, ledger_id: str) -> str:
+        """Stored with a keyed ledger, so that a wrong key is told apart from tampering."""
+        return self.hex(["key-check", ledger_id])
+
+    def link(self, previous: str, content: Sequence[Any]) -> str:
+        return self._digest(previous.encode() + _canonical(content)).hex()
+
+    def element(self, tag: str, fields: Sequence[Any]) -> int:
+        """One row's term of a set digest."""
+        return int.from_bytes(self._digest(_canonical([tag, *fields])), "big")
+
+    def derived(self, segments: str, profiles: str, worst: float | None, charges: int) -> str:
+        """What a charge row commits to about the derived tables after it."""
+        return self.hex(["derived", segments, profiles, worst, charges])
+
+
+def set_add(total: str, term: int) -> str:
+    return format((int(total, 16) + term) % _MODULUS, "064x")
+
+
+def set_sub(total: str, term: int) -> str:
+    return format((int(total, 16) - term) % _MODULUS, "064x")
+
+
+def set_of(terms: Sequence[int]) -> str:
+    return format(sum(terms) % _MODULUS, "064x")
+
+
+class Witness:
+    """The last chain head this machine saw for one ledger, in a file outside the database."""
+
+    def __init__(self, ledger_id: str) -> None:
+        self.ledger_id = ledger_id
+        self.path = _witness_directory()
+        if self.path is not None:
+            self.path = self.path / f"{ledger_id}.json"
+
+    def read(self) -> dict | None:
+        if self.path is None:
+            return None
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return None  # unreadable: as if absent (the witness only ever adds a check)
+        if not isinstance(data, dict) or not all(isinstance(data.get(k), int) for k in ("charges", "seq")) or not isinstance(data.get("link"), str):
+            return None
+        return data
+
+    def record(self, charges: int, seq: int, link: str, url: str) -> None:
+        """Best effort, never synced: an older head left behind is still on the chain."""
+        if self.path is None:
+            return
+        try:
+            known = self.read()
+            if known is not None and known["charges"] > charges:
+                return  # another process of this machine saw more: keep the longer head
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            temporary.write_text(json.dumps({"ledger_id": self.ledger_id, "url": url, "charges": charges, "seq": seq, "link": link}))
+            os.replace(temporary, self.path)
+        except OSError:
+            pass
+
+
+def _witness_directory() -> Path | None:
+    value = os.environ.get(WITNESS_VARIABLE)
+    if value is not None:
+        if value.strip().lower() in ("off", "none", "0", ""):
+            return None
+        return Path(value)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    if base.startswith("~"):  # no home directory to expand
+        return None
+    return Path(base) / "dpverify" / "ledger-heads"
