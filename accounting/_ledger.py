@@ -261,12 +261,17 @@ class Ledger:
             raise AccountingError("format", data.get("format"), "'dpverify-ledger/1'")
         budget = _guarantee_from_dict(data["budget"])
         ledger = cls(budget, name=data.get("name", "")) if url is None else cls.open(url, budget, name=data.get("name", ""), create=True)
-        for charge in data["charges"]:
-            ledger.charge(
-                _guarantee_from_dict(charge["guarantee"]),
-                _participants_from_json(charge["participants"]),
-                label=charge.get("label", ""),
-            )
+        try:
+            for charge in data["charges"]:
+                ledger.charge(
+                    _guarantee_from_dict(charge["guarantee"]),
+                    _participants_from_json(charge["participants"]),
+                    label=charge.get("label", ""),
+                )
+        except BaseException:
+            if url is not None:  # the durable ledger keeps the charges replayed so far; release its connection
+                ledger.close()
+            raise
         return ledger
 
     #: the subclass that keeps a ledger in a database (accounting._durable.DurableLedger declares

@@ -76,7 +76,7 @@ def redacted(url: str) -> str:
         out = out._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
     if "password=" in parts.query:
         query = [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-        out = out._replace(query=urlencode(query, safe="/*:"))
+        out = out._replace(query=urlencode(query, safe="/*:", quote_via=quote))
     return out.geturl() if out is not parts else url
 
 
@@ -129,7 +129,7 @@ def parse(url: Any) -> tuple[str, str, StoreOptions]:
                 passed.append((key, value))
         if not any(key == "connect_timeout" for key, _ in passed):
             passed.append(("connect_timeout", str(max(1, round(options.connect_timeout)))))
-        return "postgresql", parts._replace(query=urlencode(passed, safe="/:")).geturl(), options
+        return "postgresql", parts._replace(query=urlencode(passed, safe="/:", quote_via=quote)).geturl(), options
     raise AccountingError("url", redacted(url), f"a ledger URL: {URL_FORMS}")
 
 

@@ -79,6 +79,8 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
     ledger = _open(url, read_only=True)
     try:
         summary = ledger.summary(near=near, last=last)
+    except ValueError as error:
+        _fail_usage(error)
     finally:
         ledger.close()
     if as_json:
@@ -132,6 +134,8 @@ def verify_command(url: str, as_json: bool) -> None:
     ledger = _open(url, read_only=True)
     try:
         report = ledger.verify()
+    except ValueError as error:
+        _fail_usage(error)
     finally:
         ledger.close()
     if as_json:
@@ -161,6 +165,8 @@ def export_command(url: str, out: str) -> None:
     ledger = _open(url, read_only=True)
     try:
         text = ledger.to_json()
+    except ValueError as error:
+        _fail_usage(error)
     finally:
         ledger.close()
     if out == "-":
@@ -189,7 +195,7 @@ def import_command(trail: str, url: str) -> None:
         click.echo(f"refused: {error}", err=True)
         sys.exit(1)
     except (ValueError, AttributeError, KeyError, TypeError) as error:  # valid JSON that is not a trail
-        if isinstance(error, ValueError) and "url" in str(error).lower():
+        if getattr(error, "name", None) in ("url", "ledger", "budget", "schema_version"):  # the ledger's side, not the trail's
             _fail_usage(error)
         _fail_usage(ValueError(f"trail={trail!r} is invalid: expected the JSON trail of a ledger ({type(error).__name__}: {error})"))
         return
@@ -246,12 +252,13 @@ def account_charge_command(url, budget, create, pure_eps, rho, approx, users, la
     ledger = _open(url, budget=parse_budget(budget) if budget else None, create=create)
     try:
         ledger.charge(guarantee, participants, label=label)
+        spent = ledger.spent()
     except BudgetExceeded as error:
         click.echo(f"refused: {error}", err=True)
         sys.exit(1)
     except ValueError as error:
         _fail_usage(error)
-    spent = ledger.spent()
-    payload = {"url": url, "charged": str(guarantee), "users": users or "everyone", "worst_user_spend": str(spent), "budget": str(ledger.budget)}
-    ledger.close()
+    finally:
+        ledger.close()
+    payload = {"url": ledger.url, "charged": str(guarantee), "users": users or "everyone", "worst_user_spend": str(spent), "budget": str(ledger.budget)}
     click.echo(json.dumps(payload) if as_json else f"charged {guarantee} to users {users or 'all'}; worst user's spend {spent} of budget {payload['budget']}")

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import time
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import pytest
 import accounting as acc
 from accounting import ZCDP, AccountingError, ApproxDP, BudgetExceeded, Ledger, PureDP
 from accounting._durable import DurableLedger
+from accounting._ledger_store import ConnectionLost
 
 from _postgres import PostgresServer
 
@@ -603,4 +605,302 @@ def test_prepay_is_all_or_nothing_and_each_prepaid_charge_is_taken_once(tmp_path
     ledger.charge(PureDP(0.3), range(20, 30), label="b=1 arm=0")  # not prepaid any more: a real charge
     assert len(ledger.charges) == 4 and ledger.spent() == PureDP(0.6)
     assert ledger.verify().ok
+    ledger.close()
+
+
+# ---- the edges: damaged, read-only and foreign files, bounded waits, lost connections ---------------
+
+
+def _cli(args: list[str]):
+    from click.testing import CliRunner
+
+    from dpverify.cli import main
+
+    started = time.monotonic()
+    result = CliRunner().invoke(main, args)
+    return result, time.monotonic() - started
+
+
+def _file_bytes(path) -> bytes:
+    return Path(path).read_bytes()
+
+
+def test_a_damaged_page_is_refused_with_exit_2_and_nothing_appended(tmp_path):
+    """1,000 random bytes (seeded) over an interior page of a cleanly closed ledger: `account
+    charge`, `ledger verify` and `ledger show` each exit 2 with one line naming the damage and
+    what to do, no traceback, and the file is byte-for-byte unchanged. The control: the same
+    ledger before the damage charges fine."""
+    path = tmp_path / "l.db"
+    url = f"sqlite:///{path}"
+    with Ledger.open(url, PureDP(100.0), create=True) as ledger:
+        for i in range(300):  # enough segments and profiles for several interior pages
+            ledger.charge(PureDP(0.01 * (1 + i % 7)), range(10 * i, 10 * i + 15), label=f"c{i}")
+    ok, _ = _cli(["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:5"])
+    assert ok.exit_code == 0, ok.output
+    pages = os.path.getsize(path) // 4096
+    assert pages >= 6
+    with open(path, "r+b") as handle:
+        handle.seek(4096 * (pages // 2) + 512)
+        handle.write(np.random.default_rng(22).bytes(1000))
+    before = _file_bytes(path)
+    for args in (["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:5"], ["ledger", "verify", url], ["ledger", "show", url]):
+        result, _ = _cli(args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output and "damaged" in result.output and "backup" in result.output, result.output
+        assert _file_bytes(path) == before and not os.path.exists(f"{path}-wal") or os.path.getsize(f"{path}-wal") == 0
+
+
+def test_a_bad_budget_field_is_refused_naming_the_table_and_field(new_url):
+    """The header's budget replaced by text that is not JSON: exit 2 naming dpverify_meta and
+    budget (not "Expecting value: line 1 column 1"), nothing written."""
+    url = new_url()
+    _charged_ledger(url)
+    _execute(url, "UPDATE dpverify_meta SET value = 'not json' WHERE key = 'budget'")
+    before = _contents(url)
+    for args in (["account", "charge", "--ledger", url, "--pure", "0.01"], ["ledger", "show", url]):
+        result, _ = _cli(args)
+        assert result.exit_code == 2 and "table dpverify_meta, field budget" in result.output, result.output
+        assert "Traceback" not in result.output and "Expecting value" not in result.output.split("(")[0]
+    assert _contents(url) == before
+
+
+def _as_nobody(function):
+    """Run ``function`` in a forked child with uid/gid 65534 when we are root (root ignores file
+    modes, so a read-only file is only read-only to another user); its return value comes back
+    through a pipe. Not root: call it here."""
+    if os.geteuid() != 0:
+        return function()
+    import pickle
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.close(read)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.environ["DPVERIFY_LEDGER_WITNESS"] = "off"
+            payload = pickle.dumps(("ok", function()))
+        except BaseException as error:  # noqa: BLE001 - reported to the parent
+            payload = pickle.dumps(("error", repr(error)))
+        finally:
+            with os.fdopen(write, "wb") as handle:
+                handle.write(payload)
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        status, value = pickle.loads(handle.read())
+    os.waitpid(pid, 0)
+    assert status == "ok", value
+    return value
+
+
+def _read_only_media(tmp_path):
+    """A cleanly closed ledger in a directory and file nobody may write (as on read-only media)."""
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="dpverify-ro-")
+    path = os.path.join(directory, "l.db")
+    url = f"sqlite:///{path}"
+    _charged_ledger(url)
+    os.chmod(path, 0o444)
+    os.chmod(directory, 0o555)
+    return directory, path, url
+
+
+def test_read_only_file_and_media_can_be_read_and_refuse_charges_with_exit_2(tmp_path):
+    """A ledger whose file and directory are read-only to the user: `ledger show`, `verify` and
+    `export` work (SQLite's immutable mode: mode=ro alone cannot create the WAL index there), and
+    `account charge` exits 2 saying the file is read-only (not a traceback with exit 1, which a
+    script would read as "no budget"); the file is unchanged."""
+    directory, path, url = _read_only_media(tmp_path)
+    try:
+        before = _file_bytes(path)
+
+        def attempt():
+            results = {}
+            for name, args in {"charge": ["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:5"],
+                               "show": ["ledger", "show", url, "--json"], "verify": ["ledger", "verify", url],
+                               "export": ["ledger", "export", url]}.items():
+                result, _ = _cli(args)
+                results[name] = (result.exit_code, result.output)
+            return results
+
+        results = _as_nobody(attempt)
+        code, output = results["charge"]
+        assert code == 2 and "read-only" in output and "Traceback" not in output, output
+        assert results["show"][0] == 0 and json.loads(results["show"][1])["charges"] == 10
+        assert results["verify"][0] == 0 and "agrees" in results["verify"][1]
+        assert results["export"][0] == 0 and len(json.loads(results["export"][1])["charges"]) == 10
+        assert _file_bytes(path) == before and sorted(os.listdir(directory)) == ["l.db"]
+    finally:
+        os.chmod(directory, 0o755)
+
+
+def test_nothing_is_written_to_a_database_that_is_not_a_ledger(tmp_path):
+    """An application's SQLite database (rollback journal, one table) given to `account charge
+    --create --budget`: refused with exit 2 naming its tables; the file is byte-for-byte the same,
+    still in rollback-journal mode, with no dpverify table. A text file: refused, unchanged.
+    The control: an empty new path is created."""
+    app = tmp_path / "app.db"
+    with _sqlite(app) as connection:
+        connection.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+        connection.execute("INSERT INTO orders (total) VALUES (9.5)")
+    before = _file_bytes(app)
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{app}", "--create", "--budget", "pure:1", "--pure", "0.1"])
+    assert result.exit_code == 2 and "orders" in result.output and "Traceback" not in result.output, result.output
+    assert _file_bytes(app) == before
+    with _sqlite(app) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert [r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["orders"]
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, " * 100)
+    before = _file_bytes(text)
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{text}", "--create", "--budget", "pure:1", "--pure", "0.1"])
+    assert result.exit_code == 2 and "Traceback" not in result.output and _file_bytes(text) == before, result.output
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{tmp_path}/new.db", "--create", "--budget", "pure:1", "--pure", "0.1"])
+    assert result.exit_code == 0, result.output
+
+
+def test_nothing_is_written_to_a_postgresql_database_with_other_tables(postgres):
+    import psycopg
+
+    url = postgres.url()
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE orders (id SERIAL PRIMARY KEY)")
+    with pytest.raises(AccountingError, match="orders"):
+        Ledger.open(url, PureDP(1.0), create=True)
+    with psycopg.connect(url, autocommit=True) as connection:
+        tables = [r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+    assert tables == ["orders"]
+
+
+def test_relative_and_one_slash_urls_are_refused_and_nothing_is_created(tmp_path, monkeypatch):
+    """sqlite:///rel.db (relative: another directory, another ledger) and sqlite:/abs.db (was
+    read as relative) are refused with exit 2 naming the absolute form; no file appears."""
+    monkeypatch.chdir(tmp_path)
+    for url in ("sqlite:///rel.db", f"sqlite:{tmp_path}/one.db", f"sqlite://{tmp_path}/two.db", "sqlite://localhost/x.db"):
+        result, _ = _cli(["account", "charge", "--ledger", url, "--create", "--budget", "pure:1", "--pure", "0.1"])
+        assert result.exit_code == 2 and "sqlite:////absolute/path/ledger.db" in result.output, (url, result.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["witness"] or not any(p.suffix == ".db" for p in tmp_path.iterdir())
+
+
+def test_a_held_sqlite_lock_gives_exit_2_within_the_lock_timeout(tmp_path):
+    """Another connection holds the write lock (BEGIN IMMEDIATE, never committing): a charge with
+    ?lock_timeout=1 exits 2 naming the lock and the option, nothing appended; hang guard 10 s.
+    The control: once the lock is released the same charge goes through."""
+    path = tmp_path / "l.db"
+    _charged_ledger(f"sqlite:///{path}")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        before = _contents(f"sqlite:///{path}")
+        result, elapsed = _cli(["account", "charge", "--ledger", f"sqlite:///{path}?lock_timeout=1", "--pure", "0.01", "--users", "0:5"])
+        assert result.exit_code == 2 and "lock_timeout=1" in result.output and "Traceback" not in result.output, result.output
+        assert 1 <= elapsed < 10
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert _contents(f"sqlite:///{path}") == before
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{path}?lock_timeout=1", "--pure", "0.01", "--users", "0:5"])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_held_postgresql_lock_gives_exit_2_within_the_lock_timeout(postgres):
+    """A session holding the ledger's lock (the state row, FOR UPDATE, in an open transaction):
+    a charge with lock_timeout=1 exits 2 naming the lock; nothing appended; hang guard 10 s."""
+    import psycopg
+
+    url = postgres.url()
+    _charged_ledger(url)
+    holder = psycopg.connect(url)
+    holder.execute("SELECT * FROM dpverify_state WHERE id = 1 FOR UPDATE")
+    try:
+        before = _contents(url)
+        result, elapsed = _cli(["account", "charge", "--ledger", url + "&lock_timeout=1", "--pure", "0.01", "--users", "0:5"])
+        assert result.exit_code == 2 and "lock_timeout=1" in result.output and "Traceback" not in result.output, result.output
+        assert 1 <= elapsed < 10
+    finally:
+        holder.rollback()
+        holder.close()
+    assert _contents(url) == before
+
+
+@pytest.fixture
+def black_hole():
+    """A TCP listener on 127.0.0.1 that accepts connections and never answers."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1]
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
+def test_a_black_hole_postgresql_host_gives_exit_2_within_the_connect_timeout(black_hole, tmp_path):
+    """`ledger show`, `account charge` and `run --ledger` against a host that accepts TCP and never
+    answers: exit 2 naming connect_timeout, no traceback, each within 10x the configured 2 s."""
+    url = f"postgresql://dpverify@127.0.0.1:{black_hole}/ledger?connect_timeout=2"
+    commands = [["ledger", "show", url], ["account", "charge", "--ledger", url, "--pure", "0.1"],
+                ["run", "--algorithm", "dist-dp-se", "--instance", "easy", "--eps", "1", "--horizon", "2000", "--seeds", "1",
+                 "--population", "2048", "--max-returns", "2", "--ledger", url]]
+    for args in commands:
+        result, elapsed = _cli(args)
+        assert result.exit_code == 2 and "connect_timeout=2" in result.output and "Traceback" not in result.output, (args, result.output)
+        assert elapsed < 20, (args, elapsed)
+
+
+def test_a_charge_is_recorded_once_whatever_the_retry(postgres, monkeypatch):
+    """The connection breaks (the server terminates the backend) (a) after the commit went through
+    and (b) before it: both times the ledger reconnects, looks the charge up by its id, and ends
+    with it recorded exactly once, and no error. The wrong variant (a retry without the lookup)
+    does not record (a) twice either: the retry reuses the charge id, whose UNIQUE constraint
+    refuses the second row (an error where the lookup finds the charge recorded)."""
+    import psycopg
+
+    url = postgres.url()
+    Ledger.open(url, PureDP(10.0), create=True).close()
+    ledger = Ledger.open(url)
+    original = DurableLedger._charge_transaction
+
+    def kill(ledger):
+        with psycopg.connect(postgres.admin_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (ledger._store.connection.info.backend_pid,))
+
+    def after_commit(self, entries):
+        original(self, entries)
+        kill(self)
+        raise ConnectionLost("ledger", self.url, "an open connection (lost in the test, after the commit)")
+
+    def before_commit(self, entries):
+        kill(self)
+        original(self, entries)
+
+    for name, broken in (("after", after_commit), ("before", before_commit)):
+        calls = iter([broken])
+        monkeypatch.setattr(DurableLedger, "_charge_transaction", lambda self, e: next(calls, original)(self, e))
+        ledger.charge(PureDP(0.1), range(0, 10), label=name)
+        assert [c.label for c in ledger.charges].count(name) == 1, name
+    assert ledger.verify().ok
+    # the wrong variant: no lookup by charge id before the retry
+    calls = iter([after_commit])
+    monkeypatch.setattr(DurableLedger, "_charge_transaction", lambda self, e: next(calls, original)(self, e))
+    monkeypatch.setattr(DurableLedger, "_recorded", lambda self, cid: False)
+    with pytest.raises(AccountingError):  # the retry reuses the charge id: the UNIQUE constraint refuses a second row
+        ledger.charge(PureDP(0.1), range(0, 10), label="twice")
+    assert [c.label for c in ledger.charges].count("twice") == 1
     ledger.close()
