@@ -370,18 +370,11 @@ class DurableLedger(Ledger):
         if version < SCHEMA_VERSION:
             raise AccountingError("schema_version", version, f"{SCHEMA_VERSION} (a ledger with a hash chain)",
                                   f"upgrade it once with `dpverify ledger upgrade {store.shown}` (it verifies the ledger first)")
-        for key in ("budget", "ledger_id", "chain"):
+        for key in ("ledger_id", "chain"):
             if key not in meta:
                 raise store.error(f"a dpverify ledger (table dpverify_meta has no field {key})",
                                   "the header is damaged: restore the ledger from a backup; nothing was written")
-        try:
-            budget = guarantee_from_dict(json.loads(meta["budget"]))
-        except (ValueError, KeyError, TypeError) as error:
-            raise store.error(f"a readable budget (table dpverify_meta, field budget holds {meta['budget'][:60]!r}: {error})",
-                              "the header is damaged: restore the ledger from a backup; nothing was written") from None
-        if not isinstance(budget, (PureDP, ZCDP, ApproxDP)):
-            raise store.error(f"a PureDP, ZCDP or ApproxDP budget (table dpverify_meta, field budget holds {meta['budget'][:60]!r})",
-                              "the header is damaged: restore the ledger from a backup; nothing was written")
+        budget = DurableLedger._budget_of(store, meta)
         kind = meta["chain"]
         if kind == "hmac-sha256" and not chain.keyed:
             raise store.error(f"the key of this keyed ledger in the environment variable {KEY_VARIABLE}",
@@ -397,6 +390,88 @@ class DurableLedger(Ledger):
             raise store.error(f"the key this ledger was created with (the key in {KEY_VARIABLE} does not match)",
                               "set the ledger's own key; nothing was read or written")
         return budget
+
+    @staticmethod
+    def _budget_of(store: Store, meta: dict) -> Budget:
+        if "budget" not in meta:
+            raise store.error("a dpverify ledger (table dpverify_meta has no field budget)",
+                              "the header is damaged: restore the ledger from a backup; nothing was written")
+        try:
+            budget = guarantee_from_dict(json.loads(meta["budget"]))
+        except (ValueError, KeyError, TypeError) as error:
+            raise store.error(f"a readable budget (table dpverify_meta, field budget holds {meta['budget'][:60]!r}: {error})",
+                              "the header is damaged: restore the ledger from a backup; nothing was written") from None
+        if not isinstance(budget, (PureDP, ZCDP, ApproxDP)):
+            raise store.error(f"a PureDP, ZCDP or ApproxDP budget (table dpverify_meta, field budget holds {meta['budget'][:60]!r})",
+                              "the header is damaged: restore the ledger from a backup; nothing was written")
+        return budget
+
+    @classmethod
+    def upgrade(cls, url: str) -> "DurableLedger":
+        """Upgrade a schema-1 ledger (before the chain) in place to schema 2, once it verifies.
+
+        The accountant's replay (the half of :meth:`verify` that schema 1 allows) must agree with
+        the stored segments, profiles and worst spend, or nothing is written. Then, in one
+        transaction under the ledger's lock: each charge gets an id and a link chained from the
+        genesis (keyed if :data:`KEY_VARIABLE` is set), the last one commits to the derived
+        tables' digests, and the header gets a ledger id and the chain's kind. The chain vouches
+        for the ledger from the upgrade on; earlier rows carry ``derived = "schema-1"`` (what
+        happened before, without a chain, cannot be told apart). Returns the ledger, opened for
+        writing; a ledger already at schema 2 is just opened."""
+        chain = Chain.from_environment()
+        store = connect(url, read_only=False, create=False)
+        try:
+            meta = cls._read_meta(store)
+            if meta is None:
+                raise store.error("an existing dpverify ledger (this database holds none)", "check the URL")
+            if meta["schema_version"] == str(SCHEMA_VERSION):
+                store.close()
+                return cls.connect(url)
+            if meta["schema_version"] != "1":
+                raise AccountingError("schema_version", meta["schema_version"], "1 (the schema this upgrade reads)")
+            budget = cls._budget_of(store, meta)
+            identity = {"ledger_id": uuid.uuid4().hex, "chain": chain.kind, "format": meta.get("format", LEDGER_FORMAT)}
+            ledger = cls(store, budget, meta.get("name", ""), {**meta, **identity}, chain)
+            problems, _ = ledger._replay()
+            if problems:
+                raise store.error(f"a schema-1 ledger that verifies before it is upgraded (found: {'; '.join(problems[:3])})",
+                                  "nothing was written; `dpverify ledger verify` lists every disagreement")
+            with store.creating():
+                ledger._add_chain(identity)
+        finally:
+            store.close()
+        return cls.connect(url)
+
+    def _add_chain(self, identity: dict) -> None:
+        store, chain = self._store, self._chain
+        worst, count, _ = store.one("SELECT worst, charges, cursor FROM dpverify_state WHERE id = 1" + store.lock_suffix)
+        for statement in ("ALTER TABLE dpverify_charges ADD COLUMN cid TEXT NOT NULL DEFAULT ''",
+                          "ALTER TABLE dpverify_charges ADD COLUMN derived TEXT NOT NULL DEFAULT ''",
+                          "ALTER TABLE dpverify_charges ADD COLUMN link TEXT NOT NULL DEFAULT ''",
+                          "ALTER TABLE dpverify_state ADD COLUMN head TEXT NOT NULL DEFAULT ''",
+                          f"ALTER TABLE dpverify_state ADD COLUMN segments TEXT NOT NULL DEFAULT '{EMPTY_SET}'",
+                          f"ALTER TABLE dpverify_state ADD COLUMN profiles TEXT NOT NULL DEFAULT '{EMPTY_SET}'",
+                          "ALTER TABLE dpverify_state ADD COLUMN last_seq BIGINT NOT NULL DEFAULT 0"):
+            store.run(statement)
+        segments = set_of([chain.element("s", list(row)) for row in store.all("SELECT start, stop, profile FROM dpverify_segments")])
+        profiles = set_of([chain.element("p", list(row)) for row in store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
+        specs = dict(store.all("SELECT id, spec FROM dpverify_guarantees"))
+        rows = store.all("SELECT seq, label, guarantee, participants, users, spent_after, recorded_at FROM dpverify_charges ORDER BY seq")
+        link, seq = self._genesis, 0
+        for position, (seq, label, gid, participants, users, after, at) in enumerate(rows, 1):
+            cid = uuid.uuid4().hex
+            derived = chain.derived(segments, profiles, worst, count) if position == len(rows) else "schema-1"
+            link = chain.link(link, [seq, cid, label, specs[gid], participants, users, after, at, derived])
+            store.run("UPDATE dpverify_charges SET cid = ?, derived = ?, link = ? WHERE seq = ?", (cid, derived, link, seq))
+        store.run("CREATE UNIQUE INDEX dpverify_charges_cid ON dpverify_charges (cid)")
+        store.run("UPDATE dpverify_state SET head = ?, segments = ?, profiles = ?, last_seq = ? WHERE id = 1", (link, segments, profiles, seq))
+        store.run("UPDATE dpverify_meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        extra = {**identity, "upgraded_at": _now()}
+        if chain.keyed:
+            extra["key_check"] = chain.key_check(identity["ledger_id"])
+        store.run_many("INSERT INTO dpverify_meta (key, value) VALUES (?, ?)", [(k, v) for k, v in extra.items() if k != "format"])
+        if "format" not in dict(store.all("SELECT key, value FROM dpverify_meta")):
+            store.run("INSERT INTO dpverify_meta (key, value) VALUES ('format', ?)", (identity["format"],))
 
     def close(self) -> None:
         self._store.close()
@@ -1014,6 +1089,14 @@ class DurableLedger(Ledger):
         are compared with that, and the chain, the set digests and the witness are checked as on
         open. Each disagreement is reported as one line."""
         problems, head = self._scan()
+        replayed, counts = self._replay()
+        return VerifyReport(self.url, self._budget, *counts, tuple(problems + replayed), head="" if head is None else head.link,
+                            chain=self._chain.kind)
+
+    def _replay(self) -> tuple[list[str], tuple[int, int, int, float | None]]:
+        """The accountant's half of :meth:`verify` (it reads only the columns of schema 1 too):
+        the disagreements, and (charges, segments, profiles, recomputed worst spend)."""
+        problems: list[str] = []
         with self._store.read():
             specs = dict(self._store.all("SELECT id, spec FROM dpverify_guarantees"))
             charges = self._store.all("SELECT seq, guarantee, participants FROM dpverify_charges ORDER BY seq")
@@ -1087,8 +1170,7 @@ class DurableLedger(Ledger):
             problems.append(f"stored worst spend {worst_stored!r}, recomputed {worst!r}")
         if count_stored != len(charges):
             problems.append(f"state counts {count_stored} charges, the table holds {len(charges)}")
-        return VerifyReport(self.url, self._budget, len(charges), len(segments), len(profiles), worst, tuple(problems),
-                            head="" if head is None else head.link, chain=self._chain.kind)
+        return problems, (len(charges), len(segments), len(profiles), worst)
 
 
 

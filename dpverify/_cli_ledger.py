@@ -1,12 +1,14 @@
-"""``dpverify ledger show|verify|export|import`` and ``dpverify account charge``: the durable ledger.
+"""``dpverify ledger show|verify|export|import|upgrade`` and ``dpverify account charge``: the durable ledger.
 
 Registered by the lead on the main group (``_LazyGroup._lazy["ledger"]``) and on ``account``.
 ``show`` prints the budget, the worst user's spend, how many users are near their limit and the
 last charges (a table, or ``--json``); ``verify`` opens the ledger read-only and recomputes every
 user's spend from the raw charges with the exact accountant (exit 0 when everything agrees, 1 on
 any disagreement); ``export``/``import`` move the JSON trail (``accounting.Ledger.to_json``) in
-and out losslessly; ``account charge`` records one charge (exit 1 if refused, the ledger
-unchanged). Exit 2 for a bad parameter, with the message naming it.
+and out losslessly; ``upgrade`` adds the hash chain to a schema-1 ledger once it verifies;
+``account charge`` records one charge (exit 1 if refused, the ledger unchanged). Exit 2 for a bad
+parameter, a ledger that cannot be reached, read, written or trusted, with the message naming it
+and what to do.
 """
 
 from __future__ import annotations
@@ -149,6 +151,25 @@ def verify_command(url: str, as_json: bool) -> None:
             click.echo(f"  {line}")
     if not report.ok:
         sys.exit(1)
+
+
+@ledger_group.command("upgrade")
+@click.argument("url")
+def upgrade_command(url: str) -> None:
+    """Upgrade a schema-1 ledger at URL in place to schema 2 (the hash chain), once it verifies."""
+    from accounting._durable import DurableLedger
+
+    try:
+        ledger = DurableLedger.upgrade(url)
+    except ValueError as error:
+        _fail_usage(error)
+        return
+    try:
+        summary = ledger.summary(last=0)
+    finally:
+        ledger.close()
+    click.echo(f"{summary['url']}: schema {summary['schema_version']}, {summary['charges']} charges, chain {summary['chain']}, "
+               f"head {summary['head']}")
 
 
 @ledger_group.command("export")

@@ -904,3 +904,61 @@ def test_a_charge_is_recorded_once_whatever_the_retry(postgres, monkeypatch):
         ledger.charge(PureDP(0.1), range(0, 10), label="twice")
     assert [c.label for c in ledger.charges].count("twice") == 1
     ledger.close()
+
+
+#: schema 1 (before the chain), as dpverify wrote it
+SCHEMA_1 = """
+CREATE TABLE dpverify_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE dpverify_state (id INTEGER PRIMARY KEY, worst DOUBLE PRECISION, charges BIGINT NOT NULL, cursor BIGINT NOT NULL);
+CREATE TABLE dpverify_guarantees (id INTEGER PRIMARY KEY, spec TEXT NOT NULL UNIQUE);
+CREATE TABLE dpverify_profiles (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, spend DOUBLE PRECISION NOT NULL, releases BIGINT NOT NULL);
+CREATE TABLE dpverify_charges (seq INTEGER PRIMARY KEY, label TEXT NOT NULL, guarantee BIGINT NOT NULL, participants TEXT, users BIGINT,
+    spent_after DOUBLE PRECISION NOT NULL, recorded_at TEXT NOT NULL);
+CREATE TABLE dpverify_segments (start BIGINT PRIMARY KEY, stop BIGINT NOT NULL, profile BIGINT NOT NULL);
+"""
+
+
+def _schema_1_copy(source, target) -> None:
+    """The schema-1 ledger with the same charges, segments and profiles as ``source``."""
+    with _sqlite(target) as connection:
+        connection.executescript(SCHEMA_1)
+        connection.execute("ATTACH DATABASE ? AS v2", (str(source),))
+        connection.execute("INSERT INTO dpverify_meta SELECT key, value FROM v2.dpverify_meta WHERE key IN ('format', 'budget', 'name')")
+        connection.execute("INSERT INTO dpverify_meta VALUES ('schema_version', '1')")
+        connection.execute("INSERT INTO dpverify_state SELECT id, worst, charges, cursor FROM v2.dpverify_state")
+        for table in ("dpverify_guarantees", "dpverify_profiles", "dpverify_segments"):
+            connection.execute(f"INSERT INTO {table} SELECT * FROM v2.{table}")
+        connection.execute("INSERT INTO dpverify_charges SELECT seq, label, guarantee, participants, users, spent_after, recorded_at "
+                           "FROM v2.dpverify_charges")
+        connection.execute("DETACH DATABASE v2")
+
+
+def test_a_schema_1_ledger_is_upgraded_on_request_once_it_verifies(tmp_path):
+    """A schema-1 ledger is refused by every open (no silent write), naming `ledger upgrade`;
+    the upgrade adds the chain, after which it opens with no integrity problem, verifies, holds
+    the same charges and takes new ones. A schema-1 ledger that does not verify (a profile's
+    spend halved) is not upgraded: exit 2, the file unchanged."""
+    _charged_ledger(f"sqlite:///{tmp_path}/v2.db")
+    with Ledger.open(f"sqlite:///{tmp_path}/v2.db", read_only=True) as original:
+        trail = original.to_json()
+    _schema_1_copy(tmp_path / "v2.db", tmp_path / "v1.db")
+    url = f"sqlite:///{tmp_path}/v1.db"
+    before = _file_bytes(tmp_path / "v1.db")
+    for read_only in (False, True):
+        with pytest.raises(AccountingError, match="dpverify ledger upgrade"):
+            Ledger.open(url, read_only=read_only)
+    assert _file_bytes(tmp_path / "v1.db") == before
+    shutil_copy = tmp_path / "v1-bad.db"
+    shutil_copy.write_bytes(before)
+    _execute(f"sqlite:///{shutil_copy}", "UPDATE dpverify_profiles SET spend = spend / 2")
+    bad_before = _file_bytes(shutil_copy)
+    refused, _ = _cli(["ledger", "upgrade", f"sqlite:///{shutil_copy}"])
+    assert refused.exit_code == 2 and "verifies before it is upgraded" in refused.output, refused.output
+    assert _file_bytes(shutil_copy) == bad_before
+    upgraded, _ = _cli(["ledger", "upgrade", url])
+    assert upgraded.exit_code == 0 and "schema 2" in upgraded.output, upgraded.output
+    with Ledger.open(url) as ledger:
+        assert ledger.integrity == () and ledger.verify().ok and ledger.to_json() == trail
+        ledger.charge(PureDP(0.1), range(500, 510), label="after the upgrade")
+    with Ledger.open(url, read_only=True) as ledger:
+        assert ledger.verify().ok and len(ledger.charges) == 11
