@@ -56,6 +56,7 @@ import datetime as _dt
 import functools
 import json
 import math
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -75,7 +76,7 @@ from ._ledger import (
     canonical_multiset,
     compose_canonical,
 )
-from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, set_add, set_of, set_sub
+from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, set_hex, set_of
 from ._ledger_codec import guarantee_from_dict, guarantee_spec
 from ._ledger_store import ConnectionLost, Store, connect, redacted
 from ._validation import AccountingError, BudgetExceeded, check_positive_int
@@ -279,7 +280,7 @@ class DurableLedger(Ledger):
         self._pending_pids: dict[int, tuple[str, float]] = {}
         self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
         self._absent_keys: set[str] = set()
-        self._sums: list[str] = [EMPTY_SET, EMPTY_SET]  # segments, profiles: inside a charge
+        self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -453,8 +454,8 @@ class DurableLedger(Ledger):
                           f"ALTER TABLE dpverify_state ADD COLUMN profiles TEXT NOT NULL DEFAULT '{EMPTY_SET}'",
                           "ALTER TABLE dpverify_state ADD COLUMN last_seq BIGINT NOT NULL DEFAULT 0"):
             store.run(statement)
-        segments = set_of([chain.element("s", list(row)) for row in store.all("SELECT start, stop, profile FROM dpverify_segments")])
-        profiles = set_of([chain.element("p", list(row)) for row in store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
+        segments = set_of([chain.segment(*row) for row in store.all("SELECT start, stop, profile FROM dpverify_segments")])
+        profiles = set_of([chain.profile(*row) for row in store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
         specs = dict(store.all("SELECT id, spec FROM dpverify_guarantees"))
         rows = store.all("SELECT seq, label, guarantee, participants, users, spent_after, recorded_at FROM dpverify_charges ORDER BY seq")
         link, seq = self._genesis, 0
@@ -475,6 +476,7 @@ class DurableLedger(Ledger):
 
     def close(self) -> None:
         self._store.close()
+        self._witness.close()
 
     def __enter__(self) -> "DurableLedger":
         return self
@@ -525,8 +527,8 @@ class DurableLedger(Ledger):
                 link, position = stored, seq
                 if witness is not None and seq == witness["seq"]:
                     witnessed = stored
-            seg_sum = set_of([chain.element("s", list(row)) for row in self._store.all("SELECT start, stop, profile FROM dpverify_segments")])
-            prof_sum = set_of([chain.element("p", list(row)) for row in self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
+            seg_sum = set_of([chain.segment(*row) for row in self._store.all("SELECT start, stop, profile FROM dpverify_segments")])
+            prof_sum = set_of([chain.profile(*row) for row in self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
         if seen != count or position != last_seq:
             problems.append(f"table dpverify_state counts {count} charges up to seq {last_seq}, table dpverify_charges holds {seen} up to seq {position}")
         if link != head:
@@ -549,18 +551,19 @@ class DurableLedger(Ledger):
                                 "the history was rewritten")
         return problems, _Head(count, last_seq, head, segments, profiles, worst)
 
-    def _catch_up(self, state: tuple) -> None:
-        """Under the lock: check the rows other processes appended since this handle's head
+    def _catch_up(self, state: tuple, rows: list[tuple]) -> None:
+        """Under the lock: check ``rows``, those other processes appended since this handle's head
         (incrementally), or refuse if the state went backwards or sideways."""
         worst, count, head, segments, profiles, last_seq = state
         known = self._known
         if (count, head, last_seq) == (known.charges, known.link, known.last_seq):
             if (segments, profiles, worst) != (known.segments, known.profiles, known.worst):
                 self._refuse("the state row (worst spend, digests) changed without a charge")
+            if rows:
+                self._refuse("charge rows were added without going through the state row")
             return
         if count < known.charges or last_seq < known.last_seq:
             self._refuse(f"it held {known.charges} charges and now holds {count}: charges were removed")
-        rows = self._store.all(f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? ORDER BY seq", (known.last_seq,))
         link, derived, position = known.link, None, known.last_seq
         for seq, cid, label, gid, participants, users, after, at, derived, stored in rows:
             if self._chain.link(link, [seq, cid, label, self._spec(gid), participants, users, after, at, derived]) != stored:
@@ -621,7 +624,7 @@ class DurableLedger(Ledger):
             entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
-            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants), uuid.uuid4().hex))
+            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants), os.urandom(16).hex()))
         if not entries:
             return []
         for attempt in range(_ATTEMPTS):
@@ -645,11 +648,13 @@ class DurableLedger(Ledger):
         committed = False
         try:
             with self._store.write():
-                state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1"
-                                        + self._store.lock_suffix)
-                self._catch_up(state)
+                # the state row under the lock, and the rows others appended since this handle looked
+                state, appended = self._store.one_and_all(
+                    "SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1" + self._store.lock_suffix, (),
+                    f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? ORDER BY seq", (self._known.last_seq,))
+                self._catch_up(state, appended)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
-                self._sums = [state[3], state[4]]
+                self._sums = [int(state[3], 16), int(state[4], 16)]
                 for entry, spec, runs, cid in entries:
                     gid = self._gid(spec)
                     prospective = -math.inf
@@ -671,9 +676,9 @@ class DurableLedger(Ledger):
                     count, seq = count + 1, seq + 1
                     link = self._write_charge(entry, spec, gid, cid, seq, worst, count, link)
                 self._store.run("UPDATE dpverify_state SET worst = ?, charges = ?, head = ?, segments = ?, profiles = ?, last_seq = ? "
-                                "WHERE id = 1", (worst, count, link, self._sums[0], self._sums[1], seq))
+                                "WHERE id = 1", (worst, count, link, set_hex(self._sums[0]), set_hex(self._sums[1]), seq))
             committed = True
-            self._known = _Head(count, seq, link, self._sums[0], self._sums[1], worst)
+            self._known = _Head(count, seq, link, set_hex(self._sums[0]), set_hex(self._sums[1]), worst)
         finally:
             self._end_pending(committed)
         self._witness.record(count, seq, link, self.url)
@@ -700,7 +705,7 @@ class DurableLedger(Ledger):
         users = None if entry.participants is None else len(entry.participants)
         participants = json.dumps(_stored_participants(entry.participants))
         at = _now()
-        derived = self._chain.derived(self._sums[0], self._sums[1], after, count)
+        derived = self._chain.derived(set_hex(self._sums[0]), set_hex(self._sums[1]), after, count)
         link = self._chain.link(previous, [seq, cid, entry.label, spec, participants, users, after, at, derived])
         self._store.run(f"INSERT INTO dpverify_charges ({_CHARGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (seq, cid, entry.label, gid, participants, users, after, at, derived, link))
@@ -936,7 +941,7 @@ class DurableLedger(Ledger):
         spend = self._profile_spend(key)
         releases = sum(_multiset_of(key).values())
         pid = self._store.one("INSERT INTO dpverify_profiles (key, spend, releases) VALUES (?, ?, ?) RETURNING id", (key, spend, releases))[0]
-        self._sums[1] = set_add(self._sums[1], self._chain.element("p", [pid, key, spend, releases]))
+        self._sums[1] += self._chain.profile(pid, key, spend, releases)
         self._pending_keys[key] = (pid, spend)
         self._pending_pids[pid] = (key, spend)
         self._absent_keys.discard(key)
@@ -966,9 +971,9 @@ class DurableLedger(Ledger):
         old = sorted(set(old))
         by_start = {row[0]: row for row in rows}
         for start in old:
-            self._sums[0] = set_sub(self._sums[0], self._chain.element("s", list(by_start[start])))
+            self._sums[0] -= self._chain.segment(*by_start[start])
         for segment in merged:
-            self._sums[0] = set_add(self._sums[0], self._chain.element("s", segment))
+            self._sums[0] += self._chain.segment(*segment)
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
 

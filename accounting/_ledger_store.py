@@ -193,6 +193,11 @@ class Store(abc.ABC):
         if rows:
             self._execute_many(self._sql(sql), rows)
 
+    def one_and_all(self, first: str, first_params: Sequence, second: str, second_params: Sequence) -> tuple[tuple | None, list[tuple]]:
+        """Two queries, in order: the first's row and the second's rows (PostgreSQL sends both in
+        one round trip inside a write transaction's pipeline)."""
+        return self.one(first, first_params), self.all(second, second_params)
+
     def error(self, what: str, hint: str) -> AccountingError:
         return AccountingError("ledger", self.shown, what, hint)
 
@@ -458,6 +463,11 @@ class PostgresStore(Store):
     def _execute_many(self, sql: str, rows: Sequence[Sequence]) -> None:
         with self.connection.cursor() as cursor:
             cursor.executemany(sql, [tuple(r) for r in rows])
+
+    def one_and_all(self, first: str, first_params: Sequence, second: str, second_params: Sequence) -> tuple[tuple | None, list[tuple]]:
+        head = self._execute(self._sql(first), first_params)
+        rest = self._execute(self._sql(second), second_params)  # queued behind the first: one round trip
+        return head.fetchone(), list(rest.fetchall())
 
     def _lost(self, error: Exception) -> bool:
         connection = self.connection
