@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import math
 import os
 import time
 from dataclasses import dataclass, replace
@@ -261,7 +262,7 @@ class SQLiteStore(Store):
         self.immutable = False
         self._made_file = self.fresh and not os.path.exists(path)  # removed again if nothing is written to it
         self.connection = self._open(path, read_only)
-        self.connection.set_progress_handler(self._past_deadline, 20_000)
+        self.connection.set_progress_handler(self._past_deadline, 1_000)
         self._pragma(f"PRAGMA busy_timeout = {int(options.lock_timeout * 1000)}")
 
     def _open(self, path: str, read_only: bool):
@@ -392,8 +393,18 @@ class SQLiteStore(Store):
             self.run(statement.format(serial="INTEGER"))
 
     def integrity_problems(self) -> list[str]:
+        import threading
+
         with self.guard("checking the file's integrity (PRAGMA quick_check)"):
-            rows = [row[0] for row in self.connection.execute("PRAGMA quick_check(20)")]
+            # quick_check is one VM instruction (the progress handler never runs inside it), but it
+            # honours sqlite3_interrupt: a timer interrupts it at the deadline
+            timer = threading.Timer(max(0.0, self._deadline - time.monotonic()), self.connection.interrupt)
+            timer.daemon = True
+            timer.start()
+            try:
+                rows = [row[0] for row in self.connection.execute("PRAGMA quick_check(20)")]
+            finally:
+                timer.cancel()
         return [] if rows == ["ok"] else [f"SQLite quick_check: {row}" for row in rows]
 
     def close(self) -> None:
@@ -431,7 +442,7 @@ class PostgresStore(Store):
             raise self.error(f"a PostgreSQL server that answers within connect_timeout={self.options.connect_timeout:g} s "
                              f"({str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__})",
                              "check the host, port, database and credentials; raise ?connect_timeout= for a slow network") from None
-        ms = lambda seconds: int(seconds * 1000)  # noqa: E731
+        ms = lambda seconds: max(1, math.ceil(seconds * 1000))  # noqa: E731  (0 would mean "no limit" to the server)
         settings = (f"SET statement_timeout = {ms(self.options.statement_timeout)}; SET lock_timeout = {ms(self.options.lock_timeout)}; "
                     f"SET idle_in_transaction_session_timeout = {ms(self.options.statement_timeout)}")
         if self.read_only:

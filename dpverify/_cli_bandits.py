@@ -53,9 +53,10 @@ def _fail_usage(error: Exception) -> None:
                    "appendix-i: the ICLR paper's App. I advanced-composition split eps_i = eps / (2 sqrt(2B log(2/delta))), "
                    "delta_i = delta / (2B) (needs eps < 1), for comparison.")
 @click.option("--ledger", "ledger_url", type=str, default=None,
-              help="Returning users across runs: a durable ledger (sqlite:///path/ledger.db or postgresql://...) that every "
-                   "run of this population charges; batches take the population's next users from it, and the run stops "
-                   "(exit 1) when the next batch would exceed some user's budget. Needs --population/--max-returns.")
+              help="Returning users across runs: a durable ledger (sqlite:////absolute/path/ledger.db or postgresql://...) that every "
+                   "run of this population charges; batches take the population's next users from it. A run whose whole horizon "
+                   "may not fit the budget is refused (exit 1) before its first charge; seeds sharing the ledger run in seed "
+                   "order. Needs --population/--max-returns.")
 @click.option("--create", "ledger_create", is_flag=True,
               help="With --ledger: create the ledger if the database holds none (without it a missing ledger is refused, so a "
                    "mistyped path never starts a fresh budget).")

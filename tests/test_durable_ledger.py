@@ -962,3 +962,17 @@ def test_a_schema_1_ledger_is_upgraded_on_request_once_it_verifies(tmp_path):
         ledger.charge(PureDP(0.1), range(500, 510), label="after the upgrade")
     with Ledger.open(url, read_only=True) as ledger:
         assert ledger.verify().ok and len(ledger.charges) == 11
+
+
+def test_the_statement_timeout_bounds_the_check_on_open(tmp_path):
+    """A statement timeout far too short for the integrity check of a 300-charge ledger: `ledger
+    verify` exits 2 naming statement_timeout and how to raise it (not a hang, not a traceback);
+    the control with the default timeout verifies."""
+    url = f"sqlite:///{tmp_path}/l.db"
+    with Ledger.open(url, PureDP(100.0), create=True) as ledger:
+        for i in range(300):
+            ledger.charge_many([(PureDP(0.01), range(10 * i, 10 * i + 15), f"c{i}")])
+    result, elapsed = _cli(["ledger", "verify", url + "?statement_timeout=0.000001"])
+    assert result.exit_code == 2 and "statement_timeout=1e-06" in result.output and "Traceback" not in result.output, result.output
+    assert elapsed < 10
+    assert _cli(["ledger", "verify", url])[0].exit_code == 0
