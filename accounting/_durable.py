@@ -517,7 +517,7 @@ class DurableLedger(Ledger):
             worst, count, head, segments, profiles, last_seq = state
             specs = dict(self._store.all("SELECT id, spec FROM dpverify_guarantees"))
             link, seen, derived, position, witnessed = self._genesis, 0, None, 0, None
-            for seq, cid, label, gid, participants, users, after, at, derived, stored in self._store.all(
+            for seq, cid, label, gid, participants, users, after, at, derived, stored in self._store.rows(
                     f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges ORDER BY seq"):
                 seen += 1
                 expected = chain.link(link, [seq, cid, label, specs.get(gid), participants, users, after, at, derived])
@@ -527,8 +527,8 @@ class DurableLedger(Ledger):
                 link, position = stored, seq
                 if witness is not None and seq == witness["seq"]:
                     witnessed = stored
-            seg_sum = set_of([chain.segment(*row) for row in self._store.all("SELECT start, stop, profile FROM dpverify_segments")])
-            prof_sum = set_of([chain.profile(*row) for row in self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
+            seg_sum = set_of(chain.segment(*row) for row in self._store.rows("SELECT start, stop, profile FROM dpverify_segments"))
+            prof_sum = set_of(chain.profile(*row) for row in self._store.rows("SELECT id, key, spend, releases FROM dpverify_profiles"))
         if seen != count or position != last_seq:
             problems.append(f"table dpverify_state counts {count} charges up to seq {last_seq}, table dpverify_charges holds {seen} up to seq {position}")
         if link != head:

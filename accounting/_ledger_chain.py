@@ -34,7 +34,7 @@ import hmac
 import json
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ._validation import AccountingError
 
@@ -132,7 +132,7 @@ def set_hex(total: int) -> str:
     return format(total % _MODULUS, "064x")
 
 
-def set_of(terms: Sequence[int]) -> str:
+def set_of(terms: Iterable[int]) -> str:
     return set_hex(sum(terms))
 
 

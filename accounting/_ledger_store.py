@@ -199,6 +199,10 @@ class Store(abc.ABC):
         one round trip inside a write transaction's pipeline)."""
         return self.one(first, first_params), self.all(second, second_params)
 
+    def rows(self, sql: str, params: Sequence = ()) -> Iterator[tuple]:
+        """The rows of a query, fetched a block at a time (a scan of every charge stays small in memory)."""
+        yield from self._execute(self._sql(sql), params)
+
     def error(self, what: str, hint: str) -> AccountingError:
         return AccountingError("ledger", self.shown, what, hint)
 
@@ -474,6 +478,13 @@ class PostgresStore(Store):
     def _execute_many(self, sql: str, rows: Sequence[Sequence]) -> None:
         with self.connection.cursor() as cursor:
             cursor.executemany(sql, [tuple(r) for r in rows])
+
+    def rows(self, sql: str, params: Sequence = ()) -> Iterator[tuple]:
+        # a server-side cursor (inside the read transaction): blocks of 10,000 rows, not the whole table
+        with self.connection.cursor(name="dpverify_scan") as cursor:
+            cursor.itersize = 10_000
+            cursor.execute(self._sql(sql), tuple(params))
+            yield from cursor
 
     def one_and_all(self, first: str, first_params: Sequence, second: str, second_params: Sequence) -> tuple[tuple | None, list[tuple]]:
         head = self._execute(self._sql(first), first_params)
