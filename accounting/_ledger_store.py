@@ -206,6 +206,21 @@ class Store(abc.ABC):
     def error(self, what: str, hint: str) -> AccountingError:
         return AccountingError("ledger", self.shown, what, hint)
 
+    # the mapped driver errors both engines share
+    def _lock_held(self, action: str) -> AccountingError:
+        return self.error(f"a ledger whose lock is free within lock_timeout={self.options.lock_timeout:g} s while {action}",
+                          "another process holds the write lock; nothing was charged: retry later, or raise ?lock_timeout= in the URL")
+
+    def _too_slow(self, action: str, detail: str = "") -> AccountingError:
+        return self.error(f"{action} to finish within statement_timeout={self.options.statement_timeout:g} s{detail}",
+                          "nothing was charged; raise ?statement_timeout= in the URL if the ledger is very large")
+
+    def _unreadable(self, text: str, action: str) -> AccountingError:
+        table = next((name for name in TABLE_NAMES if name in text), None)
+        where = f" in table {table}" if table else ""
+        return self.error(f"a readable dpverify ledger ({text}{where} while {action})",
+                          "nothing was charged; `dpverify ledger verify` and `dpverify ledger show` inspect it")
+
     @abc.abstractmethod
     def _execute(self, sql: str, params: Sequence) -> Any: ...
 
@@ -323,11 +338,9 @@ class SQLiteStore(Store):
         text = _sqlite_problem(error)
         lower = text.lower()
         if "locked" in lower or "busy" in lower:
-            return self.error(f"a ledger whose lock is free within lock_timeout={self.options.lock_timeout:g} s while {action}",
-                              "another process holds the write lock; nothing was charged: retry later, or raise ?lock_timeout= in the URL")
+            return self._lock_held(action)
         if "interrupted" in lower:
-            return self.error(f"{action} to finish within statement_timeout={self.options.statement_timeout:g} s",
-                              "nothing was charged; raise ?statement_timeout= in the URL if the ledger is very large")
+            return self._too_slow(action)
         if "readonly" in lower or "read-only" in lower or "read only" in lower:
             return self.error(f"a writable ledger ({text} while {action})",
                               "charging needs write access to the file and its directory; `dpverify ledger show` reads it as it is")
@@ -335,21 +348,24 @@ class SQLiteStore(Store):
             return self.error(f"an undamaged SQLite ledger ({text} while {action})",
                               "the file is damaged: nothing was charged; restore it from a backup (`dpverify ledger verify` "
                               "on the restored copy), and inspect the damaged one with the sqlite3 shell's .recover")
-        table = next((name for name in TABLE_NAMES if name in text), None)
-        where = f" in table {table}" if table else ""
-        return self.error(f"a readable dpverify ledger ({text}{where} while {action})",
-                          "nothing was charged; `dpverify ledger verify` and `dpverify ledger show` inspect it")
+        return self._unreadable(text, action)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE (the write lock, before anything is read) ... COMMIT, or ROLLBACK."""
+        self.connection.execute("BEGIN IMMEDIATE")
+        self._deadline = time.monotonic() + self.options.statement_timeout  # the lock wait is bounded apart
+        try:
+            yield
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
 
     @contextlib.contextmanager
     def creating(self) -> Iterator[None]:
-        with self.guard("creating the ledger"):
-            self.connection.execute("BEGIN IMMEDIATE")  # the write lock, before anything is read
-            try:
-                yield
-            except BaseException:
-                self.connection.execute("ROLLBACK")
-                raise
-            self.connection.execute("COMMIT")
+        with self.guard("creating the ledger"), self._locked():
+            yield
 
     def became_ledger(self) -> None:
         """The file holds a ledger of this schema: WAL from now on (the first write this code makes
@@ -367,14 +383,8 @@ class SQLiteStore(Store):
             if not durable:
                 self.connection.execute("PRAGMA synchronous = NORMAL")
             try:
-                self.connection.execute("BEGIN IMMEDIATE")
-                self._deadline = time.monotonic() + self.options.statement_timeout  # the lock wait is bounded apart
-                try:
+                with self._locked():
                     yield
-                except BaseException:
-                    self.connection.execute("ROLLBACK")
-                    raise
-                self.connection.execute("COMMIT")
             finally:
                 if not durable:
                     self.connection.execute(f"PRAGMA synchronous = {self.synchronous}")
@@ -510,18 +520,13 @@ class PostgresStore(Store):
             return ConnectionLost("ledger", self.shown, f"an open connection while {action} (lost: {text})",
                                   "dpverify reconnects and checks the charge id before retrying")
         if isinstance(error, errors.LockNotAvailable):
-            return self.error(f"a ledger whose lock is free within lock_timeout={self.options.lock_timeout:g} s while {action}",
-                              "another process holds the write lock; nothing was charged: retry later, or raise ?lock_timeout= in the URL")
+            return self._lock_held(action)
         if isinstance(error, (errors.QueryCanceled, errors.IdleInTransactionSessionTimeout)):
-            return self.error(f"{action} to finish within statement_timeout={self.options.statement_timeout:g} s ({text})",
-                              "nothing was charged; raise ?statement_timeout= in the URL if the ledger is very large")
+            return self._too_slow(action, f" ({text})")
         if isinstance(error, (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege)):
             return self.error(f"a ledger this role may write ({text} while {action})",
                               "grant the role INSERT/UPDATE/DELETE on the dpverify_* tables, or read it with `dpverify ledger show`")
-        table = next((name for name in TABLE_NAMES if name in text), None)
-        where = f" in table {table}" if table else ""
-        return self.error(f"a readable dpverify ledger ({text}{where} while {action})",
-                          "nothing was charged; `dpverify ledger verify` and `dpverify ledger show` inspect it")
+        return self._unreadable(text, action)
 
     @contextlib.contextmanager
     def write(self, durable: bool = True) -> Iterator[None]:
