@@ -57,6 +57,7 @@ import functools
 import json
 import math
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -91,6 +92,10 @@ LEDGER_FORMAT = "dpverify-ledger/1"
 _NO_TRANSACTION: dict = {}  # the pending-profile map outside a charge (never written to)
 #: how many problems of one kind an integrity report lists before "..."
 _REPORTED = 10
+#: most segment terms a handle keeps (see DurableLedger._segment_term)
+_KEPT_TERMS = 100_000
+#: most rows other processes appended that a charge checks while it holds the lock (more wait for its next charge)
+_CHECKED_UNDER_LOCK = 2
 #: most attempts of one charge across lost connections (each reconnect is bounded in time too)
 _ATTEMPTS = 5
 _CHARGE_COLUMNS = "seq, cid, label, guarantee, participants, users, spent_after, recorded_at, derived, link"
@@ -266,6 +271,7 @@ class DurableLedger(Ledger):
         self._genesis = chain.genesis(self.ledger_id, meta["budget"], meta.get("name", ""), meta.get("format", LEDGER_FORMAT))
         self._witness = Witness(self.ledger_id)
         self._known: _Head | None = None
+        self._appended: list[tuple[_Head, _Head]] = []  # stretches of the chain other processes wrote, to check
         self.integrity: tuple[str, ...] = ()
         # committed rows never change, so these caches stay valid across other processes' charges
         self._gid_of_spec: dict[str, int] = {}
@@ -281,6 +287,7 @@ class DurableLedger(Ledger):
         self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
+        self._terms: dict[tuple[int, int, int], int] = {}  # see _segment_term
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -464,7 +471,6 @@ class DurableLedger(Ledger):
             derived = chain.derived(segments, profiles, worst, count) if position == len(rows) else "schema-1"
             link = chain.link(link, [seq, cid, label, specs[gid], participants, users, after, at, derived])
             store.run("UPDATE dpverify_charges SET cid = ?, derived = ?, link = ? WHERE seq = ?", (cid, derived, link, seq))
-        store.run("CREATE UNIQUE INDEX dpverify_charges_cid ON dpverify_charges (cid)")
         store.run("UPDATE dpverify_state SET head = ?, segments = ?, profiles = ?, last_seq = ? WHERE id = 1", (link, segments, profiles, seq))
         store.run("UPDATE dpverify_meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         extra = {**identity, "upgraded_at": _now()}
@@ -551,29 +557,48 @@ class DurableLedger(Ledger):
                                 "the history was rewritten")
         return problems, _Head(count, last_seq, head, segments, profiles, worst)
 
-    def _catch_up(self, state: tuple, rows: list[tuple]) -> None:
-        """Under the lock: check ``rows``, those other processes appended since this handle's head
-        (incrementally), or refuse if the state went backwards or sideways."""
+    def _catch_up(self, state: tuple) -> None:
+        """Under the lock, the incremental check: the state row either is the one this handle last
+        saw, or has moved forward by the rows other processes appended. Up to
+        :data:`_CHECKED_UNDER_LOCK` of them are checked at once (two writers: an edited row is
+        refused before this charge); a longer stretch (many writers queueing for the lock) is
+        queued for :meth:`_check_appended`, which runs before this handle's next charge, outside
+        the lock, so contention does not lengthen the time the lock is held. Anything else (fewer
+        charges, a state row changed without a charge) is refused."""
         worst, count, head, segments, profiles, last_seq = state
         known = self._known
         if (count, head, last_seq) == (known.charges, known.link, known.last_seq):
             if (segments, profiles, worst) != (known.segments, known.profiles, known.worst):
                 self._refuse("the state row (worst spend, digests) changed without a charge")
-            if rows:
-                self._refuse("charge rows were added without going through the state row")
             return
-        if count < known.charges or last_seq < known.last_seq:
-            self._refuse(f"it held {known.charges} charges and now holds {count}: charges were removed")
-        link, derived, position = known.link, None, known.last_seq
-        for seq, cid, label, gid, participants, users, after, at, derived, stored in rows:
-            if self._chain.link(link, [seq, cid, label, self._spec(gid), participants, users, after, at, derived]) != stored:
-                self._refuse(f"charge {seq} does not match its link")
-            link, position = stored, seq
-        if known.charges + len(rows) != count or link != head or position != last_seq:
-            self._refuse("the charges appended since this process last looked do not lead to the stored head")
-        if derived != self._chain.derived(segments, profiles, worst, count):
-            self._refuse("the state row differs from what the last charge committed to")
-        self._known = _Head(count, last_seq, head, segments, profiles, worst)
+        if count <= known.charges or last_seq <= known.last_seq:
+            self._refuse(f"it held {known.charges} charges up to seq {known.last_seq} and now holds {count} up to seq {last_seq}: "
+                         "charges were removed or the state row was edited")
+        current = _Head(count, last_seq, head, segments, profiles, worst)
+        self._appended.append((known, current))
+        self._known = current
+        if count - known.charges <= _CHECKED_UNDER_LOCK:
+            self._check_appended()
+
+    def _check_appended(self) -> None:
+        """The queued stretches of rows other processes appended: each row must link to the one
+        before, the last to the head the state row showed, and its derived digest to that state
+        (one indexed read per stretch, hashes only)."""
+        while self._appended:
+            start, end = self._appended[0]
+            with self._store.guard("checking the charges other processes appended"):
+                rows = self._store.all(f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? AND seq <= ? ORDER BY seq",
+                                       (start.last_seq, end.last_seq))
+            link, derived = start.link, None
+            for seq, cid, label, gid, participants, users, after, at, derived, stored in rows:
+                if self._chain.link(link, [seq, cid, label, self._spec(gid), participants, users, after, at, derived]) != stored:
+                    self._refuse(f"charge {seq} does not match its link")
+                link = stored
+            if start.charges + len(rows) != end.charges or link != end.link:
+                self._refuse("the charges appended since this process last looked do not lead to the head it saw")
+            if derived != self._chain.derived(end.segments, end.profiles, end.worst, end.charges):
+                self._refuse("the state row differed from what the last charge committed to")
+            self._appended.pop(0)
 
     def _refuse(self, problem: str) -> None:
         raise AccountingError("ledger", self.url, f"a ledger that passes its integrity check ({problem})", _tampered_hint(self.url))
@@ -624,9 +649,10 @@ class DurableLedger(Ledger):
             entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
-            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants), os.urandom(16).hex()))
+            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants), _charge_id()))
         if not entries:
             return []
+        floor = self._known.last_seq  # this charge's rows, if committed, come after it
         for attempt in range(_ATTEMPTS):
             try:
                 self._charge_transaction(entries)
@@ -635,24 +661,25 @@ class DurableLedger(Ledger):
                 if attempt == _ATTEMPTS - 1:
                     raise
                 self._store.reconnect()
-                if self._recorded(entries[0][3]):  # the commit went through before the connection broke
+                if self._recorded(entries[0][3], floor):  # the commit went through before the connection broke
                     break
         return [cid for *_, cid in entries]
 
-    def _recorded(self, cid: str) -> bool:
+    def _recorded(self, cid: str, floor: int) -> bool:
+        """Whether the charge with this id committed: it can only be among the rows after ``floor``,
+        the last seq this handle knew before the charge (a range of the primary key)."""
         with self._store.guard("looking up an interrupted charge"):
-            return self._store.one("SELECT seq FROM dpverify_charges WHERE cid = ?", (cid,)) is not None
+            return self._store.one("SELECT seq FROM dpverify_charges WHERE seq > ? AND cid = ?", (floor, cid)) is not None
 
     def _charge_transaction(self, entries: list[tuple]) -> None:
+        self._check_appended()  # rows other processes appended, queued at this handle's last charge
         self._begin_pending()
         committed = False
         try:
             with self._store.write():
-                # the state row under the lock, and the rows others appended since this handle looked
-                state, appended = self._store.one_and_all(
-                    "SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1" + self._store.lock_suffix, (),
-                    f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? ORDER BY seq", (self._known.last_seq,))
-                self._catch_up(state, appended)
+                state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1"
+                                        + self._store.lock_suffix)
+                self._catch_up(state)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
                 self._sums = [int(state[3], 16), int(state[4], 16)]
                 for entry, spec, runs, cid in entries:
@@ -674,11 +701,11 @@ class DurableLedger(Ledger):
                         )
                     worst = prospective if worst is None else max(worst, prospective)
                     count, seq = count + 1, seq + 1
-                    link = self._write_charge(entry, spec, gid, cid, seq, worst, count, link)
+                    link, sums = self._write_charge(entry, spec, gid, cid, seq, worst, count, link)
                 self._store.run("UPDATE dpverify_state SET worst = ?, charges = ?, head = ?, segments = ?, profiles = ?, last_seq = ? "
-                                "WHERE id = 1", (worst, count, link, set_hex(self._sums[0]), set_hex(self._sums[1]), seq))
+                                "WHERE id = 1", (worst, count, link, *sums, seq))
             committed = True
-            self._known = _Head(count, seq, link, set_hex(self._sums[0]), set_hex(self._sums[1]), worst)
+            self._known = _Head(count, seq, link, *sums, worst)
         finally:
             self._end_pending(committed)
         self._witness.record(count, seq, link, self.url)
@@ -700,16 +727,19 @@ class DurableLedger(Ledger):
         self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
         self._absent_keys = set()
 
-    def _write_charge(self, entry: Charge, spec: str, gid: int, cid: str, seq: int, after: float, count: int, previous: str) -> str:
-        """The charge row, chained to ``previous`` (inside the charge's transaction); its link."""
+    def _write_charge(self, entry: Charge, spec: str, gid: int, cid: str, seq: int, after: float, count: int,
+                      previous: str) -> tuple[str, tuple[str, str]]:
+        """The charge row, chained to ``previous`` (inside the charge's transaction); its link and
+        the set digests it commits to."""
         users = None if entry.participants is None else len(entry.participants)
         participants = json.dumps(_stored_participants(entry.participants))
         at = _now()
-        derived = self._chain.derived(set_hex(self._sums[0]), set_hex(self._sums[1]), after, count)
+        sums = (set_hex(self._sums[0]), set_hex(self._sums[1]))
+        derived = self._chain.derived(*sums, after, count)
         link = self._chain.link(previous, [seq, cid, entry.label, spec, participants, users, after, at, derived])
         self._store.run(f"INSERT INTO dpverify_charges ({_CHARGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (seq, cid, entry.label, gid, participants, users, after, at, derived, link))
-        return link
+        return link, sums
 
     @_reconnecting
     def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
@@ -908,6 +938,18 @@ class DurableLedger(Ledger):
             pieces.append((position, b, plus(""), None))
         return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
 
+    def _segment_term(self, start: int, stop: int, pid: int) -> int:
+        """A segment's term of the set digest; the terms of the segments this handle wrote are kept
+        (each is deleted by a later charge, and its term subtracted then: one hash per segment,
+        not two). A term is a pure function of the row, so a kept one is never stale."""
+        row = (start, stop, pid)
+        term = self._terms.pop(row, None)
+        if term is None:
+            term = self._chain.segment(start, stop, pid)
+            if len(self._terms) < _KEPT_TERMS:
+                self._terms[row] = term
+        return term
+
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
         """(id, spend) of a profile already in the database (committed, or written by this
         transaction), or None."""
@@ -971,9 +1013,9 @@ class DurableLedger(Ledger):
         old = sorted(set(old))
         by_start = {row[0]: row for row in rows}
         for start in old:
-            self._sums[0] -= self._chain.segment(*by_start[start])
+            self._sums[0] -= self._segment_term(*by_start[start])
         for segment in merged:
-            self._sums[0] += self._chain.segment(*segment)
+            self._sums[0] += self._segment_term(*segment)
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
 
@@ -1197,6 +1239,12 @@ def _first_differences(stored: list[list], expected: list[list], limit: int = 10
                 out.append("...")
                 break
     return out
+
+
+def _charge_id() -> str:
+    """A charge's id: the time in ns, then 64 random bits (32 hex digits): unique with or without
+    the clock."""
+    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
 
 
 def _now() -> str:

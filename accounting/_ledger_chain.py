@@ -55,19 +55,18 @@ def _canonical(fields: Sequence[Any]) -> bytes:
     its length and its text, so no field can bleed into the next whatever text it holds."""
     out = []
     for value in fields:
-        if value is None:
-            out.append("n0:")
-            continue
-        if isinstance(value, str):
-            kind, text = "s", value
-        elif isinstance(value, float):
-            kind, text = "f", repr(value)
-        elif isinstance(value, int):
-            kind, text = "i", str(value)
-        else:
+        kind = _KINDS.get(type(value))
+        if kind is None:
+            if value is None:
+                out.append("n0:")
+                continue
             raise TypeError(f"cannot chain a {type(value).__name__}")
+        text = value if kind == "s" else repr(value)  # repr: exact for floats, the digits for ints
         out.append(f"{kind}{len(text)}:{text}")
     return "".join(out).encode()
+
+
+_KINDS = {str: "s", int: "i", float: "f"}
 
 
 class Chain:
@@ -123,8 +122,9 @@ class Chain:
         return int.from_bytes(hashlib.blake2b(f"p|{pid}|{key}|{spend!r}|{releases}".encode(), key=self._term_key, digest_size=32).digest(), "big")
 
     def derived(self, segments: str, profiles: str, worst: float | None, charges: int) -> str:
-        """What a charge row commits to about the derived tables after it."""
-        return self.hex(["derived", segments, profiles, worst, charges])
+        """What a charge row commits to about the derived tables after it (fixed-format fields: two
+        hex digests, a float's repr or None, an integer)."""
+        return self._digest(f"derived|{segments}|{profiles}|{worst!r}|{charges}".encode()).hex()
 
 
 def set_hex(total: int) -> str:
@@ -176,8 +176,9 @@ class Witness:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                self._url = json.dumps(url[:200])  # (ids, counts and hex links need no escaping)
             # no read first: a race between processes may leave an older head, which is still on the chain
-            record = json.dumps({"ledger_id": self.ledger_id, "charges": charges, "seq": seq, "link": link, "url": url[:200]})
+            record = f'{{"ledger_id": "{self.ledger_id}", "charges": {charges}, "seq": {seq}, "link": "{link}", "url": {self._url}}}'
             os.pwrite(self._fd, record.encode().ljust(self.SIZE), 0)
         except OSError:
             pass

@@ -154,7 +154,9 @@ TABLES = (
     # key: "gid:count,gid:count" sorted by gid; spend: its composition in the budget's main parameter
     "CREATE TABLE dpverify_profiles (id {serial} PRIMARY KEY, key TEXT NOT NULL UNIQUE, "
     "spend DOUBLE PRECISION NOT NULL, releases BIGINT NOT NULL)",
-    "CREATE TABLE dpverify_charges (seq {serial} PRIMARY KEY, cid TEXT NOT NULL UNIQUE, label TEXT NOT NULL, "
+    # cid: the charge's id, looked up (among the rows after a handle's last head) when a lost connection
+    # leaves a commit in doubt; no index of its own, which would cost every charge a page write
+    "CREATE TABLE dpverify_charges (seq {serial} PRIMARY KEY, cid TEXT NOT NULL, label TEXT NOT NULL, "
     "guarantee BIGINT NOT NULL, participants TEXT, users BIGINT, spent_after DOUBLE PRECISION NOT NULL, "
     "recorded_at TEXT NOT NULL, derived TEXT NOT NULL, link TEXT NOT NULL)",
     "CREATE TABLE dpverify_segments (start BIGINT PRIMARY KEY, stop BIGINT NOT NULL, profile BIGINT NOT NULL)",
@@ -193,11 +195,6 @@ class Store(abc.ABC):
     def run_many(self, sql: str, rows: Sequence[Sequence]) -> None:
         if rows:
             self._execute_many(self._sql(sql), rows)
-
-    def one_and_all(self, first: str, first_params: Sequence, second: str, second_params: Sequence) -> tuple[tuple | None, list[tuple]]:
-        """Two queries, in order: the first's row and the second's rows (PostgreSQL sends both in
-        one round trip inside a write transaction's pipeline)."""
-        return self.one(first, first_params), self.all(second, second_params)
 
     def rows(self, sql: str, params: Sequence = ()) -> Iterator[tuple]:
         """The rows of a query, fetched a block at a time (a scan of every charge stays small in memory)."""
@@ -281,7 +278,7 @@ class SQLiteStore(Store):
         self.immutable = False
         self._made_file = self.fresh and not os.path.exists(path)  # removed again if nothing is written to it
         self.connection = self._open(path, read_only)
-        self.connection.set_progress_handler(self._past_deadline, 1_000)
+        self.connection.set_progress_handler(self._past_deadline, 20_000)  # every ~0.2-1 ms of VM work: a timeout in seconds, at little cost per charge
         self._pragma(f"PRAGMA busy_timeout = {int(options.lock_timeout * 1000)}")
 
     def _open(self, path: str, read_only: bool):
@@ -495,11 +492,6 @@ class PostgresStore(Store):
             cursor.itersize = 10_000
             cursor.execute(self._sql(sql), tuple(params))
             yield from cursor
-
-    def one_and_all(self, first: str, first_params: Sequence, second: str, second_params: Sequence) -> tuple[tuple | None, list[tuple]]:
-        head = self._execute(self._sql(first), first_params)
-        rest = self._execute(self._sql(second), second_params)  # queued behind the first: one round trip
-        return head.fetchone(), list(rest.fetchall())
 
     def _lost(self, error: Exception) -> bool:
         connection = self.connection
