@@ -33,10 +33,12 @@ previous row and its own content, and commits to set digests of the derived tabl
 profiles) and the worst spend. Opening a ledger checks the file (SQLite ``quick_check``), the whole
 chain and both set digests (hashes only: linear in the rows, no composition), and the witness of
 the head this machine saw last; a ledger that disagrees is refused for charging (read-only opens
-report it: ``dpverify ledger verify``/``show``). Each charge then checks, under the lock, only the
-rows other processes appended since (incrementally). Every charge has an id (``cid``), so that a
-charge interrupted by a lost PostgreSQL connection is looked up after reconnecting and counted
-once, whatever the retry.
+report it: ``dpverify ledger verify``/``show``). A handle then checks only what changed
+(incrementally): under the lock, that the state row is the one it left or moved forward, and the
+rows other processes appended meanwhile (when a few; a longer stretch, from many writers queueing
+for the lock, is checked before the handle's next charge, outside the lock). Every charge has an
+id (``cid``), so that a charge interrupted by a lost PostgreSQL connection is looked up after
+reconnecting and counted once, whatever the retry.
 
 Durability: SQLite in WAL mode with ``synchronous=FULL`` (every commit is fsynced before
 ``charge`` returns; ``?synchronous=normal`` in the URL trades the last commits on power loss, never
