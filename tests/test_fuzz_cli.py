@@ -200,6 +200,7 @@ ROWS = [
     _r(f"ledger show {LEDGER} --last {{}}", "last", setup=(MAKE_LEDGER,)),
     _r("ledger verify {}", "url", "ledger"),
     _r("ledger export {}", "url", "ledger"),
+    _r("ledger upgrade {}", "url", "ledger"),
     _r(f"ledger export {LEDGER} --out {{}}", "out", setup=(MAKE_LEDGER,)),
     _r(f"ledger import {{}} {LEDGER}", "trail"),
     _r(f"ledger import trail.json {LEDGER}", "trail", "json", "budget", "charge", files=(("trail.json", "{}"),), codes=((1, "budget"),)),
