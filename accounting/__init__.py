@@ -12,7 +12,9 @@ behind each route:
   Gaussian (mu-GDP) and optimal pure-DP composition routes (:mod:`accounting._tight_routes`);
 - :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
 - :mod:`accounting._ledger` — budgets, per-user charges, refusal to overspend, JSON trail;
-- :mod:`accounting._durable` — the ledger kept in SQLite or PostgreSQL (``Ledger.open(url)``);
+- :mod:`accounting._durable` — the ledger kept in SQLite or PostgreSQL (``Ledger.open(url)``), with
+  :mod:`accounting._ledger_store` (URLs, timeouts, errors), :mod:`accounting._ledger_chain` (hash chain,
+  key, witness) and :mod:`accounting._ledger_codec` (guarantees as JSON) below it;
 - :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input);
 - :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
 - :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);

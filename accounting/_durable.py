@@ -1,10 +1,12 @@
 """A durable privacy ledger: :class:`Ledger`'s per-user accounting kept in SQLite or PostgreSQL.
 
-``Ledger.open("sqlite:///path/ledger.db", budget)`` or ``Ledger.open("postgresql://...", budget)``
-returns a :class:`DurableLedger`: the same charges, guarantees and exact values as the in-memory
-ledger (both compose a user's charges through :func:`compose_canonical`), kept in a database so
-that users who return across runs, processes and machines (the ICLR paper's App. I: a user's B
-batches "can even span multiple learning processes") are charged against one budget.
+``Ledger.open("sqlite:////abs/path/ledger.db", budget, create=True)`` or
+``Ledger.open("postgresql://...", budget)`` returns a :class:`DurableLedger`: the same charges,
+guarantees and exact values as the in-memory ledger (both compose a user's charges through
+:func:`compose_canonical`), kept in a database so that users who return across runs, processes and
+machines (the ICLR paper's App. I: a user's B batches "can even span multiple learning
+processes") are charged against one budget. Connections, timeouts and error mapping:
+:mod:`accounting._ledger_store`; the hash chain and witness: :mod:`accounting._ledger_chain`.
 
 How a user's spend is kept. The users form a *segment map*: disjoint [start, stop) id ranges,
 each pointing at a *profile* (the multiset of guarantees that touched those users, with its
@@ -16,7 +18,7 @@ range holds. Users nobody charged have no segment (the empty profile). ``partici
 (every user) is the range [0, EVERYONE).
 
 Atomic check-and-charge. Each charge is one transaction that first takes the ledger's write lock
-(SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE`` on the single budget row), then
+(SQLite ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE`` on the single state row), then
 reads the affected segments, checks, and writes the charge row, the new segments and the worst
 spend, and commits; a refusal rolls the transaction back, so it leaves no trace. Concurrent
 charges are serialised by the lock (so two processes can never together overspend a user), and a
@@ -26,277 +28,91 @@ never leaks it. :meth:`DurableLedger.prepay` records several charges in one tran
 none; a bandit run prepays each batch round's K arms before releasing any of them, so the round
 costs one disk sync instead of K), and each later matching ``charge`` finds its own record.
 
+Tamper evidence (:mod:`accounting._ledger_chain`). Every charge row carries a link chained over the
+previous row and its own content, and commits to set digests of the derived tables (segments,
+profiles) and the worst spend. Opening a ledger checks the file (SQLite ``quick_check``), the whole
+chain and both set digests (hashes only: linear in the rows, no composition), and the witness of
+the head this machine saw last; a ledger that disagrees is refused for charging (read-only opens
+report it: ``dpverify ledger verify``/``show``). A handle then checks only what changed
+(incrementally): under the lock, that the state row is the one it left or moved forward, and the
+rows other processes appended meanwhile (when a few; a longer stretch, from many writers queueing
+for the lock, is checked before the handle's next charge, outside the lock). Every charge has an
+id (``cid``), so that a charge interrupted by a lost PostgreSQL connection is looked up after
+reconnecting and counted once, whatever the retry.
+
 Durability: SQLite in WAL mode with ``synchronous=FULL`` (every commit is fsynced before
 ``charge`` returns; ``?synchronous=normal`` in the URL trades the last commits on power loss, never
 consistency, for speed); PostgreSQL with its default ``synchronous_commit=on``.
 
 Schema version :data:`SCHEMA_VERSION` is stored in ``dpverify_meta``; opening a database written by
-a newer schema is refused. :meth:`DurableLedger.verify` recomputes every user's spend from the raw
-charges alone (a sweep over range ends, then the exact accountant on each distinct multiset) and
-reports every disagreement with the stored segments, profiles and worst spend.
+a newer schema is refused, and a schema-1 ledger (before the chain) is upgraded only on request
+(:meth:`DurableLedger.upgrade`, ``dpverify ledger upgrade``). :meth:`DurableLedger.verify`
+recomputes every user's spend from the raw charges alone (a sweep over range ends, then the exact
+accountant on each distinct multiset) and reports every disagreement with the stored segments,
+profiles, worst spend and chain.
 """
 
 from __future__ import annotations
 
-import abc
-import contextlib
 import datetime as _dt
+import functools
 import json
 import math
 import os
+import time
+import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._guarantees import ApproxDP, PureDP, ZCDP
+from ._guarantees import RDP, ApproxDP, PureDP, ZCDP
 from ._ledger import (
     Budget,
     Charge,
     Ledger,
     _compose_uncached,
     _fmt,
-    _guarantee_from_dict,
     _guarantee_of,
-    _trail_json,
     _normalise_participants,
+    _trail_json,
     canonical_multiset,
     compose_canonical,
-    guarantee_spec,
 )
+from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, set_hex, set_of
+from ._ledger_codec import guarantee_from_dict, guarantee_spec
+from ._ledger_store import ConnectionLost, Store, connect, redacted
 from ._validation import AccountingError, BudgetExceeded, check_positive_int
 
 __all__ = ["DurableLedger", "EVERYONE", "SCHEMA_VERSION", "VerifyReport", "redacted"]
 
 #: the schema this code writes and the newest it reads
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: participants=None stands for the user ids [0, EVERYONE)
 EVERYONE = 2**62
 LEDGER_FORMAT = "dpverify-ledger/1"
 _NO_TRANSACTION: dict = {}  # the pending-profile map outside a charge (never written to)
-
-_TABLES = (
-    "CREATE TABLE IF NOT EXISTS dpverify_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    # the single row every charge locks; worst = the worst user's spend (NULL: nothing charged)
-    "CREATE TABLE IF NOT EXISTS dpverify_state (id INTEGER PRIMARY KEY, worst DOUBLE PRECISION, "
-    "charges BIGINT NOT NULL, cursor BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS dpverify_guarantees (id {serial} PRIMARY KEY, spec TEXT NOT NULL UNIQUE)",
-    # key: "gid:count,gid:count" sorted by gid; spend: its composition in the budget's main parameter
-    "CREATE TABLE IF NOT EXISTS dpverify_profiles (id {serial} PRIMARY KEY, key TEXT NOT NULL UNIQUE, "
-    "spend DOUBLE PRECISION NOT NULL, releases BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS dpverify_charges (seq {serial} PRIMARY KEY, label TEXT NOT NULL, "
-    "guarantee BIGINT NOT NULL, participants TEXT, users BIGINT, spent_after DOUBLE PRECISION NOT NULL, "
-    "recorded_at TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS dpverify_segments (start BIGINT PRIMARY KEY, stop BIGINT NOT NULL, "
-    "profile BIGINT NOT NULL)",
-)
+#: how many problems of one kind an integrity report lists before "..."
+_REPORTED = 10
+#: most segment terms a handle keeps (see DurableLedger._segment_term)
+_KEPT_TERMS = 100_000
+#: most rows other processes appended that a charge checks while it holds the lock (more wait for its next charge)
+_CHECKED_UNDER_LOCK = 2
+#: most attempts of one charge across lost connections (each reconnect is bounded in time too)
+_ATTEMPTS = 5
+_CHARGE_COLUMNS = "seq, cid, label, guarantee, participants, users, spent_after, recorded_at, derived, link"
 
 
-# ---- stores --------------------------------------------------------------------------------------
+@dataclass
+class _Head:
+    """What a handle last verified of the chain and state: where incremental checks start."""
 
-
-class _Store(abc.ABC):
-    """A connection with the two transactions the ledger needs: write (exclusive) and read."""
-
-    kind = "store"
-    placeholder = "?"
-
-    def __init__(self, url: str, read_only: bool) -> None:
-        self.url = url
-        self.read_only = read_only
-
-    def _sql(self, sql: str) -> str:
-        return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
-
-    def all(self, sql: str, params: Sequence = ()) -> list[tuple]:
-        return list(self._execute(self._sql(sql), params).fetchall())
-
-    def one(self, sql: str, params: Sequence = ()) -> tuple | None:
-        return self._execute(self._sql(sql), params).fetchone()
-
-    def run(self, sql: str, params: Sequence = ()) -> None:
-        self._execute(self._sql(sql), params)
-
-    def run_many(self, sql: str, rows: Sequence[Sequence]) -> None:
-        if rows:
-            self._execute_many(self._sql(sql), rows)
-
-    @abc.abstractmethod
-    def table_exists(self, name: str) -> bool:
-        """Whether the database has a table of this name (each engine asks its own catalogue)."""
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-class _SQLiteStore(_Store):
-    kind = "sqlite"
-
-    def __init__(self, url: str, path: str, read_only: bool, synchronous: str) -> None:
-        import sqlite3
-
-        super().__init__(url, read_only)
-        if read_only and not os.path.exists(path):
-            raise AccountingError("url", url, "an existing SQLite ledger (nothing at that path)")
-        try:
-            if read_only:
-                self.connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=600)
-            else:
-                self.connection = sqlite3.connect(path, isolation_level=None, timeout=600)
-        except sqlite3.Error as error:
-            raise AccountingError("url", url, f"a SQLite file that can be opened ({error})") from None
-        # concurrent writers wait for the lock (BEGIN IMMEDIATE) instead of failing
-        self.connection.execute("PRAGMA busy_timeout = 600000")
-        if not read_only:
-            self.connection.execute("PRAGMA journal_mode = WAL")
-        self.connection.execute(f"PRAGMA synchronous = {synchronous}")
-        self.synchronous = synchronous
-
-    def _execute(self, sql: str, params: Sequence):
-        return self.connection.execute(sql, tuple(params))
-
-    def _execute_many(self, sql: str, rows: Sequence[Sequence]) -> None:
-        self.connection.executemany(sql, rows)
-
-    @contextlib.contextmanager
-    def creating(self) -> Iterator[None]:
-        self.connection.execute("BEGIN IMMEDIATE")  # the write lock, before anything is read
-        try:
-            yield
-        except BaseException:
-            self.connection.execute("ROLLBACK")
-            raise
-        self.connection.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def write(self, durable: bool = True) -> Iterator[float | None]:
-        """A write transaction holding the ledger's lock; yields the worst spend (None: none yet).
-        ``durable=False``: commit without syncing (WAL: a later synced commit covers it)."""
-        if not durable:
-            self.connection.execute("PRAGMA synchronous = NORMAL")
-        try:
-            with self.creating():
-                yield self.one("SELECT worst FROM dpverify_state WHERE id = 1")[0]
-        finally:
-            if not durable:
-                self.connection.execute(f"PRAGMA synchronous = {self.synchronous}")
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[None]:
-        self.connection.execute("BEGIN")  # one snapshot for every read inside (WAL)
-        try:
-            yield
-        finally:
-            self.connection.execute("ROLLBACK")
-
-    def table_exists(self, name: str) -> bool:
-        return self.one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
-
-    def create(self) -> None:
-        for statement in _TABLES:
-            self.run(statement.format(serial="INTEGER"))
-
-    def describe(self) -> str:
-        return f"SQLite, WAL, synchronous={self.synchronous}"
-
-
-class _PostgresStore(_Store):
-    kind = "postgresql"
-    placeholder = "%s"
-
-    def __init__(self, url: str, read_only: bool) -> None:
-        try:
-            import psycopg
-        except ImportError as error:  # pragma: no cover - the extra is installed with [test]
-            raise AccountingError("url", url, "a sqlite:/// URL, or install the 'postgres' extra (psycopg 3)") from error
-        super().__init__(url, read_only)
-        self._psycopg = psycopg
-        try:
-            self.connection = psycopg.connect(url, autocommit=True)
-        except psycopg.Error as error:
-            raise AccountingError("url", redacted(url), f"a reachable PostgreSQL server ({str(error).strip()})") from None
-        if read_only:
-            self.connection.execute("SET default_transaction_read_only = on")
-
-    def _execute(self, sql: str, params: Sequence):
-        return self.connection.execute(sql, tuple(params), prepare=True)
-
-    def _execute_many(self, sql: str, rows: Sequence[Sequence]) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.executemany(sql, [tuple(r) for r in rows])
-
-    @contextlib.contextmanager
-    def write(self, durable: bool = True) -> Iterator[float | None]:
-        """A write transaction holding the ledger's lock; yields the worst spend (None: none yet).
-        ``durable=False``: commit without waiting for the WAL flush (synchronous_commit off)."""
-        # pipeline mode: writes are sent without waiting for each reply (reads still wait), so
-        # the lock is held for fewer round trips
-        with self.connection.pipeline(), self.connection.transaction():
-            # the row lock on the budget serialises every charge (READ COMMITTED: each statement
-            # after it sees every commit made before the lock was granted)
-            worst = self.one("SELECT worst FROM dpverify_state WHERE id = 1 FOR UPDATE")[0]
-            if not durable:
-                self.run("SET LOCAL synchronous_commit = off")
-            yield worst
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[None]:
-        self.connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        try:
-            yield
-        finally:
-            self.connection.execute("ROLLBACK")
-
-    @contextlib.contextmanager
-    def creating(self) -> Iterator[None]:
-        with self.connection.transaction():
-            self.run("SELECT pg_advisory_xact_lock(7466846)")  # two processes creating at once
-            yield
-
-    def table_exists(self, name: str) -> bool:
-        return self.one("SELECT to_regclass(?)", (name,))[0] is not None
-
-    def create(self) -> None:
-        for statement in _TABLES:
-            self.run(statement.format(serial="BIGINT GENERATED BY DEFAULT AS IDENTITY"))
-
-    def describe(self) -> str:
-        return "PostgreSQL, synchronous_commit=" + str(self.one("SHOW synchronous_commit")[0])
-
-
-def redacted(url: str) -> str:
-    """The URL with any password replaced by ***, for messages, summaries and JSON results."""
-    try:
-        parts = urlsplit(url)
-    except (TypeError, ValueError):
-        return str(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
-
-
-def _connect(url: str, read_only: bool) -> _Store:
-    if not isinstance(url, str):
-        raise AccountingError("url", url, "a ledger URL: sqlite:///path/ledger.db or postgresql://...")
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        path = unquote(parts.path)
-        if parts.netloc not in ("", "localhost") or not path or path == "/":
-            raise AccountingError("url", url, "sqlite:///relative/path.db or sqlite:////absolute/path.db")
-        path = path[1:]  # sqlite:///a.db -> a.db (relative), sqlite:////abs/a.db -> /abs/a.db
-        options = parse_qs(parts.query)
-        synchronous = options.get("synchronous", ["full"])[0].upper()
-        if synchronous not in ("FULL", "NORMAL", "EXTRA"):
-            raise AccountingError("synchronous", synchronous.lower(), "'full' (default), 'extra' or 'normal'")
-        return _SQLiteStore(url, path, read_only, synchronous)
-    if parts.scheme in ("postgresql", "postgres"):
-        return _PostgresStore(url, read_only)
-    raise AccountingError("url", url, "a ledger URL: sqlite:///path/ledger.db or postgresql://user@host/dbname")
-
-
-# ---- the ledger ----------------------------------------------------------------------------------
+    charges: int
+    last_seq: int
+    link: str
+    segments: str
+    profiles: str
+    worst: float | None
 
 
 def _runs(participants: Any) -> list[tuple[int, int]]:
@@ -361,6 +177,25 @@ def _multiset_of(key: str) -> dict[int, int]:
     return {int(g): int(n) for g, n in (item.split(":") for item in key.split(","))}
 
 
+def _worst_of(budget: Budget, guarantees: Sequence[Any]) -> Any:
+    """One guarantee at least as costly as each of ``guarantees`` in the budget's notion (so that k
+    charges of any of them compose to at most k of it): the guarantee itself when there is one,
+    else the largest pure eps, the largest rho, or the pointwise maximum of the RDP curves."""
+    distinct = list(dict.fromkeys(guarantees))
+    if not distinct:
+        raise AccountingError("guarantees", guarantees, "at least one guarantee a batch may be charged")
+    if len(distinct) == 1:
+        return distinct[0]
+    if isinstance(budget, PureDP):
+        return PureDP(max(compose_canonical(budget, [(g, 1)]) for g in distinct))
+    if isinstance(budget, ZCDP):
+        return ZCDP(max(compose_canonical(budget, [(g, 1)]) for g in distinct))
+    if any(isinstance(g, ApproxDP) for g in distinct):
+        raise AccountingError("guarantees", distinct, "guarantees with RDP curves (approximate-DP charges have no worst curve)")
+    curves = [g.to_rdp() if isinstance(g, (PureDP, ZCDP)) else g if isinstance(g, RDP) else g.rdp() for g in distinct]
+    return curves[0].parallel(*curves[1:])
+
+
 def _main_parameter(budget: Budget) -> float:
     return budget.rho if isinstance(budget, ZCDP) else budget.epsilon
 
@@ -376,6 +211,8 @@ class VerifyReport:
     profiles: int
     worst: float | None
     disagreements: tuple[str, ...] = field(default_factory=tuple)
+    head: str = ""
+    chain: str = ""
 
     @property
     def ok(self) -> bool:
@@ -390,8 +227,29 @@ class VerifyReport:
             "segments": self.segments,
             "profiles": self.profiles,
             "worst_recomputed": self.worst,
+            "chain": self.chain,
+            "head": self.head,
             "disagreements": list(self.disagreements),
         }
+
+
+def _tampered_hint(url: str) -> str:
+    return (f"nothing was charged; inspect it with `dpverify ledger verify {url}` and `dpverify ledger show {url}`, "
+            "and restore it from a backup you trust")
+
+
+def _reconnecting(method: Callable) -> Callable:
+    """A read of a PostgreSQL ledger survives a lost connection: reconnect (bounded) and read again."""
+
+    @functools.wraps(method)
+    def wrapper(self: "DurableLedger", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except ConnectionLost:
+            self._store.reconnect()
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class DurableLedger(Ledger):
@@ -399,15 +257,27 @@ class DurableLedger(Ledger):
 
     Every public method reads the database, so several processes (or machines, with PostgreSQL)
     sharing one ledger see each other's charges; :meth:`charge` is one atomic check-and-charge.
+    ``integrity`` lists what the checks on open found (empty for a sound ledger; a ledger opened
+    for writing is refused unless it is empty).
     """
 
-    def __init__(self, store: _Store, budget: Budget, name: str) -> None:
+    stores_urls = True  # Ledger.open dispatches here (see Ledger.__init_subclass__)
+
+    def __init__(self, store: Store, budget: Budget, name: str, meta: dict, chain: Chain) -> None:
         super().__init__(budget, name=name)
         self._store = store
-        self.url = redacted(store.url)  # what messages and summaries show (never a password)
+        self.url = store.shown  # what messages and summaries show (never a password)
         self._limit = _main_parameter(budget)
+        self._chain = chain
+        self.ledger_id = meta["ledger_id"]
+        self._genesis = chain.genesis(self.ledger_id, meta["budget"], meta.get("name", ""), meta.get("format", LEDGER_FORMAT))
+        self._witness = Witness(self.ledger_id)
+        self._known: _Head | None = None
+        self._appended: list[tuple[_Head, _Head]] = []  # stretches of the chain other processes wrote, to check
+        self.integrity: tuple[str, ...] = ()
         # committed rows never change, so these caches stay valid across other processes' charges
         self._gid_of_spec: dict[str, int] = {}
+        self._spec_of_gid: dict[int, str] = {}
         self._guarantee_of_gid: dict[int, Any] = {}
         self._profile_of_pid: dict[int, tuple[str, float]] = {}
         self._pid_of_key: dict[str, tuple[int, float]] = {}
@@ -418,64 +288,203 @@ class DurableLedger(Ledger):
         self._pending_pids: dict[int, tuple[str, float]] = {}
         self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
         self._absent_keys: set[str] = set()
-        self._prepaid: list[tuple[Any, Any, str]] = []  # see prepay
+        self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
+        self._terms: dict[tuple[int, int, int], int] = {}  # see _segment_term
+        self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
 
     @classmethod
-    def connect(cls, url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False) -> "DurableLedger":
+    def connect(cls, url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False,
+                create: bool = False) -> "DurableLedger":
         if budget is not None and not isinstance(budget, (PureDP, ZCDP, ApproxDP)):
             raise AccountingError("budget", budget, "a PureDP, ZCDP or ApproxDP budget")
-        store = _connect(url, read_only)
+        chain = Chain.from_environment()
+        store = connect(url, read_only=read_only, create=create)
         try:
-            stored = cls._read_header(store)
-            if stored is None:
-                if read_only:
-                    raise AccountingError("url", url, "an existing dpverify ledger (this database holds none)")
-                if budget is None:
-                    raise AccountingError("budget", None, f"a budget to create the new ledger at {url}")
-                stored = cls._create(store, budget, name)
-            version, stored_budget, stored_name = stored
-            if version > SCHEMA_VERSION:
-                raise AccountingError(
-                    "schema_version", version, f"<= {SCHEMA_VERSION}",
-                    "this ledger was written by a newer dpverify; upgrade dpverify to open it",
-                )
+            meta = cls._read_meta(store)
+            if meta is None:
+                meta = cls._create_in(store, url, budget, name, chain, read_only=read_only, create=create)
+            stored_budget = cls._check_meta(store, meta, chain)
             if budget is not None and budget != stored_budget:
-                raise AccountingError("budget", budget, f"the ledger's own budget {stored_budget} (fixed when the ledger at {url} was created)")
-            return cls(store, stored_budget, stored_name)
+                raise AccountingError("budget", budget, f"the ledger's own budget {stored_budget} (fixed when the ledger at {store.shown} was created)")
+            if not read_only:
+                store.became_ledger()
+            ledger = cls(store, stored_budget, meta.get("name", ""), meta, chain)
+            ledger.integrity = tuple(ledger._check_on_open())
+            if ledger.integrity and not read_only:
+                raise AccountingError("ledger", store.shown, "a ledger that passes its integrity check (found: "
+                                      + "; ".join(ledger.integrity[:3]) + ("; ..." if len(ledger.integrity) > 3 else "") + ")",
+                                      _tampered_hint(store.shown))
+            return ledger
         except BaseException:
             store.close()
             raise
 
     @staticmethod
-    def _read_header(store: _Store) -> tuple[int, Budget, str] | None:
-        if not store.table_exists("dpverify_meta"):
+    def _read_meta(store: Store) -> dict | None:
+        """The ledger's header, or None when the database holds no ledger (read only: no writes)."""
+        if "dpverify_meta" not in store.tables():
             return None
-        meta = dict(store.all("SELECT key, value FROM dpverify_meta"))
+        with store.guard("reading the ledger's header (table dpverify_meta)"):
+            meta = dict(store.all("SELECT key, value FROM dpverify_meta"))
         if "schema_version" not in meta:
-            return None
-        version = int(meta["schema_version"])
-        if version > SCHEMA_VERSION:
-            return version, None, meta.get("name", "")  # refused by the caller before anything else is read
-        return version, _guarantee_from_dict(json.loads(meta["budget"])), meta.get("name", "")
+            raise store.error("a dpverify ledger (table dpverify_meta has no field schema_version)",
+                              "the header is damaged or the table belongs to something else: nothing was written")
+        return meta
+
+    @classmethod
+    def _create_in(cls, store: Store, url: str, budget: Budget | None, name: str, chain: Chain, *, read_only: bool, create: bool) -> dict:
+        if read_only:
+            raise store.error("an existing dpverify ledger (this database holds none)", "check the URL")
+        others = sorted(store.tables())
+        if others and not store.fresh:
+            raise store.error(f"a database that holds a dpverify ledger or nothing (it holds other tables: {', '.join(others[:5])})",
+                              "nothing was written; give the ledger a database (or SQLite file) of its own")
+        if not create:
+            raise store.error("an existing dpverify ledger (the database is empty)",
+                              "to start a new ledger there, pass create=True (CLI: --create)")
+        if budget is None:
+            raise AccountingError("budget", None, f"a budget to create the new ledger at {store.shown}")
+        with store.creating():
+            tables = store.tables()
+            if "dpverify_meta" in tables:  # another process created it while we waited for the lock
+                return dict(store.all("SELECT key, value FROM dpverify_meta"))
+            if tables:
+                raise store.error(f"a database that holds a dpverify ledger or nothing (it holds {', '.join(sorted(tables)[:5])})",
+                                  "nothing was written; give the ledger a database of its own")
+            store.create()
+            ledger_id = uuid.uuid4().hex
+            spec = guarantee_spec(budget)
+            meta = {"schema_version": str(SCHEMA_VERSION), "format": LEDGER_FORMAT, "budget": spec, "name": name,
+                    "ledger_id": ledger_id, "chain": chain.kind, "created_at": _now()}
+            if chain.keyed:
+                meta["key_check"] = chain.key_check(ledger_id)
+            store.run_many("INSERT INTO dpverify_meta (key, value) VALUES (?, ?)", list(meta.items()))
+            genesis = chain.genesis(ledger_id, spec, name, LEDGER_FORMAT)
+            store.run("INSERT INTO dpverify_state (id, worst, charges, cursor, head, segments, profiles, last_seq) "
+                      "VALUES (1, NULL, 0, 0, ?, ?, ?, 0)", (genesis, EMPTY_SET, EMPTY_SET))
+        return meta
 
     @staticmethod
-    def _create(store: _Store, budget: Budget, name: str) -> tuple[int, Budget, str]:
-        with store.creating():
-            store.create()
-            meta = dict(store.all("SELECT key, value FROM dpverify_meta"))
-            if "schema_version" not in meta:  # nobody created it while we waited for the lock
-                store.run_many(
-                    "INSERT INTO dpverify_meta (key, value) VALUES (?, ?)",
-                    [("schema_version", str(SCHEMA_VERSION)), ("format", LEDGER_FORMAT), ("budget", guarantee_spec(budget)), ("name", name)],
-                )
-                store.run("INSERT INTO dpverify_state (id, worst, charges, cursor) VALUES (1, NULL, 0, 0)")
-                meta = {"schema_version": str(SCHEMA_VERSION), "budget": guarantee_spec(budget), "name": name}
-        return int(meta["schema_version"]), _guarantee_from_dict(json.loads(meta["budget"])), meta.get("name", "")
+    def _check_meta(store: Store, meta: dict, chain: Chain) -> Budget:
+        """The stored budget, once the schema, the header's fields and the key are known good."""
+        try:
+            version = int(meta["schema_version"])
+        except ValueError:
+            raise store.error(f"a dpverify ledger (table dpverify_meta, field schema_version holds {meta['schema_version'][:40]!r})",
+                              "the header is damaged: restore the ledger from a backup") from None
+        if version > SCHEMA_VERSION:
+            raise AccountingError("schema_version", version, f"<= {SCHEMA_VERSION}",
+                                  "this ledger was written by a newer dpverify; upgrade dpverify to open it")
+        if version < SCHEMA_VERSION:
+            raise AccountingError("schema_version", version, f"{SCHEMA_VERSION} (a ledger with a hash chain)",
+                                  f"upgrade it once with `dpverify ledger upgrade {store.shown}` (it verifies the ledger first)")
+        for key in ("ledger_id", "chain"):
+            if key not in meta:
+                raise store.error(f"a dpverify ledger (table dpverify_meta has no field {key})",
+                                  "the header is damaged: restore the ledger from a backup; nothing was written")
+        budget = DurableLedger._budget_of(store, meta)
+        kind = meta["chain"]
+        if kind == "hmac-sha256" and not chain.keyed:
+            raise store.error(f"the key of this keyed ledger in the environment variable {KEY_VARIABLE}",
+                              "its chain is an HMAC: without the key it cannot be checked, so it is not opened")
+        if kind == "sha256" and chain.keyed:
+            raise store.error(f"a keyed ledger, since {KEY_VARIABLE} is set (this ledger's chain has no key)",
+                              f"unset {KEY_VARIABLE} to use it, or replay it into a new keyed ledger with `dpverify ledger export` "
+                              "and `import`; a keyed ledger never silently becomes an unkeyed one")
+        if kind not in ("sha256", "hmac-sha256"):
+            raise store.error(f"a known chain kind (table dpverify_meta, field chain holds {kind[:40]!r})",
+                              "the header is damaged: restore the ledger from a backup")
+        if chain.keyed and meta.get("key_check") != chain.key_check(meta["ledger_id"]):
+            raise store.error(f"the key this ledger was created with (the key in {KEY_VARIABLE} does not match)",
+                              "set the ledger's own key; nothing was read or written")
+        return budget
+
+    @staticmethod
+    def _budget_of(store: Store, meta: dict) -> Budget:
+        if "budget" not in meta:
+            raise store.error("a dpverify ledger (table dpverify_meta has no field budget)",
+                              "the header is damaged: restore the ledger from a backup; nothing was written")
+        try:
+            budget = guarantee_from_dict(json.loads(meta["budget"]))
+        except (ValueError, KeyError, TypeError) as error:
+            raise store.error(f"a readable budget (table dpverify_meta, field budget holds {meta['budget'][:60]!r}: {error})",
+                              "the header is damaged: restore the ledger from a backup; nothing was written") from None
+        if not isinstance(budget, (PureDP, ZCDP, ApproxDP)):
+            raise store.error(f"a PureDP, ZCDP or ApproxDP budget (table dpverify_meta, field budget holds {meta['budget'][:60]!r})",
+                              "the header is damaged: restore the ledger from a backup; nothing was written")
+        return budget
+
+    @classmethod
+    def upgrade(cls, url: str) -> "DurableLedger":
+        """Upgrade a schema-1 ledger (before the chain) in place to schema 2, once it verifies.
+
+        The accountant's replay (the half of :meth:`verify` that schema 1 allows) must agree with
+        the stored segments, profiles and worst spend, or nothing is written. Then, in one
+        transaction under the ledger's lock: each charge gets an id and a link chained from the
+        genesis (keyed if :data:`KEY_VARIABLE` is set), the last one commits to the derived
+        tables' digests, and the header gets a ledger id and the chain's kind. The chain vouches
+        for the ledger from the upgrade on; earlier rows carry ``derived = "schema-1"`` (what
+        happened before, without a chain, cannot be told apart). Returns the ledger, opened for
+        writing; a ledger already at schema 2 is just opened."""
+        chain = Chain.from_environment()
+        store = connect(url, read_only=False, create=False)
+        try:
+            meta = cls._read_meta(store)
+            if meta is None:
+                raise store.error("an existing dpverify ledger (this database holds none)", "check the URL")
+            if meta["schema_version"] == str(SCHEMA_VERSION):
+                store.close()
+                return cls.connect(url)
+            if meta["schema_version"] != "1":
+                raise AccountingError("schema_version", meta["schema_version"], "1 (the schema this upgrade reads)")
+            budget = cls._budget_of(store, meta)
+            identity = {"ledger_id": uuid.uuid4().hex, "chain": chain.kind, "format": meta.get("format", LEDGER_FORMAT)}
+            ledger = cls(store, budget, meta.get("name", ""), {**meta, **identity}, chain)
+            problems, _ = ledger._replay()
+            if problems:
+                raise store.error(f"a schema-1 ledger that verifies before it is upgraded (found: {'; '.join(problems[:3])})",
+                                  "nothing was written; `dpverify ledger verify` lists every disagreement")
+            with store.creating():
+                ledger._add_chain(identity)
+        finally:
+            store.close()
+        return cls.connect(url)
+
+    def _add_chain(self, identity: dict) -> None:
+        store, chain = self._store, self._chain
+        worst, count, _ = store.one("SELECT worst, charges, cursor FROM dpverify_state WHERE id = 1" + store.lock_suffix)
+        for statement in ("ALTER TABLE dpverify_charges ADD COLUMN cid TEXT NOT NULL DEFAULT ''",
+                          "ALTER TABLE dpverify_charges ADD COLUMN derived TEXT NOT NULL DEFAULT ''",
+                          "ALTER TABLE dpverify_charges ADD COLUMN link TEXT NOT NULL DEFAULT ''",
+                          "ALTER TABLE dpverify_state ADD COLUMN head TEXT NOT NULL DEFAULT ''",
+                          f"ALTER TABLE dpverify_state ADD COLUMN segments TEXT NOT NULL DEFAULT '{EMPTY_SET}'",
+                          f"ALTER TABLE dpverify_state ADD COLUMN profiles TEXT NOT NULL DEFAULT '{EMPTY_SET}'",
+                          "ALTER TABLE dpverify_state ADD COLUMN last_seq BIGINT NOT NULL DEFAULT 0"):
+            store.run(statement)
+        segments = set_of([chain.segment(*row) for row in store.all("SELECT start, stop, profile FROM dpverify_segments")])
+        profiles = set_of([chain.profile(*row) for row in store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
+        specs = dict(store.all("SELECT id, spec FROM dpverify_guarantees"))
+        rows = store.all("SELECT seq, label, guarantee, participants, users, spent_after, recorded_at FROM dpverify_charges ORDER BY seq")
+        link, seq = self._genesis, 0
+        for position, (seq, label, gid, participants, users, after, at) in enumerate(rows, 1):
+            cid = uuid.uuid4().hex
+            derived = chain.derived(segments, profiles, worst, count) if position == len(rows) else "schema-1"
+            link = chain.link(link, [seq, cid, label, specs[gid], participants, users, after, at, derived])
+            store.run("UPDATE dpverify_charges SET cid = ?, derived = ?, link = ? WHERE seq = ?", (cid, derived, link, seq))
+        store.run("UPDATE dpverify_state SET head = ?, segments = ?, profiles = ?, last_seq = ? WHERE id = 1", (link, segments, profiles, seq))
+        store.run("UPDATE dpverify_meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        extra = {**identity, "upgraded_at": _now()}
+        if chain.keyed:
+            extra["key_check"] = chain.key_check(identity["ledger_id"])
+        store.run_many("INSERT INTO dpverify_meta (key, value) VALUES (?, ?)", [(k, v) for k, v in extra.items() if k != "format"])
+        if "format" not in dict(store.all("SELECT key, value FROM dpverify_meta")):
+            store.run("INSERT INTO dpverify_meta (key, value) VALUES ('format', ?)", (identity["format"],))
 
     def close(self) -> None:
         self._store.close()
+        self._witness.close()
 
     def __enter__(self) -> "DurableLedger":
         return self
@@ -488,6 +497,123 @@ class DurableLedger(Ledger):
         """Which database and durability settings."""
         return self._store.describe()
 
+    # ---- integrity ------------------------------------------------------------------------------
+
+    def _check_on_open(self) -> list[str]:
+        """The storage engine's check, the whole chain and the derived tables' set digests, and the
+        witness; sets the head later charges check incrementally from."""
+        problems = self._store.integrity_problems()
+        if problems:
+            raise self._store.error(f"an undamaged SQLite ledger ({problems[0]})",
+                                    "the file is damaged: nothing was charged; restore it from a backup, and "
+                                    "inspect the damaged copy with the sqlite3 shell's .recover")
+        problems, head = self._scan()
+        self._known = head
+        if not problems and head is not None:
+            self._witness.record(head.charges, head.last_seq, head.link, self.url)
+        return problems
+
+    def _scan(self) -> tuple[list[str], _Head | None]:
+        """Recompute the chain over every charge row and the set digests of segments and profiles
+        (hashes only), and compare them with the state row and the witness."""
+        chain, problems = self._chain, []
+        witness = self._witness.read()
+        with self._store.guard("checking the ledger's chain"), self._store.read():
+            state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1")
+            if state is None:
+                return ["table dpverify_state has lost its row"], None
+            worst, count, head, segments, profiles, last_seq = state
+            specs = dict(self._store.all("SELECT id, spec FROM dpverify_guarantees"))
+            link, seen, derived, position, witnessed = self._genesis, 0, None, 0, None
+            for seq, cid, label, gid, participants, users, after, at, derived, stored in self._store.rows(
+                    f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges ORDER BY seq"):
+                seen += 1
+                expected = chain.link(link, [seq, cid, label, specs.get(gid), participants, users, after, at, derived])
+                if expected != stored and len(problems) < _REPORTED:
+                    problems.append(f"charge {seq} ({label or 'unlabelled'}) does not match its link: its row, its guarantee "
+                                    f"{gid} or the charge before it was changed" + ("" if gid in specs else " (guarantee missing)"))
+                link, position = stored, seq
+                if witness is not None and seq == witness["seq"]:
+                    witnessed = stored
+            seg_sum = set_of(chain.segment(*row) for row in self._store.rows("SELECT start, stop, profile FROM dpverify_segments"))
+            prof_sum = set_of(chain.profile(*row) for row in self._store.rows("SELECT id, key, spend, releases FROM dpverify_profiles"))
+        if seen != count or position != last_seq:
+            problems.append(f"table dpverify_state counts {count} charges up to seq {last_seq}, table dpverify_charges holds {seen} up to seq {position}")
+        if link != head:
+            problems.append("the chain's last link differs from the head in dpverify_state (charges were removed or rewritten)")
+        if seg_sum != segments:
+            problems.append("table dpverify_segments differs from its digest in dpverify_state (a segment was edited, added or deleted)")
+        if prof_sum != profiles:
+            problems.append("table dpverify_profiles differs from its digest in dpverify_state (a profile's spend or key was edited)")
+        commitment = chain.derived(segments, profiles, worst, count) if count else None
+        if count and derived != commitment:
+            problems.append("the state row (worst spend, digests) differs from what the last charge committed to")
+        if not count and (worst is not None or segments != EMPTY_SET or profiles != EMPTY_SET):
+            problems.append("the state row records spend or segments, but the ledger holds no charge")
+        if witness is not None:
+            if witness["charges"] > seen:
+                problems.append(f"this machine saw {witness['charges']} charges in this ledger (witness {self._witness.path}); "
+                                f"it now holds {seen}: it was rolled back or rewritten")
+            elif witnessed != witness["link"] and witness["charges"] > 0:
+                problems.append(f"charge {witness['seq']} differs from the one this machine saw (witness {self._witness.path}): "
+                                "the history was rewritten")
+        return problems, _Head(count, last_seq, head, segments, profiles, worst)
+
+    def _catch_up(self, state: tuple) -> None:
+        """Under the lock, the incremental check: the state row either is the one this handle last
+        saw, or has moved forward by the rows other processes appended. Up to
+        :data:`_CHECKED_UNDER_LOCK` of them are checked at once (two writers: an edited row is
+        refused before this charge); a longer stretch (many writers queueing for the lock) is
+        queued for :meth:`_check_appended`, which runs before this handle's next charge, outside
+        the lock, so contention does not lengthen the time the lock is held. Anything else (fewer
+        charges, a state row changed without a charge) is refused."""
+        worst, count, head, segments, profiles, last_seq = state
+        known = self._known
+        if (count, head, last_seq) == (known.charges, known.link, known.last_seq):
+            if (segments, profiles, worst) != (known.segments, known.profiles, known.worst):
+                self._refuse("the state row (worst spend, digests) changed without a charge")
+            return
+        if count <= known.charges or last_seq <= known.last_seq:
+            self._refuse(f"it held {known.charges} charges up to seq {known.last_seq} and now holds {count} up to seq {last_seq}: "
+                         "charges were removed or the state row was edited")
+        current = _Head(count, last_seq, head, segments, profiles, worst)
+        self._appended.append((known, current))
+        self._known = current
+        if count - known.charges <= _CHECKED_UNDER_LOCK:
+            self._check_appended()
+
+    def _check_appended(self) -> None:
+        """The queued stretches of rows other processes appended: each row must link to the one
+        before, the last to the head the state row showed, and its derived digest to that state
+        (one indexed read per stretch, hashes only)."""
+        while self._appended:
+            start, end = self._appended[0]
+            with self._store.guard("checking the charges other processes appended"):
+                rows = self._store.all(f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? AND seq <= ? ORDER BY seq",
+                                       (start.last_seq, end.last_seq))
+            link, derived = start.link, None
+            for seq, cid, label, gid, participants, users, after, at, derived, stored in rows:
+                if self._chain.link(link, [seq, cid, label, self._spec(gid), participants, users, after, at, derived]) != stored:
+                    self._refuse(f"charge {seq} does not match its link")
+                link = stored
+            if start.charges + len(rows) != end.charges or link != end.link:
+                self._refuse("the charges appended since this process last looked do not lead to the head it saw")
+            if derived != self._chain.derived(end.segments, end.profiles, end.worst, end.charges):
+                self._refuse("the state row differed from what the last charge committed to")
+            self._appended.pop(0)
+
+    def _refuse(self, problem: str) -> None:
+        raise AccountingError("ledger", self.url, f"a ledger that passes its integrity check ({problem})", _tampered_hint(self.url))
+
+    def _spec(self, gid: int) -> str | None:
+        spec = self._spec_of_gid.get(gid)
+        if spec is None:
+            row = self._store.one("SELECT spec FROM dpverify_guarantees WHERE id = ?", (gid,))
+            if row is None:
+                return None
+            spec = self._spec_of_gid[gid] = row[0]
+        return spec
+
     # ---- charging -------------------------------------------------------------------------------
 
     def charge(self, guarantee: Any, participants: Any = None, *, label: str = "") -> None:
@@ -497,7 +623,7 @@ class DurableLedger(Ledger):
         A charge equal (guarantee, participants, label) to the next one :meth:`prepay` recorded is
         already in the database: it is taken off the prepaid list instead of being charged twice."""
         if self._prepaid:
-            g, p, l = self._prepaid[0]
+            g, p, l, _ = self._prepaid[0]
             if l == label and (g is guarantee or g == guarantee) and _same_participants(p, participants):
                 self._prepaid.pop(0)
                 return
@@ -510,24 +636,55 @@ class DurableLedger(Ledger):
         What a batch round uses: the K arms' charges of one round are synced to disk once, before
         any of the round's releases (charge before release still holds: each release's charge is
         durable before it). Unused prepaid charges are budget spent, never budget leaked."""
-        self.charge_many(items)
-        self._prepaid.extend(items)
+        cids = self.charge_many(items)
+        self._prepaid.extend((g, p, l, cid) for (g, p, l), cid in zip(items, cids))
 
-    def charge_many(self, items: Sequence[tuple[Any, Any, str]]) -> None:
+    def charge_many(self, items: Sequence[tuple[Any, Any, str]]) -> list[str]:
         """Record every charge in ``items`` (guarantee, participants, label), in order, in one
-        transaction, or none of them: BudgetExceeded if any would take a user over the budget."""
+        transaction, or none of them: BudgetExceeded if any would take a user over the budget.
+        Returns the charges' ids. A lost PostgreSQL connection is re-established (bounded by the
+        URL's ``reconnect_timeout``) and the charge looked up by its id before it is retried, so it
+        is recorded once."""
         self._check_writable()
         entries = []
         for guarantee, participants, label in items:
             entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
-            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants)))
+            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants), _charge_id()))
+        if not entries:
+            return []
+        floor = self._known.last_seq  # this charge's rows, if committed, come after it
+        for attempt in range(_ATTEMPTS):
+            try:
+                self._charge_transaction(entries)
+                break
+            except ConnectionLost:
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                self._store.reconnect()
+                if self._recorded(entries[0][3], floor):  # the commit went through before the connection broke
+                    break
+        return [cid for *_, cid in entries]
+
+    def _recorded(self, cid: str, floor: int) -> bool:
+        """Whether the charge with this id committed: it can only be among the rows after ``floor``,
+        the last seq this handle knew before the charge (a range of the primary key)."""
+        with self._store.guard("looking up an interrupted charge"):
+            return self._store.one("SELECT seq FROM dpverify_charges WHERE seq > ? AND cid = ?", (floor, cid)) is not None
+
+    def _charge_transaction(self, entries: list[tuple]) -> None:
+        self._check_appended()  # rows other processes appended, queued at this handle's last charge
         self._begin_pending()
         committed = False
         try:
-            with self._store.write() as worst:
-                for entry, spec, runs in entries:
+            with self._store.write():
+                state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1"
+                                        + self._store.lock_suffix)
+                self._catch_up(state)
+                worst, count, link, seq = state[0], state[1], state[2], state[5]
+                self._sums = [int(state[3], 16), int(state[4], 16)]
+                for entry, spec, runs, cid in entries:
                     gid = self._gid(spec)
                     prospective = -math.inf
                     # runs are disjoint: each is planned after the previous one is written (a write
@@ -544,10 +701,16 @@ class DurableLedger(Ledger):
                             f"{_fmt(self._budget)}; the worst user's spend is {_fmt(None if worst is None else self._wrap(worst))}; "
                             "the ledger is unchanged"
                         )
-                    worst = self._write_charge(entry, entry.label, gid, prospective, worst)
+                    worst = prospective if worst is None else max(worst, prospective)
+                    count, seq = count + 1, seq + 1
+                    link, sums = self._write_charge(entry, spec, gid, cid, seq, worst, count, link)
+                self._store.run("UPDATE dpverify_state SET worst = ?, charges = ?, head = ?, segments = ?, profiles = ?, last_seq = ? "
+                                "WHERE id = 1", (worst, count, link, *sums, seq))
             committed = True
+            self._known = _Head(count, seq, link, *sums, worst)
         finally:
             self._end_pending(committed)
+        self._witness.record(count, seq, link, self.url)
 
     def _begin_pending(self) -> None:
         self._pending_gids, self._pending_pids, self._pending_keys, self._absent_keys = {}, {}, {}, set()
@@ -558,6 +721,7 @@ class DurableLedger(Ledger):
         if committed:
             for gid, (spec, g) in self._pending_gids.items():
                 self._gid_of_spec[spec] = gid
+                self._spec_of_gid[gid] = spec
                 self._guarantee_of_gid[gid] = g
             for key, (pid, spend) in self._pending_keys.items():
                 self._pid_of_key[key] = (pid, spend)
@@ -565,17 +729,21 @@ class DurableLedger(Ledger):
         self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
         self._absent_keys = set()
 
-    def _write_charge(self, entry: Charge, label: str, gid: int, prospective: float, worst: float | None) -> float:
-        """The charge row and the new worst spend (inside the charge's transaction)."""
-        after = prospective if worst is None else max(worst, prospective)
-        count = None if entry.participants is None else len(entry.participants)
-        self._store.run(
-            "INSERT INTO dpverify_charges (label, guarantee, participants, users, spent_after, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (label, gid, json.dumps(_stored_participants(entry.participants)), count, after, _now()),
-        )
-        self._store.run("UPDATE dpverify_state SET worst = ?, charges = charges + 1 WHERE id = 1", (after,))
-        return after
+    def _write_charge(self, entry: Charge, spec: str, gid: int, cid: str, seq: int, after: float, count: int,
+                      previous: str) -> tuple[str, tuple[str, str]]:
+        """The charge row, chained to ``previous`` (inside the charge's transaction); its link and
+        the set digests it commits to."""
+        users = None if entry.participants is None else len(entry.participants)
+        participants = json.dumps(_stored_participants(entry.participants))
+        at = _now()
+        sums = (set_hex(self._sums[0]), set_hex(self._sums[1]))
+        derived = self._chain.derived(*sums, after, count)
+        link = self._chain.link(previous, [seq, cid, entry.label, spec, participants, users, after, at, derived])
+        self._store.run(f"INSERT INTO dpverify_charges ({_CHARGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (seq, cid, entry.label, gid, participants, users, after, at, derived, link))
+        return link, sums
 
+    @_reconnecting
     def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
         """Would this charge fit now? (Records nothing; another process may charge in between.)"""
         entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants))
@@ -604,15 +772,87 @@ class DurableLedger(Ledger):
         self._check_writable()
         check_positive_int("n", n)
         check_positive_int("population", population)
+        for attempt in range(_ATTEMPTS):
+            try:
+                return self._advance(n, population)
+            except ConnectionLost:
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                self._store.reconnect()  # at worst the lost commit skips n users: never a spend
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _advance(self, n: int, population: int) -> int:
         with self._store.write(durable=False):
+            start = self._store.one("SELECT cursor FROM dpverify_state WHERE id = 1" + self._store.lock_suffix)[0]
             row = self._store.one("SELECT value FROM dpverify_meta WHERE key = 'population'")
             if row is None:
                 self._store.run("INSERT INTO dpverify_meta (key, value) VALUES ('population', ?)", (str(population),))
             elif int(row[0]) != population:
                 raise AccountingError("population", population, f"the ledger's population {row[0]} (fixed by its first run)")
-            start = self._store.one("SELECT cursor FROM dpverify_state WHERE id = 1")[0]
             self._store.run("UPDATE dpverify_state SET cursor = ? WHERE id = 1", (start + n,))
         return int(start)
+
+    def check_run(self, legs: Sequence[tuple[Sequence[Any], int]], population: int) -> None:
+        """Refuse up front (BudgetExceeded, nothing recorded) a run that may not fit the budget.
+
+        ``legs``, in the order they will run: (the guarantees one batch of the leg may be charged,
+        places handed out), each leg taking its places of the round-robin over ``population``
+        users from the stored cursor on (as :meth:`advance_cursor` will). A user handed out k times
+        is charged at most k batches, each at most the leg's worst per-batch guarantee (for an
+        (eps, delta) budget the pointwise maximum of the guarantees' RDP curves, whose k-fold
+        composition bounds any k of them); her prospective spend is her profile so far plus that,
+        composed exactly as a charge would be. Fitting here means every charge of the run fits
+        unless another process charges the same users meanwhile (then the run stops at that
+        batch, as before). Cost: one composition per distinct (profile, counts), not per user."""
+        check_positive_int("population", population)
+        worst = [(_worst_of(self._budget, guarantees), int(places)) for guarantees, places in legs]
+        stored_population, cursor = self.population()
+        if stored_population is not None and stored_population != population:
+            raise AccountingError("population", population, f"the ledger's population {stored_population} (fixed by its first run)")
+        # each leg's users as runs of [start, stop) with how many places each user gets
+        cuts, position, counts = {0, population}, cursor, []
+        for _, places in worst:
+            full, rest = divmod(places, population)
+            lo = position % population
+            extra = [(lo, min(lo + rest, population))] + ([(0, lo + rest - population)] if lo + rest > population else [])
+            counts.append((full, [r for r in extra if r[0] < r[1]]))
+            cuts.update(x for r in extra for x in r)
+            position += places
+        with self._store.guard("checking the run against the budget"), self._store.read():
+            segments = self._store.all("SELECT start, stop, profile FROM dpverify_segments WHERE stop > 0 AND start < ? ORDER BY start",
+                                       (population,))
+            cuts.update(x for start, stop, _ in segments for x in (max(start, 0), min(stop, population)))
+            points = sorted(cuts)
+            spends: dict[tuple, float] = {}
+            found: tuple[float, int, int, tuple, float] | None = None
+            s = 0
+            for lo, hi in zip(points, points[1:]):
+                while s < len(segments) and segments[s][1] <= lo:
+                    s += 1
+                pid = segments[s][2] if s < len(segments) and segments[s][0] <= lo else None
+                key = "" if pid is None else self._profile(pid)[0]
+                ks = tuple(full + any(a <= lo < b for a, b in runs) for full, runs in counts)
+                if not any(ks):
+                    continue
+                if (key, ks) not in spends:
+                    pairs = [(self._guarantee(g), n) for g, n in _multiset_of(key).items()]
+                    pairs += [(g, k) for (g, _), k in zip(worst, ks) if k]
+                    spends[(key, ks)] = compose_canonical(self._budget, pairs)
+                spend = spends[(key, ks)]
+                if found is None or spend > found[0]:
+                    before = 0.0 if pid is None else self._profile(pid)[1]
+                    found = (spend, lo, hi, ks, before)
+                elif spend == found[0] and lo == found[2]:  # the same worst case continues: one range
+                    found = (spend, found[1], hi, found[3], found[4])
+        if found is not None and found[0] > self._limit:
+            spend, lo, hi, ks, before = found
+            places = sum(p for _, p in worst)
+            raise BudgetExceeded(
+                f"the run would hand out {places:,} places of the population of {population:,} from position {cursor:,}, so users "
+                f"{lo:,}..{hi - 1:,} (spent so far {before:.6g}) would join up to {sum(ks)} more batches: up to {spend:.6g} against a "
+                f"budget of {_fmt(self._budget)} (left for them: {max(self._limit - before, 0.0):.6g}); refused before its first "
+                "charge, the ledger is unchanged"
+            )
 
     def _check_writable(self) -> None:
         if self._store.read_only:
@@ -630,10 +870,11 @@ class DurableLedger(Ledger):
         row = self._store.one("SELECT id FROM dpverify_guarantees WHERE spec = ?", (spec,))
         if row is not None:
             self._gid_of_spec[spec] = row[0]
+            self._spec_of_gid[row[0]] = spec
             return row[0]
         gid = self._store.one("INSERT INTO dpverify_guarantees (spec) VALUES (?) RETURNING id", (spec,))[0]
         # uncommitted: its id may be reused after a rollback, so it is cached only once committed
-        self._pending_gids[gid] = (spec, _guarantee_from_dict(json.loads(spec)))
+        self._pending_gids[gid] = (spec, guarantee_from_dict(json.loads(spec)))
         return gid
 
     def _guarantee(self, gid: int) -> Any:
@@ -641,14 +882,19 @@ class DurableLedger(Ledger):
         if g is None and gid in self._pending_gids:
             return self._pending_gids[gid][1]
         if g is None:
-            spec = self._store.one("SELECT spec FROM dpverify_guarantees WHERE id = ?", (gid,))[0]
-            g = self._guarantee_of_gid[gid] = _guarantee_from_dict(json.loads(spec))
+            spec = self._spec(gid)
+            if spec is None:
+                self._refuse(f"guarantee {gid}, named by a charge or profile, is missing from dpverify_guarantees")
+            g = self._guarantee_of_gid[gid] = guarantee_from_dict(json.loads(spec))
         return g
 
     def _profile(self, pid: int) -> tuple[str, float]:
         known = self._profile_of_pid.get(pid) or self._pending_pids.get(pid)
         if known is None:
-            key, spend = self._store.one("SELECT key, spend FROM dpverify_profiles WHERE id = ?", (pid,))
+            row = self._store.one("SELECT key, spend FROM dpverify_profiles WHERE id = ?", (pid,))
+            if row is None:
+                self._refuse(f"profile {pid}, named by a segment, is missing from dpverify_profiles")
+            key, spend = row
             known = self._profile_of_pid[pid] = (key, spend)
             self._pid_of_key[key] = (pid, spend)
         return known
@@ -694,6 +940,18 @@ class DurableLedger(Ledger):
             pieces.append((position, b, plus(""), None))
         return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
 
+    def _segment_term(self, start: int, stop: int, pid: int) -> int:
+        """A segment's term of the set digest; the terms of the segments this handle wrote are kept
+        (each is deleted by a later charge, and its term subtracted then: one hash per segment,
+        not two). A term is a pure function of the row, so a kept one is never stale."""
+        row = (start, stop, pid)
+        term = self._terms.pop(row, None)
+        if term is None:
+            term = self._chain.segment(start, stop, pid)
+            if len(self._terms) < _KEPT_TERMS:
+                self._terms[row] = term
+        return term
+
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
         """(id, spend) of a profile already in the database (committed, or written by this
         transaction), or None."""
@@ -727,6 +985,7 @@ class DurableLedger(Ledger):
         spend = self._profile_spend(key)
         releases = sum(_multiset_of(key).values())
         pid = self._store.one("INSERT INTO dpverify_profiles (key, spend, releases) VALUES (?, ?, ?) RETURNING id", (key, spend, releases))[0]
+        self._sums[1] += self._chain.profile(pid, key, spend, releases)
         self._pending_keys[key] = (pid, spend)
         self._pending_pids[pid] = (key, spend)
         self._absent_keys.discard(key)
@@ -753,18 +1012,30 @@ class DurableLedger(Ledger):
                 merged[-1][1] = segment[1]
             else:
                 merged.append(segment)
+        old = sorted(set(old))
+        by_start = {row[0]: row for row in rows}
+        for start in old:
+            self._sums[0] -= self._segment_term(*by_start[start])
+        for segment in merged:
+            self._sums[0] += self._segment_term(*segment)
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
 
     # ---- reading --------------------------------------------------------------------------------
 
     def _state(self) -> tuple[float | None, int, int]:
-        return self._store.one("SELECT worst, charges, cursor FROM dpverify_state WHERE id = 1")
+        with self._store.guard("reading the ledger's state"):
+            row = self._store.one("SELECT worst, charges, cursor FROM dpverify_state WHERE id = 1")
+        if row is None:
+            raise self._store.error("a dpverify ledger (table dpverify_state has lost its row)", _tampered_hint(self.url))
+        return row
 
+    @_reconnecting
     def spent(self) -> Budget | None:
         worst = self._state()[0]
         return None if worst is None else self._wrap(worst)
 
+    @_reconnecting
     def remaining(self) -> float:
         self._worst = self._state()[0]
         return super().remaining()
@@ -773,42 +1044,66 @@ class DurableLedger(Ledger):
     def charges(self) -> tuple[Charge, ...]:
         return tuple(c for c, _ in self.history())
 
+    @_reconnecting
     def history(self, last: int | None = None) -> list[tuple[Charge, dict]]:
-        """The charges in order (the last ``last`` of them), each with its row: seq, users, spent_after, recorded_at."""
-        sql = "SELECT seq, label, guarantee, participants, users, spent_after, recorded_at FROM dpverify_charges"
+        """The charges in order (the last ``last`` of them), each with its row: seq, cid, users,
+        participants, spent_after, recorded_at, link."""
+        sql = "SELECT seq, cid, label, guarantee, participants, users, spent_after, recorded_at, link FROM dpverify_charges"
         with self._store.read():
             if last is not None:
                 rows = self._store.all(sql + " ORDER BY seq DESC LIMIT ?", (int(last),))[::-1]
             else:
                 rows = self._store.all(sql + " ORDER BY seq")
             out = []
-            for seq, label, gid, participants, users, after, at in rows:
-                stored = json.loads(participants)
+            for seq, cid, label, gid, participants, users, after, at, link in rows:
+                try:
+                    stored = json.loads(participants)
+                except (TypeError, ValueError):
+                    raise self._store.error(f"a readable charge (table dpverify_charges, seq {seq}, field participants "
+                                            f"holds {str(participants)[:40]!r})", _tampered_hint(self.url)) from None
                 charge = Charge(self._guarantee(gid), _participants_of(stored), label)
-                out.append((charge, {"seq": seq, "users": users, "participants": stored, "spent_after": after, "recorded_at": at}))
+                out.append((charge, {"seq": seq, "cid": cid, "users": users, "participants": stored, "spent_after": after,
+                                     "recorded_at": at, "link": link}))
         return out
 
+    @_reconnecting
     def max_charges_per_user(self) -> int:
-        row = self._store.one("SELECT MAX(p.releases) FROM dpverify_segments s JOIN dpverify_profiles p ON p.id = s.profile")
+        with self._store.guard("reading the ledger's profiles"):
+            row = self._store.one("SELECT MAX(p.releases) FROM dpverify_segments s JOIN dpverify_profiles p ON p.id = s.profile")
         return int(row[0] or 0)
 
+    @_reconnecting
     def users_near_limit(self, fraction: float) -> int:
         """How many users have spent at least ``fraction`` of the budget (every user for a charge on everyone)."""
-        row = self._store.one(
-            "SELECT SUM(s.stop - s.start) FROM dpverify_segments s JOIN dpverify_profiles p ON p.id = s.profile WHERE p.spend >= ?",
-            (fraction * self._limit,),
-        )
+        with self._store.guard("reading the ledger's segments"):
+            row = self._store.one(
+                "SELECT SUM(s.stop - s.start) FROM dpverify_segments s JOIN dpverify_profiles p ON p.id = s.profile WHERE p.spend >= ?",
+                (fraction * self._limit,),
+            )
         return int(row[0] or 0)
 
+    @_reconnecting
+    def population(self) -> tuple[int | None, int]:
+        """(the population fixed by the first run, or None; the round-robin's position)."""
+        with self._store.guard("reading the ledger's population"):
+            row = self._store.one("SELECT value FROM dpverify_meta WHERE key = 'population'")
+        return (None if row is None else int(row[0])), int(self._state()[2])
+
+    @_reconnecting
     def summary(self, *, near: float = 0.9, last: int | None = 20) -> dict:
-        """Budget, worst user's spend, users near the limit, and the last charges (for ``dpverify ledger show``)."""
+        """Budget, worst user's spend, users near the limit, the chain and the last charges (for
+        ``dpverify ledger show``); ``integrity``: what the checks on open found (empty: sound)."""
         worst, count, cursor = self._state()
-        population = self._store.one("SELECT value FROM dpverify_meta WHERE key = 'population'")
+        population, _ = self.population()
         return {
             "url": self.url,
             "store": self.store,
             "schema_version": SCHEMA_VERSION,
             "name": self.name,
+            "ledger_id": self.ledger_id,
+            "chain": self._chain.kind,
+            "head": None if self._known is None else self._known.link,
+            "integrity": list(self.integrity),
             "budget": json.loads(guarantee_spec(self._budget)),
             "worst_user_spend": worst,
             "remaining": self.remaining(),
@@ -816,7 +1111,7 @@ class DurableLedger(Ledger):
             "near_fraction": near,
             "users_near_limit": self.users_near_limit(near),
             "max_charges_per_user": self.max_charges_per_user(),
-            "population": None if population is None else int(population[0]),
+            "population": population,
             "population_cursor": cursor,
             "history": [
                 {**row, "label": c.label, "guarantee": json.loads(guarantee_spec(c.guarantee))}
@@ -833,24 +1128,34 @@ class DurableLedger(Ledger):
 
     # ---- verification -----------------------------------------------------------------------------
 
+    @_reconnecting
     def verify(self) -> VerifyReport:
         """Recompute every user's spend from the raw charges with the exact accountant (read-only).
 
         The charges' participants are swept as range ends into elementary id ranges, each with the
         multiset of guarantees covering it; every distinct multiset is composed afresh (not from
         the stored profiles); then the stored segment map, profiles, worst spend and charge count
-        are compared with that. Each disagreement is reported as one line."""
+        are compared with that, and the chain, the set digests and the witness are checked as on
+        open. Each disagreement is reported as one line."""
+        problems, head = self._scan()
+        replayed, counts = self._replay()
+        return VerifyReport(self.url, self._budget, *counts, tuple(problems + replayed), head="" if head is None else head.link,
+                            chain=self._chain.kind)
+
+    def _replay(self) -> tuple[list[str], tuple[int, int, int, float | None]]:
+        """The accountant's half of :meth:`verify` (it reads only the columns of schema 1 too):
+        the disagreements, and (charges, segments, profiles, recomputed worst spend)."""
         problems: list[str] = []
         with self._store.read():
             specs = dict(self._store.all("SELECT id, spec FROM dpverify_guarantees"))
             charges = self._store.all("SELECT seq, guarantee, participants FROM dpverify_charges ORDER BY seq")
             segments = self._store.all("SELECT start, stop, profile FROM dpverify_segments ORDER BY start")
             profiles = {pid: (key, spend) for pid, key, spend in self._store.all("SELECT id, key, spend FROM dpverify_profiles")}
-            worst_stored, count_stored, _ = self._state()
+            worst_stored, count_stored, _ = self._store.one("SELECT worst, charges, cursor FROM dpverify_state WHERE id = 1")
         guarantees: dict[int, Any] = {}
         for gid, spec in specs.items():
             try:
-                guarantees[gid] = _guarantee_from_dict(json.loads(spec))
+                guarantees[gid] = guarantee_from_dict(json.loads(spec))
                 self._check_compatible(guarantees[gid])
             except (ValueError, KeyError, TypeError) as error:
                 problems.append(f"guarantee {gid} ({spec}) unreadable or incompatible with the budget: {error}")
@@ -860,7 +1165,12 @@ class DurableLedger(Ledger):
             if gid not in guarantees:
                 problems.append(f"charge {seq} names guarantee {gid}, which is missing or unreadable")
                 continue
-            for a, b in _runs_of_stored(json.loads(participants)):
+            try:
+                runs = _runs_of_stored(json.loads(participants))
+            except (TypeError, ValueError, KeyError):
+                problems.append(f"charge {seq}: participants {str(participants)[:40]!r} unreadable")
+                continue
+            for a, b in runs:
                 events.setdefault(a, {}).setdefault(gid, 0)
                 events[a][gid] += 1
                 events.setdefault(b, {}).setdefault(gid, 0)
@@ -909,7 +1219,8 @@ class DurableLedger(Ledger):
             problems.append(f"stored worst spend {worst_stored!r}, recomputed {worst!r}")
         if count_stored != len(charges):
             problems.append(f"state counts {count_stored} charges, the table holds {len(charges)}")
-        return VerifyReport(self.url, self._budget, len(charges), len(segments), len(profiles), worst, tuple(problems))
+        return problems, (len(charges), len(segments), len(profiles), worst)
+
 
 
 def _first_differences(stored: list[list], expected: list[list], limit: int = 10) -> list[str]:
@@ -930,6 +1241,12 @@ def _first_differences(stored: list[list], expected: list[list], limit: int = 10
                 out.append("...")
                 break
     return out
+
+
+def _charge_id() -> str:
+    """A charge's id: the time in ns, then 64 random bits (32 hex digits): unique with or without
+    the clock."""
+    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
 
 
 def _now() -> str:

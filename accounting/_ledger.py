@@ -21,21 +21,25 @@ mechanism parameters and its participants, so an audit can reload and re-verify 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
 from ._certified import exact, lower_float, working_precision
 from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up
+from ._ledger_codec import guarantee_from_dict as _guarantee_from_dict
+from ._ledger_codec import guarantee_spec
+from ._ledger_codec import guarantee_to_dict as _guarantee_to_dict
+from ._ledger_codec import participants_from_json as _participants_from_json
+from ._ledger_codec import participants_to_json as _participants_to_json
+from ._shuffle import shuffle_routes
 from ._tight_routes import is_gaussian, tight_routes
-from ._validation import AccountingError, BudgetExceeded, check_integer
+from ._validation import AccountingError, BudgetExceeded
 
 __all__ = ["Charge", "Ledger"]
 
@@ -251,30 +255,47 @@ class Ledger:
         """Reload a trail; every charge is re-checked against the budget as it is replayed.
 
         With ``url``, the charges are replayed into the durable ledger there (created with the
-        trail's budget, or an existing one with the same budget)."""
+        trail's budget if the database is new, or an existing one with the same budget)."""
         data = json.loads(text)
         if data.get("format") != "dpverify-ledger/1":
             raise AccountingError("format", data.get("format"), "'dpverify-ledger/1'")
         budget = _guarantee_from_dict(data["budget"])
-        ledger = cls(budget, name=data.get("name", "")) if url is None else cls.open(url, budget, name=data.get("name", ""))
-        for charge in data["charges"]:
-            ledger.charge(
-                _guarantee_from_dict(charge["guarantee"]),
-                _participants_from_json(charge["participants"]),
-                label=charge.get("label", ""),
-            )
+        ledger = cls(budget, name=data.get("name", "")) if url is None else cls.open(url, budget, name=data.get("name", ""), create=True)
+        try:
+            for charge in data["charges"]:
+                ledger.charge(
+                    _guarantee_from_dict(charge["guarantee"]),
+                    _participants_from_json(charge["participants"]),
+                    label=charge.get("label", ""),
+                )
+        except BaseException:
+            if url is not None:  # the durable ledger keeps the charges replayed so far; release its connection
+                ledger.close()
+            raise
         return ledger
 
+    #: the subclass that keeps a ledger in a database (accounting._durable.DurableLedger declares
+    #: itself by setting ``stores_urls = True``): this module never imports it, so the import
+    #: arrow runs one way, _durable -> _ledger
+    _durable: ClassVar[type | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("stores_urls", False):
+            Ledger._durable = cls
+
     @staticmethod
-    def open(url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False) -> "Ledger":
-        """A durable ledger at ``url``: ``sqlite:///path/ledger.db`` or ``postgresql://user@host/db``.
+    def open(url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False, create: bool = False) -> "Ledger":
+        """The durable ledger at ``url``: ``sqlite:////absolute/path/ledger.db`` or ``postgresql://user@host/db``.
 
-        Creates it with ``budget`` if the database holds no ledger; otherwise ``budget`` (if given)
-        must be the ledger's own. Same charges, guarantees and exact values as the in-memory
-        ledger; every charge is one atomic check-and-charge (see :mod:`accounting._durable`)."""
-        from ._durable import DurableLedger
-
-        return DurableLedger.connect(url, budget, name=name, read_only=read_only)
+        ``create=True`` creates it with ``budget`` when the database is new (a missing SQLite file,
+        an empty database); without it a missing ledger is refused, so a mistyped path never starts
+        a fresh budget. An existing ledger's own budget is used; ``budget``, if given, must equal it.
+        Same charges, guarantees and exact values as the in-memory ledger; every charge is one
+        atomic check-and-charge, chained and checked (see :mod:`accounting._durable`)."""
+        if Ledger._durable is None:  # pragma: no cover - accounting/__init__ imports accounting._durable
+            raise AccountingError("url", url, "a ledger URL, once accounting._durable is imported")
+        return Ledger._durable.connect(url, budget, name=name, read_only=read_only, create=create)
 
     def __repr__(self) -> str:
         return f"Ledger(budget={self._budget!s}, charges={len(self._charges)}, spent={_fmt(self.spent())})"
@@ -415,8 +436,6 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
     if len({g for g, _ in guarantees}) == 1 and getattr(guarantees[0][0], "family", "").startswith("shuffled-"):
         # rounds of one shuffled protocol: the amplification routes (accounting._shuffle); composed
         # with other charges a round counts as its eps0-DP curve below (valid, not amplified)
-        from ._shuffle import shuffle_routes
-
         rounds = sum(n for _, n in guarantees)
         return _sum_up(shuffle_routes(guarantees[0][0], budget.delta, compose=rounds, comparisons=False).epsilon, 0.0)
     if len(guarantees) == 1 and not isinstance(guarantees[0][0], (PureDP, ZCDP, ApproxDP, RDP)):
@@ -447,12 +466,6 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
         return math.inf  # the approximate charges alone use up delta
     result = rdp_to_epsilon(RDP.sequence(curves, counts), delta_left)
     return _sum_up(result.epsilon, eps_approx)
-
-
-def guarantee_spec(g: Any) -> str:
-    """The canonical text of a guarantee: the JSON trail's dict with sorted keys (floats written
-    exactly, Fractions as "p/q"), so equal guarantees have equal text in every process and store."""
-    return json.dumps(_guarantee_to_dict(g), sort_keys=True, separators=(",", ":"))
 
 
 def _sort_key(g: Any) -> str:
@@ -555,91 +568,3 @@ def _contains(participants: Participants, user: int) -> bool:
         return participants.start <= user < participants.stop
     index = np.searchsorted(participants, user)
     return bool(index < participants.size and participants[index] == user)
-
-
-# ---- (de)serialisation ---------------------------------------------------------------------------
-
-
-def _guarantee_to_dict(g: Any) -> dict:
-    if isinstance(g, PureDP):
-        return {"type": "pure", "epsilon": g.epsilon}
-    if isinstance(g, ApproxDP):
-        return {"type": "approx", "epsilon": g.epsilon, "delta": g.delta}
-    if isinstance(g, ZCDP):
-        return {"type": "zcdp", "rho": g.rho}
-    if isinstance(g, RDP):
-        raise AccountingError("guarantee", g, "a mechanism or a PureDP/ZCDP/ApproxDP (free-form RDP curves cannot be saved)")
-    return {"type": "mechanism", **_mechanism_to_spec(g)}
-
-
-def _guarantee_from_dict(d: dict) -> Any:
-    kind = d.get("type")
-    if kind == "pure":
-        return PureDP(d["epsilon"])
-    if kind == "approx":
-        return ApproxDP(d["epsilon"], d["delta"])
-    if kind == "zcdp":
-        return ZCDP(d["rho"])
-    if kind == "mechanism":
-        return _mechanism_from_spec(d)
-    raise AccountingError("type", kind, "one of 'pure', 'approx', 'zcdp', 'mechanism'")
-
-
-def _mechanism_classes() -> dict[str, type]:
-    from . import _mechanisms
-
-    from . import _shuffle
-
-    classes = {cls.family: cls for cls in _shuffle.Shuffled}
-    for name in _mechanisms.__all__:
-        cls = getattr(_mechanisms, name)
-        family = getattr(cls, "family", None)
-        if isinstance(family, str) and dataclasses.is_dataclass(cls):
-            classes[family] = cls
-    return classes
-
-
-def _encode_value(value: Any) -> Any:
-    # Exact rationals travel as strings ("13/4"); floats are written exactly by json (repr).
-    if isinstance(value, Fraction):
-        return {"fraction": f"{value.numerator}/{value.denominator}"}
-    return value
-
-
-def _decode_value(value: Any) -> Any:
-    if isinstance(value, dict) and "fraction" in value:
-        return Fraction(value["fraction"])
-    return value
-
-
-def _mechanism_to_spec(mechanism: Any) -> dict:
-    family = getattr(mechanism, "family", None)
-    if family not in _mechanism_classes() or not dataclasses.is_dataclass(mechanism):
-        raise AccountingError("guarantee", mechanism, "an accounting mechanism (a registered frozen dataclass)")
-    fields = {f.name: _encode_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism) if f.init}
-    return {"family": family, "parameters": fields}
-
-
-def _mechanism_from_spec(spec: dict) -> Any:
-    classes = _mechanism_classes()
-    family = spec.get("family")
-    if family not in classes:
-        raise AccountingError("family", family, f"one of {sorted(classes)}")
-    return classes[family](**{k: _decode_value(v) for k, v in spec["parameters"].items()})
-
-
-def _participants_to_json(p: Participants) -> Any:
-    if p is None:
-        return None
-    if isinstance(p, range):
-        return {"range": [p.start, p.stop]}
-    return {"ids": p.tolist()}
-
-
-def _participants_from_json(p: Any) -> Participants:
-    if p is None:
-        return None
-    if "range" in p:
-        start, stop = p["range"]
-        return range(check_integer("start", start, minimum=0), check_integer("stop", stop, minimum=0))
-    return np.asarray(p["ids"], dtype=np.int64)

@@ -1,80 +1,112 @@
-"""Durable ledger throughput: charges per second on SQLite and PostgreSQL, 1 and 8 processes,
-against the in-memory ledger in the same run; and what the ~130 charges of a Dist-DP-SE run cost.
+"""Durable ledger cost per charge, before and after the hash chain, in the same run.
 
-Workload: each charge is PureDP(0.001) on a random range of 1-39 users of a 3,000-user population
-(budget eps = 1e6, so nothing is refused and every charge is written), the shape of a returning
-users' run. Durability on: SQLite in WAL mode with synchronous=FULL (each commit fsynced before
-``charge`` returns; ``synchronous=normal`` shown for comparison: it survives a process crash but
-may lose the last commits on power loss, which would be a charge lost *after* its release: a
-leak, hence FULL by default); PostgreSQL with its defaults fsync=on, synchronous_commit=on.
-Median of 5 runs each. 8 processes share one ledger (charges serialise on its lock); the in-memory
-baseline is one process's own ledger (it cannot be shared).
+The "before" ledger is the ``accounting`` package of a baseline commit (default 7cdb19a, the last
+commit without the chain), extracted with ``git archive`` into a temporary directory and imported
+as ``accounting_before``; the "after" ledger is this tree's. Each measurement alternates before
+and after (before, after, before, after, ...), median of ``--runs`` (5), so both see the same
+machine load.
 
-    python benchmarks/bench_ledger.py [--runs 5] [--charges 200] [--out benchmarks/ledger.md]
+Workloads:
+
+- *throughput*: PureDP(0.001) on a random range of 1-39 users of a 3,000-user population (budget
+  eps = 1e6: nothing is refused, every charge is written), ``--charges`` per process, 1 and 8
+  processes sharing one fresh ledger (8: charges serialise on its lock; after the chain each
+  process also checks, under the lock, the rows the others appended). SQLite WAL with
+  synchronous=FULL (the default) and NORMAL, PostgreSQL 15 with synchronous_commit=on;
+- *run*: the 129 charges of a Dist-DP-SE run (K = 10, T = 10^7, aggregate path), replayed in order
+  with one transaction per batch round (``prepay``, as ``run --ledger`` records them);
+- *open*: opening a ledger of n charges for writing (after: the integrity check, the whole chain
+  and the derived tables' digests; before: the header only), n = 200, 2,000, 20,000.
+
+The witness of the chain head is written to a temporary directory (on, as by default).
+
+    python benchmarks/bench_ledger.py [--runs 5] [--charges 200] [--baseline 7cdb19a] [--out benchmarks/ledger.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import multiprocessing
+import os
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine  # noqa: E402
 
-import accounting as acc  # noqa: E402
+import accounting as after  # noqa: E402
 
 POPULATION = 3000
+before = None  # the baseline package, imported in main()
 
 
-def _charge_many(ledger, worker: int, charges: int) -> None:
+def _load_baseline(ref: str) -> object:
+    """The baseline commit's accounting package, importable as accounting_before."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "accounting"], check=True, capture_output=True).stdout
+    directory = Path(tempfile.mkdtemp(prefix="dpverify-ledger-baseline-"))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(directory, filter="data")
+    (directory / "accounting").rename(directory / "accounting_before")
+    sys.path.insert(0, str(directory))
+    import accounting_before
+
+    return accounting_before
+
+
+def _open(impl, url: str, budget=None):
+    if impl is after:
+        return impl.Ledger.open(url, budget, create=budget is not None)
+    return impl.Ledger.open(url, budget)
+
+
+def _charge_many(impl, ledger, worker: int, charges: int) -> None:
     rng = np.random.default_rng(worker)
-    g = acc.PureDP(0.001)
+    g = impl.PureDP(0.001)
     for _ in range(charges):
         start = int(rng.integers(0, POPULATION - 40))
         ledger.charge(g, range(start, start + int(rng.integers(1, 40))))
 
 
-def _worker(url: str, worker: int, charges: int, barrier) -> None:
-    ledger = acc.Ledger.open(url)
+def _worker(impl_name: str, url: str, worker: int, charges: int, barrier) -> None:
+    impl = after if impl_name == "after" else before
+    ledger = _open(impl, url)
     barrier.wait()
-    _charge_many(ledger, worker, charges)
+    _charge_many(impl, ledger, worker, charges)
     ledger.close()
 
 
-def charges_per_second(make_url, processes: int, charges: int) -> float:
-    """Charges per second (all processes together) on a fresh ledger."""
-    if make_url is None:  # in memory, one process
-        ledger = acc.Ledger(acc.PureDP(1e6))
-        t0 = time.perf_counter()
-        _charge_many(ledger, 0, charges)
-        return charges / (time.perf_counter() - t0)
-    url = make_url()
-    acc.Ledger.open(url, acc.PureDP(1e6)).close()
+def charges_per_second(impl, url: str, processes: int, charges: int) -> float:
+    """Charges per second (all processes together) on the fresh ledger at ``url``."""
+    _open(impl, url, impl.PureDP(1e6)).close()
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(processes + 1)
-    workers = [context.Process(target=_worker, args=(url, w, charges, barrier)) for w in range(processes)]
+    name = "after" if impl is after else "before"
+    workers = [context.Process(target=_worker, args=(name, url, w, charges, barrier)) for w in range(processes)]
     for w in workers:
         w.start()
-    barrier.wait()  # every process has connected: time the charges only
+    barrier.wait()  # every process has connected (and, after, checked the ledger): time the charges only
     t0 = time.perf_counter()
     for w in workers:
         w.join()
-    elapsed = time.perf_counter() - t0
-    return processes * charges / elapsed
+        if w.exitcode != 0:
+            raise RuntimeError(f"worker exited with {w.exitcode}")
+    return processes * charges / (time.perf_counter() - t0)
 
 
 def run_charges() -> list:
-    """The charges of one Dist-DP-SE run, K = 10, T = 10^7, aggregate path (what its privatizers
-    charge, in order: guarantee, participants, label)."""
+    """The charges of one Dist-DP-SE run, K = 10, T = 10^7, aggregate path (guarantee, participants, label)."""
     from dpverify._bandits import RunConfig
     from dpverify._bandits._elimination import Privatizer
     from dpverify._bandits._runner import run_seed
@@ -94,92 +126,139 @@ def run_charges() -> list:
     return charges
 
 
-def replay_seconds(charges: list, make_ledger, by_round: bool = False) -> float:
-    """Seconds to record ``charges`` in order: one transaction each, or (``by_round``) one per batch
-    round, as the runner's ``prepare_round`` does (``Ledger.prepay``, then each charge finds its own)."""
-    ledger = make_ledger()
+def _translate(impl, g):
+    """A guarantee of this tree as the baseline package's object (same parameters)."""
+    if impl is after:
+        return g
+    from accounting._ledger_codec import guarantee_to_dict
+
+    return impl._ledger._guarantee_from_dict(guarantee_to_dict(g))
+
+
+def replay_seconds(impl, charges: list, url: str) -> float:
+    """Seconds to record ``charges`` in order, one transaction per batch round (prepay)."""
+    ledger = _open(impl, url, impl.PureDP(10.0))
     rounds: dict[str, list] = {}
-    for item in charges:
-        rounds.setdefault(item[2].split()[0], []).append(item)
+    for guarantee, participants, label in charges:
+        rounds.setdefault(label.split()[0], []).append((_translate(impl, guarantee), participants, label))
     t0 = time.perf_counter()
-    if by_round:
-        for items in rounds.values():
-            ledger.prepay(items)
-            for guarantee, participants, label in items:
-                ledger.charge(guarantee, participants, label=label)
-    else:
-        for guarantee, participants, label in charges:
+    for items in rounds.values():
+        ledger.prepay(items)
+        for guarantee, participants, label in items:
             ledger.charge(guarantee, participants, label=label)
     elapsed = time.perf_counter() - t0
-    if hasattr(ledger, "close"):
-        ledger.close()
+    ledger.close()
     return elapsed
 
 
+def open_seconds(impl, url: str) -> float:
+    t0 = time.perf_counter()
+    ledger = _open(impl, url)
+    elapsed = time.perf_counter() - t0
+    ledger.close()
+    return elapsed
+
+
+def _fill(impl, url: str, n: int) -> None:
+    """A ledger of n charges (written fast: synchronous=normal, one transaction per 100)."""
+    ledger = _open(impl, url, impl.PureDP(1e9))
+    rng = np.random.default_rng(n)
+    g = impl.PureDP(0.001)
+    for block in range(0, n, 100):
+        items = []
+        for i in range(block, min(n, block + 100)):
+            start = int(rng.integers(0, POPULATION - 40))
+            items.append((g, range(start, start + int(rng.integers(1, 40))), f"c{i}"))
+        ledger.charge_many(items)
+    ledger.close()
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
 def main() -> None:
+    global before
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--charges", type=int, default=200, help="charges per process")
+    parser.add_argument("--baseline", default="7cdb19a", help="the commit whose ledger is 'before'")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "ledger.md"))
-    parser.add_argument("--replay-only", action="store_true", help="skip the charges/s table")
     args = parser.parse_args()
+    before = _load_baseline(args.baseline)
+    directory = Path(tempfile.mkdtemp(prefix="dpverify-ledger-bench-"))
+    os.environ["DPVERIFY_LEDGER_WITNESS"] = str(directory / "witness")
+    counter = iter(range(10**6))
     from _postgres import PostgresServer
 
-    directory = Path(tempfile.mkdtemp(prefix="dpverify-ledger-bench-"))
-    counter = iter(range(10**6))
     server = PostgresServer()
     stores = {
-        "in memory (baseline)": None,
         "SQLite, WAL, synchronous=FULL": lambda: f"sqlite:///{directory}/l{next(counter)}.db",
         "SQLite, WAL, synchronous=NORMAL": lambda: f"sqlite:///{directory}/l{next(counter)}.db?synchronous=normal",
         "PostgreSQL 15, synchronous_commit=on": server.url,
     }
     lines = [
-        "# Durable ledger throughput (`benchmarks/bench_ledger.py`)",
+        "# Durable ledger: cost per charge before and after the hash chain (`benchmarks/bench_ledger.py`)",
         "",
         f"Machine: {machine()}.",
-        f"Charges: PureDP(0.001) on 1-39 of {POPULATION} users each, never refused; {args.charges} per process; "
-        f"median of {args.runs} runs; the in-memory ledger measured in the same run.",
+        f"Before: the ledger of commit {args.baseline} (no chain); after: this tree (chain, digests, witness, checks on open). "
+        f"Every cell alternates before and after in the same run; median of {args.runs}.",
         "",
-        "| store | processes | charges/s (median) | ms per charge | runs (charges/s) | vs in memory |",
-        "|---|---|---|---|---|---|",
+        f"Throughput: PureDP(0.001) on 1-39 of {POPULATION} users each, never refused, {args.charges} charges per process, "
+        "processes sharing one fresh ledger.",
+        "",
+        "| store | processes | before: ms per charge (median) | after: ms per charge (median) | after / before | runs before (ms) | runs after (ms) |",
+        "|---|---|---|---|---|---|---|",
     ]
     try:
-        baseline = None
-        for name, factory in stores.items() if not args.replay_only else ():
+        for name, make in stores.items():
             for processes in (1, 8):
-                if factory is None and processes == 8:
-                    continue
-                rates = [charges_per_second(factory, processes, args.charges) for _ in range(args.runs)]
-                rate = statistics.median(rates)
-                baseline = baseline or rate
-                line = (f"| {name} | {processes} | {rate:,.0f} | {1e3 / rate:.3g} | {', '.join(f'{r:,.0f}' for r in rates)} | "
-                        f"{rate / baseline:.3g}x |")
-                print(line, flush=True)
-                lines.append(line)
+                times = {"before": [], "after": []}
+                for _ in range(args.runs):
+                    for label, impl in (("before", before), ("after", after)):
+                        times[label].append(1e3 / charges_per_second(impl, make(), processes, args.charges))
+                b, a = statistics.median(times["before"]), statistics.median(times["after"])
+                lines.append(_row([name, processes, f"{b:.3g}", f"{a:.3g}", f"{a / b:.2f}x",
+                                   ", ".join(f"{t:.3g}" for t in times["before"]), ", ".join(f"{t:.3g}" for t in times["after"])]))
+                print(lines[-1], flush=True)
         charges = run_charges()
-        budget = acc.PureDP(10.0)
-        replays = {
-            "in memory (baseline)": lambda: acc.Ledger(budget),
-            "SQLite, synchronous=FULL": lambda: acc.Ledger.open(stores["SQLite, WAL, synchronous=FULL"](), budget),
-            "SQLite, synchronous=NORMAL": lambda: acc.Ledger.open(stores["SQLite, WAL, synchronous=NORMAL"](), budget),
-            "PostgreSQL, synchronous_commit=on": lambda: acc.Ledger.open(server.url(), budget),
-        }
         lines += [
             "",
-            f"The {len(charges)} charges of a Dist-DP-SE run (K = 10, T = 10^7, aggregate path, unique users), replayed "
-            f"in order into each ledger; median of {args.runs} (each on a fresh ledger):",
+            f"A run's charges: the {len(charges)} charges of a Dist-DP-SE run (K = 10, T = 10^7, aggregate path), one transaction "
+            "per batch round (as `run --ledger` records them), each replay on a fresh ledger:",
             "",
-            "| ledger | all charges (s) | per charge (ms) | runs (s) |",
-            "|---|---|---|---|",
+            "| store | before: s (median) | after: s (median) | after / before | runs before (s) | runs after (s) |",
+            "|---|---|---|---|---|---|",
         ]
-        for name, make in replays.items():
-            for by_round in (False, True) if "memory" not in name else (False,):
-                times = [replay_seconds(charges, make, by_round) for _ in range(args.runs)]
-                median = statistics.median(times)
-                how = ", one transaction per batch round (as `run --ledger`)" if by_round else ", one transaction per charge"
-                lines.append(f"| {name}{how if 'memory' not in name else ''} | {median:.3f} | {median / len(charges) * 1e3:.2f} | "
-                             f"{', '.join(f'{t:.3f}' for t in times)} |")
+        for name, make in stores.items():
+            times = {"before": [], "after": []}
+            for _ in range(args.runs):
+                for label, impl in (("before", before), ("after", after)):
+                    times[label].append(replay_seconds(impl, charges, make()))
+            b, a = statistics.median(times["before"]), statistics.median(times["after"])
+            lines.append(_row([name, f"{b:.3f}", f"{a:.3f}", f"{a / b:.2f}x", ", ".join(f"{t:.3f}" for t in times["before"]),
+                               ", ".join(f"{t:.3f}" for t in times["after"])]))
+            print(lines[-1], flush=True)
+        lines += [
+            "",
+            "Opening a ledger of n charges for writing (after: SQLite quick_check, the whole chain and both set digests, the "
+            "witness; before: the header):",
+            "",
+            "| store | charges | before: ms (median) | after: ms (median) | runs after (ms) |",
+            "|---|---|---|---|---|",
+        ]
+        for name in ("SQLite, WAL, synchronous=NORMAL", "PostgreSQL 15, synchronous_commit=on"):
+            for n in (200, 2000, 20000):
+                urls = {}
+                for label, impl in (("before", before), ("after", after)):
+                    urls[label] = stores[name]()
+                    _fill(impl, urls[label], n)
+                times = {"before": [], "after": []}
+                for _ in range(args.runs):
+                    for label, impl in (("before", before), ("after", after)):
+                        times[label].append(1e3 * open_seconds(impl, urls[label]))
+                b, a = statistics.median(times["before"]), statistics.median(times["after"])
+                lines.append(_row([name, f"{n:,}", f"{b:.3g}", f"{a:.3g}", ", ".join(f"{t:.3g}" for t in times["after"])]))
                 print(lines[-1], flush=True)
     finally:
         server.stop()

@@ -53,9 +53,13 @@ def _fail_usage(error: Exception) -> None:
                    "appendix-i: the ICLR paper's App. I advanced-composition split eps_i = eps / (2 sqrt(2B log(2/delta))), "
                    "delta_i = delta / (2B) (needs eps < 1), for comparison.")
 @click.option("--ledger", "ledger_url", type=str, default=None,
-              help="Returning users across runs: a durable ledger (sqlite:///path/ledger.db or postgresql://...) that every "
-                   "run of this population charges; batches take the population's next users from it, and the run stops "
-                   "(exit 1) when the next batch would exceed some user's budget. Needs --population/--max-returns.")
+              help="Returning users across runs: a durable ledger (sqlite:////absolute/path/ledger.db or postgresql://...) that every "
+                   "run of this population charges; batches take the population's next users from it. A run whose whole horizon "
+                   "may not fit the budget is refused (exit 1) before its first charge; seeds sharing the ledger run in seed "
+                   "order. Needs --population/--max-returns.")
+@click.option("--create", "ledger_create", is_flag=True,
+              help="With --ledger: create the ledger if the database holds none (without it a missing ledger is refused, so a "
+                   "mistyped path never starts a fresh budget).")
 @click.option("--fixed-instance", is_flag=True, help="Every seed on the instance of seed 0 (default: a random instance per seed).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes (results do not depend on it).")
 @click.option("--json", "json_out", type=str, default=None, help="Write the JSON result to FILE ('-' for stdout).")
@@ -74,7 +78,7 @@ def _fail_usage(error: Exception) -> None:
               help="Write a self-contained HTML report (regret figure, ledger, seeds, versions) to FILE.")
 @click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
 def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
-                population, max_returns, returning_calibration, ledger_url, fixed_instance, workers, json_out, html_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds, list_only):
+                population, max_returns, returning_calibration, ledger_url, ledger_create, fixed_instance, workers, json_out, html_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
     from accounting import BudgetExceeded
 
@@ -116,17 +120,12 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             algorithm=algorithm, instance=instance, horizon=horizon, epsilon=epsilon, seeds=seeds, seed=seed, s=s, p=p_value,
             tau_rule=tau_rule, batch_base=batch_base, reward_sd=reward_sd, label_scale=label_scale, path=path, realised=realised,
             delta=delta, population=population, max_returns=max_returns, returning_calibration=returning_calibration,
-            fixed_instance=fixed_instance, ledger=ledger_url, radius=radius,
+            fixed_instance=fixed_instance, ledger=ledger_url, ledger_create=ledger_create, radius=radius,
         ).validate()
         _check_cost(config, workers, assume_yes, max_seconds)
         result = run(config, workers=workers)
-    except BudgetExceeded as error:
-        if ledger_url:
-            from accounting._durable import redacted
-
-            click.echo(f"stopped: the next batch would exceed a user's budget in the ledger {redacted(ledger_url)}: {error}", err=True)
-        else:
-            click.echo(f"refused: {error}", err=True)
+    except BudgetExceeded as error:  # the message says whether the run was refused up front or stopped at a batch
+        click.echo(f"refused: {error}", err=True)
         sys.exit(1)
     except ValueError as error:
         _fail_usage(error)

@@ -1,12 +1,14 @@
-"""``dpverify ledger show|verify|export|import`` and ``dpverify account charge``: the durable ledger.
+"""``dpverify ledger show|verify|export|import|upgrade`` and ``dpverify account charge``: the durable ledger.
 
 Registered by the lead on the main group (``_LazyGroup._lazy["ledger"]``) and on ``account``.
 ``show`` prints the budget, the worst user's spend, how many users are near their limit and the
 last charges (a table, or ``--json``); ``verify`` opens the ledger read-only and recomputes every
 user's spend from the raw charges with the exact accountant (exit 0 when everything agrees, 1 on
 any disagreement); ``export``/``import`` move the JSON trail (``accounting.Ledger.to_json``) in
-and out losslessly; ``account charge`` records one charge (exit 1 if refused, the ledger
-unchanged). Exit 2 for a bad parameter, with the message naming it.
+and out losslessly; ``upgrade`` adds the hash chain to a schema-1 ledger once it verifies;
+``account charge`` records one charge (exit 1 if refused, the ledger unchanged). Exit 2 for a bad
+parameter, a ledger that cannot be reached, read, written or trusted, with the message naming it
+and what to do.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import click
 
 __all__ = ["account_charge_command", "ledger_group"]
 
-_URL_HELP = "sqlite:///path/ledger.db (relative) or sqlite:////abs/path.db, or postgresql://user@host/dbname"
+_URL_HELP = ("sqlite:////absolute/path/ledger.db or postgresql://user@host/dbname; timeouts in seconds in the query, "
+             "e.g. ?lock_timeout=30&statement_timeout=60 (and connect_timeout, reconnect_timeout for PostgreSQL)")
 
 
 def _fail_usage(error: Exception) -> None:
@@ -78,6 +81,8 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
     ledger = _open(url, read_only=True)
     try:
         summary = ledger.summary(near=near, last=last)
+    except ValueError as error:
+        _fail_usage(error)
     finally:
         ledger.close()
     if as_json:
@@ -89,7 +94,11 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
     console = Console()
     budget = summary["budget"]
     worst = summary["worst_user_spend"]
-    console.print(f"ledger {summary['url']} ({summary['store']}, schema {summary['schema_version']})")
+    console.print(f"ledger {summary['url']} ({summary['store']}, schema {summary['schema_version']}, chain {summary['chain']})")
+    for problem in summary["integrity"]:
+        console.print(f"  [bold red]INTEGRITY[/]: {problem}", highlight=False)
+    if summary["integrity"]:
+        console.print(f"  dpverify refuses to charge this ledger; `dpverify ledger verify {summary['url']}` lists every disagreement")
     console.print(f"  budget {_describe(budget)}; worst user's spend {'nothing yet' if worst is None else f'{worst:.6g}'}; remaining {summary['remaining']:.6g}")
     console.print(f"  {summary['charges']} charges; users at >= {near:g} of the budget: {summary['users_near_limit']}; "
                   f"most charges on one user: {summary['max_charges_per_user']}")
@@ -127,6 +136,8 @@ def verify_command(url: str, as_json: bool) -> None:
     ledger = _open(url, read_only=True)
     try:
         report = ledger.verify()
+    except ValueError as error:
+        _fail_usage(error)
     finally:
         ledger.close()
     if as_json:
@@ -140,6 +151,25 @@ def verify_command(url: str, as_json: bool) -> None:
             click.echo(f"  {line}")
     if not report.ok:
         sys.exit(1)
+
+
+@ledger_group.command("upgrade")
+@click.argument("url")
+def upgrade_command(url: str) -> None:
+    """Upgrade a schema-1 ledger at URL in place to schema 2 (the hash chain), once it verifies."""
+    from accounting._durable import DurableLedger
+
+    try:
+        ledger = DurableLedger.upgrade(url)
+    except ValueError as error:
+        _fail_usage(error)
+        return
+    try:
+        summary = ledger.summary(last=0)
+    finally:
+        ledger.close()
+    click.echo(f"{summary['url']}: schema {summary['schema_version']}, {summary['charges']} charges, chain {summary['chain']}, "
+               f"head {summary['head']}")
 
 
 @ledger_group.command("export")
@@ -156,6 +186,8 @@ def export_command(url: str, out: str) -> None:
     ledger = _open(url, read_only=True)
     try:
         text = ledger.to_json()
+    except ValueError as error:
+        _fail_usage(error)
     finally:
         ledger.close()
     if out == "-":
@@ -184,7 +216,7 @@ def import_command(trail: str, url: str) -> None:
         click.echo(f"refused: {error}", err=True)
         sys.exit(1)
     except (ValueError, AttributeError, KeyError, TypeError) as error:  # valid JSON that is not a trail
-        if isinstance(error, ValueError) and "url" in str(error).lower():
+        if getattr(error, "name", None) in ("url", "ledger", "budget", "schema_version"):  # the ledger's side, not the trail's
             _fail_usage(error)
         _fail_usage(ValueError(f"trail={trail!r} is invalid: expected the JSON trail of a ledger ({type(error).__name__}: {error})"))
         return
@@ -208,13 +240,14 @@ def _participants(users: str | None):
 @click.command("charge", context_settings={"ignore_unknown_options": False})
 @click.option("--ledger", "url", required=True, help=f"The durable ledger: {_URL_HELP}.")
 @click.option("--budget", default=None, help="Budget when creating the ledger: pure:EPS, zcdp:RHO or approx:EPS,DELTA.")
+@click.option("--create", is_flag=True, help="Create the ledger (with --budget) if the database holds none; without it a missing ledger is refused.")
 @click.option("--pure", "pure_eps", type=float, default=None, help="Charge a pure eps-DP guarantee.")
 @click.option("--zcdp", "rho", type=float, default=None, help="Charge a rho-zCDP guarantee.")
 @click.option("--approx", "approx", type=str, default=None, help="Charge an (eps, delta)-DP guarantee: EPS,DELTA.")
 @click.option("--users", default=None, help="The users it touches, START:STOP (default: every user).")
 @click.option("--label", default="", help="A label kept with the charge.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def account_charge_command(url, budget, pure_eps, rho, approx, users, label, as_json) -> None:
+def account_charge_command(url, budget, create, pure_eps, rho, approx, users, label, as_json) -> None:
     """Charge one guarantee to USERS of a durable ledger (exit 1 if refused; nothing is recorded then)."""
     from accounting import ZCDP, ApproxDP, BudgetExceeded, PureDP
 
@@ -237,15 +270,16 @@ def account_charge_command(url, budget, pure_eps, rho, approx, users, label, as_
         _fail_usage(error)
         return
     participants = _participants(users)
-    ledger = _open(url, budget=parse_budget(budget) if budget else None)
+    ledger = _open(url, budget=parse_budget(budget) if budget else None, create=create)
     try:
         ledger.charge(guarantee, participants, label=label)
+        spent = ledger.spent()
     except BudgetExceeded as error:
         click.echo(f"refused: {error}", err=True)
         sys.exit(1)
     except ValueError as error:
         _fail_usage(error)
-    spent = ledger.spent()
-    payload = {"url": url, "charged": str(guarantee), "users": users or "everyone", "worst_user_spend": str(spent), "budget": str(ledger.budget)}
-    ledger.close()
+    finally:
+        ledger.close()
+    payload = {"url": ledger.url, "charged": str(guarantee), "users": users or "everyone", "worst_user_spend": str(spent), "budget": str(ledger.budget)}
     click.echo(json.dumps(payload) if as_json else f"charged {guarantee} to users {users or 'all'}; worst user's spend {spent} of budget {payload['budget']}")

@@ -61,6 +61,11 @@ class PostgresServer:
             connection.execute(f"CREATE DATABASE {name}")
         return self.admin_url(name)
 
+    def restart(self) -> None:
+        """Stop (fast: every connection is terminated, as in a failover) and start again, with the
+        same options; returns once the server accepts connections."""
+        self._run(_binary("pg_ctl"), "-D", str(self.data), "-l", str(self.directory / "server.log"), "-m", "fast", "-w", "restart")
+
     def stop(self) -> None:
         try:
             self._run(_binary("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")

@@ -3,6 +3,7 @@ under 8 concurrent processes, whole charges only after SIGKILL, schema versionin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
@@ -11,13 +12,15 @@ import signal
 import sqlite3
 import time
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import accounting as acc
-from accounting import ZCDP, ApproxDP, BudgetExceeded, Ledger, PureDP
+from accounting import ZCDP, AccountingError, ApproxDP, BudgetExceeded, Ledger, PureDP
 from accounting._durable import DurableLedger
+from accounting._ledger_store import ConnectionLost
 
 from _postgres import PostgresServer
 
@@ -30,6 +33,15 @@ def postgres():
     server = PostgresServer()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def witness(tmp_path, monkeypatch):
+    """Each test's own witness directory (the default is the user's state directory)."""
+    directory = tmp_path / "witness"
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(directory))
+    monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+    return directory
 
 
 @pytest.fixture(params=STORES)
@@ -72,7 +84,7 @@ def test_same_decisions_values_and_trail_as_the_in_memory_ledger(new_url, budget
     """Random charges (ranges, id arrays, everyone) until the budget binds: the durable ledger
     accepts and refuses exactly the charges the in-memory one does, reports the identical spend
     after every charge, writes a byte-identical JSON trail, and verifies."""
-    durable = Ledger.open(new_url(), budget, name="same")
+    durable = Ledger.open(new_url(), budget, name="same", create=True)
     memory = Ledger(budget, name="same")
     decisions = []
     for g, users, label in _random_charges(5, count, 150, guarantees):
@@ -114,7 +126,7 @@ def test_json_trail_imports_and_exports_losslessly(new_url):
 
 
 def _dump(path) -> list[str]:
-    with sqlite3.connect(path) as connection:
+    with _sqlite(path) as connection:
         return list(connection.iterdump())
 
 
@@ -123,7 +135,7 @@ def test_a_refused_charge_leaves_no_trace(tmp_path):
     charge brought a guarantee the ledger had never seen; and the error names the worst user's
     spend and the budget."""
     path = tmp_path / "l.db"
-    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0))
+    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0), create=True)
     ledger.charge(PureDP(0.6), range(0, 10), label="first")
     before = _dump(path)
     with pytest.raises(BudgetExceeded, match=r"worst user's spend is 0\.6-DP.*unchanged") as error:
@@ -138,22 +150,25 @@ def test_a_refused_charge_leaves_no_trace(tmp_path):
 
 def test_newer_schema_is_refused_and_budgets_are_checked(tmp_path):
     url = f"sqlite:///{tmp_path}/l.db"
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     with pytest.raises(ValueError, match="budget"):
         Ledger.open(url, PureDP(2.0))
+    with pytest.raises(ValueError, match="create=True"):
+        Ledger.open(f"sqlite:///{tmp_path}/new.db", PureDP(1.0))  # nothing there, and no create=True
     with pytest.raises(ValueError, match="budget"):
-        Ledger.open(f"sqlite:///{tmp_path}/new.db")  # nothing there and no budget to create it
+        Ledger.open(f"sqlite:///{tmp_path}/new.db", create=True)  # nothing there and no budget to create it
+    assert not (tmp_path / "new.db").exists()  # a refused creation leaves no file behind
     with pytest.raises(ValueError, match="url"):
         Ledger.open(f"mysql://{tmp_path}/l.db", PureDP(1.0))
-    with sqlite3.connect(tmp_path / "l.db") as connection:
-        connection.execute("UPDATE dpverify_meta SET value = '2' WHERE key = 'schema_version'")
-    with pytest.raises(ValueError, match=r"schema_version=2 .*newer dpverify"):
+    with _sqlite(tmp_path / "l.db") as connection:
+        connection.execute("UPDATE dpverify_meta SET value = '3' WHERE key = 'schema_version'")
+    with pytest.raises(ValueError, match=r"schema_version=3 .*newer dpverify"):
         Ledger.open(url)
 
 
 def test_read_only_ledger_refuses_to_charge(new_url):
     url = new_url()
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     reader = Ledger.open(url, read_only=True)
     with pytest.raises(ValueError, match="read-only"):
         reader.charge(PureDP(0.1), range(0, 3))
@@ -161,32 +176,201 @@ def test_read_only_ledger_refuses_to_charge(new_url):
     reader.close()
 
 
-def test_verify_finds_tampering(tmp_path):
-    """The wrong variants verify must reject: a charge row deleted (its segments stay), a
-    segment pointed at another profile, a stored spend lowered, the worst spend lowered."""
-    path = tmp_path / "l.db"
-    url = f"sqlite:///{path}"
-    ledger = Ledger.open(url, PureDP(1.0))
-    ledger.charge(PureDP(0.3), range(0, 100))
-    ledger.charge(PureDP(0.2), range(50, 150))
-    ledger.charge(PureDP(0.1), np.array([7, 300]))
-    ledger.close()
-    with Ledger.open(url, read_only=True) as reader:
-        assert reader.verify().ok
-    tampering = [
-        "DELETE FROM dpverify_charges WHERE seq = 3",
-        "UPDATE dpverify_segments SET profile = (SELECT MIN(id) FROM dpverify_profiles) WHERE start = 100",
-        "UPDATE dpverify_profiles SET spend = spend / 2 WHERE id = 2",
-        "UPDATE dpverify_state SET worst = 0.25",
-    ]
-    for statement in tampering:
-        copy = tmp_path / f"copy{tampering.index(statement)}.db"
-        with sqlite3.connect(path) as source, sqlite3.connect(copy) as target:
-            source.backup(target)
-        with sqlite3.connect(copy) as connection:
+# ---- tampering -----------------------------------------------------------------------------------
+
+TAMPERING = {
+    "an epsilon edited in the guarantees table": "UPDATE dpverify_guarantees SET spec = replace(spec, '0.125', '0.0125')",
+    "a segment row deleted": "DELETE FROM dpverify_segments WHERE start = (SELECT MIN(start) FROM dpverify_segments)",
+    "a segment shortened": "UPDATE dpverify_segments SET stop = stop - 1 WHERE start = (SELECT MAX(start) FROM dpverify_segments)",
+    "a profile's spend lowered": "UPDATE dpverify_profiles SET spend = spend / 2",
+    "the worst spend lowered": "UPDATE dpverify_state SET worst = worst / 2",
+    "a charge's spent_after edited": "UPDATE dpverify_charges SET spent_after = spent_after / 2 WHERE seq = 3",
+    "a charge's label edited": "UPDATE dpverify_charges SET label = 'edited' WHERE seq = 3",
+    "a charge's recorded_at edited": "UPDATE dpverify_charges SET recorded_at = '2000-01-01T00:00:00.000000+00:00' WHERE seq = 3",
+    "a charge row deleted": "DELETE FROM dpverify_charges WHERE seq = 3",
+    "the budget raised": "UPDATE dpverify_meta SET value = replace(value, '2.0', '20.0') WHERE key = 'budget'",
+}
+
+
+def _sqlite(url_or_path) -> sqlite3.Connection:
+    """A connection that is closed (not only committed) at the end of a with block."""
+    path = str(url_or_path)
+    path = path[len("sqlite:///"):].split("?")[0] if path.startswith("sqlite:") else path
+    connection = sqlite3.connect(path, isolation_level=None)
+    return contextlib.closing(connection)
+
+
+def _execute(url: str, statement: str) -> None:
+    """Run SQL on the ledger's database behind dpverify's back (as a tamperer would)."""
+    if url.startswith("sqlite:"):
+        with _sqlite(url) as connection:
             connection.execute(statement)
-        with Ledger.open(f"sqlite:///{copy}", read_only=True) as reader:
-            assert not reader.verify().ok, statement
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(statement)
+
+
+def _contents(url: str) -> list:
+    """Every row of every dpverify table, in order (to show that a refusal wrote nothing)."""
+    tables = {"dpverify_meta": "key", "dpverify_state": "id", "dpverify_guarantees": "id", "dpverify_profiles": "id",
+              "dpverify_charges": "seq", "dpverify_segments": "start"}
+    if url.startswith("sqlite:"):
+        with _sqlite(url) as connection:
+            return [connection.execute(f"SELECT * FROM {t} ORDER BY {k}").fetchall() for t, k in tables.items()]
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        return [connection.execute(f"SELECT * FROM {t} ORDER BY {k}").fetchall() for t, k in tables.items()]
+
+
+def _charged_ledger(url: str) -> None:
+    """Budget eps = 2: eight charges of 0.125 on users 0..99, one of 0.5 on 50..149, one on ids."""
+    with Ledger.open(url, PureDP(2.0), create=True) as ledger:
+        for i in range(8):
+            ledger.charge(PureDP(0.125), range(0, 100), label=f"batch {i}")
+        ledger.charge(PureDP(0.5), range(50, 150), label="overlap")
+        ledger.charge(PureDP(0.25), np.array([3, 77, 400]), label="ids")
+
+
+@pytest.mark.parametrize("case", list(TAMPERING))
+def test_every_tampering_is_detected_and_no_further_charge_is_accepted(case, new_url, monkeypatch):
+    """Each edit an operator (or an attacker with SQL access) could make, on SQLite and PostgreSQL,
+    without a key and with the witness off (so the chain and the derived tables' digests alone must
+    catch it): opening the ledger for writing is refused with exit-2 error naming how to inspect it,
+    nothing is written, and the read-only verify reports it. The wrong variant is the same ledger
+    unedited: it opens and charges (the checks do not refuse sound ledgers)."""
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", "off")
+    url = new_url()
+    _charged_ledger(url)
+    with Ledger.open(url) as sound:  # the control: unedited, it opens and verifies
+        assert sound.integrity == () and sound.verify().ok
+    _execute(url, TAMPERING[case])
+    before = _contents(url)
+    with pytest.raises(AccountingError, match=r"integrity check.*ledger verify") as error:
+        Ledger.open(url)
+    assert "Traceback" not in str(error.value)
+    assert _contents(url) == before
+    with Ledger.open(url, read_only=True) as reader:
+        assert reader.integrity, case
+        report = reader.verify()
+        assert not report.ok, case
+    assert _contents(url) == before
+
+
+def test_a_tampered_ledger_is_refused_by_the_cli_with_exit_2(tmp_path, monkeypatch):
+    """`account charge` on an edited ledger: exit 2, one line naming `ledger verify`, no traceback,
+    nothing written; `ledger verify` exits 1 and lists the problem; `ledger show` still shows it."""
+    from click.testing import CliRunner
+
+    from dpverify.cli import main
+
+    url = f"sqlite:///{tmp_path}/l.db"
+    _charged_ledger(url)
+    _execute(url, TAMPERING["an epsilon edited in the guarantees table"])
+    before = _contents(url)
+    runner = CliRunner()
+    charged = runner.invoke(main, ["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:10"])
+    assert charged.exit_code == 2 and "ledger verify" in charged.output and "Traceback" not in charged.output
+    assert _contents(url) == before
+    verified = runner.invoke(main, ["ledger", "verify", url])
+    assert verified.exit_code == 1 and "does not match its link" in verified.output
+    shown = runner.invoke(main, ["ledger", "show", url])
+    assert shown.exit_code == 0 and "INTEGRITY" in shown.output
+
+
+def _forge(url: str, key: str | None, keep_key_check: str | None, monkeypatch, tmp_path) -> None:
+    """A self-consistent rewrite, as someone holding ``key`` (None: no key) would make it with
+    dpverify's own code: the same history with eps 0.0125 where 0.125 was charged, built as a
+    new ledger, then given the original's identity (ledger id, key check) and relinked from the
+    original's genesis, so that every link, digest and count agrees."""
+    from accounting._ledger_chain import Chain
+
+    path = url[len("sqlite:///"):]
+    with _sqlite(path) as connection:
+        meta = dict(connection.execute("SELECT key, value FROM dpverify_meta").fetchall())
+    forged_url = f"sqlite:///{tmp_path}/forged.db"
+    with monkeypatch.context() as patch:
+        patch.setenv("DPVERIFY_LEDGER_WITNESS", "off")
+        if key is None:
+            patch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+        else:
+            patch.setenv("DPVERIFY_LEDGER_KEY", key)
+        with Ledger.open(forged_url, PureDP(2.0), create=True) as forged:
+            for i in range(8):
+                forged.charge(PureDP(0.0125), range(0, 100), label=f"batch {i}")
+            forged.charge(PureDP(0.5), range(50, 150), label="overlap")
+            forged.charge(PureDP(0.25), np.array([3, 77, 400]), label="ids")
+    chain = Chain(None if key is None else key.encode())
+    forged_path = f"{tmp_path}/forged.db"
+    with _sqlite(forged_path) as connection:
+        connection.execute("UPDATE dpverify_meta SET value = ? WHERE key = 'ledger_id'", (meta["ledger_id"],))
+        connection.execute("UPDATE dpverify_meta SET value = ? WHERE key = 'chain'", (meta["chain"],))
+        if keep_key_check is not None:
+            connection.execute("INSERT OR REPLACE INTO dpverify_meta (key, value) VALUES ('key_check', ?)", (keep_key_check,))
+        specs = dict(connection.execute("SELECT id, spec FROM dpverify_guarantees").fetchall())
+        link = chain.genesis(meta["ledger_id"], meta["budget"], meta["name"], meta["format"])
+        rows = connection.execute("SELECT seq, cid, label, guarantee, participants, users, spent_after, recorded_at, derived "
+                                  "FROM dpverify_charges ORDER BY seq").fetchall()
+        for seq, cid, label, gid, participants, users, after, at, derived in rows:
+            link = chain.link(link, [seq, cid, label, specs[gid], participants, users, after, at, derived])
+            connection.execute("UPDATE dpverify_charges SET link = ? WHERE seq = ?", (link, seq))
+        connection.execute("UPDATE dpverify_state SET head = ?", (link,))
+    os.replace(forged_path, path)
+
+
+@pytest.mark.parametrize("ledger_key, forger_key, caught_by", [
+    ("k" * 32, None, "key"),            # a keyed ledger rewritten without its key (plain SHA-256 links)
+    ("k" * 32, "x" * 32, "key"),        # ... or with another key
+    ("k" * 32, "k" * 32, "witness"),    # an insider holding the key: only the witness outside the database sees it
+    (None, None, "witness"),            # an unkeyed ledger rewritten consistently
+])
+def test_a_self_consistent_rewrite_is_detected(ledger_key, forger_key, caught_by, tmp_path, monkeypatch, witness):
+    """The rewrite passes every check inside the database when its links are made with the
+    ledger's own chain (the control: with the witness off it opens, verify included, so the
+    forgery really is self-consistent); it is refused for charging by the MAC when the forger
+    lacks the ledger's key, and by the witness of the chain head this machine saw otherwise."""
+    if ledger_key is None:
+        monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+    else:
+        monkeypatch.setenv("DPVERIFY_LEDGER_KEY", ledger_key)
+    url = f"sqlite:///{tmp_path}/l.db"
+    _charged_ledger(url)  # the witness records its head
+    with _sqlite(f"{tmp_path}/l.db") as connection:
+        key_check = dict(connection.execute("SELECT key, value FROM dpverify_meta").fetchall()).get("key_check")
+    _forge(url, forger_key, key_check, monkeypatch, tmp_path)
+    with pytest.raises(AccountingError, match="integrity check"):
+        Ledger.open(url)
+    with Ledger.open(url, read_only=True) as reader:
+        assert not reader.verify().ok
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", "off")
+    if caught_by == "key":
+        with pytest.raises(AccountingError, match="does not match its link"):
+            Ledger.open(url)
+    else:  # without the witness nothing inside the database tells the forgery apart
+        with Ledger.open(url) as forged:
+            assert forged.integrity == () and forged.verify().ok
+            assert forged.charges[0].guarantee == PureDP(0.0125)
+
+
+def test_each_charge_checks_the_rows_other_processes_appended(tmp_path):
+    """Incremental checking: handle A verifies, under the lock, the rows B appended since A's
+    last look (their links, the head and the state's commitment); a row B wrote that was edited
+    before A looked is refused. The control: B's unedited rows pass."""
+    url = f"sqlite:///{tmp_path}/l.db"
+    a = Ledger.open(url, PureDP(2.0), create=True)
+    b = Ledger.open(url)
+    b.charge(PureDP(0.1), range(0, 10), label="b1")
+    a.charge(PureDP(0.1), range(0, 10), label="a1")  # catches up with b1: fine
+    b.charge(PureDP(0.1), range(20, 30), label="b2")
+    _execute(url, "UPDATE dpverify_charges SET label = 'edited' WHERE label = 'b2'")
+    before = _contents(url)
+    with pytest.raises(AccountingError, match="does not match its link"):
+        a.charge(PureDP(0.1), range(40, 50), label="a2")
+    assert _contents(url) == before
+    a.close()
+    b.close()
 
 
 # ---- concurrency ----------------------------------------------------------------------------------
@@ -239,7 +423,7 @@ def _stress_worker(url: str, seed: int, worker: int, charges: int, population: i
 
 def _run_stress(url: str, tmp_path, *, processes: int, charges: int, population: int, racy: bool, seed: int) -> tuple[set, list, np.ndarray]:
     """Run the workers; return (accepted labels, every planned charge, each user's exact spend)."""
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     context = multiprocessing.get_context("fork")
     outs = [str(tmp_path / f"accepted{w}.json") for w in range(processes)]
     workers = [context.Process(target=_stress_worker, args=(url, seed, w, charges, population, racy, outs[w])) for w in range(processes)]
@@ -346,7 +530,7 @@ def test_sigkill_at_random_points_leaves_whole_charges(store, kills, window, tmp
     and none it logged as refused, and nothing but attempted charges; the budget bounds every
     user. The wrong variants verify rejects are in test_verify_finds_tampering."""
     url = f"sqlite:///{tmp_path}/crash.db" if store == "sqlite" else request.getfixturevalue("postgres").url()
-    Ledger.open(url, PureDP(1.0)).close()
+    Ledger.open(url, PureDP(1.0), create=True).close()
     rng = np.random.default_rng(2024)
     log = tmp_path / "log.txt"
     killed, seed = 0, 0
@@ -392,7 +576,7 @@ def test_sigkill_at_random_points_leaves_whole_charges(store, kills, window, tmp
 def test_population_cursor_is_shared_and_fixed(new_url):
     """Two handles on one ledger hand out one round-robin sequence; another population is refused."""
     url = new_url()
-    first, second = Ledger.open(url, PureDP(1.0)), Ledger.open(url)
+    first, second = Ledger.open(url, PureDP(1.0), create=True), Ledger.open(url)
     assert [first.advance_cursor(10, 100), second.advance_cursor(5, 100), first.advance_cursor(1, 100)] == [0, 10, 15]
     with pytest.raises(ValueError, match="population"):
         second.advance_cursor(1, 200)
@@ -406,7 +590,7 @@ def test_prepay_is_all_or_nothing_and_each_prepaid_charge_is_taken_once(tmp_path
     (the first two are not recorded either); accepted, each later matching charge finds its own
     record (no second charge); a charge that matches nothing prepaid is charged normally."""
     path = tmp_path / "l.db"
-    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0))
+    ledger = Ledger.open(f"sqlite:///{path}", PureDP(1.0), create=True)
     ledger.charge(PureDP(0.5), range(0, 10), label="before")
     before = _dump(path)
     round_ = [(PureDP(0.3), range(20, 30), "b=1 arm=0"), (PureDP(0.3), range(30, 40), "b=1 arm=1"), (PureDP(0.6), range(5, 6), "b=1 arm=2")]
@@ -422,3 +606,371 @@ def test_prepay_is_all_or_nothing_and_each_prepaid_charge_is_taken_once(tmp_path
     assert len(ledger.charges) == 4 and ledger.spent() == PureDP(0.6)
     assert ledger.verify().ok
     ledger.close()
+
+
+# ---- the edges: damaged, read-only and foreign files, bounded waits, lost connections ---------------
+
+
+def _cli(args: list[str]):
+    from click.testing import CliRunner
+
+    from dpverify.cli import main
+
+    started = time.monotonic()
+    result = CliRunner().invoke(main, args)
+    return result, time.monotonic() - started
+
+
+def _file_bytes(path) -> bytes:
+    return Path(path).read_bytes()
+
+
+def test_a_damaged_page_is_refused_with_exit_2_and_nothing_appended(tmp_path):
+    """1,000 random bytes (seeded) over an interior page of a cleanly closed ledger: `account
+    charge`, `ledger verify` and `ledger show` each exit 2 with one line naming the damage and
+    what to do, no traceback, and the file is byte-for-byte unchanged. The control: the same
+    ledger before the damage charges fine."""
+    path = tmp_path / "l.db"
+    url = f"sqlite:///{path}"
+    with Ledger.open(url, PureDP(100.0), create=True) as ledger:
+        for i in range(300):  # enough segments and profiles for several interior pages
+            ledger.charge(PureDP(0.01 * (1 + i % 7)), range(10 * i, 10 * i + 15), label=f"c{i}")
+    ok, _ = _cli(["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:5"])
+    assert ok.exit_code == 0, ok.output
+    pages = os.path.getsize(path) // 4096
+    assert pages >= 6
+    with open(path, "r+b") as handle:
+        handle.seek(4096 * (pages // 2) + 512)
+        handle.write(np.random.default_rng(22).bytes(1000))
+    before = _file_bytes(path)
+    for args in (["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:5"], ["ledger", "verify", url], ["ledger", "show", url]):
+        result, _ = _cli(args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output and "damaged" in result.output and "backup" in result.output, result.output
+        assert _file_bytes(path) == before and not os.path.exists(f"{path}-wal") or os.path.getsize(f"{path}-wal") == 0
+
+
+def test_a_bad_budget_field_is_refused_naming_the_table_and_field(new_url):
+    """The header's budget replaced by text that is not JSON: exit 2 naming dpverify_meta and
+    budget (not "Expecting value: line 1 column 1"), nothing written."""
+    url = new_url()
+    _charged_ledger(url)
+    _execute(url, "UPDATE dpverify_meta SET value = 'not json' WHERE key = 'budget'")
+    before = _contents(url)
+    for args in (["account", "charge", "--ledger", url, "--pure", "0.01"], ["ledger", "show", url]):
+        result, _ = _cli(args)
+        assert result.exit_code == 2 and "table dpverify_meta, field budget" in result.output, result.output
+        assert "Traceback" not in result.output and "Expecting value" not in result.output.split("(")[0]
+    assert _contents(url) == before
+
+
+def _as_nobody(function):
+    """Run ``function`` in a forked child with uid/gid 65534 when we are root (root ignores file
+    modes, so a read-only file is only read-only to another user); its return value comes back
+    through a pipe. Not root: call it here."""
+    if os.geteuid() != 0:
+        return function()
+    import pickle
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.close(read)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.environ["DPVERIFY_LEDGER_WITNESS"] = "off"
+            payload = pickle.dumps(("ok", function()))
+        except BaseException as error:  # noqa: BLE001 - reported to the parent
+            payload = pickle.dumps(("error", repr(error)))
+        finally:
+            with os.fdopen(write, "wb") as handle:
+                handle.write(payload)
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        status, value = pickle.loads(handle.read())
+    os.waitpid(pid, 0)
+    assert status == "ok", value
+    return value
+
+
+def _read_only_media(tmp_path):
+    """A cleanly closed ledger in a directory and file nobody may write (as on read-only media)."""
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="dpverify-ro-")
+    path = os.path.join(directory, "l.db")
+    url = f"sqlite:///{path}"
+    _charged_ledger(url)
+    os.chmod(path, 0o444)
+    os.chmod(directory, 0o555)
+    return directory, path, url
+
+
+def test_read_only_file_and_media_can_be_read_and_refuse_charges_with_exit_2(tmp_path):
+    """A ledger whose file and directory are read-only to the user: `ledger show`, `verify` and
+    `export` work (SQLite's immutable mode: mode=ro alone cannot create the WAL index there), and
+    `account charge` exits 2 saying the file is read-only (not a traceback with exit 1, which a
+    script would read as "no budget"); the file is unchanged."""
+    directory, path, url = _read_only_media(tmp_path)
+    try:
+        before = _file_bytes(path)
+
+        def attempt():
+            results = {}
+            for name, args in {"charge": ["account", "charge", "--ledger", url, "--pure", "0.01", "--users", "0:5"],
+                               "show": ["ledger", "show", url, "--json"], "verify": ["ledger", "verify", url],
+                               "export": ["ledger", "export", url]}.items():
+                result, _ = _cli(args)
+                results[name] = (result.exit_code, result.output)
+            return results
+
+        results = _as_nobody(attempt)
+        code, output = results["charge"]
+        assert code == 2 and "read-only" in output and "Traceback" not in output, output
+        assert results["show"][0] == 0 and json.loads(results["show"][1])["charges"] == 10
+        assert results["verify"][0] == 0 and "agrees" in results["verify"][1]
+        assert results["export"][0] == 0 and len(json.loads(results["export"][1])["charges"]) == 10
+        assert _file_bytes(path) == before and sorted(os.listdir(directory)) == ["l.db"]
+    finally:
+        os.chmod(directory, 0o755)
+
+
+def test_nothing_is_written_to_a_database_that_is_not_a_ledger(tmp_path):
+    """An application's SQLite database (rollback journal, one table) given to `account charge
+    --create --budget`: refused with exit 2 naming its tables; the file is byte-for-byte the same,
+    still in rollback-journal mode, with no dpverify table. A text file: refused, unchanged.
+    The control: an empty new path is created."""
+    app = tmp_path / "app.db"
+    with _sqlite(app) as connection:
+        connection.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)")
+        connection.execute("INSERT INTO orders (total) VALUES (9.5)")
+    before = _file_bytes(app)
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{app}", "--create", "--budget", "pure:1", "--pure", "0.1"])
+    assert result.exit_code == 2 and "orders" in result.output and "Traceback" not in result.output, result.output
+    assert _file_bytes(app) == before
+    with _sqlite(app) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert [r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["orders"]
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, " * 100)
+    before = _file_bytes(text)
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{text}", "--create", "--budget", "pure:1", "--pure", "0.1"])
+    assert result.exit_code == 2 and "Traceback" not in result.output and _file_bytes(text) == before, result.output
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{tmp_path}/new.db", "--create", "--budget", "pure:1", "--pure", "0.1"])
+    assert result.exit_code == 0, result.output
+
+
+def test_nothing_is_written_to_a_postgresql_database_with_other_tables(postgres):
+    import psycopg
+
+    url = postgres.url()
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE orders (id SERIAL PRIMARY KEY)")
+    with pytest.raises(AccountingError, match="orders"):
+        Ledger.open(url, PureDP(1.0), create=True)
+    with psycopg.connect(url, autocommit=True) as connection:
+        tables = [r[0] for r in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+    assert tables == ["orders"]
+
+
+def test_relative_and_one_slash_urls_are_refused_and_nothing_is_created(tmp_path, monkeypatch):
+    """sqlite:///rel.db (relative: another directory, another ledger) and sqlite:/abs.db (was
+    read as relative) are refused with exit 2 naming the absolute form; no file appears."""
+    monkeypatch.chdir(tmp_path)
+    for url in ("sqlite:///rel.db", f"sqlite:{tmp_path}/one.db", f"sqlite://{tmp_path}/two.db", "sqlite://localhost/x.db"):
+        result, _ = _cli(["account", "charge", "--ledger", url, "--create", "--budget", "pure:1", "--pure", "0.1"])
+        assert result.exit_code == 2 and "sqlite:////absolute/path/ledger.db" in result.output, (url, result.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["witness"] or not any(p.suffix == ".db" for p in tmp_path.iterdir())
+
+
+def test_a_held_sqlite_lock_gives_exit_2_within_the_lock_timeout(tmp_path):
+    """Another connection holds the write lock (BEGIN IMMEDIATE, never committing): a charge with
+    ?lock_timeout=1 exits 2 naming the lock and the option, nothing appended; hang guard 10 s.
+    The control: once the lock is released the same charge goes through."""
+    path = tmp_path / "l.db"
+    _charged_ledger(f"sqlite:///{path}")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        before = _contents(f"sqlite:///{path}")
+        result, elapsed = _cli(["account", "charge", "--ledger", f"sqlite:///{path}?lock_timeout=1", "--pure", "0.01", "--users", "0:5"])
+        assert result.exit_code == 2 and "lock_timeout=1" in result.output and "Traceback" not in result.output, result.output
+        assert 1 <= elapsed < 10
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert _contents(f"sqlite:///{path}") == before
+    result, _ = _cli(["account", "charge", "--ledger", f"sqlite:///{path}?lock_timeout=1", "--pure", "0.01", "--users", "0:5"])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_held_postgresql_lock_gives_exit_2_within_the_lock_timeout(postgres):
+    """A session holding the ledger's lock (the state row, FOR UPDATE, in an open transaction):
+    a charge with lock_timeout=1 exits 2 naming the lock; nothing appended; hang guard 10 s."""
+    import psycopg
+
+    url = postgres.url()
+    _charged_ledger(url)
+    holder = psycopg.connect(url)
+    holder.execute("SELECT * FROM dpverify_state WHERE id = 1 FOR UPDATE")
+    try:
+        before = _contents(url)
+        result, elapsed = _cli(["account", "charge", "--ledger", url + "&lock_timeout=1", "--pure", "0.01", "--users", "0:5"])
+        assert result.exit_code == 2 and "lock_timeout=1" in result.output and "Traceback" not in result.output, result.output
+        assert 1 <= elapsed < 10
+    finally:
+        holder.rollback()
+        holder.close()
+    assert _contents(url) == before
+
+
+@pytest.fixture
+def black_hole():
+    """A TCP listener on 127.0.0.1 that accepts connections and never answers."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1]
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
+def test_a_black_hole_postgresql_host_gives_exit_2_within_the_connect_timeout(black_hole, tmp_path):
+    """`ledger show`, `account charge` and `run --ledger` against a host that accepts TCP and never
+    answers: exit 2 naming connect_timeout, no traceback, each within 10x the configured 2 s."""
+    url = f"postgresql://dpverify@127.0.0.1:{black_hole}/ledger?connect_timeout=2"
+    commands = [["ledger", "show", url], ["account", "charge", "--ledger", url, "--pure", "0.1"],
+                ["run", "--algorithm", "dist-dp-se", "--instance", "easy", "--eps", "1", "--horizon", "2000", "--seeds", "1",
+                 "--population", "2048", "--max-returns", "2", "--ledger", url]]
+    for args in commands:
+        result, elapsed = _cli(args)
+        assert result.exit_code == 2 and "connect_timeout=2" in result.output and "Traceback" not in result.output, (args, result.output)
+        assert elapsed < 20, (args, elapsed)
+
+
+def test_a_charge_is_recorded_once_whatever_the_retry(postgres, monkeypatch):
+    """The connection breaks (the server terminates the backend) (a) after the commit went through
+    and (b) before it: both times the ledger reconnects, looks the charge up by its id, and ends
+    with it recorded exactly once, and no error. The wrong variant (a retry without the lookup)
+    records (a) twice: the same harness sees it."""
+    import psycopg
+
+    url = postgres.url()
+    Ledger.open(url, PureDP(10.0), create=True).close()
+    ledger = Ledger.open(url)
+    original = DurableLedger._charge_transaction
+
+    def kill(ledger):
+        with psycopg.connect(postgres.admin_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (ledger._store.connection.info.backend_pid,))
+
+    def after_commit(self, entries):
+        original(self, entries)
+        kill(self)
+        raise ConnectionLost("ledger", self.url, "an open connection (lost in the test, after the commit)")
+
+    def before_commit(self, entries):
+        kill(self)
+        original(self, entries)
+
+    for name, broken in (("after", after_commit), ("before", before_commit)):
+        calls = iter([broken])
+        monkeypatch.setattr(DurableLedger, "_charge_transaction", lambda self, e: next(calls, original)(self, e))
+        ledger.charge(PureDP(0.1), range(0, 10), label=name)
+        assert [c.label for c in ledger.charges].count(name) == 1, name
+    assert ledger.verify().ok
+    # the wrong variant: no lookup by charge id before the retry records the charge twice
+    calls = iter([after_commit])
+    monkeypatch.setattr(DurableLedger, "_charge_transaction", lambda self, e: next(calls, original)(self, e))
+    monkeypatch.setattr(DurableLedger, "_recorded", lambda self, cid, floor: False)
+    ledger.charge(PureDP(0.1), range(0, 10), label="twice")
+    assert [c.label for c in ledger.charges].count("twice") == 2
+    ledger.close()
+
+
+#: schema 1 (before the chain), as dpverify wrote it
+SCHEMA_1 = """
+CREATE TABLE dpverify_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE dpverify_state (id INTEGER PRIMARY KEY, worst DOUBLE PRECISION, charges BIGINT NOT NULL, cursor BIGINT NOT NULL);
+CREATE TABLE dpverify_guarantees (id INTEGER PRIMARY KEY, spec TEXT NOT NULL UNIQUE);
+CREATE TABLE dpverify_profiles (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, spend DOUBLE PRECISION NOT NULL, releases BIGINT NOT NULL);
+CREATE TABLE dpverify_charges (seq INTEGER PRIMARY KEY, label TEXT NOT NULL, guarantee BIGINT NOT NULL, participants TEXT, users BIGINT,
+    spent_after DOUBLE PRECISION NOT NULL, recorded_at TEXT NOT NULL);
+CREATE TABLE dpverify_segments (start BIGINT PRIMARY KEY, stop BIGINT NOT NULL, profile BIGINT NOT NULL);
+"""
+
+
+def _schema_1_copy(source, target) -> None:
+    """The schema-1 ledger with the same charges, segments and profiles as ``source``."""
+    with _sqlite(target) as connection:
+        connection.executescript(SCHEMA_1)
+        connection.execute("ATTACH DATABASE ? AS v2", (str(source),))
+        connection.execute("INSERT INTO dpverify_meta SELECT key, value FROM v2.dpverify_meta WHERE key IN ('format', 'budget', 'name')")
+        connection.execute("INSERT INTO dpverify_meta VALUES ('schema_version', '1')")
+        connection.execute("INSERT INTO dpverify_state SELECT id, worst, charges, cursor FROM v2.dpverify_state")
+        for table in ("dpverify_guarantees", "dpverify_profiles", "dpverify_segments"):
+            connection.execute(f"INSERT INTO {table} SELECT * FROM v2.{table}")
+        connection.execute("INSERT INTO dpverify_charges SELECT seq, label, guarantee, participants, users, spent_after, recorded_at "
+                           "FROM v2.dpverify_charges")
+        connection.execute("DETACH DATABASE v2")
+
+
+def test_a_schema_1_ledger_is_upgraded_on_request_once_it_verifies(tmp_path):
+    """A schema-1 ledger is refused by every open (no silent write), naming `ledger upgrade`;
+    the upgrade adds the chain, after which it opens with no integrity problem, verifies, holds
+    the same charges and takes new ones. A schema-1 ledger that does not verify (a profile's
+    spend halved) is not upgraded: exit 2, the file unchanged."""
+    _charged_ledger(f"sqlite:///{tmp_path}/v2.db")
+    with Ledger.open(f"sqlite:///{tmp_path}/v2.db", read_only=True) as original:
+        trail = original.to_json()
+    _schema_1_copy(tmp_path / "v2.db", tmp_path / "v1.db")
+    url = f"sqlite:///{tmp_path}/v1.db"
+    before = _file_bytes(tmp_path / "v1.db")
+    for read_only in (False, True):
+        with pytest.raises(AccountingError, match="dpverify ledger upgrade"):
+            Ledger.open(url, read_only=read_only)
+    assert _file_bytes(tmp_path / "v1.db") == before
+    shutil_copy = tmp_path / "v1-bad.db"
+    shutil_copy.write_bytes(before)
+    _execute(f"sqlite:///{shutil_copy}", "UPDATE dpverify_profiles SET spend = spend / 2")
+    bad_before = _file_bytes(shutil_copy)
+    refused, _ = _cli(["ledger", "upgrade", f"sqlite:///{shutil_copy}"])
+    assert refused.exit_code == 2 and "verifies before it is upgraded" in refused.output, refused.output
+    assert _file_bytes(shutil_copy) == bad_before
+    upgraded, _ = _cli(["ledger", "upgrade", url])
+    assert upgraded.exit_code == 0 and "schema 2" in upgraded.output, upgraded.output
+    with Ledger.open(url) as ledger:
+        assert ledger.integrity == () and ledger.verify().ok and ledger.to_json() == trail
+        ledger.charge(PureDP(0.1), range(500, 510), label="after the upgrade")
+    with Ledger.open(url, read_only=True) as ledger:
+        assert ledger.verify().ok and len(ledger.charges) == 11
+
+
+def test_the_statement_timeout_bounds_the_check_on_open(tmp_path):
+    """A statement timeout far too short for the integrity check of a 3,000-charge ledger: `ledger
+    verify` exits 2 naming statement_timeout and how to raise it (not a hang, not a traceback);
+    the control with the default timeout verifies."""
+    url = f"sqlite:///{tmp_path}/l.db?synchronous=normal"
+    with Ledger.open(url, PureDP(100.0), create=True) as ledger:
+        for block in range(30):
+            ledger.charge_many([(PureDP(0.01), range(10 * i, 10 * i + 15), f"c{i}") for i in range(100 * block, 100 * block + 100)])
+    result, elapsed = _cli(["ledger", "verify", url + "&statement_timeout=0.000001"])
+    assert result.exit_code == 2 and "statement_timeout=1e-06" in result.output and "Traceback" not in result.output, result.output
+    assert elapsed < 10
+    assert _cli(["ledger", "verify", url])[0].exit_code == 0

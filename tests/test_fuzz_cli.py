@@ -115,8 +115,8 @@ EPS = "account epsilon"
 CAL = "account calibrate"
 RUN = "run -a dist-dp-se -i easy --path aggregate --max-seconds 3 --seeds 1 --eps 1 -T 10000"
 RUN_SE = "run -a se -i easy --max-seconds 3 --seeds 1 -T 10000"
-LEDGER = "sqlite:///ledger.db"
-MAKE_LEDGER = ("account", "charge", "--ledger", LEDGER, "--budget", "pure:1000", "--pure", "0.5", "--users", "0:10")
+LEDGER = "sqlite:///@CWD/ledger.db"
+MAKE_LEDGER = ("account", "charge", "--ledger", LEDGER, "--create", "--budget", "pure:1000", "--pure", "0.5", "--users", "0:10")
 EVENT = '{{"module_name": "dp_accounting.dp_event", "class_name": "SelfComposedDpEvent", "count": {count}, "event": {{"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent", "noise_multiplier": {sigma}}}}}'
 NO_DIR = ("not-a-dir", "a file where a directory is expected")
 REPRODUCE_TAIL = "--quick --out figs --html /missing/dir/x.html"
@@ -192,7 +192,7 @@ ROWS = [
     _r(f"account charge --ledger {LEDGER} --approx {{}} --users 0:10", "approx", "epsilon", "delta", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),
     _r(f"account charge --ledger {LEDGER} --pure 0.001 --users {{}}", "users", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),
     _r(f"account charge --ledger {LEDGER} --pure 0.001 --users 0:10 --label {{}}", "label", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),
-    _r("account charge --ledger sqlite:///new.db --budget {} --pure 0.001", "budget", codes=((1, "budget"),)),
+    _r("account charge --ledger sqlite:///@CWD/new.db --create --budget {} --pure 0.001", "budget", codes=((1, "budget"),)),
     _r("account charge --ledger {} --budget pure:1 --pure 0.001", "ledger", "url"),
     # ledger show | verify | export | import
     _r("ledger show {}", "url", "ledger"),
@@ -200,6 +200,7 @@ ROWS = [
     _r(f"ledger show {LEDGER} --last {{}}", "last", setup=(MAKE_LEDGER,)),
     _r("ledger verify {}", "url", "ledger"),
     _r("ledger export {}", "url", "ledger"),
+    _r("ledger upgrade {}", "url", "ledger"),
     _r(f"ledger export {LEDGER} --out {{}}", "out", setup=(MAKE_LEDGER,)),
     _r(f"ledger import {{}} {LEDGER}", "trail"),
     _r(f"ledger import trail.json {LEDGER}", "trail", "json", "budget", "charge", files=(("trail.json", "{}"),), codes=((1, "budget"),)),
@@ -425,7 +426,8 @@ def _hard_limits(budget: float):
 
 
 def _invoke(argv: list[str]):
-    return CliRunner().invoke(main, argv, catch_exceptions=True)
+    # ledger URLs are absolute (relative ones are refused): @CWD is the row's working directory
+    return CliRunner().invoke(main, [a.replace("@CWD", os.getcwd()) for a in argv], catch_exceptions=True)
 
 
 def _names_any(names: tuple[str, ...], text: str) -> bool:

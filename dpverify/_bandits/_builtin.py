@@ -156,6 +156,28 @@ def calibrated_batch_epsilon(
     }
 
 
+def returning_users_plan(config: Any, arms: int) -> tuple[Any, Any, dict]:
+    """(protocol, budget, extra) of a returning-users run of an Algorithm 1 variant with ``arms``
+    arms: the per-batch protocol calibrated so that ``max_returns`` batches meet (eps, delta), the
+    (eps, delta) budget, and what the result records about it. Shared by the run and by the durable
+    ledger's up-front check of a whole run (``dpverify._bandits._runner``)."""
+    largest = largest_release(config.horizon, config.batch_base)
+    if config.population < largest:
+        raise AccountingError(
+            "population", config.population,
+            f"at least the largest batch the run can release ({largest} = the largest {config.batch_base}^b < T = {config.horizon}): "
+            "a user joins a batch at most once",
+        )
+    tau_p = config.tau_p_for(arms)
+    cal = calibrated_batch_epsilon(
+        config.algorithm, float(config.epsilon), float(config.delta), int(config.max_returns), float(config.s), config.confidence, tau_p,
+        int(config.horizon), int(config.batch_base), config.returning_calibration,
+    )
+    protocol = make_protocol(config.algorithm, cal["batch_epsilon"], s=config.s, p=config.confidence, tau_p=tau_p)
+    budget = acc.ApproxDP(float(config.epsilon), config.delta)
+    return protocol, budget, {"returning_users": {"population": config.population, "max_returns": config.max_returns, **cal}}
+
+
 # ---- runners bound to the registry -----------------------------------------------------------------
 
 
@@ -164,21 +186,7 @@ def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
     if config.algorithm == "se":
         protocol, budget = None, None
     elif config.population is not None:
-        largest = largest_release(config.horizon, config.batch_base)
-        if config.population < largest:
-            raise AccountingError(
-                "population", config.population,
-                f"at least the largest batch the run can release ({largest} = the largest {config.batch_base}^b < T = {config.horizon}): "
-                "a user joins a batch at most once",
-            )
-        tau_p = config.tau_p_for(instance.k)
-        cal = calibrated_batch_epsilon(
-            config.algorithm, float(config.epsilon), float(config.delta), int(config.max_returns), float(config.s), config.confidence, tau_p,
-            int(config.horizon), int(config.batch_base), config.returning_calibration,
-        )
-        protocol = make_protocol(config.algorithm, cal["batch_epsilon"], s=config.s, p=config.confidence, tau_p=tau_p)
-        budget = acc.ApproxDP(float(config.epsilon), config.delta)
-        extra["returning_users"] = {"population": config.population, "max_returns": config.max_returns, **cal}
+        protocol, budget, extra = returning_users_plan(config, instance.k)
     else:
         protocol = make_protocol(config.algorithm, float(config.epsilon), s=config.s, p=config.confidence, tau_p=config.tau_p_for(instance.k))
         budget = run_budget(config, instance.k)

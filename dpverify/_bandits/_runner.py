@@ -4,7 +4,9 @@ One integer ``seed`` determines everything: run r uses ``SeedSequence(seed, spaw
 spawned into the named streams "instance" (the random instance of run r, identical for every
 algorithm), "environment" (per-arm reward streams: common random numbers), "privatizer" (the
 privatizers' noise, one child per arm) and "learner" (tie-breaking). A task is (config, r): the
-result depends only on the seed, never on the number or kind of workers.
+result depends only on the seed, never on the number or kind of workers. Runs that share a
+durable ledger also share its users and budget, so they run as one chain in seed order (see
+:func:`sweep`), and the whole chain is checked against the budget before its first charge.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
+from accounting._validation import AccountingError, BudgetExceeded, check_positive, check_positive_int, check_probability
 
+from ._builtin import batch_sizes, returning_users_plan
 from ._registry import get_algorithm, get_instance, instance_name
 from ._results import RunRecord, RunResult, aggregate
 from ._elimination import lemma2_tau_p
 
-__all__ = ["RunConfig", "run", "run_seed", "seed_streams", "sweep"]
+__all__ = ["RunConfig", "prepare_ledgers", "run", "run_chain", "run_seed", "seed_streams", "sweep"]
 
 STREAMS = ("instance", "environment", "privatizer", "learner")
 TAU_RULES = ("theorem", "simulation", "lemma2")
@@ -69,6 +72,7 @@ class RunConfig:
     max_returns: int | None = None  # returning users: B, batches a user may join
     returning_calibration: str = "exact"  # "exact" (accounting.calibrate) or "appendix-i"
     ledger: str | None = None  # returning users: a durable ledger URL shared across runs (None: in memory)
+    ledger_create: bool = False  # create the durable ledger if the database holds none (else a missing one is refused)
     fixed_instance: bool = False  # True: every seed runs on the instance of seed index 0
     checkpoint_count: int = 60
     extra: dict = field(default_factory=dict)
@@ -196,6 +200,33 @@ def run_seed(config: RunConfig, run_index: int) -> RunRecord:
     return get_algorithm(config.algorithm).run(config, instance, seeds, run_index)
 
 
+def prepare_ledgers(configs: Sequence[RunConfig]) -> None:
+    """Before any seed runs: open (``ledger_create``: create) each durable ledger the configs charge,
+    and refuse up front, with the numbers, a set of runs whose whole horizon may not fit its budget
+    (``DurableLedger.check_run``: every seed of every config sharing the ledger, in run order,
+    each taking ``horizon`` users of the population's round-robin). Nothing is charged here."""
+    import accounting as acc
+
+    groups: dict[str, list[RunConfig]] = {}
+    for config in configs:
+        if config.ledger is not None and get_algorithm(config.algorithm).private:
+            groups.setdefault(config.ledger, []).append(config)
+    for url, group in groups.items():
+        legs, budget = [], None
+        for config in group:
+            arms = get_instance(config.instance).build(config, seed_streams(config.seed, 0)["instance"]).k
+            protocol, budget_of_config, _ = returning_users_plan(config, arms)
+            if budget is not None and budget_of_config != budget:
+                raise AccountingError("epsilon", config.epsilon, f"the budget {budget} of the other runs sharing the ledger {url}")
+            budget = budget_of_config
+            legs.append(([protocol.guarantee(n) for n in batch_sizes(config.horizon, config.batch_base)], config.seeds * config.horizon))
+        populations = {config.population for config in group}
+        if len(populations) > 1:
+            raise AccountingError("population", sorted(populations), f"one population for every run sharing the ledger {url}")
+        with acc.Ledger.open(url, budget, name=group[0].algorithm, create=any(c.ledger_create for c in group)) as ledger:
+            ledger.check_run(legs, group[0].population)
+
+
 def _progress(total: int, description: str, enabled: bool | None):
     show = sys.stderr.isatty() if enabled is None else enabled
     from tqdm import tqdm
@@ -205,6 +236,21 @@ def _progress(total: int, description: str, enabled: bool | None):
 
 def default_executor(workers: int | None = None) -> Executor:
     return ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+
+
+def run_chain(configs: Sequence[RunConfig], tasks: Sequence[tuple[int, int]]) -> list[tuple[int, RunRecord]]:
+    """The tasks (config index, seed index) one after another, in order: the unit of work of the
+    runs that share a durable ledger. Picklable (a pool or dask runs a chain as one task)."""
+    out = []
+    for i, r in tasks:
+        try:
+            out.append((i, run_seed(configs[i], r)))
+        except BudgetExceeded as error:
+            raise BudgetExceeded(
+                f"stopped at seed {r}: {error}. The run fitted the ledger when it started, so another process charged these "
+                "users since; the batches charged before this one stay recorded (budget spent, never leaked)"
+            ) from None
+    return out
 
 
 def sweep(
@@ -219,31 +265,51 @@ def sweep(
     ``executor``: any ``concurrent.futures.Executor`` (a ``dask.distributed.Client``'s
     ``get_executor()`` works); by default a local process pool of ``workers`` processes, or the
     current process when ``workers == 1``. Results are the same whatever the executor.
+
+    Runs that charge a durable ledger hand out its users and spend its budget in the order they
+    charge, so their seeds run one after another in seed order (one chain per ledger, as one
+    task of the pool): the users each seed gets, its charges, the ledger's rows and the exit code
+    are then the same for any number of workers. Before any of them, :func:`prepare_ledgers`
+    refuses a set of runs whose whole horizon may not fit the ledger's budget.
     """
     for c in configs:
         c.validate()
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise AccountingError("workers", workers, "an integer >= 1")
-    tasks = [(i, r) for i, c in enumerate(configs) for r in range(c.seeds)]
+    prepare_ledgers(configs)
+    chains: dict[str | None, list[tuple[int, int]]] = {}
+    units: list[list[tuple[int, int]]] = []  # a task alone, or a ledger's chain of tasks
+    for i, c in enumerate(configs):
+        for r in range(c.seeds):
+            if c.ledger is None:
+                units.append([(i, r)])
+            elif c.ledger in chains:
+                chains[c.ledger].append((i, r))
+            else:
+                chains[c.ledger] = [(i, r)]
+                units.append(chains[c.ledger])
+    total = sum(c.seeds for c in configs)
     if workers is not None:  # a pool larger than the task list would only start idle processes
-        workers = min(workers, max(1, len(tasks)))
+        workers = min(workers, max(1, len(units)))
     records: list[list[RunRecord]] = [[] for _ in configs]
-    bar = _progress(len(tasks), "runs", progress)
+    bar = _progress(total, "runs", progress)
     try:
         if executor is None and workers == 1:
-            for i, r in tasks:
-                records[i].append(run_seed(configs[i], r))
-                bar.update()
+            for unit in units:
+                for i, record in run_chain(configs, unit):
+                    records[i].append(record)
+                    bar.update()
         else:
             own = executor is None
             pool = executor or default_executor(workers)
             try:
-                futures = {pool.submit(run_seed, configs[i], r): i for i, r in tasks}
+                futures = [pool.submit(run_chain, configs, unit) for unit in units]
                 from concurrent.futures import as_completed
 
                 for future in as_completed(futures):
-                    records[futures[future]].append(future.result())
-                    bar.update()
+                    for i, record in future.result():
+                        records[i].append(record)
+                        bar.update()
             finally:
                 if own:
                     pool.shutdown()
