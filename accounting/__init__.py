@@ -36,7 +36,7 @@ from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
 from ._durable import DurableLedger, VerifyReport
 
-from ._optimal_composition import OptimalComposition, optimal_composition_epsilon
+from ._optimal_composition import OptimalComposition
 from ._mechanisms import (
     BernoulliCurator,
     Binomial,
@@ -64,6 +64,7 @@ from ._paper_params import (
 )
 from ._reports import dist_rdp_se_returning
 from ._routes import epsilon_routes
+from ._tight_routes import optimal_composition_epsilon
 from ._shuffle import (
     ShuffledLDP,
     ShuffledRandomizedResponse,

@@ -54,15 +54,16 @@ from fractions import Fraction
 import numpy as np
 from flint import arb
 
-from ._certified import exact, working_precision
-from ._validation import AccountingError, check_positive, check_probability
+from ._certified import exact
+from ._pld_measure import DEFAULT_DISCRETISATION, DEFAULT_TAIL_MASS, _Direction, _floats_of_balls, _Side
+from ._validation import AccountingError, check_positive
 
 __all__ = [
     "GaussianLoss",
     "LaplaceLoss",
     "MonotoneLossPair",
     "continuous_loss_pair",
-    "pld_from_monotone_loss",
+    "monotone_loss_directions",
 ]
 
 #: Largest number of grid points one continuous release may take (memory guard).
@@ -334,9 +335,9 @@ class GaussianLoss(MonotoneLossPair):
 def continuous_loss_pair(subject: object) -> MonotoneLossPair | None:
     """The monotone-loss pair of a continuous mechanism, or None for anything else.
 
-    Accepted: a :class:`MonotoneLossPair`; an object with a ``monotone_loss_pair()`` method
-    (the open interface: subsampled mechanisms, user-written ones); the continuous
-    :class:`~accounting.Laplace` and :class:`~accounting.Gaussian` mechanisms.
+    Accepted: a :class:`MonotoneLossPair`; an object with a ``monotone_loss_pair()`` method (the
+    open interface: :class:`~accounting.Laplace`, :class:`~accounting.Gaussian`, subsampled
+    mechanisms, user-written ones).
     """
     if isinstance(subject, MonotoneLossPair):
         return subject
@@ -346,12 +347,6 @@ def continuous_loss_pair(subject: object) -> MonotoneLossPair | None:
         if pair is not None and not isinstance(pair, MonotoneLossPair):
             raise AccountingError("monotone_loss_pair()", pair, "a MonotoneLossPair or None")
         return pair
-    from ._mechanisms import Gaussian, Laplace
-
-    if isinstance(subject, Laplace):
-        return LaplaceLoss(subject.scale, subject.sensitivity)
-    if isinstance(subject, Gaussian):
-        return GaussianLoss(subject.sigma, subject.sensitivity)
     return None
 
 
@@ -362,14 +357,12 @@ def continuous_loss_pair(subject: object) -> MonotoneLossPair | None:
 AUTO_POINTS = 200_000
 
 
-def default_discretisation(pair: MonotoneLossPair) -> float:
-    """The routes' grid step for a continuous pair: 1e-4, coarsened (by powers of 2) so that the
-    loss window holds at most about ``AUTO_POINTS`` points (a Gaussian with sigma << Delta has a
-    window of width ~ 2 z Delta / sigma). Connect-the-dots is sound on any grid; a coarser one only
-    loosens the bound, by O(h^2) per release."""
-    from ._pld import DEFAULT_DISCRETISATION, DEFAULT_TAIL_MASS
-
-    h = DEFAULT_DISCRETISATION
+def default_discretisation(pair: MonotoneLossPair, start: float = DEFAULT_DISCRETISATION) -> float:
+    """The routes' grid step for a continuous pair: ``start`` (1e-4 by default), coarsened (by
+    powers of 2) so that the loss window holds at most about ``AUTO_POINTS`` points (a Gaussian
+    with sigma << Delta has a window of width ~ 2 z Delta / sigma). Connect-the-dots is sound on
+    any grid; a coarser one only loosens the bound, by O(h^2) per release."""
+    h = start
     widths = [pair.loss_window(DEFAULT_TAIL_MASS)]
     if not pair.symmetric:
         widths.append(pair.reversed().loss_window(DEFAULT_TAIL_MASS))
@@ -392,8 +385,6 @@ def _grid(pair: MonotoneLossPair, h_float: float, tail: float) -> tuple[int, int
 
 def _connect_the_dots(pair: MonotoneLossPair, h: arb, n_lo: int, n_hi: int) -> tuple[np.ndarray, arb]:
     """Upper endpoints of the connect-the-dots masses on (n_lo..n_hi) h, and the +inf atom ball."""
-    from ._pld import _floats_of_balls
-
     deltas = pair.hockey_stick_many([n * h for n in range(n_lo, n_hi + 1)])
     for d in deltas:
         if not d.is_finite():
@@ -415,58 +406,28 @@ def _connect_the_dots(pair: MonotoneLossPair, h: arb, n_lo: int, n_hi: int) -> t
 
 def _round_down(pair: MonotoneLossPair, h: arb, n_lo: int, n_hi: int) -> np.ndarray:
     """Lower endpoints of the rounded-down masses on (n_lo..n_hi) h (module docstring)."""
-    from ._pld import _floats_of_balls
-
     surv = pair.survival_p_many([n * h for n in range(n_lo, n_hi + 1)])
     masses = [surv[j] - surv[j + 1] for j in range(len(surv) - 1)] + [surv[-1]]
     return _floats_of_balls(masses, upper=False)
 
 
-def pld_from_monotone_loss(
-    pair: MonotoneLossPair,
-    *,
-    discretisation: float | Fraction | str | None = None,
-    tail_mass: float | None = None,
-    truncation: float | None = None,
-    lower_bound: bool = True,
-    precision: int | None = None,
-):
-    """The PrivacyLossDistribution (both directions) of a monotone-loss pair on the grid h Z.
-
-    Composes with every PLD built on the same ``discretisation`` (discrete mechanisms included:
-    ``PrivacyLossDistribution.from_pair(DiscreteLaplace(...), discretisation=h)``).
-    """
-    from ._pld import (
-        DEFAULT_DISCRETISATION,
-        DEFAULT_TAIL_MASS,
-        DEFAULT_TRUNCATION,
-        PrivacyLossDistribution,
-        _Direction,
-        _Side,
-        _step_key,
-    )
-
-    h_value = DEFAULT_DISCRETISATION if discretisation is None else discretisation
-    if isinstance(h_value, str):
-        h_value = Fraction(h_value)
-    check_positive("discretisation", h_value)
-    tail = DEFAULT_TAIL_MASS if tail_mass is None else tail_mass
-    tau = DEFAULT_TRUNCATION if truncation is None else truncation
-    check_probability("tail_mass", tail)
-    check_probability("truncation", tau)
-    with working_precision(precision) as prec:
-        h = exact(h_value)
-        h_float = float(h.mid())
-        directions = []
-        named = [("P||Q = Q||P", pair)] if pair.symmetric else [("P||Q", pair), ("Q||P", pair.reversed())]
-        for name, p in named:
-            n_lo, n_hi = _grid(p, h_float, tail)
-            vec, inf_atom = _connect_the_dots(p, h, n_lo, n_hi)
-            inf_up = arb(0).union(inf_atom.upper())
-            up = _Side(True, n_lo, None, vec, 0.0, inf_up, arb(0), arb(0), arb(inf_atom.upper()))
-            low = None
-            if lower_bound:
-                low_vec = _round_down(p, h, n_lo, n_hi)
-                low = _Side(False, n_lo, None, low_vec, 0.0, arb(0), arb(0), arb(0), arb(0))
-            directions.append(_Direction(name, up, low))
-        return PrivacyLossDistribution(directions, h, _step_key(h_value, h), float(h_value), prec, float(tau), 1, pair.describe())
+def monotone_loss_directions(pair: MonotoneLossPair, h_value, tail: float, lower_bound: bool) -> list[_Direction]:
+    """The directions (P || Q and Q || P, or one for a symmetric pair) of a monotone-loss pair on
+    the grid h Z: connect-the-dots upper sides and rounded-down lower sides (module docstring).
+    Runs at the caller's working precision; :meth:`accounting.PrivacyLossDistribution.from_pair`
+    wraps them."""
+    h = exact(h_value)
+    h_float = float(h.mid())
+    directions = []
+    named = [("P||Q = Q||P", pair)] if pair.symmetric else [("P||Q", pair), ("Q||P", pair.reversed())]
+    for name, p in named:
+        n_lo, n_hi = _grid(p, h_float, tail)
+        vec, inf_atom = _connect_the_dots(p, h, n_lo, n_hi)
+        inf_up = arb(0).union(inf_atom.upper())
+        up = _Side(True, n_lo, None, vec, 0.0, inf_up, arb(0), arb(0), arb(inf_atom.upper()))
+        low = None
+        if lower_bound:
+            low_vec = _round_down(p, h, n_lo, n_hi)
+            low = _Side(False, n_lo, None, low_vec, 0.0, arb(0), arb(0), arb(0), arb(0))
+        directions.append(_Direction(name, up, low))
+    return directions

@@ -39,7 +39,7 @@ def event_command(file: str, delta: float, no_pld: bool, bracket: bool, as_json:
         report = acc.epsilon_routes(mech, delta, include_pld=not no_pld)
         sandwich = None
         if bracket and not no_pld:
-            from accounting._dp_event import pld_bracket
+            from accounting._routes import pld_bracket
 
             sandwich = pld_bracket(mech, delta)
     except ValueError as error:

@@ -415,7 +415,7 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
             caption=(
                 "every column is a certified upper bound: the paper's Thm 2 curve, Agarwal et al.'s Skellam bound and "
                 "the exact Skellam RDP curve, each composed and converted by CKS; 'tightest certified' is the smallest over "
-                "every route, and its route says which claim it is (PLD = privacy-loss distribution, losses rounded up); "
+                "every route, and its route says which claim it is (PLD = privacy-loss distribution, connect-the-dots on a grid); "
                 "App. I = approximate-DP composition"
             ),
         )
