@@ -160,6 +160,7 @@ class _Slot:
     result: RouteResult | None = None
     error: BaseException | None = None
     order: int = 0
+    planning: float = 0.0  # measured seconds of planning (part of the route's reported time)
 
 
 def _not_run(plan: Plan, delta: float, reason: str, how: str) -> RouteResult:
@@ -167,10 +168,10 @@ def _not_run(plan: Plan, delta: float, reason: str, how: str) -> RouteResult:
                        exact=plan.exact, comparison=plan.comparison, reason=reason, how=how, setting=plan.setting)
 
 
-def _timed(plan: Plan, budget: float, delta: float) -> RouteResult:
+def _timed(plan: Plan, budget: float, delta: float, planning: float) -> RouteResult:
     start = time.perf_counter()
     result = plan.run(budget)
-    spent = time.perf_counter() - start
+    spent = planning + time.perf_counter() - start
     # a route may learn that it was exact only by running (a PLD whose losses sat on a lattice)
     exact = (result.exact if isinstance(result, RouteResult) else plan.exact) and math.isfinite(result.epsilon)
     return RouteResult(result.epsilon, delta, result.route or plan.route, result.alpha, result.detail, status="run", seconds=spent,
@@ -182,11 +183,12 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
     budget = query.time_budget
     slots: list[_Slot] = []
     for index, route in enumerate(routes):
+        start = time.perf_counter()
         try:
             plan = route.plan(query, budget)
         except _FAILURES as error:  # planning itself failed (pathological sizes): report it
             plan = NotApplicable(route.name, f"could not be planned ({type(error).__name__}: {error})")
-        slots.append(_Slot(route.name, route, plan, order=index))
+        slots.append(_Slot(route.name, route, plan, order=index, planning=time.perf_counter() - start))
     plans = [s for s in slots if isinstance(s.plan, Plan)]
     exact = sorted((s for s in plans if s.plan.exact and not s.plan.comparison), key=lambda s: (s.plan.cost.seconds, s.order))
     others = sorted((s for s in plans if not s.plan.exact and not s.plan.comparison), key=lambda s: (s.plan.cost.seconds, s.order))
@@ -214,13 +216,14 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
             slot.result = _not_run(plan, query.delta, f"estimated {plan.cost} exceeds the {_seconds(max(left, 0.0))} left of the time budget",
                                    f"time_budget={need} (CLI: --time-budget {need})")
             return
+        start = time.perf_counter()
         try:
-            slot.result = _timed(plan, left, query.delta)
+            slot.result = _timed(plan, left, query.delta, slot.planning)
         except _FAILURES as error:
             slot.error = error
             slot.result = RouteResult(math.inf, query.delta, plan.route, None, f"failed: {type(error).__name__}: {error}", status="failed",
-                                      estimated_seconds=plan.cost.seconds, exact=plan.exact, comparison=plan.comparison,
-                                      reason=f"{type(error).__name__}: {error}")
+                                      seconds=slot.planning + time.perf_counter() - start, estimated_seconds=plan.cost.seconds, exact=plan.exact,
+                                      comparison=plan.comparison, reason=f"{type(error).__name__}: {error}", setting=plan.setting)
         left -= plan.cost.seconds
 
     for slot in exact:

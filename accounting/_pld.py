@@ -513,7 +513,10 @@ class _Evaluator:
         count = n - i0
         if count > 0:
             if self._table is None:
-                self._table = _powers_table(self.step, min(_BLOCK, n))
+                # blocks short enough that e^{-j step} does not underflow inside one (a huge lattice
+                # step, e.g. a discrete Gaussian with sigma << Delta, would otherwise zero the
+                # table and make every f_eps its worst case, 1)
+                self._table = _powers_table(self.step, min(_BLOCK, n, max(1, int(600.0 / max(self.step_float, 1e-300)))))
             g_lo, g_hi = self._table
             block = len(g_lo)
             parts = []
@@ -522,8 +525,10 @@ class _Evaluator:
                 a = (t - start * self.step).exp()
                 if upper:
                     a_f = lower_float(a)
-                    x = a_f * g_lo[: stop - start]
+                    with np.errstate(invalid="ignore"):  # inf * 0 (an underflowed table entry): f <= 1 holds
+                        x = a_f * g_lo[: stop - start]
                     f = np.minimum(1.0, np.maximum(0.0, 1.0 - x) + 3 * _U)
+                    f = np.nan_to_num(f, nan=1.0)
                 else:
                     a_f = upper_float(a)
                     with np.errstate(over="ignore", invalid="ignore"):

@@ -75,6 +75,12 @@ class _Release:
     atoms: int  # closed-form atoms, or window outputs at DEFAULT_TAIL_MASS
     lattice: float | None = None
     support: int = 0
+    setup: float = 0.0  # seconds before the first log-mass (a table the pair computes once)
+
+
+def _setup_cost(pair: Any) -> float:
+    hint = getattr(pair, "setup_cost", None)
+    return float(hint()) if callable(hint) else 0.0
 
 
 def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
@@ -95,8 +101,9 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
     counter = getattr(pair, "loss_atom_count", None)
     atoms = int(counter()) if callable(counter) else _window_outputs(pair, DEFAULT_TAIL_MASS)
     kind = "atoms" if callable(counter) else "integer"
-    if (COST_ATOM if kind == "atoms" else COST_INTEGER_OUTPUT) * atoms > build_budget:
-        return _Release(subject, count, kind, 0.0, 2, atoms)
+    setup = _setup_cost(pair)
+    if setup + (COST_ATOM if kind == "atoms" else COST_INTEGER_OUTPUT) * atoms > build_budget:
+        return _Release(subject, count, kind, 0.0, 2, atoms, setup=setup)
     # cheap to build: build it now (memoised: the run reuses it) and read its lattice and span
     pld = release_pld(subject, grid_for(count))
     span = pld.loss_span()
@@ -117,6 +124,9 @@ def _composed_width(releases: list[_Release]) -> float | None:
     total = np.zeros_like(alphas)
     for r in releases:
         rdp = getattr(r.subject, "rdp", None)
+        hint = getattr(r.subject, "rdp_cost", None)
+        if callable(hint) and hint() > COST_FIXED:  # its curve has an expensive setup: not for an estimate
+            return None
         values = rdp().approx(alphas) if callable(rdp) else None
         if values is None:
             return None
@@ -164,7 +174,7 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
             build += COST_ATOM * r.atoms
         else:
             outputs = r.atoms if tail == DEFAULT_TAIL_MASS else _window_outputs(_resolve_pair(r.subject), tail)
-            build += COST_INTEGER_OUTPUT * outputs
+            build += COST_INTEGER_OUTPUT * outputs + r.setup
         if r.width and not lattice:
             points_single = max(points_single, int(r.width / h) + 1)
     if width is None:  # no RDP approximation: the single windows grown like sqrt(k)

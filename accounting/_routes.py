@@ -37,7 +37,7 @@ from ._pld_route import PldRoute, pld_for_parts
 from ._shuffle import Shuffled, shuffle_routes
 from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
-__all__ = ["epsilon_routes", "pld_bracket", "query_of", "routes_for"]
+__all__ = ["epsilon_routes", "pld_bracket", "query_of", "rdp_provenance", "routes_for"]
 
 #: estimated seconds of the cheap routes (closed forms, basic composition, the analytic Gaussian)
 COST_CLOSED_FORM = 2e-4
@@ -196,10 +196,11 @@ class _RdpRoute:
         return EpsilonResult(r.epsilon, delta, self.name, r.alpha, f"RDP curves summed ({'; '.join(labels)}), CKS conversion")
 
 
-def _curve_label(subject: Any, alpha: float | None) -> str:
-    """What the RDP value at ``alpha`` is, by the code path that produced it (issue 23, item 4):
-    a mechanism may report per order (``rdp_provenance``), else its class says whether its curve
-    is exact."""
+def rdp_provenance(subject: Any, alpha: float | None) -> str:
+    """What the RDP value of ``subject`` at ``alpha`` is, by the code path that produced it (issue
+    23, item 4: a label never says "exact" of a bound): a mechanism may report it per order
+    (``rdp_provenance(alpha)``: the Skellam curve falls back to Agarwal et al.'s bound where its
+    exact sum's window is too long), else its ``rdp_is_exact`` says whether the whole curve is."""
     provenance = getattr(subject, "rdp_provenance", None)
     if callable(provenance) and alpha is not None:
         return provenance(alpha)
@@ -207,7 +208,33 @@ def _curve_label(subject: Any, alpha: float | None) -> str:
         return "exact curve of the guarantee"
     if isinstance(subject, RDP):
         return "the given RDP curve"
-    return "exact RDP curve" if getattr(subject, "rdp_is_exact", True) else "RDP upper bound"
+    if getattr(subject, "rdp_is_exact", True):
+        return "exact RDP curve"
+    return f"RDP upper bound ({subject.rdp().describe()})"
+
+
+_curve_label = rdp_provenance
+
+
+class _RdpBoundRoute:
+    """A mechanism's cheaper certified RDP curve (``rdp_bound()``: a proven bound, labelled), for
+    when its exact curve does not fit the time budget."""
+
+    name = "rdp-cks:bound"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        single = query.single
+        maker = getattr(single[0], "rdp_bound", None) if single is not None else None
+        curve = maker() if callable(maker) else None
+        if curve is None:
+            return NotApplicable(self.name, "no cheaper RDP bound than the curve itself")
+        subject, k = single  # type: ignore[misc]
+
+        def run(left: float) -> EpsilonResult:
+            r = rdp_to_epsilon(curve.times(k), query.delta)
+            return EpsilonResult(r.epsilon, query.delta, self.name, r.alpha, f"{curve.describe()}, CKS conversion")
+
+        return Plan(self.name, run, Cost(COST_RDP))
 
 
 class _AnalyticGaussianRoute:
@@ -324,6 +351,7 @@ def routes_for(query: Query) -> list:
                  exact_for_lattice=all(_attains_optimal_composition(s) for s, _ in query.parts)),
         _KovRoute(),
         _RdpRoute("cks"),
+        _RdpBoundRoute(),
         _PureRoute(),
         _RdpRoute("mironov"),
     ]
