@@ -242,6 +242,17 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         attempt(slot)
         if slot.result is not None and slot.result.status == "run" and slot.result.exact:
             answered_by = answered_by or slot.route
+    if not any(s.result is not None and s.result.status == "run" for s in exact + others):
+        # nothing certified fitted the budget: the cheapest certified route runs anyway (an
+        # answer over the budget rather than none), and says so
+        waiting = [s for s in exact + others if s.result is not None and s.result.status == "not run" and math.isfinite(s.plan.cost.seconds)
+                   and not s.plan.off]  # type: ignore[union-attr]
+        if waiting:
+            slot = min(waiting, key=lambda s: (s.plan.cost.seconds, s.order))  # type: ignore[union-attr]
+            left = max(left, slot.plan.cost.seconds)  # type: ignore[union-attr]
+            attempt(slot)
+            if slot.result is not None and slot.result.status == "run":
+                slot.result = RouteResult(**{**_fields(slot.result), "reason": "run over the time budget: no certified route fitted it"})
     for slot in comparisons:
         attempt(slot)
 

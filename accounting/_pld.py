@@ -1322,6 +1322,10 @@ class PrivacyLossDistribution:
     def epsilon(self, delta: float) -> PLDResult:
         """The smallest eps found with certified delta(eps) <= ``delta`` (module docstring)."""
         check_probability("delta", delta)
+        return self._epsilon(delta)
+
+    def _epsilon(self, delta: float) -> PLDResult:
+        """:meth:`epsilon` for a ``delta`` its caller validated (the route planner, once)."""
         best_name, best_eps, best_d, best_low = "", -1.0, 1.0, None
         for name, ev_up, ev_low in self._evaluators():
             if isinstance(ev_up, _RecipeEvaluator):

@@ -251,7 +251,7 @@ class PldRoute:
 
     def _run(self, parts: tuple, setting: _Setting, delta: float, exact: bool, left: float) -> EpsilonResult:
         composed = pld_for_parts(parts, None if setting.exact else setting.h, setting.tail, on_grid=not setting.exact)
-        result = composed.epsilon(delta)
+        result = composed._epsilon(delta)
         on_lattice = result.discretisation == "exact lattice"
         grid = "exact lattice" if on_lattice else f"grid h = {_grid_text(result.discretisation)}, connect-the-dots"
         return RouteResult(

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._certified import upper_float, working_precision
-from ._conversions import EpsilonResult, mechanism_rdp_epsilon, rdp_to_epsilon, zcdp_to_epsilon
+from ._conversions import EpsilonResult, _mechanism_rdp_epsilon, _rdp_to_epsilon, _zcdp_to_epsilon
 from ._dp_event import Composition
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
@@ -180,18 +180,18 @@ class _RdpRoute:
         single = query.single
         delta = query.delta
         if single is not None and isinstance(single[0], ZCDP):
-            r = zcdp_to_epsilon(single[0].times(single[1]), delta)
+            r = _zcdp_to_epsilon(single[0].times(single[1]).rho, delta)
             return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "zCDP curve, CKS conversion (exact infimum over real alpha)")
         if single is not None and hasattr(single[0], "closed_forms"):
             subject, k = single
-            r = mechanism_rdp_epsilon(subject, delta, compose=k, conversion=self.conversion)
+            r = _mechanism_rdp_epsilon(subject, delta, k, self.conversion)
             detail = f"{_curve_label(subject, r.alpha)}, {'CKS' if self.conversion == 'cks' else 'Mironov'} conversion"
             return EpsilonResult(r.epsilon, delta, self.name, r.alpha, detail)
         if single is not None and isinstance(single[0], PureDP):
-            r = rdp_to_epsilon(single[0].to_rdp().times(single[1]), delta)
+            r = _rdp_to_epsilon(single[0].to_rdp().times(single[1]), delta)
             return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "tight pure -> RDP curve (binary randomized response), CKS conversion")
         curves = [_rdp_of(s) for s, _ in query.parts]
-        r = rdp_to_epsilon(RDP.sequence(curves, [n for _, n in query.parts]), delta)
+        r = _rdp_to_epsilon(RDP.sequence(curves, [n for _, n in query.parts]), delta)
         labels = sorted({_curve_label(s, r.alpha) for s, _ in query.parts})
         return EpsilonResult(r.epsilon, delta, self.name, r.alpha, f"RDP curves summed ({'; '.join(labels)}), CKS conversion")
 
@@ -231,7 +231,7 @@ class _RdpBoundRoute:
         subject, k = single  # type: ignore[misc]
 
         def run(left: float) -> EpsilonResult:
-            r = rdp_to_epsilon(curve.times(k), query.delta)
+            r = _rdp_to_epsilon(curve.times(k), query.delta)
             return EpsilonResult(r.epsilon, query.delta, self.name, r.alpha, f"{curve.describe()}, CKS conversion")
 
         return Plan(self.name, run, Cost(COST_RDP))
@@ -333,10 +333,10 @@ class _ClosedFormRoute:
 
 def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult:
     if isinstance(bound, RDP):
-        r = rdp_to_epsilon(bound.times(k), delta)
+        r = _rdp_to_epsilon(bound.times(k), delta)
         return EpsilonResult(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, RDP -> CKS")
     if isinstance(bound, ZCDP):
-        r = zcdp_to_epsilon(bound.times(k), delta)
+        r = _zcdp_to_epsilon(bound.times(k).rho, delta)
         return EpsilonResult(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, zCDP -> CKS")
     return EpsilonResult(bound.times(k).epsilon, delta, f"closed-form:{label}", None, f"{label}, pure")
 
