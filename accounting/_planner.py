@@ -37,6 +37,8 @@ __all__ = ["DEFAULT_TIME_BUDGET", "Cost", "NotApplicable", "Plan", "Query", "Rou
 
 #: The default time budget of one query: seconds on one core of the reference machine.
 DEFAULT_TIME_BUDGET = 10.0
+#: Certified routes estimated at most this cheap run even after an exact answer (a cross-check)
+CROSS_CHECK_COST = 1e-3
 
 _FAILURES = (ArithmeticError, MemoryError, RecursionError, ValueError)
 
@@ -234,7 +236,26 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         attempt(slot)
         if slot.result is not None and slot.result.status == "run" and slot.result.exact:
             answered_by = answered_by or slot.route
+    # the cheapest certified routes (closed forms costing next to nothing) run even after an exact
+    # answer, as a cross-check of its claim: one below it (beyond rounding) shows the exact route
+    # lost its tightness (an extreme parameter), which is then not trusted to end the search
+    if answered_by is not None and not query.exhaustive:
+        answer = next(s for s in exact + others if s.route == answered_by)
+        for slot in others:
+            if slot.plan.cost.seconds <= CROSS_CHECK_COST and slot.result is None:  # type: ignore[union-attr]
+                attempt(slot)
+                if slot.result is not None and slot.result.status == "run" and slot.result.epsilon < answer.result.epsilon * (1 - 1e-9):  # type: ignore[union-attr]
+                    answer.result = RouteResult(**{**_fields(answer.result), "exact": False,  # type: ignore[arg-type]
+                                                   "reason": f"claimed exact, but {slot.route} is tighter: not trusted"})
+                    answered_by = None
+                    for skipped in exact:  # the exact routes it had stopped now run
+                        if skipped.result is not None and skipped.result.status == "not run" and "answered" in skipped.result.reason:
+                            skipped.result = None
+                            attempt(skipped)
+                    break
     for slot in others:
+        if slot.result is not None:
+            continue
         if answered_by is not None and not query.exhaustive:
             slot.result = _not_run(slot.plan, query.delta, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
                                    "exhaustive=True (CLI: --all-routes)")

@@ -119,6 +119,7 @@ from ._pld_continuous import MonotoneLossPair, continuous_loss_pair, default_dis
 from ._pld_fft_power import Factor, PowerRecipe, combined, powered
 from ._pld_measure import (
     _SUBNORMAL,
+    _certified_powers,
     _U,
     DEFAULT_DISCRETISATION,
     DEFAULT_TAIL_MASS,
@@ -467,13 +468,7 @@ def _power(side: _Side, k: int, tau: float, step: arb | None = None) -> _Side:
 
 def _powers_table(step: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
     """Certified float lower/upper bounds of e^{-j step}, j = 0..count-1."""
-    r = (-step).exp()
-    balls = []
-    value = arb(1)
-    for _ in range(count):
-        balls.append(value)
-        value = value * r
-    return _floats_of_balls(balls, upper=False), _floats_of_balls(balls, upper=True)
+    return _certified_powers((-step).exp(), count)
 
 
 class _Evaluator:

@@ -106,6 +106,7 @@ import scipy.fft
 from flint import arb, ctx
 
 from ._certified import DEFAULT_PRECISION, lower_float, upper_float, working_precision
+from ._pld_measure import _certified_powers
 
 _U = 2.0**-53
 _SQRT5 = math.sqrt(5.0)
@@ -154,19 +155,14 @@ _TABLES: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
 def _weights(log_start: arb, log_step: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
     """Certified floats w_lo <= e^{log_start + j log_step} <= w_hi, j = 0..count-1.
 
-    Per block of 2048: one Arb exponential times a table of e^{j log_step} (bounds from Arb),
-    the float products widened by 2u each way."""
+    Per block of 2048: one Arb exponential times a table of e^{j log_step} (certified float
+    bounds, :func:`accounting._pld_measure._certified_powers`), the float products widened by 2u
+    each way."""
     table_n = _BLOCK
     key = (log_step.mid().str(30), log_step.rad().str(5))
     tables = _TABLES.get(key)
     if tables is None:
-        r = log_step.exp()
-        balls = []
-        value = arb(1)
-        for _ in range(table_n):
-            balls.append(value)
-            value = value * r
-        tables = (np.array([lower_float(b) for b in balls]), np.array([upper_float(b) for b in balls]))
+        tables = _certified_powers(log_step.exp(), table_n)
         if len(_TABLES) > 64:
             _TABLES.clear()
         _TABLES[key] = tables

@@ -71,6 +71,35 @@ def _floats_of_balls(balls: Sequence[arb], upper: bool) -> np.ndarray:
     return np.maximum(out, 0.0)
 
 
+def _certified_powers(ratio: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Floats lo_j <= ratio^j <= hi_j, j = 0..count-1, for a positive ball ``ratio``.
+
+    ratio^j is the product of the factors ratio^(2^i) over the bits i of j (each factor a
+    certified float bound from Arb: bit_length(count) Arb squarings, not count products), and a
+    float product of b factors is within (1 + u)^b - 1 <= 1.01 b u of the exact product of those
+    floats; both ends are widened by that. An upper end that underflows is raised to 1e-300 (a
+    valid, negligible bound)."""
+    bits = max(1, (count - 1).bit_length())
+    j = np.arange(count, dtype=np.int64)
+    lo = np.ones(count)
+    hi = np.ones(count)
+    factor = ratio
+    from ._certified import lower_float, upper_float
+
+    for i in range(bits):
+        mask = ((j >> i) & 1).astype(bool)
+        f_lo, f_hi = lower_float(factor), upper_float(factor)
+        with np.errstate(over="ignore", under="ignore"):
+            lo[mask] *= f_lo
+            hi[mask] *= f_hi
+        factor = factor * factor
+    margin = 1.01 * (bits + 1) * _U
+    lo = np.maximum(lo * (1 - margin), 0.0)
+    hi = hi * (1 + margin)
+    hi = np.where(hi < 1e-290, hi + 1e-300, hi)
+    return lo, hi
+
+
 def _sum_upper(values: np.ndarray) -> float:
     """A float >= the exact sum of non-negative floats (any summation order)."""
     n = len(values)

@@ -357,8 +357,23 @@ def routes_for(query: Query) -> list:
     ]
     single = query.single
     if single is not None and hasattr(single[0], "closed_forms") and query.comparisons:
-        routes += [_ClosedFormRoute(label, bound) for label, bound in single[0].closed_forms().items()]
+        try:
+            forms = single[0].closed_forms()
+        except (ValueError, ArithmeticError) as error:  # a printed bound that cannot be formed here (e.g. rho overflows)
+            routes.append(_Unavailable("closed-form", f"the closed forms could not be formed ({error})", comparison=True))
+        else:
+            routes += [_ClosedFormRoute(label, bound) for label, bound in forms.items()]
     return routes
+
+
+class _Unavailable:
+    """A route that says only why it does not apply."""
+
+    def __init__(self, name: str, reason: str, comparison: bool = False) -> None:
+        self.name, self.reason, self.comparison = name, reason, comparison
+
+    def plan(self, query: Query, budget: float) -> NotApplicable:
+        return NotApplicable(self.name, self.reason, comparison=self.comparison)
 
 
 def epsilon_routes(

@@ -233,11 +233,18 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
 
     routes = [rdp_provenance(mech, a) for a in alphas]
     closed: dict[str, list] = {}
-    for label, bound in mech.closed_forms().items():
-        if isinstance(bound, acc.RDP):
-            closed[label] = [jsonable(v) for v in bound.evaluate(alphas)]
-        elif isinstance(bound, (acc.ZCDP, acc.PureDP)):
-            closed[label] = [jsonable(bound.to_rdp()(a)) for a in alphas]
+    try:
+        forms = mech.closed_forms()
+    except _FAILURES:  # a printed bound that cannot be formed at these parameters (e.g. its rho overflows): not shown
+        forms = {}
+    for label, bound in forms.items():
+        try:
+            if isinstance(bound, acc.RDP):
+                closed[label] = [jsonable(v) for v in bound.evaluate(alphas)]
+            elif isinstance(bound, (acc.ZCDP, acc.PureDP)):
+                closed[label] = [jsonable(bound.to_rdp()(a)) for a in alphas]
+        except _FAILURES:
+            continue
     payload = {
         "mechanism": mechanism,
         "description": mech.describe(),

@@ -226,6 +226,18 @@ def test_optimal_composition_has_no_size_rule_either():
 # ---- what the planner does, and says --------------------------------------------------------------
 
 
+def test_an_exact_claim_is_cross_checked_by_the_cheapest_routes():
+    """Randomized response at eps = 1e300: the lattice PLD claims exactness but its eps search
+    cannot resolve losses of 1e300 (it lands 10x high); basic composition, which costs nothing,
+    runs as a cross-check, shows it, and the claim is withdrawn (the answer is the pure bound,
+    the other exact routes run)."""
+    report = acc.epsilon_routes(acc.RandomizedResponse(1e300), DELTA)
+    routes = _by_route(report)
+    assert report.route == "pure" and report.epsilon == 1e300
+    assert not routes["pld"].exact and "not trusted" in routes["pld"].reason
+    assert routes["optimal-composition-pld"].status == "run"
+
+
 def test_an_exact_route_ends_the_search_and_the_others_say_why():
     """A Gaussian composition: the analytic Gaussian is exact, so the PLD and RDP routes are not
     run; each says why and which argument runs it; exhaustive=True runs them, never below it."""
@@ -338,10 +350,10 @@ def test_every_label_names_the_code_path_taken():
     assert rdp.detail.startswith(AGARWAL_BOUND) and "exact" not in route_label(rdp).split(AGARWAL_BOUND)[0]
     assert "exact" not in rdp.detail.replace("the exact sum's window", "")
     # PLD labels by what was built
-    lattice = acc.epsilon_routes(acc.DiscreteLaplace(4, 1), DELTA, compose=10)
-    assert route_label(lattice) == "PLD on its exact lattice"
-    grid = acc.epsilon_routes(acc.Skellam(100), DELTA, compose=10)
-    assert route_label(grid) == f"PLD, h={grid_for(10):.3g}, connect-the-dots"
+    lattice = _by_route(acc.epsilon_routes(acc.DiscreteLaplace(4, 3), DELTA, compose=10))["pld"]
+    assert lattice.exact and route_label(lattice) == "PLD on its exact lattice"
+    grid = _by_route(acc.epsilon_routes(acc.Skellam(100), DELTA, compose=10))["pld"]
+    assert not grid.exact and route_label(grid) == f"PLD, h={grid_for(10):.3g}, connect-the-dots"
     # subsampled and fallback curves are bounds, and say so
     sub = acc.epsilon_routes(acc.PoissonSampled(acc.Gaussian(2.0), 0.05), DELTA, compose=10, include_pld=False)
     assert _by_route(sub)["rdp-cks"].detail.startswith("RDP upper bound")
