@@ -146,3 +146,14 @@ __all__ = [
     "shuffled_rr_delta",
     "shuffled_rr_epsilon",
 ]
+
+
+def __getattr__(name: str):
+    """``CertifiedAccountant``: dp_accounting's PrivacyAccountant answered by the certified route
+    planner (:mod:`accounting._dp_accounting_compat`), built on first use so that dp_accounting
+    stays optional (a missing package is an ImportError naming the extra that installs it)."""
+    if name == "CertifiedAccountant":
+        from ._dp_accounting_compat import certified_accountant_class
+
+        return certified_accountant_class()
+    raise AttributeError(f"module 'accounting' has no attribute {name!r}")
