@@ -113,7 +113,7 @@ import numpy as np
 import scipy.fft
 from flint import arb, arb_poly
 
-from ._certified import exact, lower_float, upper_float, working_precision
+from ._certified import DEFAULT_PRECISION, exact, lower_float, upper_float, working_precision
 from ._pairs import IntegerPair
 from ._pld_continuous import MonotoneLossPair, continuous_loss_pair, default_discretisation, monotone_loss_directions
 from ._pld_fft_power import Factor, PowerRecipe, combined, powered
@@ -460,6 +460,65 @@ def _power(side: _Side, k: int, tau: float, step: arb | None = None) -> _Side:
     if result is None:  # only for k < 1, which the public callers refuse
         raise AccountingError("k", k, "an integer >= 1")
     return result
+
+
+def _lower_factors(side: _Side, step: arb):
+    """A lower side as one release of the single-FFT route: its floats (lower endpoints: exact
+    values of a dominated measure), the +inf atom dropped (dominated still), the lattice origin
+    folded into the offset and the remainder r into the recipe's shift, which then holds r - s
+    (every grid loss of a lower side is lowered by its shift s)."""
+    if side.factor is not None:
+        return side.factor
+    if side.upper or side.vec is None or side.err != 0.0 or len(side.vec) == 0 or not side.origin.is_exact():
+        return None
+    n0 = math.floor(float((side.origin / step).mid()))
+    rem = side.origin - n0 * step
+    side.factor = (Factor(side.vec, side.offset + n0, arb(0), 1, rem - side.shift),)
+    return side.factor
+
+
+def _lower_side_of(factors, step: arb) -> _Side | None:
+    """The composition of lower releases in one untilted FFT pass, as a lower side: the cyclic
+    result y_hat (clamped at 0) carries every mass of the composition on the window plus the mass
+    wrapped in from outside it, and its FFT error; so sum y_hat f - ||y_hat - y||_1 - W, with W
+    the Chernoff bounds of the mass outside the window (f <= 1), is at most the true sum (y >=
+    c pointwise only through the wrapped mass, and max(y_hat, 0) <= c + |y_hat - y| + wrap).
+    Both are put in the side's l1 error, which a lower side subtracts. None when too large."""
+    try:
+        recipe = PowerRecipe.build(factors, float(step.mid()), step)
+    except (ArithmeticError, ValueError, OverflowError):
+        return None
+    if recipe.too_large():
+        return None
+    with working_precision(DEFAULT_PRECISION):
+        passed = recipe.tilted(0.0)
+        wrapped = upper_float(recipe.tails[0] + recipe.tails[1])
+    err = _float_up((math.sqrt(len(passed.vec)) * passed.err_l2 + wrapped) * (1 + 4 * _U))
+    truncated = arb(wrapped)
+    return _Side(False, recipe.window[0], None, passed.vec, err, arb(0), -recipe.shift, arb(0), truncated)
+
+
+def _compose_lower(s1: _Side, s2: _Side, tau: float, step: arb) -> _Side:
+    """The composition of two lower sides: one untilted FFT pass when both are releases."""
+    f1, f2 = _lower_factors(s1, step), _lower_factors(s2, step)
+    if f1 is not None and f2 is not None:
+        fast = _lower_side_of(combined(f1, f2), step)
+        if fast is not None:
+            fast.factor = combined(f1, f2)
+            return fast
+    return _truncate(_multiply(s1, s2), tau)
+
+
+def _power_lower(side: _Side, k: int, tau: float, step: arb) -> _Side:
+    """k-fold self-convolution of a lower side: one untilted FFT pass (issue 23, item 10), else
+    repeated squaring."""
+    factors = _lower_factors(side, step) if k > 1 else None
+    if factors is not None:
+        fast = _lower_side_of(powered(factors, k), step)
+        if fast is not None:
+            fast.factor = powered(factors, k)
+            return fast
+    return _power(side, k, tau)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1247,7 +1306,7 @@ class PrivacyLossDistribution:
                 up = _compose_upper(a.upper, b.upper, tau, self._step)
                 low = None
                 if a.lower is not None and b.lower is not None:
-                    low = _truncate(_multiply(a.lower, b.lower), tau)
+                    low = _compose_lower(a.lower, b.lower, tau, self._step)
                 out.append(_Direction(name, up, low))
         disc = self._discretisation if self._discretisation == other._discretisation else f"{self._discretisation} + {other._discretisation}"
         return PrivacyLossDistribution(out, self._step, self._step_key, disc, prec, tau, self._compositions + other._compositions, f"{self._label} + {other._label}")
@@ -1266,7 +1325,7 @@ class PrivacyLossDistribution:
         with working_precision(self._precision):
             for d in self._directions:
                 up = _power(d.upper, k, self._truncation, self._step)
-                low = _power(d.lower, k, self._truncation) if d.lower is not None else None
+                low = _power_lower(d.lower, k, self._truncation, self._step) if d.lower is not None else None
                 out.append(_Direction(d.name, up, low))
         return PrivacyLossDistribution(
             out, self._step, self._step_key, self._discretisation, self._precision, self._truncation, self._compositions * k, f"{k} x {self._label}"

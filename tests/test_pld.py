@@ -109,7 +109,8 @@ def test_randomized_response_binomial_closed_form(k, eps):
     result = pld.self_compose(k).delta(eps)
     exact = float(rr_delta_exact(p, k, eps))
     assert result.delta_lower <= exact <= result.delta
-    assert result.delta - result.delta_lower <= 1e-12 * max(exact, 1e-300) + 1e-15
+    # (the lower bound comes from one untilted FFT pass: its certified error is ~1e-12 here)
+    assert result.delta - result.delta_lower <= 1e-11 * max(exact, 1e-300) + 1e-15
 
 
 def test_randomized_response_epsilon_sandwich():
