@@ -38,7 +38,7 @@ from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
 from ._durable import DurableLedger, VerifyReport
 
-from ._optimal_composition import OptimalComposition, optimal_composition_epsilon
+from ._optimal_composition import OptimalComposition
 from ._mechanisms import (
     BernoulliCurator,
     Binomial,
@@ -66,6 +66,7 @@ from ._paper_params import (
 )
 from ._reports import dist_rdp_se_returning
 from ._routes import epsilon_routes
+from ._tight_routes import optimal_composition_epsilon
 from ._shuffle import (
     ShuffledLDP,
     ShuffledRandomizedResponse,
@@ -147,3 +148,14 @@ __all__ = [
     "shuffled_rr_delta",
     "shuffled_rr_epsilon",
 ]
+
+
+def __getattr__(name: str):
+    """``CertifiedAccountant``: dp_accounting's PrivacyAccountant answered by the certified route
+    planner (:mod:`accounting._dp_accounting_compat`), built on first use so that dp_accounting
+    stays optional (a missing package is an ImportError naming the extra that installs it)."""
+    if name == "CertifiedAccountant":
+        from ._dp_accounting_compat import certified_accountant_class
+
+        return certified_accountant_class()
+    raise AttributeError(f"module 'accounting' has no attribute {name!r}")

@@ -1,12 +1,21 @@
-"""Calibration: the least noise that meets a privacy budget, found by bisection on exact values.
+"""Calibration: the least noise that meets a privacy budget, searched through the route planner.
 
 Given a family of mechanisms indexed by a noise parameter (variance, sigma, scale) in which more
-noise never means less privacy, :func:`calibrate` brackets the smallest parameter whose
-certified epsilon (best route, after ``compose``-fold composition) is at most the target, and
-returns the *upper* end of the final bracket: a parameter that has itself been certified to
-meet the budget. The returned report carries that certified epsilon, so nothing rests on the
-monotonicity assumption except optimality (a non-monotone family can only make the answer
-noisier than needed, never under budget).
+noise never means less privacy, :func:`calibrate` brackets the smallest parameter whose certified
+epsilon (the planner's answer, :func:`accounting.epsilon_routes`, after ``compose``-fold
+composition) is at most the target, and returns the *upper* end of the final bracket: a
+parameter that has itself been certified to meet the budget, with the route that certified it.
+Nothing rests on the monotonicity assumption except optimality (a non-monotone family can only
+make the answer noisier than needed, never over budget).
+
+The search spends a time budget (estimated seconds on one core, as the planner counts them) in two
+phases: a geometric bisection in which each evaluation may use a small share of the budget (the
+cheap certified routes: closed forms, RDP curves, small PLDs), then, with what is left, further
+bisection between the last uncertified parameter and that answer with the full routes (a PLD
+that the first phase could not afford may certify a smaller parameter). An evaluation that fails
+(an enclosure that lost all precision at an extreme noise level, a parameter the mechanism
+refuses) does not fail the query: the parameter counts as not certified and the bracket narrows
+above it; the failures are counted in the result.
 """
 
 from __future__ import annotations
@@ -16,10 +25,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ._conversions import EpsilonResult
+from ._planner import DEFAULT_TIME_BUDGET
 from ._routes import epsilon_routes
 from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 __all__ = ["Calibration", "calibrate"]
+
+#: the share of the time budget one evaluation of the first phase may use
+_FIRST_PHASE_SHARE = 1 / 40
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,8 @@ class Calibration:
     delta: float
     compose: int
     iterations: int
+    #: evaluations that failed (not certified, the bracket narrowed above them)
+    failures: int = 0
 
     def as_dict(self) -> dict:
         return {
@@ -41,8 +56,15 @@ class Calibration:
             "compose": self.compose,
             "achieved_epsilon": self.achieved.epsilon,
             "route": self.achieved.route,
+            "route_detail": self.achieved.detail,
             "iterations": self.iterations,
+            "failed_evaluations": self.failures,
         }
+
+
+def _spent(result: EpsilonResult) -> float:
+    """The estimated seconds the planner spent on one evaluation (the routes it ran)."""
+    return sum((r.estimated_seconds or 0.0) for r in result.alternatives if getattr(r, "status", "") in ("run", "answer"))
 
 
 def calibrate(
@@ -54,43 +76,82 @@ def calibrate(
     lower: float,
     upper: float,
     relative_tolerance: float = 1e-3,
-    include_pld: bool = False,
+    include_pld: bool = True,
     max_iterations: int = 200,
+    time_budget: float = DEFAULT_TIME_BUDGET,
 ) -> Calibration:
     """Smallest noise parameter in [lower, upper] meeting (target_epsilon, delta) after ``compose`` releases.
 
     ``family(parameter)`` builds the mechanism. The search is geometric bisection, stopping when
-    upper/lower - 1 <= ``relative_tolerance``.
+    upper/lower - 1 <= ``relative_tolerance``, within ``time_budget`` estimated seconds (module
+    docstring); ``include_pld=False`` leaves out the PLD routes.
     """
     check_positive("target_epsilon", target_epsilon)
-    check_probability("delta", delta)
-    check_positive_int("compose", compose)
+    delta = float(check_probability("delta", delta))
+    compose = check_positive_int("compose", compose)
     check_positive("lower", lower)
     check_positive("upper", upper)
     if not upper > lower:
         raise AccountingError("upper", upper, f"a value > lower={lower}")
     check_positive("relative_tolerance", relative_tolerance)
+    check_positive("time_budget", time_budget, allow_inf=True)
+    left = float(time_budget)
+    failures = 0
+    first_error: BaseException | None = None
 
-    def epsilon_at(parameter: float) -> EpsilonResult:
-        # only the certified answer and its route are read: the comparison routes are skipped
-        return epsilon_routes(family(parameter), delta, compose=compose, include_pld=include_pld, comparisons=False)
+    def evaluate(parameter: float, budget: float) -> EpsilonResult | None:
+        """The certified answer at ``parameter``, or None if every route failed there."""
+        nonlocal left, failures, first_error
+        try:
+            result = epsilon_routes(family(parameter), delta, compose=compose, include_pld=include_pld, comparisons=False,
+                                    time_budget=max(budget, 1e-6))
+        except (ValueError, ArithmeticError, MemoryError, OverflowError) as error:
+            failures += 1
+            first_error = first_error or error
+            return None
+        left -= _spent(result)
+        return result if math.isfinite(result.epsilon) else None
 
-    best = epsilon_at(upper)
-    if best.epsilon > target_epsilon:
+    def meets(result: EpsilonResult | None) -> bool:
+        return result is not None and result.epsilon <= target_epsilon
+
+    share = float(time_budget) * _FIRST_PHASE_SHARE
+    best = evaluate(upper, share)
+    if not meets(best):
+        best = evaluate(upper, max(left, share))
+    if not meets(best):
+        if best is None and first_error is not None:
+            raise AccountingError("upper", upper, f"a noise parameter at which the certified evaluation answers ({type(first_error).__name__}: {first_error})")
         raise AccountingError(
-            "upper", upper, f"a noise parameter large enough to reach target_epsilon={target_epsilon!r} (it gives {best.epsilon:.6g})"
+            "upper", upper, f"a noise parameter large enough to reach target_epsilon={target_epsilon!r} (it gives {best.epsilon:.6g})"  # type: ignore[union-attr]
         )
     lo, hi = lower, upper
-    at_lo = epsilon_at(lo)
-    if at_lo.epsilon <= target_epsilon:
-        return Calibration(lo, at_lo, target_epsilon, delta, compose, 0)
+    at_lo = evaluate(lo, share)
+    if meets(at_lo):
+        return Calibration(lo, at_lo, target_epsilon, delta, compose, 0, failures)  # type: ignore[arg-type]
     iterations = 0
+    # phase 1: the cheap routes
     while hi / lo - 1 > relative_tolerance and iterations < max_iterations:
         mid = math.sqrt(lo * hi)
-        result = epsilon_at(mid)
-        if result.epsilon <= target_epsilon:
+        result = evaluate(mid, share)
+        if meets(result):
             hi, best = mid, result
         else:
             lo = mid
         iterations += 1
-    return Calibration(hi, best, target_epsilon, delta, compose, iterations)
+    # phase 2: what is left of the budget, the full routes, below the phase-1 answer (the cheap
+    # routes may be loose): halve the answer while each halving is certified, then bisect
+    probe_lo = lower
+    galloping = True
+    while left > 0 and iterations < max_iterations and hi / probe_lo - 1 > relative_tolerance:
+        mid = max(hi / 2, probe_lo) if galloping else math.sqrt(probe_lo * hi)
+        if mid <= probe_lo:
+            galloping = False
+            mid = math.sqrt(probe_lo * hi)
+        result = evaluate(mid, left)
+        if meets(result):
+            hi, best = mid, result
+        else:
+            probe_lo, galloping = mid, False
+        iterations += 1
+    return Calibration(hi, best, target_epsilon, delta, compose, iterations, failures)  # type: ignore[arg-type]

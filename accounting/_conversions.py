@@ -214,6 +214,13 @@ def rdp_to_epsilon(
         raise AccountingError("conversion", conversion, "one of 'cks', 'mironov'")
     if not (1 < alpha_min < alpha_max) or not math.isfinite(alpha_max):
         raise AccountingError("alpha_max", alpha_max, f"a finite order > alpha_min={alpha_min} > 1")
+    return _rdp_to_epsilon(curve, delta, conversion, alpha_min, alpha_max, scan_points, refine_steps, precision)
+
+
+def _rdp_to_epsilon(curve: RDP, delta: float, conversion: str = "cks", alpha_min: float = 1.0001, alpha_max: float = 1e6, scan_points: int = 48,
+                    refine_steps: int = 24, precision: int | None = None) -> EpsilonResult:
+    """:func:`rdp_to_epsilon` for arguments its caller validated (the route planner validates
+    delta once, at its boundary)."""
     with working_precision(precision):
         log_inv_delta = -exact(delta).log()
 
@@ -263,7 +270,7 @@ def _mechanism_key(subject) -> tuple | None:
 
 @functools.lru_cache(maxsize=4096)
 def _mechanism_epsilon_cached(key: tuple, subject, delta: float, compose: int, conversion: str) -> EpsilonResult:
-    return rdp_to_epsilon(subject.rdp().times(compose), delta, conversion=conversion)
+    return _rdp_to_epsilon(subject.rdp().times(compose), delta, conversion)
 
 
 def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion: Conversion = "cks") -> EpsilonResult:
@@ -275,9 +282,17 @@ def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion
     transparent: the conversion is a deterministic function of the key (the mechanism's class
     and fields, delta, compose, conversion), so a hit returns what a fresh call would.
     """
+    check_probability("delta", delta)
+    if conversion not in _CONVERSIONS:
+        raise AccountingError("conversion", conversion, "one of 'cks', 'mironov'")
+    return _mechanism_rdp_epsilon(subject, delta, compose, conversion)
+
+
+def _mechanism_rdp_epsilon(subject, delta: float, compose: int = 1, conversion: str = "cks") -> EpsilonResult:
+    """:func:`mechanism_rdp_epsilon` for arguments its caller validated."""
     key = _mechanism_key(subject)
     if key is None:
-        return rdp_to_epsilon(subject.rdp().times(compose), delta, conversion=conversion)
+        return _rdp_to_epsilon(subject.rdp().times(compose), delta, conversion)
     return _mechanism_epsilon_cached(key, subject, float(delta), int(compose), conversion)
 
 
@@ -320,7 +335,13 @@ def zcdp_to_epsilon(rho: float | ZCDP, delta: float, *, precision: int | None = 
         rho = rho.rho
     check_positive("rho", rho)
     check_probability("delta", delta)
-    result = rdp_to_epsilon(RDP.zcdp(rho), delta, precision=precision, alpha_max=1e9)
+    check_precision(precision)
+    return _zcdp_to_epsilon(rho, delta, precision)
+
+
+def _zcdp_to_epsilon(rho: float, delta: float, precision: int | None = None) -> EpsilonResult:
+    """:func:`zcdp_to_epsilon` for arguments its caller validated."""
+    result = _rdp_to_epsilon(RDP.zcdp(rho), delta, alpha_max=1e9, precision=precision)
     return EpsilonResult(
         epsilon=result.epsilon,
         delta=delta,

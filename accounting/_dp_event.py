@@ -30,7 +30,7 @@ from ._guarantees import RDP, PureDP
 from ._mechanisms._base import Mechanism
 from ._validation import AccountingError
 
-__all__ = ["Composition", "KaryRandomizedResponse", "NonPrivate", "event_from_json", "from_dp_event", "pld_bracket"]
+__all__ = ["Composition", "KaryRandomizedResponse", "NonPrivate", "event_from_json", "from_dp_event"]
 
 # field order of dp_accounting's named tuples (after module_name, class_name), for the list form
 _FIELDS = {
@@ -68,25 +68,6 @@ class Composition(Mechanism):
             return None
         total = [p.times(n) for p, (_, n) in zip(pures, self.parts)]
         return total[0].compose(*total[1:])
-
-    def privacy_loss_distribution(self, discretisation: float = 1e-4, lower_bound: bool = False):
-        """The composed PLD on the grid h Z, or None if some part has no PLD route."""
-        from ._pld import PrivacyLossDistribution
-        from ._pld_continuous import continuous_loss_pair
-
-        out = None
-        for m, n in self.parts:
-            if isinstance(m, Composition):
-                pld = m.privacy_loss_distribution(discretisation, lower_bound)
-            elif continuous_loss_pair(m) is not None or (hasattr(m, "output_pair") and m.output_pair() is not None):
-                pld = PrivacyLossDistribution.from_pair(m, discretisation=discretisation, lower_bound=lower_bound)
-            else:
-                return None
-            if pld is None:
-                return None
-            pld = pld.self_compose(n)
-            out = pld if out is None else out + pld
-        return out
 
     def describe(self) -> str:
         return " + ".join(m.describe() if n == 1 else f"{n} x ({m.describe()})" for m, n in self.parts)
@@ -164,26 +145,6 @@ class KaryRandomizedResponse(Mechanism):
 
     def describe(self) -> str:
         return f"{self.num_buckets}-ary randomized response, noise parameter {float(self.noise_parameter)}"
-
-
-def pld_bracket(mechanism: Any, delta: float, *, compose: int = 1, discretisation: float | None = None):
-    """The PLD route with its optimistic twin: a PLDResult whose [epsilon_lower, epsilon] brackets
-    the true eps(delta) (both certified), or None when the mechanism has no PLD route."""
-    from ._pld import PrivacyLossDistribution
-    from ._pld_continuous import continuous_loss_pair, default_discretisation
-
-    if isinstance(mechanism, Composition):
-        pld = mechanism.privacy_loss_distribution(discretisation or 1e-4, lower_bound=True)
-    elif continuous_loss_pair(mechanism) is not None:
-        h = discretisation or default_discretisation(continuous_loss_pair(mechanism))
-        pld = PrivacyLossDistribution.from_pair(mechanism, discretisation=h)
-    elif getattr(mechanism, "output_pair", None) is not None and mechanism.output_pair() is not None:
-        pld = PrivacyLossDistribution.from_pair(mechanism, discretisation=discretisation)
-    else:
-        return None
-    if pld is None:
-        return None
-    return pld.self_compose(compose).epsilon(delta)
 
 
 def _get(event: Any, name: str) -> Any:

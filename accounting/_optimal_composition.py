@@ -20,11 +20,12 @@ with g groups of n_g equal values the loss takes prod (n_g + 1) values (l_g flip
 Flip counts far from their mean n_g/(1 + e^eps_g) are dropped, their mass bounded by Hoeffding's
 inequality (P(|l - n q| >= d) <= 2 e^{-2 d^2 / n}) and added to delta at its largest possible
 contribution 1; the window is chosen so that this costs at most delta 2^-40.
-Here it is computed exactly up to ``MAX_OUTCOMES`` support points. Beyond that, the product of
-randomized responses' privacy-loss distribution with losses rounded up to a grid (a certified
-upper bound within about k h of the optimum; :mod:`accounting._pld`) when it is affordable, and
-always the closed-form heterogeneous bound of KOV 2015 (Thm 3.5); the smaller is returned,
-labelled as such:
+The route planner (:mod:`accounting._routes`) offers three routes and runs what its time budget
+affords, the tightest answering: this exact enumeration (``optimal-composition``, cost ~ support
+points, :func:`exact_support`), the product of randomized responses' PLD
+(``optimal-composition-pld``: exact on one lattice, i.e. one distinct epsilon; connect-the-dots
+between groups), and always the closed-form heterogeneous bound of KOV 2015 (Thm 3.5,
+``kov-heterogeneous-bound``):
 
     eps = min{ sum eps_i,
                sum eps_i (e^eps_i - 1)/(e^eps_i + 1) + sqrt(2 sum eps_i^2 log(e + sqrt(sum eps_i^2)/delta)),
@@ -52,16 +53,11 @@ from ._certified import exact, upper_float, working_precision
 from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 __all__ = [
-    "MAX_OUTCOMES",
     "OptimalComposition",
+    "exact_support",
     "kov_heterogeneous_bound",
-    "optimal_composition_epsilon",
+    "optimal_composition_exact",
 ]
-
-#: the largest number of support points of the composed randomized-response loss computed exactly
-#: (about 0.1 s of Arb arithmetic per 10^4 points; each group's flip count is windowed to
-#: n q +- sqrt(n log(2/tail)/2), so one group of n releases needs ~9 sqrt(n) points)
-MAX_OUTCOMES = 20_001
 
 _PRECISION = 128
 #: Largest per-step epsilon accepted (measured: certified answers up to 1e20; NaN at 1e300).
@@ -83,12 +79,18 @@ class OptimalComposition:
     def method(self) -> str:
         return "exact" if self.exact else "rr-pld" if self.pld_grid is not None else "kov-bound"
 
+    def as_result(self):
+        from ._conversions import EpsilonResult
+
+        route = {"exact": "optimal-composition", "rr-pld": "optimal-composition-pld", "kov-bound": "kov-heterogeneous-bound"}[self.method]
+        return EpsilonResult(self.epsilon, self.delta, route, None, self.detail)
+
     @property
     def detail(self) -> str:
         if self.exact:
             return f"optimal composition of pure DP (Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan 2016), exact over {self.outcomes} losses (tails < delta 2^-40, bounded), rounded up"
         if self.pld_grid is not None:
-            return f"optimal composition of pure DP through the randomized-response product's PLD (Murtagh-Vadhan 2016), grid h = {self.pld_grid:.3g}, losses rounded up"
+            return f"optimal composition of pure DP through the randomized-response product's PLD (Murtagh-Vadhan 2016), grid h = {self.pld_grid:.3g}, connect-the-dots"
         return "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"
 
 
@@ -168,23 +170,20 @@ def _delta_upper(outcomes: list[tuple[arb, arb]], outside: arb, eps: arb) -> arb
     return total.upper()
 
 
-def optimal_composition_epsilon(
-    epsilons: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction, *, max_outcomes: int = MAX_OUTCOMES
-) -> OptimalComposition:
-    """Certified eps(delta) of composing ``count`` copies of each ``eps0``-DP step ((eps0, count) pairs).
-
-    Exact (the optimum over all mechanisms with these pure-DP parameters) when the composed loss
-    has at most ``max_outcomes`` support points; otherwise KOV's Thm 3.5 bound.
-    """
-    check_probability("delta", delta)
-    groups = _groups(epsilons)
-    # each group's flip count is kept to a window holding all but delta 2^-40 / (groups) of its mass
+def exact_support(groups: Sequence[tuple[object, int]], delta: float | Fraction) -> int:
+    """How many support points the exact enumeration would hold (the cost of the exact route)."""
     windows = [_window(n, eps0, float(delta) * 2.0**-40 / len(groups)) for eps0, n in groups]
     support = 1
     for lo, hi in windows:
         support *= hi - lo + 1
-        if support > max_outcomes:
-            return _beyond_exact(groups, delta, support)
+    return support
+
+
+def optimal_composition_exact(groups: Sequence[tuple[object, int]], delta: float | Fraction) -> OptimalComposition:
+    """The exact enumeration (module docstring) for validated ``groups`` and ``delta``."""
+    groups = list(groups)
+    # each group's flip count is kept to a window holding all but delta 2^-40 / (groups) of its mass
+    windows = [_window(n, eps0, float(delta) * 2.0**-40 / len(groups)) for eps0, n in groups]
     with working_precision(_PRECISION):
         outcomes, outside = _outcomes(groups, windows)
         outcomes.sort(key=lambda item: item[0].mid(), reverse=True)
@@ -217,46 +216,14 @@ def optimal_composition_epsilon(
         return OptimalComposition(eps, float(delta), True, len(outcomes))
 
 
-#: the randomized-response PLD is used beyond the exact support when (distinct epsilons) x (grid
-#: points of the composed loss, ~20 sd / h) is at most this (each distinct value costs one FFT
-#: composition of the grid; 4e6 is ~0.3 s), and for at most this many releases
-PLD_MAX_COST = 4_000_000
-PLD_MAX_RELEASES = 100_000
-
-
-def _beyond_exact(groups: list[tuple[object, int]], delta: float | Fraction, support: int) -> OptimalComposition:
-    """The better of KOV's closed-form bound and the randomized-response product's pessimistic PLD."""
-    best = OptimalComposition(kov_heterogeneous_bound(groups, delta), float(delta), False, support)
-    releases = sum(n for _, n in groups)
-    sd = math.sqrt(sum(n * float(eps0) ** 2 for eps0, n in groups))
-    from ._pld import _default_h
-
-    if releases <= PLD_MAX_RELEASES and len(groups) * 20 * sd / _default_h(releases) <= PLD_MAX_COST:
-        eps, h = randomized_response_pld_epsilon(groups, delta)
-        if eps < best.epsilon:
-            return OptimalComposition(eps, float(delta), False, support, pld_grid=h)
-    return best
-
-
-def randomized_response_pld_epsilon(groups: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction) -> tuple[float, float]:
-    """Certified eps(delta) of the product of RR(eps_g)^n_g by its pessimistic PLD (losses rounded
-    up to a grid h = min(1e-4, 0.02 / releases)): an upper bound on the optimal composition, within
-    about releases * h of it. Returns (eps, h)."""
-    from ._mechanisms import RandomizedResponse
-    from ._pld import PrivacyLossDistribution, _default_h
-
-    h = _default_h(sum(n for _, n in groups))
-    total = None
-    for eps0, n in groups:
-        one = PrivacyLossDistribution.from_pair(RandomizedResponse(eps0).output_pair(), discretisation=h, lower_bound=False)
-        part = one.self_compose(n) if n > 1 else one
-        total = part if total is None else total.compose(part)
-    return total.epsilon(float(delta)).epsilon, h
-
-
 def kov_heterogeneous_bound(groups: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction) -> float:
     """KOV 2015 Thm 3.5 for eps_i-DP steps (delta_i = 0), rounded up: the least of its three terms."""
     check_probability("delta", delta)
+    return _kov_bound(groups, delta)
+
+
+def _kov_bound(groups: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction) -> float:
+    """:func:`kov_heterogeneous_bound` for a validated ``delta``."""
     with working_precision(_PRECISION):
         total = arb(0)
         drift = arb(0)

@@ -106,6 +106,7 @@ import scipy.fft
 from flint import arb, ctx
 
 from ._certified import DEFAULT_PRECISION, lower_float, upper_float, working_precision
+from ._pld_measure import _certified_powers
 
 _U = 2.0**-53
 _SQRT5 = math.sqrt(5.0)
@@ -154,19 +155,14 @@ _TABLES: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
 def _weights(log_start: arb, log_step: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
     """Certified floats w_lo <= e^{log_start + j log_step} <= w_hi, j = 0..count-1.
 
-    Per block of 2048: one Arb exponential times a table of e^{j log_step} (bounds from Arb),
-    the float products widened by 2u each way."""
+    Per block of 2048: one Arb exponential times a table of e^{j log_step} (certified float
+    bounds, :func:`accounting._pld_measure._certified_powers`), the float products widened by 2u
+    each way."""
     table_n = _BLOCK
     key = (log_step.mid().str(30), log_step.rad().str(5))
     tables = _TABLES.get(key)
     if tables is None:
-        r = log_step.exp()
-        balls = []
-        value = arb(1)
-        for _ in range(table_n):
-            balls.append(value)
-            value = value * r
-        tables = (np.array([lower_float(b) for b in balls]), np.array([upper_float(b) for b in balls]))
+        tables = _certified_powers(log_step.exp(), table_n)
         if len(_TABLES) > 64:
             _TABLES.clear()
         _TABLES[key] = tables
@@ -250,11 +246,20 @@ def _tail_bound(factors: tuple[Factor, ...], s: float, edge: int, h_ball: arb) -
     return arb(upper_float((log_total - arb(s) * h_ball * edge).exp()))
 
 
+def _s_max(factors: tuple[Factor, ...], h: float) -> float:
+    """The largest tilt worth trying: 64, or more for releases whose losses are all small (a
+    discrete Laplace of scale 1e6: losses of 1e-4, Chernoff-optimal tilts in the thousands), as
+    long as e^{s L} stays far from overflow on every release's losses (placement and choice of
+    tilt only: any s keeps the bounds certified)."""
+    widest = max(max(abs(f.offset), abs(f.offset + len(f.vec) - 1)) * h + float(f.shift.mid()) for f in factors)
+    return max(64.0, min(1e8, 600.0 / max(widest, 1e-300)))
+
+
 def _best_tail(factors: tuple[Factor, ...], h: float, tail: float, upper: bool) -> tuple[int, float]:
     """(edge index, s) with the Chernoff tail beyond edge about <= tail (float estimate)."""
     sign = 1.0 if upper else -1.0
     best = None
-    for s in np.geomspace(1e-3, 64.0, 60):
+    for s in np.geomspace(1e-3, _s_max(factors, h), 60):
         logm = sum(f.k * _log_mgf(f, sign * s, h) for f in factors)
         edge = (logm - math.log(tail)) / s  # L beyond which the bound is <= tail (times sign)
         if best is None or edge < best[0]:
@@ -375,14 +380,19 @@ class PowerRecipe:
         eps(delta), so one pass serves both the search and the certification."""
         target = math.log(1 / delta)
         a, b = _golden_section(lambda u: (self.log_chernoff(math.exp(u)) + target) / math.exp(u),
-                               math.log(1e-3), math.log(64.0), 50)
+                               math.log(1e-3), math.log(_s_max(self.factors, self.h)), 50)
         return math.exp(0.5 * (a + b))
 
     def best_lambda(self, eps: float) -> float:
-        """The s >= 0 minimising log prod M(s)^k - s eps (golden section on [0, 64])."""
+        """The s >= 0 minimising log prod M(s)^k - s eps (golden section on [0, s_max], in log s
+        beyond 64)."""
         if eps <= 0:
             return 0.0
-        a, b = _golden_section(lambda s: self.log_chernoff(s) - s * eps, 0.0, 64.0, 60)
+        top = _s_max(self.factors, self.h)
+        a, b = _golden_section(lambda s: self.log_chernoff(s) - s * eps, 0.0, min(top, 64.0), 60)
+        if top > 64.0 and b > 63.0:  # the minimum sits at the top of [0, 64]: search the rest on a log scale
+            a, b = _golden_section(lambda u: self.log_chernoff(math.exp(u)) - math.exp(u) * eps, math.log(64.0), math.log(top), 60)
+            return math.exp(0.5 * (a + b))
         return 0.5 * (a + b)
 
 

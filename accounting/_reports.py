@@ -6,7 +6,7 @@ on a sum with sensitivity g — what (eps, delta)-DP does she get? Three routes,
 bound: the paper's printed RDP curve composed B times and converted (Lemma 10); the Agarwal,
 Kairouz & Liu bound for that Skellam release composed and converted; the exact Skellam Renyi
 curve converted by CKS; and the tightest certified value over every route (the privacy-loss
-distribution, rounded up, wins here), labelled with its route. For
+distribution, connect-the-dots on a grid, wins here), labelled with its route. For
 contrast, the approximate-DP route of App. I: each batch's exact (eps_b, delta/(2B)) guarantee
 composed by the better of basic and advanced composition (delta' = delta/2).
 """
@@ -27,22 +27,30 @@ __all__ = ["ROUTE_LABELS", "dist_rdp_se_returning", "route_label"]
 #: what each certified route's number claims, for tables
 ROUTE_LABELS = {
     "pure": "pure DP, basic composition",
-    "rdp-cks": "exact RDP -> CKS",
-    "pld": "PLD, rounded up",
+    "rdp-cks": "RDP -> CKS",
+    "pld": "PLD",
     "analytic-gaussian": "analytic Gaussian (mu-GDP), rounded up",
     "optimal-composition": "optimal pure-DP composition, rounded up",
-    "optimal-composition-pld": "optimal pure-DP composition by PLD, rounded up",
+    "optimal-composition-pld": "optimal pure-DP composition by PLD",
     "kov-heterogeneous-bound": "KOV 2015 heterogeneous bound",
 }
 
 
 def route_label(result) -> str:
-    """A short label of the claim behind a certified result (its route, plus the PLD's grid)."""
+    """A short label of the claim behind a certified result, read from what the route reports
+    it did (its detail), never from its name alone: the PLD's grid and discretisation, the RDP
+    curve's provenance at the order the conversion used (exact sum, or a bound)."""
     label = ROUTE_LABELS.get(result.route, result.route)
-    if result.route == "pld" and "grid h =" in result.detail:
-        label = f"PLD, h={result.detail.split('grid h = ')[1].split(',')[0]}, rounded up"
-    elif result.route == "pld" and "exact lattice" in result.detail:
-        label = "PLD on its exact lattice, rounded up"
+    detail = result.detail
+    if result.route in ("pld", "optimal-composition-pld"):
+        if "exact lattice" in detail:
+            return f"{label} on its exact lattice"
+        if "grid h = " in detail:
+            h = detail.split("grid h = ")[1].split(",")[0].split(";")[0]
+            return f"{label}, h={h}, connect-the-dots" if "connect-the-dots" in detail else f"{label}, h={h}, rounded up"
+    if result.route == "rdp-cks":
+        curve = detail.split(", CKS")[0] if ", CKS" in detail else detail
+        return f"{curve} -> CKS"
     return label
 
 
@@ -69,7 +77,7 @@ def dist_rdp_se_returning(
     rows = []
     for b in returns:
         check_positive_int("returns", b)
-        exact = epsilon_routes(mechanism, delta, compose=b, include_pld=include_pld)
+        exact = epsilon_routes(mechanism, delta, compose=b, include_pld=include_pld, exhaustive=True)  # the table shows the RDP column too
         per_batch = epsilon_routes(mechanism, delta / (2 * b), compose=1, include_pld=include_pld, comparisons=False)
         # The approximate-DP route: B batches of (eps_b, delta/(2B)) composed by the better of basic
         # composition (B eps_b, delta/2) and advanced composition (slack delta/2); both total <= delta.

@@ -1,215 +1,415 @@
-"""Answering "what (eps, delta) does this give?" by every route that applies, keeping the smallest.
+"""Answering "what (eps, delta) does this give?": every route, through one planner.
 
-For a mechanism released ``compose`` times to the same user (k-fold composition, or a user who
-returns to ``compose`` batches of the same protocol), the certified routes are
-- ``pure``: k * eps when the mechanism is pure DP;
-- ``rdp-cks``: the exact RDP curve, composed, converted by Canonne-Kamath-Steinke over real alpha;
-- ``pld``: the privacy-loss distribution, composed by convolution (discrete mechanisms; continuous
-  and subsampled ones through connect-the-dots, :mod:`accounting._pld_continuous`);
-- ``analytic-gaussian`` and ``optimal-composition``: exact for compositions of Gaussians and of
-  pure-DP steps (:mod:`accounting._tight_routes`); a list of releases is a heterogeneous sequence;
-and the comparison routes are the closed forms the papers and the literature print (Agarwal
-et al.'s Skellam bound, the ICLR paper's Theorem 2, Mironov's conversion, ...). Every route's
-value is an upper bound; the answer is the smallest certified one, and the report lists all of
-them so a reader sees how much each closed form gives away.
+A query is a list of releases to one user, each with a multiplicity: ``compose`` releases of a
+mechanism (k-fold composition, or a user returning to ``compose`` batches), a heterogeneous list,
+a dp_accounting event tree (:func:`accounting.from_dp_event`), or a guarantee (PureDP, ZCDP,
+RDP). Whatever the entry point, the query is flattened to ((release, count), ...) (equal releases
+merged), so one query gets one answer. The certified routes are
+
+- ``analytic-gaussian``: every release Gaussian: mu-GDP, Balle & Wang's exact profile (exact);
+- ``optimal-composition``: every release pure DP: the optimal composition theorem (Kairouz, Oh &
+  Viswanath 2015; Murtagh & Vadhan 2016), enumerated exactly (exact for pure-DP guarantees and
+  randomized response, which attain it); ``optimal-composition-pld``: the same optimum through the
+  randomized responses' PLD; ``kov-heterogeneous-bound``: KOV's closed form;
+- ``pld``: the privacy-loss distribution of the releases, composed (:mod:`accounting._pld_route`;
+  exact when the losses sit on one lattice, connect-the-dots on a grid otherwise);
+- ``rdp-cks``: the RDP curves summed, converted by Canonne-Kamath-Steinke over real alpha;
+- ``pure``: basic composition of the releases' pure epsilons;
+
+and the comparison routes (never the answer, kept beside it) are the closed forms the papers print
+and Mironov's conversion. :mod:`accounting._planner` decides what runs: exact routes first (the
+first that answers ends the search), the others by estimated cost within the time budget, and every
+route is reported, run or not, with why. Every value is a certified upper bound; the answer is the
+smallest.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import Any
 
-from ._conversions import EpsilonResult, mechanism_rdp_epsilon, rdp_to_epsilon, zcdp_to_epsilon
+from ._certified import upper_float, working_precision
+from ._conversions import EpsilonResult, _mechanism_rdp_epsilon, _rdp_to_epsilon, _zcdp_to_epsilon
+from ._dp_event import Composition
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
-from ._tight_routes import sequence_routes, tight_routes
-from ._validation import AccountingError, check_positive_int, check_probability
+from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
+from ._pld import PLDResult, release_kind
+from ._pld_route import PldRoute, pld_for_parts
+from ._shuffle import Shuffled, shuffle_routes
+from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
-__all__ = ["epsilon_routes"]
+__all__ = ["epsilon_routes", "pld_bracket", "query_of", "rdp_provenance", "routes_for"]
 
-#: above this many releases the PLD route is skipped (reported as such): its self-composition by
-#: squaring needs O(log k) products of grids whose length grows like sqrt(k) (10^6-fold discrete
-#: Laplace(20, 10): a few seconds), while the RDP, pure and optimal-composition routes cost O(1) in k
-PLD_MAX_COMPOSE = 10**6
-#: ... and when releases x output-window width exceeds this (the composed grid's cost grows with both;
-#: at 2e7 the Dist-RDP-SE returning-users PLD, 8,193 outputs x 1,000 returns, took 10 CPU s and
-#: 1.8 GB, and 100 outputs x 20,000 returns 5.7 GB: issue 15's fuzz harness; at 1e6, 1 CPU s, 0.2 GB)
-PLD_MAX_WORK = 10**6
-#: ... and for continuous (gridded by loss) pairs, above this many releases (Gaussian(1), issue 15's
-#: fuzz harness: k = 10^3 took 3 CPU s and 0.8 GB, 10^4 7 s and 2.2 GB, 10^5 18 s and 6.4 GB)
-PLD_MAX_COMPOSE_CONTINUOUS = 4096
+#: estimated seconds of the cheap routes (closed forms, basic composition, the analytic Gaussian)
+COST_CLOSED_FORM = 2e-4
+#: estimated seconds of an RDP conversion per distinct release (curve evaluations in Arb at the
+#: orders the float search picks); curves that sum a window (Skellam, discrete Gaussian sums) say
+#: more through ``rdp_cost()``
+COST_RDP = 0.01
+#: estimated seconds per support point of the exact optimal composition (Arb masses and losses)
+COST_OUTCOME = 2e-5
 
 
-def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult | None:
+# ---- the query ------------------------------------------------------------------------------------
+
+
+def _flatten(subject: Any, count: int, out: dict) -> None:
+    if isinstance(subject, Composition):
+        for part, n in subject.parts:
+            _flatten(part, n * count, out)
+        return
+    try:
+        out[subject] = out.get(subject, 0) + count
+    except TypeError:  # unhashable: its own release
+        out[_Unhashable(subject)] = count
+
+
+class _Unhashable:
+    """An unhashable release kept as its own entry (identity equality)."""
+
+    def __init__(self, subject: Any) -> None:
+        self.subject = subject
+
+
+def _check_release(index: int | None, subject: Any) -> None:
+    name = "subject" if index is None else f"subject[{index}]"
+    if isinstance(subject, ApproxDP):
+        raise AccountingError(name, subject, "a mechanism, PureDP, ZCDP or RDP (compose ApproxDP with advanced_composition)")
+    if not (isinstance(subject, (PureDP, ZCDP, RDP)) or hasattr(subject, "rdp")):
+        raise AccountingError(name, subject, "a mechanism or a PureDP/ZCDP/RDP guarantee, or a sequence of them")
+
+
+def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET, include_pld: bool = True,
+             comparisons: bool = True, exhaustive: bool = False) -> Query:
+    """The planner's query for ``compose`` releases of ``subject`` (a release, a list, an event
+    tree): ``delta`` and every argument validated here, once."""
+    delta = float(check_probability("delta", delta))
+    k = check_positive_int("compose", compose)
+    check_positive("time_budget", time_budget, allow_inf=True)
+    merged: dict = {}
+    if isinstance(subject, (list, tuple)):
+        if len(subject) == 0:
+            raise AccountingError("subject", subject, "a non-empty sequence of mechanisms or PureDP/ZCDP/RDP guarantees")
+        for index, item in enumerate(subject):
+            _check_release(index, item)
+            _flatten(item, k, merged)
+    else:
+        _check_release(None, subject)
+        _flatten(subject, k, merged)
+    parts = tuple((s.subject if isinstance(s, _Unhashable) else s, n) for s, n in merged.items())
+    return Query(parts, delta, float(time_budget), include_pld, comparisons, exhaustive)
+
+
+# ---- the routes -----------------------------------------------------------------------------------
+
+
+def _pure_epsilon(subject: Any) -> float | None:
+    if isinstance(subject, PureDP):
+        return subject.epsilon
+    if isinstance(subject, (ZCDP, RDP)):
+        return None
+    pure = subject.pure() if hasattr(subject, "pure") else None
+    return None if pure is None else pure.epsilon
+
+
+def _is_gaussian(subject: Any) -> bool:
+    from ._mechanisms import Gaussian
+
+    return type(subject) is Gaussian
+
+
+def _attains_optimal_composition(subject: Any) -> bool:
+    """A release for which the optimal composition of its pure epsilon *is* its own value: a
+    pure-DP guarantee (the worst case over every eps-DP mechanism) or binary randomized response
+    (which attains that worst case, KOV 2015)."""
+    from ._mechanisms import RandomizedResponse
+
+    return isinstance(subject, PureDP) or type(subject) is RandomizedResponse
+
+
+def _describe(subject: Any) -> str:
+    return subject.describe() if hasattr(subject, "describe") else repr(subject)
+
+
+class _PureRoute:
+    name = "pure"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        epsilons = [_pure_epsilon(s) for s, _ in query.parts]
+        missing = next((s for (s, _), e in zip(query.parts, epsilons) if e is None), None)
+        if missing is not None:
+            return NotApplicable(self.name, f"{_describe(missing)} is not pure DP")
+
+        def run(left: float) -> EpsilonResult:
+            total = PureDP(epsilons[0]).times(query.parts[0][1])
+            for e, (_, n) in zip(epsilons[1:], query.parts[1:]):
+                total = total.compose(PureDP(e).times(n))
+            return EpsilonResult(total.epsilon, query.delta, self.name, None, "basic composition of the pure epsilons")
+
+        return Plan(self.name, run, Cost(COST_CLOSED_FORM))
+
+
+def _rdp_of(subject: Any) -> RDP:
+    if isinstance(subject, RDP):
+        return subject
+    if isinstance(subject, (PureDP, ZCDP)):
+        return subject.to_rdp()
+    return subject.rdp()
+
+
+def _rdp_cost(subject: Any) -> float:
+    hint = getattr(subject, "rdp_cost", None)
+    return float(hint()) if callable(hint) else COST_RDP
+
+
+class _RdpRoute:
+    """RDP curves summed, converted by CKS (or, as a comparison, by Mironov's conversion)."""
+
+    def __init__(self, conversion: str = "cks") -> None:
+        self.conversion = conversion
+        self.name = "rdp-cks" if conversion == "cks" else "rdp-mironov"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        comparison = self.conversion != "cks"
+        single = query.single
+        if comparison and (single is None or not hasattr(single[0], "closed_forms") or not query.comparisons):
+            return NotApplicable(self.name, "a comparison for one mechanism" if query.comparisons else "comparisons=False", comparison=True)
+        cost = Cost(sum(_rdp_cost(s) for s, _ in query.parts))
+        return Plan(self.name, lambda left: self._run(query), cost, comparison=comparison)
+
+    def _run(self, query: Query) -> EpsilonResult:
+        single = query.single
+        delta = query.delta
+        if single is not None and isinstance(single[0], ZCDP):
+            r = _zcdp_to_epsilon(single[0].times(single[1]).rho, delta)
+            return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "zCDP curve, CKS conversion (exact infimum over real alpha)")
+        if single is not None and hasattr(single[0], "closed_forms"):
+            subject, k = single
+            r = _mechanism_rdp_epsilon(subject, delta, k, self.conversion)
+            detail = f"{_curve_label(subject, r.alpha)}, {'CKS' if self.conversion == 'cks' else 'Mironov'} conversion"
+            return EpsilonResult(r.epsilon, delta, self.name, r.alpha, detail)
+        if single is not None and isinstance(single[0], PureDP):
+            r = _rdp_to_epsilon(single[0].to_rdp().times(single[1]), delta)
+            return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "tight pure -> RDP curve (binary randomized response), CKS conversion")
+        curves = [_rdp_of(s) for s, _ in query.parts]
+        r = _rdp_to_epsilon(RDP.sequence(curves, [n for _, n in query.parts]), delta)
+        labels = sorted({_curve_label(s, r.alpha) for s, _ in query.parts})
+        return EpsilonResult(r.epsilon, delta, self.name, r.alpha, f"RDP curves summed ({'; '.join(labels)}), CKS conversion")
+
+
+def rdp_provenance(subject: Any, alpha: float | None) -> str:
+    """What the RDP value of ``subject`` at ``alpha`` is, by the code path that produced it (issue
+    23, item 4: a label never says "exact" of a bound): a mechanism may report it per order
+    (``rdp_provenance(alpha)``: the Skellam curve falls back to Agarwal et al.'s bound where its
+    exact sum's window is too long), else its ``rdp_is_exact`` says whether the whole curve is."""
+    provenance = getattr(subject, "rdp_provenance", None)
+    if callable(provenance) and alpha is not None:
+        return provenance(alpha)
+    if isinstance(subject, (PureDP, ZCDP)):
+        return "exact curve of the guarantee"
+    if isinstance(subject, RDP):
+        return "the given RDP curve"
+    if getattr(subject, "rdp_is_exact", True):
+        return "exact RDP curve"
+    return f"RDP upper bound ({subject.rdp().describe()})"
+
+
+_curve_label = rdp_provenance
+
+
+class _RdpBoundRoute:
+    """A mechanism's cheaper certified RDP curve (``rdp_bound()``: a proven bound, labelled), for
+    when its exact curve does not fit the time budget."""
+
+    name = "rdp-cks:bound"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        single = query.single
+        maker = getattr(single[0], "rdp_bound", None) if single is not None else None
+        curve = maker() if callable(maker) else None
+        if curve is None:
+            return NotApplicable(self.name, "no cheaper RDP bound than the curve itself")
+        subject, k = single  # type: ignore[misc]
+
+        def run(left: float) -> EpsilonResult:
+            r = _rdp_to_epsilon(curve.times(k), query.delta)
+            return EpsilonResult(r.epsilon, query.delta, self.name, r.alpha, f"{curve.describe()}, CKS conversion")
+
+        return Plan(self.name, run, Cost(COST_RDP))
+
+
+class _AnalyticGaussianRoute:
+    name = "analytic-gaussian"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        other = next((s for s, _ in query.parts if not _is_gaussian(s)), None)
+        if other is not None:
+            return NotApplicable(self.name, f"{_describe(other)} is not a Gaussian mechanism")
+        return Plan(self.name, lambda left: analytic_gaussian(query.parts, query.delta), Cost(COST_CLOSED_FORM), exact=True)
+
+
+#: route label of the analytic Gaussian (an exact value, rounded up)
+ANALYTIC_GAUSSIAN_DETAIL = "analytic Gaussian (mu-GDP, Balle-Wang 2018), rounded up"
+
+
+def analytic_gaussian(parts, delta: float) -> EpsilonResult:
+    """The exact eps(delta) of a composition of Gaussians, rounded up (delta already validated)."""
+    from ._analytic_gaussian import _gdp_epsilon, gdp_mu
+
+    with working_precision(None):
+        mu = gdp_mu((s.sensitivity, s.sigma, n) for s, n in parts)
+        mu_up = upper_float(mu)
+        eps = _gdp_epsilon(mu, delta)
+    return EpsilonResult(eps, delta, "analytic-gaussian", None, f"{ANALYTIC_GAUSSIAN_DETAIL}; mu = {mu_up:.6g}")
+
+
+def _pure_groups(query: Query) -> list[tuple[float, int]] | NotApplicable:
+    groups = []
+    for subject, n in query.parts:
+        e = _pure_epsilon(subject)
+        if e is None:
+            return NotApplicable("optimal-composition", f"{_describe(subject)} is not pure DP")
+        groups.append((e, n))
+    return groups
+
+
+class _OptimalCompositionRoute:
+    """The exact optimum over every mechanism with the releases' pure epsilons (enumerated)."""
+
+    name = "optimal-composition"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        from ._optimal_composition import exact_support, optimal_composition_exact
+
+        groups = _pure_groups(query)
+        if isinstance(groups, NotApplicable):
+            return NotApplicable(self.name, groups.reason)
+        support = exact_support(groups, query.delta)
+        exact = all(_attains_optimal_composition(s) for s, _ in query.parts)
+        return Plan(self.name, lambda left: optimal_composition_exact(groups, query.delta).as_result(), Cost(COST_CLOSED_FORM + COST_OUTCOME * support),
+                    exact=exact, setting=f"{support:,} support points")
+
+
+def _rr_surrogate(query: Query):
+    from ._mechanisms import RandomizedResponse
+
+    groups = _pure_groups(query)
+    if isinstance(groups, NotApplicable):
+        return NotApplicable("optimal-composition-pld", groups.reason)
+    merged: dict = {}
+    for e, n in groups:
+        merged[e] = merged.get(e, 0) + n
+    return [(RandomizedResponse(e), n) for e, n in merged.items()]
+
+
+class _KovRoute:
+    name = "kov-heterogeneous-bound"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        from ._optimal_composition import _kov_bound
+
+        groups = _pure_groups(query)
+        if isinstance(groups, NotApplicable):
+            return NotApplicable(self.name, groups.reason)
+        return Plan(self.name, lambda left: EpsilonResult(_kov_bound(groups, query.delta), query.delta, self.name, None,
+                                                          "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"), Cost(COST_CLOSED_FORM))
+
+
+class _ClosedFormRoute:
+    """One of a mechanism's printed closed forms (a comparison, never the answer)."""
+
+    def __init__(self, label: str, bound: Any) -> None:
+        self.name = f"closed-form:{label}"
+        self.label = label
+        self.bound = bound
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        if not query.comparisons:
+            return NotApplicable(self.name, "comparisons=False", comparison=True)
+        if not isinstance(self.bound, (RDP, ZCDP, PureDP)):
+            return NotApplicable(self.name, "not an RDP, zCDP or pure-DP bound", comparison=True)
+        subject, k = query.single  # type: ignore[misc]
+        return Plan(self.name, lambda left: _closed_form_result(self.label, self.bound, k, query.delta), Cost(COST_RDP), comparison=True)
+
+
+def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult:
     if isinstance(bound, RDP):
-        r = rdp_to_epsilon(bound.times(k), delta)
+        r = _rdp_to_epsilon(bound.times(k), delta)
         return EpsilonResult(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, RDP -> CKS")
     if isinstance(bound, ZCDP):
-        r = zcdp_to_epsilon(bound.times(k), delta)
+        r = _zcdp_to_epsilon(bound.times(k).rho, delta)
         return EpsilonResult(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, zCDP -> CKS")
-    if isinstance(bound, PureDP):
-        return EpsilonResult(bound.times(k).epsilon, delta, f"closed-form:{label}", None, f"{label}, pure")
-    return None
+    return EpsilonResult(bound.times(k).epsilon, delta, f"closed-form:{label}", None, f"{label}, pure")
+
+
+def routes_for(query: Query) -> list:
+    """Every route the planner considers for ``query`` (each says itself whether it applies)."""
+    routes: list = [
+        _AnalyticGaussianRoute(),
+        _OptimalCompositionRoute(),
+        PldRoute(),
+        PldRoute("optimal-composition-pld", _rr_surrogate, "optimal composition of pure DP through the randomized responses' PLD (Murtagh-Vadhan 2016)",
+                 exact_for_lattice=all(_attains_optimal_composition(s) for s, _ in query.parts)),
+        _KovRoute(),
+        _RdpRoute("cks"),
+        _RdpBoundRoute(),
+        _PureRoute(),
+        _RdpRoute("mironov"),
+    ]
+    single = query.single
+    if single is not None and hasattr(single[0], "closed_forms") and query.comparisons:
+        try:
+            forms = single[0].closed_forms()
+        except (ValueError, ArithmeticError) as error:  # a printed bound that cannot be formed here (e.g. rho overflows)
+            routes.append(_Unavailable("closed-form", f"the closed forms could not be formed ({error})", comparison=True))
+        else:
+            routes += [_ClosedFormRoute(label, bound) for label, bound in forms.items()]
+    return routes
+
+
+class _Unavailable:
+    """A route that says only why it does not apply."""
+
+    def __init__(self, name: str, reason: str, comparison: bool = False) -> None:
+        self.name, self.reason, self.comparison = name, reason, comparison
+
+    def plan(self, query: Query, budget: float) -> NotApplicable:
+        return NotApplicable(self.name, self.reason, comparison=self.comparison)
 
 
 def epsilon_routes(
-    subject: Any, delta: float, *, compose: int = 1, include_pld: bool = True, comparisons: bool = True
+    subject: Any,
+    delta: float,
+    *,
+    compose: int = 1,
+    include_pld: bool = True,
+    comparisons: bool = True,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    exhaustive: bool = False,
 ) -> EpsilonResult:
     """The smallest certified eps at ``delta`` after ``compose``-fold composition, with every route.
 
-    ``subject`` is a mechanism from :mod:`accounting` (anything with ``rdp()``, ``pure()``,
-    ``closed_forms()`` and optionally ``output_pair()``), or a guarantee (PureDP, ZCDP, RDP).
-    The returned result's ``alternatives`` hold every route, certified and comparison ones;
-    ``comparisons=False`` skips the comparison routes (Mironov, the closed forms), which never
-    change the answer, for callers that only read it. A mechanism's exact-curve conversion is
-    memoised per (mechanism, delta, compose) (:func:`accounting._conversions.mechanism_rdp_epsilon`).
+    ``subject`` is a mechanism from :mod:`accounting`, a guarantee (PureDP, ZCDP, RDP), a list of
+    them (a heterogeneous sequence of releases), or a composition from
+    :func:`accounting.from_dp_event`; a shuffled randomizer has its own routes
+    (:func:`accounting.shuffle_routes`). The planner (:mod:`accounting._planner`) runs exact routes
+    first and stops at the first that answers, then every route whose estimated cost fits
+    ``time_budget`` seconds (on one core), coarsening grids to fit; ``exhaustive=True`` runs every
+    route that fits even after an exact one answered. ``include_pld=False`` switches off the PLD
+    routes, ``comparisons=False`` the comparison routes (closed forms, Mironov), which never change
+    the answer. The result's ``alternatives`` list every route (:class:`accounting._planner.RouteResult`):
+    its value and time if it ran, else why not and which argument would run it.
     """
-    check_probability("delta", delta)
-    k = check_positive_int("compose", compose)
-    from ._shuffle import Shuffled, shuffle_routes
-
     if isinstance(subject, Shuffled):  # amplification by shuffling: its own routes (accounting._shuffle)
-        return shuffle_routes(subject, delta, compose=k, include_pld=include_pld, comparisons=comparisons)
-    certified: list[EpsilonResult] = []
-    comparison: list[EpsilonResult] = []
-
-    if isinstance(subject, PureDP):
-        certified.append(EpsilonResult(subject.times(k).epsilon, delta, "pure", None, "basic composition"))
-        r = rdp_to_epsilon(subject.to_rdp().times(k), delta)
-        certified.append(EpsilonResult(r.epsilon, delta, "rdp-cks", r.alpha, "tight pure -> RDP curve"))
-        certified.extend(tight_routes([(subject, k)], delta))  # optimal composition (acct-gauss)
-    elif isinstance(subject, ZCDP):
-        certified.append(zcdp_to_epsilon(subject.times(k), delta))
-    elif isinstance(subject, RDP):
-        certified.append(rdp_to_epsilon(subject.times(k), delta))
-    elif isinstance(subject, ApproxDP):
-        raise AccountingError("subject", subject, "a mechanism, PureDP, ZCDP or RDP (compose ApproxDP with advanced_composition)")
-    elif hasattr(subject, "rdp") and hasattr(subject, "closed_forms"):
-        pure = subject.pure() if hasattr(subject, "pure") else None
-        if pure is not None:
-            certified.append(EpsilonResult(pure.times(k).epsilon, delta, "pure", None, "basic composition"))
-        exact_rdp = mechanism_rdp_epsilon(subject, delta, compose=k)
-        if math.isfinite(exact_rdp.epsilon):
-            curve = "exact RDP curve" if getattr(subject, "rdp_is_exact", True) else "RDP upper bound"
-            certified.append(EpsilonResult(exact_rdp.epsilon, delta, "rdp-cks", exact_rdp.alpha, f"{curve}, CKS conversion"))
-            if comparisons:
-                mironov = mechanism_rdp_epsilon(subject, delta, compose=k, conversion="mironov")
-                comparison.append(EpsilonResult(mironov.epsilon, delta, "rdp-mironov", mironov.alpha, f"{curve}, Mironov conversion"))
-        certified.extend(tight_routes([(subject, k)], delta))  # analytic Gaussian, optimal composition (acct-gauss)
-        if include_pld:
-            pld = _pld_route(subject, k, delta)
-            if pld is not None:
-                certified.append(pld)
-        for label, bound in subject.closed_forms().items() if comparisons else ():
-            result = _closed_form_result(label, bound, k, delta)
-            if result is not None:
-                comparison.append(result)
-    elif isinstance(subject, (list, tuple)):  # a heterogeneous sequence of releases (acct-gauss)
-        certified, comparison = sequence_routes(subject, k, delta)
-    else:
-        raise AccountingError("subject", subject, "a mechanism or a PureDP/ZCDP/RDP guarantee, or a sequence of them")
-
-    if not certified:
-        raise AccountingError("subject", subject, "a subject with at least one certified route")
-    best = min(certified, key=lambda r: r.epsilon)
-    return EpsilonResult(
-        best.epsilon,
-        delta,
-        best.route,
-        best.alpha,
-        best.detail,
-        alternatives=tuple(certified + comparison),
-    )
+        return shuffle_routes(subject, delta, compose=compose, include_pld=include_pld, comparisons=comparisons)
+    query = query_of(subject, delta, compose=compose, time_budget=time_budget, include_pld=include_pld, comparisons=comparisons, exhaustive=exhaustive)
+    return run_plan(routes_for(query), query)
 
 
-#: The privacy-loss-distribution route is tried only on output windows of at most this many integers.
-MAX_PLD_OUTPUTS = 1 << 14
-
-
-def _pld_route(subject: Any, k: int, delta: float) -> EpsilonResult | None:
-    """The privacy-loss-distribution route, for mechanisms with an integer output pair."""
-    builder = getattr(subject, "privacy_loss_distribution", None)  # compositions (accounting._dp_event)
-    if callable(builder):
-        composed = builder()
-        if composed is None:
-            return None
-        r = composed.self_compose(k).epsilon(delta)
-        return EpsilonResult(r.epsilon, delta, "pld", None, f"privacy-loss distribution of the composition, grid h = {r.discretisation}; worse direction {r.direction}")
-    pair = subject.output_pair() if hasattr(subject, "output_pair") else None
-    if pair is None:  # continuous and subsampled mechanisms: connect-the-dots (accounting._pld_continuous)
-        from ._pld_continuous import continuous_loss_pair
-
-        pair = continuous_loss_pair(subject)
-    if pair is None:
+def pld_bracket(subject: Any, delta: float, *, compose: int = 1, discretisation: float | None = None) -> PLDResult | None:
+    """The PLD route with its optimistic twin: a PLDResult whose [epsilon_lower, epsilon] brackets
+    the true eps(delta) (both certified), or None when a release has no PLD. The PLD is the one
+    the route builds (same releases, same grid), with the lower bound added."""
+    query = query_of(subject, delta, compose=compose)
+    if any(release_kind(s) is None for s, _ in query.parts):
         return None
-    from ._pld import DEFAULT_TAIL_MASS, pld_epsilon
-
-    # The PLD's cost grows with its output window (~4 ms per output on a loaded core; mu = 1e5
-    # Skellam: 8192 outputs, ~45 s): beyond MAX_PLD_OUTPUTS the route is skipped, and says so,
-    # rather than running for minutes (mu = 1e30: 1e16 outputs). The other routes still answer.
-    window = getattr(pair, "window", None)  # integer pairs; continuous ones are gridded by loss, not output
-    try:
-        lo, hi = window(DEFAULT_TAIL_MASS) if window is not None else (0, 0)
-        outputs = hi - lo + 1
-    except ArithmeticError:
-        outputs = math.inf
-    if outputs > MAX_PLD_OUTPUTS:
-        return EpsilonResult(
-            math.inf, delta, "pld", None,
-            f"skipped: the output window holds {'too many to count' if outputs == math.inf else format(outputs, ',')} integers, more than MAX_PLD_OUTPUTS = {MAX_PLD_OUTPUTS} (the RDP route answers)",
-        )
-
-    if k > PLD_MAX_COMPOSE:  # acct-gauss: the composed grid grows like sqrt(k); say so instead of hanging
-        return EpsilonResult(
-            math.inf, delta, "pld", None, f"skipped: compose={k} > {PLD_MAX_COMPOSE} (the composed PLD grid grows like sqrt(k); the other routes cost O(1) in k)"
-        )
-    if window is None and k > PLD_MAX_COMPOSE_CONTINUOUS:  # the loss grid grows with k: memory, not time, runs out first
-        return EpsilonResult(
-            math.inf, delta, "pld", None,
-            f"skipped: compose={k} > {PLD_MAX_COMPOSE_CONTINUOUS} for a gridded continuous pair (the composed grid's memory grows with k; the other routes cost O(1) in k)",
-        )
-    if k * outputs > PLD_MAX_WORK:  # a wide window composed many times: minutes of FFTs (Skellam mu = 1e5, k = 1e5)
-        return EpsilonResult(
-            math.inf, delta, "pld", None, f"skipped: compose={k} x {outputs:,} outputs > {PLD_MAX_WORK:,} (the other routes cost O(1) in k)"
-        )
-    # Only the certified upper bound is needed here; the optimistic twin doubles the cost.
-    try:
-        hash(pair)
-    except TypeError:  # an unhashable pair: built afresh
-        result = pld_epsilon(pair, k, delta, lower_bound=False)
-    else:
-        result = _composed_pld(pair, k).epsilon(delta)  # acct-gauss: one PLD per (pair, k), any delta
-    grid = result.discretisation if isinstance(result.discretisation, str) else f"grid h = {result.discretisation:.3g}, losses rounded up"
-    return EpsilonResult(
-        result.epsilon,
-        delta,
-        "pld",
-        None,
-        f"privacy-loss distribution, {grid}; worse direction {result.direction}; truncated mass {result.truncated_mass:.2g}",
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def _composed_pld(pair: Any, k: int) -> Any:
-    """The k-fold PLD :func:`accounting.pld_epsilon` would build (upper bound only), memoised so
-    that a report asking several deltas of one (pair, k) builds and composes it once. The pairs
-    are frozen values: equal keys are equal PLDs."""
-    from ._pld import _default_h
-
-    return _one_fold_pld(pair, _default_h(k), k).self_compose(k)
-
-
-_ONE_FOLD: dict = {}
-
-
-def _one_fold_pld(pair: Any, h: float, k: int) -> Any:
-    """pld_epsilon's one-release PLD, which depends on k only through its grid h(k): shared by every
-    k with the same h (a report's B = 1, 10, 100 build it once). Bounded: the last 8 kept."""
-    from ._pld import _build_for
-
-    key = (pair, h)
-    if key not in _ONE_FOLD:
-        if len(_ONE_FOLD) >= 8:
-            _ONE_FOLD.pop(next(iter(_ONE_FOLD)))
-        _ONE_FOLD[key] = _build_for(pair, k, None, None, {"lower_bound": False})
-    return _ONE_FOLD[key]
+    return pld_for_parts(query.parts, discretisation, lower_bound=True).epsilon(query.delta)

@@ -462,6 +462,25 @@ class PoissonSubsampledLoss(MonotoneLossPair):
     def survival_q_many(self, ts: list[arb]) -> list[arb]:
         return self._mixture_survival_many(ts, arb(0))
 
+    # delta at an Arb power series argument (the fast connect-the-dots of
+    # accounting._pld_continuous): the mixture identities above, where the base takes a series
+    def hockey_stick_series(self, t):
+        return self._series(t, reverse=False)
+
+    def hockey_stick_reverse_series(self, t):
+        return self._series(t, reverse=True)
+
+    def _series(self, t, reverse: bool):
+        of = getattr(self.base, "hockey_stick_of", None)
+        if not callable(of) or not self.base.symmetric:
+            return None
+        q = self._q()
+        e = t.exp()
+        c = (1 - (1 - q) * e) if reverse else (e - (1 - q))
+        if not bool(c.coeffs()[0] > 0):  # at or past the kink: no series here
+            return None
+        return c * of((q * e / c).log()) if reverse else q * of((c / q).log())
+
     def loss_window(self, tail: float) -> tuple[float, float]:
         lo0, hi0 = self.base.loss_window(tail)
         q = float(self.probability)

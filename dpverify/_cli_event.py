@@ -13,16 +13,20 @@ from typing import Any
 
 import click
 
+from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+
 __all__ = ["event_command"]
 
 
 @click.command("event")
 @click.argument("file", type=click.Path(allow_dash=True))
 @click.option("--delta", type=float, default=1e-5, show_default=True, help="Target delta in (0, 1).")
-@click.option("--no-pld", is_flag=True, help="Skip the privacy-loss-distribution route.")
+@click.option("--no-pld", is_flag=True, help="Skip the privacy-loss-distribution routes.")
+@click.option("--time-budget", type=float, default=10.0, show_default=True, help=TIME_BUDGET_HELP)
+@click.option("--all-routes", is_flag=True, help="Run every route that fits the budget, even after an exact route answered.")
 @click.option("--bracket", is_flag=True, help="Also build the optimistic PLD: print [certified lower, certified upper] (about twice the PLD time).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def event_command(file: str, delta: float, no_pld: bool, bracket: bool, as_json: bool) -> None:
+def event_command(file: str, delta: float, no_pld: bool, time_budget: float, all_routes: bool, bracket: bool, as_json: bool) -> None:
     """Every certified route for the dp_accounting event in FILE (JSON), and the smallest."""
     import accounting as acc
 
@@ -36,10 +40,10 @@ def event_command(file: str, delta: float, no_pld: bool, bracket: bool, as_json:
         raise click.BadParameter(f"file={file!r} is invalid: expected a readable JSON file ({error.strerror})", param_hint="FILE") from None
     try:
         mech = acc.from_dp_event(text)
-        report = acc.epsilon_routes(mech, delta, include_pld=not no_pld)
+        report = acc.epsilon_routes(mech, delta, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
         sandwich = None
         if bracket and not no_pld:
-            from accounting._dp_event import pld_bracket
+            from accounting._routes import pld_bracket
 
             sandwich = pld_bracket(mech, delta)
     except ValueError as error:
@@ -53,24 +57,13 @@ def event_command(file: str, delta: float, no_pld: bool, bracket: bool, as_json:
         "delta": delta,
         "epsilon": report.epsilon,
         "route": report.route,
-        "routes": [r.as_dict() for r in report.alternatives],
+        "routes": route_rows(report),
     }
     if sandwich is not None:
         payload["pld_bracket"] = {"epsilon_lower": sandwich.epsilon_lower, "epsilon": sandwich.epsilon, "discretisation": sandwich.discretisation}
     if as_json:
         click.echo(json.dumps(payload, indent=2, default=str))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=f"(eps, {delta:g})-DP of {mech.describe()}")
-    t.add_column("route")
-    t.add_column("epsilon", justify="right")
-    t.add_column("how")
-    for r in sorted(report.alternatives, key=lambda r: r.epsilon):
-        style = "bold green" if r.route == report.route and r.epsilon == report.epsilon else None
-        t.add_row(r.route, f"{r.epsilon:.6g}", r.detail, style=style)
-    Console().print(t)
-    Console().print(f"best certified: epsilon = {report.epsilon:.6g} via {report.route}")
+    print_route_table(f"(eps, {delta:g})-DP of {mech.describe()}", report)
     if sandwich is not None:
-        Console().print(f"PLD bracket around the true epsilon: [{sandwich.epsilon_lower:.6g}, {sandwich.epsilon:.6g}] (both certified)")
+        click.echo(f"PLD bracket around the true epsilon: [{sandwich.epsilon_lower:.6g}, {sandwich.epsilon:.6g}] (both certified)")

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import click
 
+from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
 from ._json import jsonable
 
 __all__ = ["main"]
@@ -68,19 +69,9 @@ def _families() -> dict[str, tuple[Callable[[dict], Any], tuple[str, ...], str]]
 
 _CONTINUOUS_SENSITIVITY = {"laplace", "gaussian"}
 
-# The ranges in which the certified evaluation is known to answer (measured, issue 15): outside
-# them Arb loses all precision (tiny noise: losses of 1e300 nats), a search never ends (Skellam
-# variance 1e-300) or FLINT cannot allocate. The noise parameter is bounded relative to the
-# sensitivity (the laws depend on their ratio); refused up front with exit 2, never a traceback.
-_SUPPORTED_NOISE = {
-    "skellam": ("variance", 1e-3, 1e300, "variance / sensitivity^2"),
-    "discrete-gaussian": ("sigma", 0.1, 1e150, "sigma / sensitivity"),
-    "discrete-gaussian-sum": ("sigma", 0.1, 1e150, "sigma / sensitivity"),
-    "discrete-laplace": ("scale", 0.01, 1e300, "scale / sensitivity"),
-    "laplace": ("scale", 1e-10, 1e300, "scale / sensitivity"),
-    "gaussian": ("sigma", 1e-10, 1e150, "sigma / sensitivity"),
-    "randomized-response": ("epsilon", 1e-300, 100.0, "epsilon"),
-}
+# No table of "supported" noise ranges: each mechanism validates its parameters, and an evaluation
+# whose enclosure loses all precision (an Arb ball that is NaN) or overflows is refused with exit 2
+# naming every parameter (_refusal). Routes that fail are reported as failed while the others answer.
 _MAX_SENSITIVITY = 2**53
 
 
@@ -88,28 +79,14 @@ _MAX_SHARES = 2**20
 
 
 def _check_supported(family: str, values: dict) -> None:
-    """Refuse parameters outside ``_SUPPORTED_NOISE`` (the message names parameter, value and range)."""
-    name, lo, hi, what = _SUPPORTED_NOISE[family]
+    """Refuse sizes that would run for minutes before any check can: more than 2^20 summed shares
+    (the sum's law is evaluated share by share) or a sensitivity beyond 2^53."""
     shares = values.get("n")
     if isinstance(shares, int) and not isinstance(shares, bool) and shares > _MAX_SHARES:
-        # the sum's law is evaluated share by share: beyond 2^20 shares (the largest batch tested) it
-        # would run for minutes; refuse at once, naming the parameter and the range
         raise click.BadParameter(f"n={shares!r} is invalid: expected at most 2^20 = {_MAX_SHARES} summed shares", param_hint="--n")
-    value = values.get(name)
     sensitivity = values.get("sensitivity")
     if isinstance(sensitivity, (int, float)) and not isinstance(sensitivity, bool) and abs(sensitivity) > _MAX_SENSITIVITY:
         raise click.BadParameter(f"sensitivity={sensitivity!r} is invalid: expected at most 2^53 = {_MAX_SENSITIVITY}", param_hint="--sensitivity")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-        return  # the mechanism's own validation names it
-    if not isinstance(sensitivity, (int, float)) or isinstance(sensitivity, bool) or not (math.isfinite(sensitivity) and sensitivity > 0):
-        return
-    ratio = value if what == "epsilon" else value / (sensitivity**2 if what.endswith("^2") else sensitivity)
-    if not lo <= ratio <= hi:
-        raise click.BadParameter(
-            f"{name}={value!r} is invalid: expected {what} in the supported range [{lo:g}, {hi:g}] "
-            f"(got {ratio:.3g}; outside it the certified evaluation is not reliable)",
-            param_hint=f"--{name}",
-        )
 
 
 def _mechanism_options(function: Callable) -> Callable:
@@ -252,18 +229,29 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
         exact = mech.rdp().evaluate(alphas, precision=precision)
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, alpha=alphas, precision=precision, **options) from None
+    from accounting._routes import rdp_provenance
+
+    routes = [rdp_provenance(mech, a) for a in alphas]
     closed: dict[str, list] = {}
-    for label, bound in mech.closed_forms().items():
-        if isinstance(bound, acc.RDP):
-            closed[label] = [jsonable(v) for v in bound.evaluate(alphas)]
-        elif isinstance(bound, (acc.ZCDP, acc.PureDP)):
-            closed[label] = [jsonable(bound.to_rdp()(a)) for a in alphas]
+    try:
+        forms = mech.closed_forms()
+    except _FAILURES:  # a printed bound that cannot be formed at these parameters (e.g. its rho overflows): not shown
+        forms = {}
+    for label, bound in forms.items():
+        try:
+            if isinstance(bound, acc.RDP):
+                closed[label] = [jsonable(v) for v in bound.evaluate(alphas)]
+            elif isinstance(bound, (acc.ZCDP, acc.PureDP)):
+                closed[label] = [jsonable(bound.to_rdp()(a)) for a in alphas]
+        except _FAILURES:
+            continue
     payload = {
         "mechanism": mechanism,
         "description": mech.describe(),
         "alphas": list(alphas),
         "rdp": [jsonable(v) for v in exact],
         "rdp_direction": "certified upper bound of the exact Renyi divergence",
+        "rdp_routes": routes,
         "closed_forms": closed,
         "precision_bits": precision or acc.DEFAULT_PRECISION,
     }
@@ -271,16 +259,20 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
     def table() -> None:
         from rich.table import Table
 
-        t = Table(title=f"RDP of {mech.describe()}", caption="exact = certified upper bound (Arb); closed forms for comparison")
+        t = Table(title=f"RDP of {mech.describe()}",
+                  caption="certified = an upper bound in Arb, by the route named beside it (the exact value where it says so); closed forms for comparison")
         t.add_column("alpha", justify="right")
-        t.add_column("exact", justify="right", style="bold")
+        t.add_column("certified", justify="right", style="bold")
+        t.add_column("by")
         for label in closed:
             t.add_column(label, justify="right")
         for i, alpha in enumerate(alphas):
-            t.add_row(f"{alpha:g}", f"{exact[i]:.8g}", *(f"{closed[l][i]:.8g}" if isinstance(closed[l][i], float) else closed[l][i] for l in closed))
+            t.add_row(f"{alpha:g}", f"{exact[i]:.8g}", routes[i], *(f"{closed[l][i]:.8g}" if isinstance(closed[l][i], float) else closed[l][i] for l in closed))
         _console().print(t)
 
     _emit(as_json, payload, table)
+
+
 
 
 @account.command()
@@ -288,40 +280,32 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
 @_mechanism_options
 @click.option("--compose", type=int, default=1, show_default=True, help="Number of releases to the same user (k-fold composition, or B returns).")
 @click.option("--delta", type=float, required=True, help="Target delta in (0, 1).")
-@click.option("--no-pld", is_flag=True, help="Skip the privacy-loss-distribution route.")
+@click.option("--no-pld", is_flag=True, help="Skip the privacy-loss-distribution routes.")
+@click.option("--time-budget", type=float, default=10.0, show_default=True, help=TIME_BUDGET_HELP)
+@click.option("--all-routes", is_flag=True, help="Run every route that fits the budget, even after an exact route answered.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, as_json: bool, **options: Any) -> None:
+def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, time_budget: float, all_routes: bool, as_json: bool, **options: Any) -> None:
     """The smallest certified eps at DELTA after COMPOSE releases of MECHANISM, by every route."""
     import accounting as acc
 
     mech = _build(mechanism, options)
     try:
-        report = acc.epsilon_routes(mech, delta, compose=compose, include_pld=not no_pld)
+        report = acc.epsilon_routes(mech, delta, compose=compose, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
     except _FAILURES as error:
-        raise _refusal(error, mechanism=mechanism, delta=delta, compose=compose, **options) from None
+        raise _refusal(error, mechanism=mechanism, delta=delta, compose=compose, time_budget=time_budget, **options) from None
     payload = {
         "mechanism": mechanism,
         "description": mech.describe(),
         "compose": compose,
         "delta": delta,
+        "time_budget": time_budget,
         "epsilon": report.epsilon,
         "route": report.route,
-        "routes": [r.as_dict() for r in report.alternatives],
+        "routes": route_rows(report),
     }
 
     def table() -> None:
-        from rich.table import Table
-
-        t = Table(title=f"(eps, {delta:g})-DP after {compose} x {mech.describe()}")
-        t.add_column("route")
-        t.add_column("epsilon", justify="right")
-        t.add_column("alpha", justify="right")
-        t.add_column("how")
-        for r in sorted(report.alternatives, key=lambda r: r.epsilon):
-            style = "bold green" if r.route == report.route and r.epsilon == report.epsilon else None
-            t.add_row(r.route, f"{r.epsilon:.6g}", "" if r.alpha is None else f"{r.alpha:.4g}", r.detail, style=style)
-        _console().print(t)
-        _console().print(f"best certified: epsilon = {report.epsilon:.6g} via {report.route}")
+        print_route_table(f"(eps, {delta:g})-DP after {compose} x {mech.describe()}", report)
 
     _emit(as_json, payload, table)
 
@@ -334,8 +318,10 @@ def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, as_json: b
 @click.option("--compose", type=int, default=1, show_default=True, help="Releases to the same user.")
 @click.option("--lower", type=float, default=1e-3, show_default=True, help="Smallest noise parameter searched.")
 @click.option("--upper", type=float, default=1e6, show_default=True, help="Largest noise parameter searched.")
+@click.option("--time-budget", type=float, default=10.0, show_default=True, help="Seconds (on one core) the search may spend on routes, as the planner estimates them.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int, lower: float, upper: float, as_json: bool, **options: Any) -> None:
+def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int, lower: float, upper: float, time_budget: float, as_json: bool,
+              **options: Any) -> None:
     """The least noise for MECHANISM meeting (TARGET-EPSILON, DELTA) after COMPOSE releases."""
     import accounting as acc
 
@@ -345,30 +331,22 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
     noise = families[mechanism][2]
     if options.get(noise) is not None:  # it was silently ignored: calibrate is what chooses it
         raise click.BadParameter(f"{noise}={options[noise]!r} is invalid: expected it unset (calibrate chooses {noise})", param_hint=f"--{noise}")
-    # search only inside the supported range (_SUPPORTED_NOISE): a probe outside it is refused
-    _, lo, hi, what = _SUPPORTED_NOISE[mechanism]
-    if what != "epsilon":
-        sens = abs(float(_parse_sensitivity(mechanism, options["sensitivity"])))
-        if not (math.isfinite(sens) and sens > 0):
-            _build(mechanism, {**options, noise: 1.0})  # the mechanism names the bad sensitivity
-        scale = sens**2 if what.endswith("^2") else sens
-        lo, hi = lo * scale, hi * scale
     for name, value in (("lower", lower), ("upper", upper)):
         if not (math.isfinite(value) and value > 0):
             raise click.BadParameter(f"{name}={value!r} is invalid: expected a finite real number > 0", param_hint=f"--{name}")
-    lower, upper = max(lower, lo), min(upper, hi)
     if not lower < upper:
-        raise click.BadParameter(
-            f"upper={upper!r} is invalid: expected upper > lower = {lower!r} inside the supported range [{lo:g}, {hi:g}] of {noise}"
-            + ("" if what == "epsilon" else f" at sensitivity={options['sensitivity']}"),
-            param_hint="--upper",
-        )
+        raise click.BadParameter(f"upper={upper!r} is invalid: expected upper > lower = {lower!r}", param_hint="--upper")
+    _build(mechanism, {**options, noise: upper})  # the other options checked once, before the search
+    builder = families[mechanism][0]
+    values = dict(options)
+    values["sensitivity"] = _parse_sensitivity(mechanism, options["sensitivity"])
 
     def family(value: float) -> Any:
-        return _build(mechanism, {**options, noise: value})
+        # the mechanism itself (a parameter it refuses is a failed evaluation: the search narrows)
+        return builder({**values, noise: value})
 
     try:
-        result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper)
+        result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper, time_budget=time_budget)
     except click.ClickException:
         raise
     except ValueError as error:
@@ -381,9 +359,10 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
     payload = {"mechanism": mechanism, "noise_parameter": noise, **result.as_dict()}
 
     def table() -> None:
+        failed = f"; {result.failures} evaluation(s) failed and narrowed the search" if result.failures else ""
         click.echo(
             f"{mechanism}: {noise} = {result.parameter:.6g} gives epsilon = {result.achieved.epsilon:.6g} "
-            f"<= {target_epsilon:g} at delta = {delta:g} after {compose} release(s) (route {result.achieved.route})"
+            f"<= {target_epsilon:g} at delta = {delta:g} after {compose} release(s) (route {result.achieved.route}: {result.achieved.detail}){failed}"
         )
 
     _emit(as_json, payload, table)
@@ -415,7 +394,7 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
             caption=(
                 "every column is a certified upper bound: the paper's Thm 2 curve, Agarwal et al.'s Skellam bound and "
                 "the exact Skellam RDP curve, each composed and converted by CKS; 'tightest certified' is the smallest over "
-                "every route, and its route says which claim it is (PLD = privacy-loss distribution, losses rounded up); "
+                "every route, and its route says which claim it is (PLD = privacy-loss distribution, connect-the-dots on a grid); "
                 "App. I = approximate-DP composition"
             ),
         )

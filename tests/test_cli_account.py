@@ -58,5 +58,5 @@ def test_default_job_prints_three_routes():
     assert "tightest" in result.output and "PLD" in result.output
     rows = json.loads(CliRunner().invoke(main, ["account", "returning", "--json"]).output)["rows"]
     for row in rows:
-        assert row["certified_route"] == "PLD, h=0.0001, rounded up"
+        assert row["certified_route"] == "PLD, h=0.0001, connect-the-dots"
         assert row["certified"] < row["rdp_cks"] <= row["agarwal_bound"]

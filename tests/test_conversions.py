@@ -72,15 +72,17 @@ def test_composition_is_additive_in_the_exponent():
 def test_pure_routes_pick_the_better_of_basic_and_rdp():
     # 100-fold composition of 0.1-DP: basic gives 10; the RDP route gives far less at delta = 1e-6,
     # and the optimal composition theorem (exact for pure DP) less again.
-    report = epsilon_routes(PureDP(0.1), 1e-6, compose=100)
-    assert report.route == "optimal-composition"
+    # (exhaustive: the exact optimal composition would otherwise end the search, rightly)
+    report = epsilon_routes(PureDP(0.1), 1e-6, compose=100, exhaustive=True)
+    assert report.route.startswith("optimal-composition")  # by enumeration or by the lattice PLD: both exact
     by_route = {r.route: r.epsilon for r in report.alternatives}
+    assert abs(by_route["optimal-composition"] / by_route["optimal-composition-pld"] - 1) < 1e-9
     assert by_route["optimal-composition"] < by_route["rdp-cks"]
     basic = by_route["pure"]
     assert basic >= 10 and by_route["rdp-cks"] < 0.55 * basic
     # one release: never worse than the pure guarantee itself (with delta > 0 it may be a bit better)
     one = epsilon_routes(PureDP(0.1), 1e-6)
-    assert one.epsilon <= 0.1 and {r.route for r in one.alternatives} == {"pure", "rdp-cks", "optimal-composition"}
+    assert one.epsilon <= 0.1 and one.route.startswith("optimal-composition")
 
 
 def test_advanced_composition_and_appendix_i():

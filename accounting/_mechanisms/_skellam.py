@@ -760,11 +760,31 @@ def _alpha_key(alpha: arb) -> tuple | None:
     return int(m), int(e), int(r), int(f)
 
 
+#: How each value was produced (issue 23, item 4: labels never overstate), by the code path taken:
+EXACT_SUM = "exact Skellam sum"
+SPLIT_BOUND = "split bound (section 7: composition of exact pieces)"
+SPLIT_AGARWAL = "split bound with pieces by Agarwal et al. Thm 3.5"
+AGARWAL_BOUND = "Agarwal et al. 2021 Thm 3.5 at ceil(alpha) (the exact sum's window is too long)"
+#: the path of the last evaluation at (mu, Delta, float alpha): read by Skellam.rdp_provenance
+_PATHS: OrderedDict = OrderedDict()
+
+
 def skellam_rdp_ball(mu, delta: int, alpha: arb) -> arb:
     """Ball whose upper endpoint bounds D_alpha(Sk(0,mu) || Sk(Delta,mu)) (module docstring).
 
     A deterministic function of (mu, Delta, alpha, working precision): memoised (section 8).
+    Which code path produced it (:data:`EXACT_SUM`, :data:`SPLIT_BOUND`, :data:`AGARWAL_BOUND`)
+    is recorded for :func:`skellam_rdp_path`.
     """
+    return _ball_and_path(mu, delta, alpha)[0]
+
+
+def skellam_rdp_path(mu, delta: int, alpha: arb) -> str:
+    """The code path of :func:`skellam_rdp_ball` at the same arguments (evaluating it if needed)."""
+    return _ball_and_path(mu, delta, alpha)[1]
+
+
+def _ball_and_path(mu, delta: int, alpha: arb) -> tuple[arb, str]:
     delta = int(delta)
     ak = _alpha_key(alpha)
     key = None if ak is None else (Fraction(mu), delta, ak, ctx.prec)
@@ -772,25 +792,27 @@ def skellam_rdp_ball(mu, delta: int, alpha: arb) -> arb:
         hit = _BALLS.get(key)
         if hit is not None:
             _touch(_BALLS, key)
+            _remember(_PATHS, (Fraction(mu), delta, float(alpha.mid())), hit[1], _BALLS_KEPT)
             return hit
-    value = _ball(mu, delta, alpha)
+    result = _ball(mu, delta, alpha)
     if key is not None:
-        _remember(_BALLS, key, value, _BALLS_KEPT)
-    return value
+        _remember(_BALLS, key, result, _BALLS_KEPT)
+    _remember(_PATHS, (Fraction(mu), delta, float(alpha.mid())), result[1], _BALLS_KEPT)
+    return result
 
 
 def _window_terms(plan) -> int:
     return plan[1] - plan[2] + 1 if plan[0] == "far" else plan[1] + plan[2]
 
 
-def _ball(mu, delta: int, alpha: arb) -> arb:
+def _ball(mu, delta: int, alpha: arb) -> tuple[arb, str]:
     af = float(alpha.mid())
     prec = ctx.prec
     law = _float_law(mu)
     mu_q = Fraction(mu)
     plan = _plan(law, delta, af, prec)
     if plan is None:
-        return _beyond_window(mu, delta, alpha)
+        return _beyond_window(mu, delta, alpha), AGARWAL_BOUND
     terms = _window_terms(plan)
     if delta >= 2 and terms > EXACT_WINDOW_TERMS and (af <= SPLIT_MAX_ALPHA or terms > MAX_WINDOW_TERMS):
         split = _split_ball(mu_q, delta, alpha, terms)
@@ -799,10 +821,10 @@ def _ball(mu, delta: int, alpha: arb) -> arb:
     allow_far = True
     while True:
         if plan is None:
-            return _beyond_window(mu, delta, alpha)
+            return _beyond_window(mu, delta, alpha), AGARWAL_BOUND
         max_abs_log = plan[-1]
         if _window_terms(plan) > MAX_WINDOW_TERMS:
-            return _beyond_window(mu, delta, alpha)
+            return _beyond_window(mu, delta, alpha), AGARWAL_BOUND
         bits = prec + alpha_guard_bits(alpha) + int(math.log2(max(af, 2.0) * max_abs_log)) + 24
         if plan[0] == "far":
             _, n1, n0, K, top, _ = plan
@@ -812,10 +834,10 @@ def _ball(mu, delta: int, alpha: arb) -> arb:
                 allow_far = False
                 plan = _plan(law, delta, af, prec, allow_far)
                 continue
-            return result
+            return result, EXACT_SUM
         _, n1, K, top, _ = plan
         table = _table(mu, max(n1 + delta, K), bits)
-        return _full_sum(mu, mu_q, delta, alpha, bits, table, n1, K, top)
+        return _full_sum(mu, mu_q, delta, alpha, bits, table, n1, K, top), EXACT_SUM
 
 
 def _beyond_window(mu, delta: int, alpha: arb) -> arb:
@@ -849,7 +871,7 @@ def _split_pieces(delta: int, terms: int, af: float) -> list[tuple[int, int]]:
     return [(d, count) for d, count in ((q + 1, r), (q, m - r)) if count > 0]
 
 
-def _split_ball(mu_q: Fraction, delta: int, alpha: arb, terms: int) -> arb | None:
+def _split_ball(mu_q: Fraction, delta: int, alpha: arb, terms: int) -> tuple[arb, str] | None:
     """Section 7: sum_i count_i * D_alpha(Sk(0, mu Delta_i/Delta) || Sk(Delta_i, ...)), or None
     when the pieces' windows are not shorter in all than the exact one."""
     af = float(alpha.mid())
@@ -863,12 +885,15 @@ def _split_ball(mu_q: Fraction, delta: int, alpha: arb, terms: int) -> arb | Non
     if piece_terms >= terms:
         return None
     total = arb(0)
+    path = SPLIT_BOUND
     for d, count in pieces:
-        part = skellam_rdp_ball(mu_q * d / delta, d, alpha)
+        part, piece_path = _ball_and_path(mu_q * d / delta, d, alpha)
         if not part.is_finite():
             return None
+        if piece_path != EXACT_SUM:
+            path = SPLIT_AGARWAL
         total += part.upper() * count
-    return total
+    return total, path
 
 
 def _full_sum(mu, mu_q, delta, alpha, bits, table, n1, K, top) -> arb:
@@ -1022,6 +1047,20 @@ class Skellam(Mechanism):
             f"Skellam(mu={mu}, Delta={d}) exact",
             approx=safe_approx(lambda alphas: skellam_rdp_approx(mu, d, alphas), fallback),
         )
+
+    def rdp_provenance(self, alpha) -> str:
+        """What :meth:`rdp`'s value at ``alpha`` is, by the code path that produced it (the path
+        of the evaluation the routes made; evaluated afresh if none was made)."""
+        if not self.is_one_dimensional:
+            return "Agarwal et al. 2021 Thm 3.5 (no exact curve for l2 < l1 sensitivity)"
+        from .._certified import working_precision
+
+        key = (Fraction(self.variance), int(self.l1_sensitivity), float(alpha))
+        path = _PATHS.get(key)
+        if path is None:
+            with working_precision(None):
+                path = skellam_rdp_path(self.variance, self.l1_sensitivity, exact(alpha))
+        return path
 
     def closed_forms(self) -> dict:
         mu, d1, d2 = self.variance, self.l1_sensitivity, self.l2_sensitivity

@@ -1,0 +1,322 @@
+"""The route planner: one place where an (eps, delta) query chooses, runs and reports its routes.
+
+Every route (the analytic Gaussian, optimal composition, the RDP curve, the privacy-loss
+distribution, the papers' closed forms, ...) is an object that, asked about a query, answers with
+a :class:`Plan`: whether it applies, whether it is *exact* for this query (its value is the true
+eps(delta), rounded up, so that no certified route can be tighter), and an estimated cost (seconds
+on one core of the reference machine, and bytes) computed from the sizes involved (releases,
+output windows, grid points), with the settings it chose to stay within the time left (a coarser
+grid, a wider truncation). :func:`run_plan` then
+
+1. runs the exact routes first, cheapest first, and stops at the first that answers: no remaining
+   certified route can be tighter (``exhaustive=True`` runs them anyway);
+2. runs every other certified route whose estimated cost fits what is left of the time budget,
+   cheapest first, each re-planned for the time left (routes coarsen to fit rather than refuse);
+3. runs the comparison routes (the papers' closed forms: never the answer) that fit;
+4. reports every route: the value and the measured time of each route it ran, and for each route it
+   did not run the reason, the estimated cost and the argument that would run it.
+
+Decisions rest on the estimates only, never on the clock, so a query gets the same answer on a
+busy machine as on an idle one (only the reported times differ). Every value is a certified upper
+bound; the answer is the smallest certified value. A route that fails (an enclosure that lost all
+precision, memory) is reported as failed and the others still answer; if every certified route
+fails, the first failure is raised.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+from ._conversions import EpsilonResult
+from ._validation import AccountingError
+
+__all__ = ["DEFAULT_TIME_BUDGET", "Cost", "NotApplicable", "Plan", "Query", "Route", "RouteResult", "run_plan"]
+
+#: The default time budget of one query: seconds on one core of the reference machine.
+DEFAULT_TIME_BUDGET = 10.0
+#: Certified routes estimated at most this cheap run even after an exact answer (a cross-check)
+CROSS_CHECK_COST = 1e-3
+
+_FAILURES = (ArithmeticError, MemoryError, RecursionError, ValueError)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """An estimated cost: seconds on one core of the reference machine, and peak bytes."""
+
+    seconds: float
+    bytes: float = 0.0
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(self.seconds + other.seconds, max(self.bytes, other.bytes))
+
+    def __str__(self) -> str:
+        memory = f", {self.bytes / 2**20:,.0f} MiB" if self.bytes >= 2**20 else ""
+        return f"~{_seconds(self.seconds)}{memory}"
+
+
+def _seconds(value: float) -> str:
+    if not math.isfinite(value):
+        return "unbounded time"
+    return f"{value:.2g} s" if value < 100 else f"{value:,.0f} s"
+
+
+@dataclass(frozen=True)
+class Query:
+    """One (eps, delta) question: ``parts`` = ((release, count), ...) composed (equal releases
+    merged), at a ``delta`` validated once, here at the boundary."""
+
+    parts: tuple[tuple[Any, int], ...]
+    delta: float
+    time_budget: float = DEFAULT_TIME_BUDGET
+    include_pld: bool = True
+    comparisons: bool = True
+    exhaustive: bool = False
+
+    @property
+    def releases(self) -> int:
+        return sum(n for _, n in self.parts)
+
+    @property
+    def single(self) -> tuple[Any, int] | None:
+        """(subject, k) when the query is k releases of one subject."""
+        return self.parts[0] if len(self.parts) == 1 else None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A route's answer to "what would you do for this query within ``budget`` seconds?".
+
+    ``run(budget)`` computes the result (an :class:`EpsilonResult`, certified upper bound) and may
+    re-plan inside that budget; ``setting`` names what the plan chose (a grid, a window);
+    ``how`` is the argument that runs a tighter or the skipped variant."""
+
+    route: str
+    run: Callable[[float], EpsilonResult]
+    cost: Cost
+    exact: bool = False
+    comparison: bool = False
+    setting: str = ""
+    how: str = ""
+    #: why the route is switched off for this query (a caller's choice), or ""
+    off: str = ""
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """The route does not apply to the query, and why."""
+
+    route: str
+    reason: str
+    comparison: bool = False
+
+
+class Route(Protocol):
+    """A route: ``plan(query, budget)`` returns a :class:`Plan` (fitting the budget if it can) or
+    a :class:`NotApplicable`; planning is cheap (sizes, no computation of the answer)."""
+
+    name: str
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable: ...
+
+
+@dataclass(frozen=True)
+class RouteResult(EpsilonResult):
+    """One route of a query, run or not: ``status`` is ``"answer"`` (the smallest certified
+    value), ``"run"``, ``"not run"``, ``"not applicable"`` or ``"failed"``; ``epsilon`` is inf
+    unless the route ran. ``seconds`` is the measured time, ``estimated_seconds`` the planner's
+    estimate; ``reason`` and ``how`` say why a route did not run and which argument runs it."""
+
+    status: str = "run"
+    seconds: float | None = None
+    estimated_seconds: float | None = None
+    exact: bool = False
+    comparison: bool = False
+    reason: str = ""
+    how: str = ""
+    setting: str = ""
+
+    def as_dict(self) -> dict:
+        out = super().as_dict()
+        out.update(
+            status=self.status,
+            seconds=self.seconds,
+            estimated_seconds=self.estimated_seconds,
+            exact=self.exact,
+            comparison=self.comparison,
+            reason=self.reason,
+            how=self.how,
+            setting=self.setting,
+        )
+        return out
+
+
+@dataclass
+class _Slot:
+    route: str
+    source: Any  # the Route object (asked again with the time left)
+    plan: Plan | NotApplicable
+    result: RouteResult | None = None
+    error: BaseException | None = None
+    order: int = 0
+    planning: float = 0.0  # measured seconds of planning (part of the route's reported time)
+
+
+def _not_run(plan: Plan, delta: float, reason: str, how: str) -> RouteResult:
+    return RouteResult(math.inf, delta, plan.route, None, f"not run: {reason}", status="not run", estimated_seconds=plan.cost.seconds,
+                       exact=plan.exact, comparison=plan.comparison, reason=reason, how=how, setting=plan.setting)
+
+
+def _timed(plan: Plan, budget: float, delta: float, planning: float) -> RouteResult:
+    start = time.perf_counter()
+    result = plan.run(budget)
+    spent = planning + time.perf_counter() - start
+    # a route may learn that it was exact only by running (a PLD whose losses sat on a lattice)
+    exact = (result.exact if isinstance(result, RouteResult) else plan.exact) and math.isfinite(result.epsilon)
+    return RouteResult(result.epsilon, delta, result.route or plan.route, result.alpha, result.detail, status="run", seconds=spent,
+                       estimated_seconds=plan.cost.seconds, exact=exact, comparison=plan.comparison, how=plan.how, setting=plan.setting)
+
+
+def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
+    """Plan every route for ``query``, run them as the module docstring says, report all."""
+    budget = query.time_budget
+    slots: list[_Slot] = []
+    for index, route in enumerate(routes):
+        start = time.perf_counter()
+        try:
+            plan = route.plan(query, budget)
+        except _FAILURES as error:  # planning itself failed (pathological sizes): report it
+            plan = NotApplicable(route.name, f"could not be planned ({type(error).__name__}: {error})")
+        slots.append(_Slot(route.name, route, plan, order=index, planning=time.perf_counter() - start))
+    plans = [s for s in slots if isinstance(s.plan, Plan)]
+    exact = sorted((s for s in plans if s.plan.exact and not s.plan.comparison), key=lambda s: (s.plan.cost.seconds, s.order))
+    others = sorted((s for s in plans if not s.plan.exact and not s.plan.comparison), key=lambda s: (s.plan.cost.seconds, s.order))
+    comparisons = sorted((s for s in plans if s.plan.comparison), key=lambda s: (s.plan.cost.seconds, s.order))
+    left = budget
+    answered_by: str | None = None
+
+    def attempt(slot: _Slot) -> None:
+        nonlocal left
+        plan = slot.plan
+        assert isinstance(plan, Plan)
+        if plan.off:
+            slot.result = _not_run(plan, query.delta, plan.off, plan.how)
+            return
+        if plan.cost.seconds > left:
+            replanned = _replan(slot, query, left)
+            if replanned is not None:
+                plan = slot.plan = replanned
+        if plan.cost.seconds > left:
+            if not math.isfinite(plan.cost.seconds):
+                slot.result = _not_run(plan, query.delta, f"no setting fits the engine ({plan.setting})",
+                                       "no argument runs it (the composed window exceeds what one FFT pass holds)")
+                return
+            need = math.ceil(max(plan.cost.seconds, 1.0) * 1.2 + (budget - left))
+            slot.result = _not_run(plan, query.delta, f"estimated {plan.cost} exceeds the {_seconds(max(left, 0.0))} left of the time budget",
+                                   f"time_budget={need} (CLI: --time-budget {need})")
+            return
+        start = time.perf_counter()
+        try:
+            slot.result = _timed(plan, left, query.delta, slot.planning)
+        except _FAILURES as error:
+            slot.error = error
+            slot.result = RouteResult(math.inf, query.delta, plan.route, None, f"failed: {type(error).__name__}: {error}", status="failed",
+                                      seconds=slot.planning + time.perf_counter() - start, estimated_seconds=plan.cost.seconds, exact=plan.exact,
+                                      comparison=plan.comparison, reason=f"{type(error).__name__}: {error}", setting=plan.setting)
+        left -= plan.cost.seconds
+
+    for slot in exact:
+        if answered_by is not None and not query.exhaustive:
+            slot.result = _not_run(slot.plan, query.delta, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
+                                   "exhaustive=True (CLI: --all-routes)")
+            continue
+        attempt(slot)
+        if slot.result is not None and slot.result.status == "run" and slot.result.exact:
+            answered_by = answered_by or slot.route
+    # the cheapest certified routes (closed forms costing next to nothing) run even after an exact
+    # answer, as a cross-check of its claim: one below it (beyond rounding) shows the exact route
+    # lost its tightness (an extreme parameter), which is then not trusted to end the search
+    if answered_by is not None and not query.exhaustive:
+        answer = next(s for s in exact + others if s.route == answered_by)
+        for slot in others:
+            if slot.plan.cost.seconds <= CROSS_CHECK_COST and slot.result is None:  # type: ignore[union-attr]
+                attempt(slot)
+                if slot.result is not None and slot.result.status == "run" and slot.result.epsilon < answer.result.epsilon * (1 - 1e-9):  # type: ignore[union-attr]
+                    answer.result = RouteResult(**{**_fields(answer.result), "exact": False,  # type: ignore[arg-type]
+                                                   "reason": f"claimed exact, but {slot.route} is tighter: not trusted"})
+                    answered_by = None
+                    for skipped in exact:  # the exact routes it had stopped now run
+                        if skipped.result is not None and skipped.result.status == "not run" and "answered" in skipped.result.reason:
+                            skipped.result = None
+                            attempt(skipped)
+                    break
+    for slot in others:
+        if slot.result is not None:
+            continue
+        if answered_by is not None and not query.exhaustive:
+            slot.result = _not_run(slot.plan, query.delta, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
+                                   "exhaustive=True (CLI: --all-routes)")
+            continue
+        attempt(slot)
+        if slot.result is not None and slot.result.status == "run" and slot.result.exact:
+            answered_by = answered_by or slot.route
+    if not any(s.result is not None and s.result.status == "run" for s in exact + others):
+        # nothing certified fitted the budget: the cheapest certified route runs anyway (an
+        # answer over the budget rather than none), and says so
+        waiting = [s for s in exact + others if s.result is not None and s.result.status == "not run" and math.isfinite(s.plan.cost.seconds)
+                   and not s.plan.off]  # type: ignore[union-attr]
+        if waiting:
+            slot = min(waiting, key=lambda s: (s.plan.cost.seconds, s.order))  # type: ignore[union-attr]
+            left = max(left, slot.plan.cost.seconds)  # type: ignore[union-attr]
+            attempt(slot)
+            if slot.result is not None and slot.result.status == "run":
+                slot.result = RouteResult(**{**_fields(slot.result), "reason": "run over the time budget: no certified route fitted it"})
+    for slot in comparisons:
+        attempt(slot)
+
+    for slot in slots:
+        if isinstance(slot.plan, NotApplicable):
+            slot.result = RouteResult(math.inf, query.delta, slot.route, None, f"not applicable: {slot.plan.reason}", status="not applicable",
+                                      comparison=slot.plan.comparison, reason=slot.plan.reason)
+    certified = [s for s in slots if s.result is not None and s.result.status == "run" and not s.result.comparison]
+    if not certified or all(not math.isfinite(s.result.epsilon) for s in certified if s.result is not None):
+        failure = next((s.error for s in slots if s.error is not None and isinstance(s.error, ValueError)), None)
+        failure = failure or next((s.error for s in slots if s.error is not None), None)
+        if failure is not None and not certified:
+            raise failure
+        if not certified:
+            reasons = "; ".join(f"{s.route}: {s.result.reason}" for s in slots if s.result is not None and not s.result.comparison)
+            raise AccountingError("subject", _describe(query), "a subject with at least one certified route that runs", reasons)
+    best_slot = min(certified, key=lambda s: (s.result.epsilon, s.order))  # type: ignore[union-attr]
+    best = best_slot.result
+    assert best is not None
+    ordered = [s.result for s in sorted(slots, key=lambda s: s.order)]
+    results = tuple(
+        RouteResult(**{**_fields(r), "status": "answer"}) if s is best_slot else r  # type: ignore[arg-type]
+        for s, r in zip(sorted(slots, key=lambda s: s.order), ordered)
+    )
+    return EpsilonResult(best.epsilon, query.delta, best.route, best.alpha, best.detail, alternatives=results)
+
+
+def _fields(result: RouteResult) -> dict:
+    return {name: getattr(result, name) for name in RouteResult.__dataclass_fields__}
+
+
+def _replan(slot: _Slot, query: Query, left: float) -> Plan | None:
+    """The slot's route asked again with the time left (a coarser variant), if it has one."""
+    try:
+        plan = slot.source.plan(query, left)
+    except _FAILURES:
+        return None
+    return plan if isinstance(plan, Plan) else None
+
+
+def _describe(query: Query) -> str:
+    parts = []
+    for subject, n in query.parts:
+        text = subject.describe() if hasattr(subject, "describe") else repr(subject)
+        parts.append(text if n == 1 else f"{n} x ({text})")
+    return " + ".join(parts)

@@ -1,0 +1,298 @@
+"""The planner's privacy-loss-distribution route: which PLD a query gets, what it costs, how it fits.
+
+A query of releases ((M_1, n_1), ..., (M_r, n_r)) has a PLD route when every release has a PLD:
+an integer output pair (exact lattice, or connect-the-dots onto a grid), a closed-form list of
+loss atoms (the discrete Laplace: no output window at all), or a monotone privacy loss
+(continuous and subsampled mechanisms: connect-the-dots). The route builds each distinct release
+once (:func:`accounting._pld.release_pld`, the same PLD :func:`accounting.pld_epsilon` builds),
+composes them in one FFT pass (:mod:`accounting._pld_fft_power`; releases on different grids are
+first put on one, :meth:`~accounting.PrivacyLossDistribution.regrid`) and reads the certified
+eps(delta). The grid is :func:`accounting._pld.grid_for` of the total number of releases.
+
+Cost model (seconds on one core of the reference machine; the constants below were measured by
+``benchmarks/bench_planner_costs.py`` and are stated there): building costs a constant per output
+of an integer pair's window, per atom of a closed form, per grid point and direction of a
+connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
+whose width is estimated, before anything is built, from the releases' RDP curves by the Chernoff
+bound the FFT pass itself uses to place its window: the composed loss exceeds
+min_alpha (sum_i n_i (alpha - 1) D_alpha(M_i) + log(1/tail)) / (alpha - 1) with probability below
+``tail``. When the estimate exceeds the time left, the route coarsens its grid (a factor 2 at a
+time: connect-the-dots stays sound on any grid, looser by O(h^2) per release) and widens the
+output windows of integer pairs (the mass left outside goes to the +inf atom, so it must stay far
+below delta), and says so; it refuses only when no setting fits, naming the time budget that
+would run it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._conversions import EpsilonResult
+from ._pairs import IntegerPair
+from ._planner import Cost, NotApplicable, Plan, Query, RouteResult
+from ._pld import DEFAULT_TAIL_MASS, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
+from ._pld_continuous import AUTO_POINTS, continuous_loss_pair
+from ._pld_fft_power import MAX_WINDOW
+
+__all__ = ["PldRoute", "pld_for_parts"]
+
+#: seconds per grid point and direction of a connect-the-dots build (Arb hockey-stick values)
+COST_CONTINUOUS_POINT = 2.0e-5
+#: seconds per output of an integer pair's window (two log-masses in Arb, both directions)
+COST_INTEGER_OUTPUT = 3.0e-5
+#: seconds per atom of a closed-form PLD
+COST_ATOM = 1.0e-5
+#: seconds per point x log2(points) of one composition pass (FFTs, tilted passes, direct DFTs)
+COST_FFT_POINT = 1.5e-7
+#: fixed seconds of one composition and eps(delta) search (Arb tables, tilts, certification)
+COST_FIXED = 0.02
+#: bytes per point of the composed window (complex spectra, tilted passes kept for the queries)
+BYTES_PER_POINT = 96
+#: mass of the composed loss the window estimate leaves out (as the FFT pass, WINDOW_TAIL)
+_WINDOW_TAIL = 1e-20
+#: output-window tail masses an integer pair may be widened to, relative to delta (the mass
+#: goes to the +inf atom: at most this fraction of delta per release)
+_TAIL_STEPS = (DEFAULT_TAIL_MASS, 1e-15, 1e-12, 1e-10)
+
+
+@dataclass(frozen=True)
+class _Release:
+    """What the cost model needs of one release: its kind and the sizes that drive the cost.
+
+    ``lattice`` is the step of the exact lattice its losses sit on (known when the release was
+    cheap enough to build while planning), else None; ``support`` its number of lattice points."""
+
+    subject: Any
+    count: int
+    kind: str  # "continuous" | "atoms" | "integer"
+    width: float  # the loss window's width (continuous, or built integer releases), else 0
+    directions: int
+    atoms: int  # closed-form atoms, or window outputs at DEFAULT_TAIL_MASS
+    lattice: float | None = None
+    support: int = 0
+    setup: float = 0.0  # seconds before the first log-mass (a table the pair computes once)
+
+
+def _setup_cost(pair: Any) -> float:
+    hint = getattr(pair, "setup_cost", None)
+    return float(hint()) if callable(hint) else 0.0
+
+
+def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
+    kind = release_kind(subject)
+    if kind is None:
+        return None
+    if kind == "continuous":
+        pair = continuous_loss_pair(subject)
+        lo, hi = pair.loss_window(DEFAULT_TAIL_MASS)
+        width = hi - lo
+        directions = 1
+        if not pair.symmetric:
+            r_lo, r_hi = pair.reversed().loss_window(DEFAULT_TAIL_MASS)
+            width = max(width, r_hi - r_lo)
+            directions = 2
+        return _Release(subject, count, "continuous", width, directions, 0)
+    pair = _resolve_pair(subject)
+    counter = getattr(pair, "loss_atom_count", None)
+    atoms = int(counter()) if callable(counter) else _window_outputs(pair, DEFAULT_TAIL_MASS)
+    kind = "atoms" if callable(counter) else "integer"
+    setup = _setup_cost(pair)
+    if setup + (COST_ATOM if kind == "atoms" else COST_INTEGER_OUTPUT) * atoms > build_budget:
+        return _Release(subject, count, kind, 0.0, 2, atoms, setup=setup)
+    # cheap to build: build it now (memoised: the run reuses it) and read its lattice and span
+    pld = release_pld(subject, grid_for(count))
+    span = pld.loss_span()
+    lattice = pld.step if pld.discretisation == "exact lattice" else None
+    support = pld.grid_size()
+    return _Release(subject, count, kind, span, 2, atoms, lattice, support)
+
+
+def _window_outputs(pair: IntegerPair, tail: float) -> int:
+    lo, hi = pair.window(tail)
+    return hi - lo + 1
+
+
+def _composed_width(releases: list[_Release]) -> float | None:
+    """Estimated width (in loss units) of the composed window: the Chernoff edges from the RDP
+    curves (module docstring), or None when a curve has no float approximation."""
+    alphas = 1.0 + np.geomspace(1e-9, 1e4, 400)
+    total = np.zeros_like(alphas)
+    for r in releases:
+        rdp = getattr(r.subject, "rdp", None)
+        hint = getattr(r.subject, "rdp_cost", None)
+        if callable(hint) and hint() > COST_FIXED:  # its curve has an expensive setup: not for an estimate
+            return None
+        values = rdp().approx(alphas) if callable(rdp) else None
+        if values is None:
+            return None
+        values = np.where(np.isfinite(values), values, np.inf)
+        total += r.count * (alphas - 1) * values
+    log_tail = math.log(1 / _WINDOW_TAIL)
+    with np.errstate(invalid="ignore", over="ignore"):
+        upper = float(np.min((total + log_tail) / (alphas - 1)))
+    mean = float(total[0] / (alphas[0] - 1))
+    if not (math.isfinite(upper) and math.isfinite(mean)):
+        return None
+    return 2 * max(upper - mean, 0.0)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """One way to run the route: grid step h (or the exact lattice), output-window tail, cost."""
+
+    h: float
+    tail: float
+    cost: Cost
+    points: int
+    exact: bool
+
+    def describe(self) -> str:
+        grid = "exact lattice" if self.exact else f"grid h = {self.h:.3g} (connect-the-dots)"
+        tail = "" if self.tail == DEFAULT_TAIL_MASS else f", output windows widened to tail mass {self.tail:.0e}"
+        return f"{grid}{tail}; composed window ~{self.points:,} points"
+
+
+def _estimate(releases: list[_Release], h: float, tail: float, width: float | None, lattice: bool) -> _Setting:
+    """The cost of composing ``releases`` on the exact lattice of the (single) release, or on h."""
+    build = 0.0
+    points_single = 0
+    total_count = sum(r.count for r in releases)
+    for r in releases:
+        if r.kind == "continuous":
+            h_r = h
+            while r.width / h_r > AUTO_POINTS:
+                h_r *= 2
+            n = int(r.width / h_r) + 1
+            build += COST_CONTINUOUS_POINT * n * r.directions
+            points_single = max(points_single, n)
+        elif r.kind == "atoms":
+            build += COST_ATOM * r.atoms
+        else:
+            outputs = r.atoms if tail == DEFAULT_TAIL_MASS else _window_outputs(_resolve_pair(r.subject), tail)
+            build += COST_INTEGER_OUTPUT * outputs + r.setup
+        if r.width and not lattice:
+            points_single = max(points_single, int(r.width / h) + 1)
+    if width is None:  # no RDP approximation: the single windows grown like sqrt(k)
+        width = max((r.width for r in releases), default=1.0) * 1.1 * math.sqrt(total_count) + 1.0
+    step = releases[0].lattice if lattice else h
+    points = max(int(width / step) + 1, points_single, 2)
+    if lattice:
+        points = min(points, releases[0].count * max(releases[0].support - 1, 1) + 1)
+    if points > MAX_WINDOW:
+        return _Setting(h, tail, Cost(math.inf, BYTES_PER_POINT * points), points, lattice)
+    passes = 2 if any(r.directions == 2 for r in releases) else 1
+    compose = COST_FIXED + COST_FFT_POINT * points * math.log2(points) * passes
+    return _Setting(h, tail, Cost(build + compose, BYTES_PER_POINT * points), points, lattice)
+
+
+class PldRoute:
+    """The PLD route (module docstring). ``surrogate`` maps the query's releases to the ones
+    whose PLD is built (the optimal-composition route builds randomized responses)."""
+
+    def __init__(self, name: str = "pld", surrogate=None, label: str = "privacy-loss distribution", exact_for_lattice: bool = True) -> None:
+        self.name = name
+        self._surrogate = surrogate
+        self._label = label
+        self._exact_for_lattice = exact_for_lattice
+
+    def _releases(self, query: Query) -> list[tuple[Any, int]] | NotApplicable:
+        if self._surrogate is None:
+            return list(query.parts)
+        return self._surrogate(query)
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        parts = self._releases(query)
+        if isinstance(parts, NotApplicable):
+            return parts
+        releases = []
+        for subject, count in parts:
+            r = _release(subject, count, 0.02 * budget)
+            if r is None:
+                name = subject.describe() if hasattr(subject, "describe") else type(subject).__name__
+                return NotApplicable(self.name, f"{name} has no privacy-loss distribution (no output pair, no monotone privacy loss)")
+            releases.append(r)
+        total = sum(r.count for r in releases)
+        width = _composed_width(releases)
+        h = grid_for(total)
+        options = []
+        if len(releases) == 1 and releases[0].lattice is not None:
+            options.append(_estimate(releases, h, DEFAULT_TAIL_MASS, width, True))
+        options.append(_estimate(releases, h, DEFAULT_TAIL_MASS, width, False))
+        # coarser grids first (they cut the composition and the continuous builds), then wider
+        # output windows (they cut the integer builds; the mass left out goes to +inf, so it
+        # stays a millionth of delta per release at most)
+        h_try = h
+        while options[-1].cost.seconds > budget and h_try * 2 <= MAX_SPREAD_STEP:
+            h_try *= 2
+            options.append(_estimate(releases, h_try, DEFAULT_TAIL_MASS, width, False))
+        for tail in _TAIL_STEPS[1:]:
+            if options[-1].cost.seconds <= budget or not any(r.kind == "integer" for r in releases) or tail * total > query.delta * 1e-6:
+                break
+            options.append(_estimate(releases, options[-1].h, tail, width, False))
+        chosen = next((o for o in options if o.cost.seconds <= budget), min(options, key=lambda o: o.cost.seconds))
+        exact = chosen.exact and self._exact_for_lattice
+        if not query.include_pld:
+            return Plan(self.name, lambda left: EpsilonResult(math.inf, query.delta, self.name), chosen.cost, exact, setting=chosen.describe(),
+                        how="include_pld=True (CLI: without --no-pld)", off="switched off (include_pld=False; CLI: --no-pld)")
+        coarsened = "" if chosen is options[0] else f"; the default ({options[0].describe()}) would cost {options[0].cost}"
+        return Plan(
+            self.name,
+            functools.partial(self._run, tuple(parts), chosen, query.delta, exact),
+            chosen.cost,
+            exact,
+            setting=chosen.describe() + coarsened,
+            how="" if not coarsened else f"time_budget={math.ceil(options[0].cost.seconds * 1.2) + 1} runs it on h = {h:.3g}",
+        )
+
+    def _run(self, parts: tuple, setting: _Setting, delta: float, exact: bool, left: float) -> EpsilonResult:
+        composed = pld_for_parts(parts, None if setting.exact else setting.h, setting.tail, on_grid=not setting.exact)
+        result = composed._epsilon(delta)
+        on_lattice = result.discretisation == "exact lattice"
+        grid = "exact lattice" if on_lattice else f"grid h = {_grid_text(result.discretisation)}, connect-the-dots"
+        return RouteResult(
+            result.epsilon,
+            delta,
+            self.name,
+            None,
+            f"{self._label}, {grid}; worse direction {result.direction}; +inf atom and truncations {result.truncated_mass:.2g}",
+            exact=on_lattice and self._exact_for_lattice,
+        )
+
+
+def _grid_text(discretisation: Any) -> str:
+    return f"{discretisation:.3g}" if isinstance(discretisation, float) else str(discretisation)
+
+
+@functools.lru_cache(maxsize=8)
+def _composed(parts: tuple, h: float, tail: float, lower_bound: bool, on_grid: bool) -> PrivacyLossDistribution:
+    out = None
+    for subject, count in parts:
+        pld = release_pld(subject, h, tail_mass=tail, lower_bound=lower_bound)
+        if on_grid and pld.discretisation != h:  # an exact lattice (or a coarsened continuous grid) put on the plan's grid
+            pld = pld.regrid(h)
+        pld = pld.self_compose(count) if count > 1 else pld
+        out = pld if out is None else out.compose(pld)
+    assert out is not None
+    return out
+
+
+def pld_for_parts(parts: tuple, h: float | None = None, tail: float = DEFAULT_TAIL_MASS, *, lower_bound: bool = False,
+                  on_grid: bool = False) -> PrivacyLossDistribution:
+    """The composed PLD of ((release, count), ...) as the PLD route builds it: each release on
+    its exact lattice if it has one, else on the grid h (:func:`~accounting._pld.grid_for` of the
+    total unless given); ``on_grid=True`` puts every release on h (a coarsened plan);
+    ``lower_bound=True`` adds the optimistic twin. Memoised (a report asking several deltas, a
+    calibration, compose it once)."""
+    parts = tuple((s, int(n)) for s, n in parts)
+    if h is None:
+        h = grid_for(sum(n for _, n in parts))
+    try:
+        hash(parts)
+    except TypeError:
+        return _composed.__wrapped__(parts, h, tail, lower_bound, on_grid)
+    return _composed(parts, h, tail, lower_bound, on_grid)
