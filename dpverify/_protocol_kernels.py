@@ -3,7 +3,9 @@
 - R (local randomizer): xhat = floor(x g) + Bernoulli(x g - floor(x g)); y = (xhat + eta) mod m,
   eta the user's own noise: a Polya difference gamma+ - gamma-, gamma+- ~ Polya(1/n, e^{-eps/g})
   (Theorem 1), Skellam Sk(0, g^2/(n eps^2)) (Theorem 2), discrete Gaussian N_Z(0, g^2/(n eps^2))
-  (Theorem 4), or none (central variant: the server adds the noise, see :func:`aggregate_views`).
+  (Theorem 4), discrete Laplace Lap_Z(b) (App. H.2, Algorithm 4: the local model; with no
+  modulus, the float-safe local curator of ``dpverify._bandits._ucb``), or none (central variant:
+  the server adds the noise, see :func:`aggregate_views`).
 - S (secure aggregation): yhat = (sum_i y_i) mod m; the server sees yhat only.
 - A (analyzer): z = (yhat - m)/g if yhat > n g + tau (underflow correction), else z = yhat/g.
 
@@ -45,8 +47,8 @@ __all__ = [
 ]
 
 #: Per-user noise of the randomizer R, by theorem: "polya" (1), "skellam" (2),
-#: "discrete_gaussian" (4), "none" (central variant).
-NOISE_KINDS = ("none", "polya", "skellam", "discrete_gaussian")
+#: "discrete_gaussian" (4), "discrete_laplace" (App. H.2, Lap_Z(scale)), "none" (central variant).
+NOISE_KINDS = ("none", "polya", "skellam", "discrete_gaussian", "discrete_laplace")
 _KIND_CODE = {name: code for code, name in enumerate(NOISE_KINDS)}
 _MAX_M = 1 << 62
 
@@ -78,12 +80,15 @@ def _user_noise(rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p,
         return K._skellam(rng, half_mu), word, left
     if kind == 3:
         return K._discrete_gaussian(rng, word, left, p, q, t, ymax, tbits, vmax)
+    if kind == 4:  # Lap_Z(t/q)
+        return K._geometric_or_laplace(rng, word, left, q, t, tbits, vmax, True)
     return np.int64(0), word, left
 
 
 @numba.njit(cache=True)
 def _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
-    """R for every user: out[i] = y_i = (xhat_i + eta_i) mod m, from xg[i] = x_i g."""
+    """R for every user: out[i] = y_i = (xhat_i + eta_i) mod m, from xg[i] = x_i g; m = 0: no
+    modulus, out[i] = xhat_i + eta_i (the local model without secure aggregation)."""
     p0, q1, p00, c1, c2 = K._polya_difference_constants(r, beta)
     tbits = K._bit_length(t)
     vmax = K._vmax(t)
@@ -92,12 +97,21 @@ def _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
     for i in range(xg.size):
         head = math.floor(xg[i])
         xhat = np.int64(head)
-        if xg[i] != head and _bernoulli_dyadic(rng, xg[i] - head):
-            xhat += 1
-        eta, word, left = _user_noise(
-            rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax
-        )
-        out[i] = (xhat + eta) % m
+        if xg[i] != head:
+            # Bernoulli(frac) as _bernoulli_dyadic, its first 53 bits inline (a call passing the
+            # generator costs ~20 ns); the same draws, a tie (probability 2**-53) goes on there
+            scaled = (xg[i] - head) * K.TWO53
+            top = math.floor(scaled)
+            w = rng.random() * K.TWO53
+            if w < top or (w == top and _bernoulli_dyadic(rng, scaled - top)):
+                xhat += 1
+        if kind == 4:  # the discrete Laplace directly: one call fewer per user (the float-safe curator's hot path)
+            eta, word, left = K._geometric_or_laplace(rng, word, left, q, t, tbits, vmax, True)
+        else:
+            eta, word, left = _user_noise(
+                rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax
+            )
+        out[i] = xhat + eta if m == 0 else (xhat + eta) % m
 
 
 @numba.njit(cache=True)
@@ -137,8 +151,12 @@ def _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
                 if not _split_bernoulli(w & 0x7FFFFFF, 27, p00, rng):
                     y += K._polya_difference_nonzero(rng, r, beta, q1, c1, c2)
             else:
-                if frac != 0.0 and _bernoulli_dyadic(rng, frac):
-                    y += 1
+                if frac != 0.0:  # Bernoulli(frac), inline as in _randomize
+                    scaled = frac * K.TWO53
+                    top = math.floor(scaled)
+                    w = rng.random() * K.TWO53
+                    if w < top or (w == top and _bernoulli_dyadic(rng, scaled - top)):
+                        y += 1
                 if kind != 0:
                     eta, word, left = _user_noise(
                         rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax
@@ -207,18 +225,24 @@ def _encode(x: object, g: int) -> np.ndarray:
     return out
 
 
-def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = None):
+def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = None, scale: object = None):
     """Kernel arguments (kind, r, beta, half_mu, p, q, t, ymax) of the per-user noise.
 
     ``sigma2`` (discrete Gaussian only) gives the per-user variance directly, instead of
     g^2/(n eps^2): a protocol whose exact variance the sampler cannot take passes the nearest
-    larger one it can (``DistributedProtocol`` for Theorem 4)."""
+    larger one it can (``DistributedProtocol`` for Theorem 4). ``scale`` (discrete Laplace only,
+    required): Lap_Z(scale) per user, a rational scale = t/q."""
     if noise not in _KIND_CODE:
         raise AccountingError("noise", noise, f"one of {NOISE_KINDS}")
     kind = _KIND_CODE[noise]  # type: ignore[index]
     # placeholders for the unused parameters; beta = 1/2 keeps the (unused) Polya constants finite
     r, beta, half_mu, p, q, t, ymax = 1.0, 0.5, 0.0, 1, 1, 1, 0
     if kind == 0:
+        return kind, r, beta, half_mu, p, q, t, ymax
+    if kind == 4:
+        if scale is None:
+            raise AccountingError("scale", scale, "a rational scale b > 0 (required for noise='discrete_laplace')")
+        q, t = _scale("scale", scale)
         return kind, r, beta, half_mu, p, q, t, ymax
     if kind == 3 and sigma2 is not None:
         p, q, t, ymax = discrete_gaussian_range(sigma2)
@@ -247,6 +271,8 @@ def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = N
 
 def _protocol_args(x, g, m):
     g = _check_int("g", g, 1, 1 << 52)
+    if m is None:  # no modulus (the local model's integer message); the kernels take m = 0
+        return g, 0, _encode(x, g)
     m = _check_int("m", m, 1, _MAX_M)
     xg = _encode(x, g)
     if xg.size * g >= m:
@@ -260,16 +286,18 @@ def _protocol_args(x, g, m):
 # ------------------------------------------------------------------------------------------------
 
 
-def randomize(rng: np.random.Generator, x, g: int, m: int, noise: str = "none", *, eps=None, sigma2=None) -> np.ndarray:
+def randomize(rng: np.random.Generator, x, g: int, m: int | None, noise: str = "none", *, eps=None, sigma2=None, scale=None) -> np.ndarray:
     """R applied to every user: y_i = (xhat_i + eta_i) mod m, an int64 array of length n = len(x).
 
     ``noise`` picks eta by theorem ("polya": gamma+ - gamma-, Polya(1/n, e^{-eps/g}); "skellam":
     Sk(0, g^2/(n eps^2)); "discrete_gaussian": N_Z(0, g^2/(n eps^2)) with eps rational, or
-    N_Z(0, sigma2) if ``sigma2`` is given; "none").
+    N_Z(0, sigma2) if ``sigma2`` is given; "discrete_laplace": Lap_Z(scale), App. H.2; "none").
+    ``m=None``: no modulus, y_i = xhat_i + eta_i (the local model's message without secure
+    aggregation: the float-safe local curator).
     """
     _check_rng(rng)
     g, m, xg = _protocol_args(x, g, m)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2, scale)
     out = np.empty(xg.size, dtype=np.int64)
     _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
@@ -309,14 +337,16 @@ def analyze(yhat, n: int, g: int, m: int, tau: int, *, underflow_correction: boo
     return z.item() if z.ndim == 0 else z
 
 
-def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None, sigma2=None) -> np.ndarray:
+def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None, sigma2=None, scale=None) -> np.ndarray:
     """The server's view yhat = S(R(x_1), ..., R(x_n)) of ``reps`` independent runs, per user
     (every user's rounding and noise drawn, reduced mod m as it goes). int64 array of length reps.
-    ``eps``/``sigma2``: as for :func:`randomize`."""
+    ``eps``/``sigma2``/``scale``: as for :func:`randomize`."""
     _check_rng(rng)
+    if m is None:
+        raise AccountingError("m", m, "an integer modulus m > n g (secure aggregation sums mod m)")
     g, m, xg = _protocol_args(x, g, m)
     reps = _check_int("reps", reps, 0, _MAX_M)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2, scale)
     out = np.empty(reps, dtype=np.int64)
     _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out

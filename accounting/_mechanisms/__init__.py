@@ -13,6 +13,7 @@ from ._continuous import Gaussian, Laplace
 from ._discrete_gaussian import DiscreteGaussian, DiscreteGaussianPair
 from ._discrete_gaussian_sum import MAX_EXACT_N, DiscreteGaussianSum, DiscreteGaussianSumPair
 from ._discrete_laplace import DiscreteLaplace, DiscreteLaplacePair, PolyaDifferenceSum
+from ._grid import GridDiscreteLaplace
 from ._skellam import Skellam, SkellamPair
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "DiscreteGaussianSumPair",
     "MAX_EXACT_N",
     "Gaussian",
+    "GridDiscreteLaplace",
     "Laplace",
     "RandomizedResponse",
     "Skellam",
