@@ -14,10 +14,18 @@ Exact discrete samplers follow Canonne, Kamath & Steinke 2020 (arXiv:2004.00010)
 * ``_geometric_exp`` / ``_discrete_laplace``: CKS Algorithm 2 for Lap_Z(t/s), t <= 2**61, s <= 2**62.
 * ``_discrete_gaussian``: CKS Algorithm 3 for N_Z(0, p/q) with t = floor(sigma) + 1.
 
-Random bits come from ``rng.random()`` (53 uniform bits per call) through a bit buffer
-(word, left) threaded through the kernels, since an exact Bernoulli needs ~2 bits on average.
-The CKS loops (``_bernoulli_exp_unit``, ``_bernoulli_exp_minus_one``, ``_uniform_int``) are inlined
-at the numba level: measured +35% discrete-Gaussian throughput at no extra compile time.
+Random bits come from the generator's bit generator, ``bits = rng.bit_generator`` (53 uniform bits
+per ``next_double(bits)``, the very draw ``rng.random()`` makes, so the streams are those of
+``rng.random()``), through a bit buffer (word, left) threaded through the kernels, since an exact
+Bernoulli needs ~2 bits on average. The kernels pass ``bits``, not the Generator, to each other:
+numba increfs and decrefs a Generator's meminfo on every call that passes it (measured: a 16-bit
+draw through a helper taking the Generator 20 ns, through one taking its bit generator 1.6 ns, the
+same code inline 2 ns; ``inline="always"`` does not remove it), which made a discrete Laplace draw
+cost ~10 such calls. The fill loops (``_fill_*``) take the Generator from the Python wrappers and
+take ``rng.bit_generator`` once. Samplers that call numpy's own methods (``rng.poisson``,
+``rng.binomial``, the float baselines) take the Generator. The CKS loops (``_bernoulli_exp_unit``,
+``_bernoulli_exp_minus_one``, ``_uniform_int``) are inlined at the numba level: measured +35%
+discrete-Gaussian throughput at no extra compile time.
 
 Outputs are int64, so an unbounded law can only be sampled conditioned on a bounded range. Where
 that matters the kernel restarts the draw (exact conditioning) instead of wrapping around:
@@ -36,6 +44,7 @@ import math
 
 import numba
 import numpy as np
+from numba.np.random.generator_core import next_double
 
 #: 2**53 as a float: ``rng.random() * TWO53`` is an exact uniform integer in [0, 2**53).
 TWO53 = 9007199254740992.0
@@ -51,29 +60,29 @@ MAX_T = 1 << 61
 
 
 @numba.njit(cache=True)
-def _uint53(rng):
-    return np.int64(rng.random() * TWO53)
+def _uint53(bits):
+    return np.int64(next_double(bits) * TWO53)
 
 
 # Exact samplers consume about two random bits per Bernoulli, so spending a whole 53-bit
-# ``rng.random()`` on each would make the RNG the bottleneck. A bit buffer (word, left) is threaded
+# ``next_double(bits)`` on each would make the RNG the bottleneck. A bit buffer (word, left) is threaded
 # through the kernels as plain integers and returned with every result: numba keeps tuples in
 # registers, whereas a buffer held in an array costs an atomic reference-count pair per call
 # (measured: 9.5 ns against 0.5 ns per bit).
 
 
 @numba.njit(cache=True)
-def _take_bits(rng, word, left, k):
+def _take_bits(bits, word, left, k):
     """k (1 <= k <= 53) fresh uniform bits -> (bits, word, left)."""
     if left < k:
-        word = _uint53(rng)
+        word = _uint53(bits)
         left = 53
     left -= k
     return (word >> left) & ((np.int64(1) << k) - 1), word, left
 
 
 @numba.njit(cache=True)
-def _bernoulli_rational(rng, word, left, num, den):
+def _bernoulli_rational(bits, word, left, num, den):
     """(B, word, left) with B ~ Bernoulli(num/den) exactly (0 <= num <= den <= 2**62)."""
     if num <= 0:
         return False, word, left
@@ -87,7 +96,7 @@ def _bernoulli_rational(rng, word, left, num, den):
         while True:
             x = r << CHUNK
             if left < CHUNK:
-                word = _uint53(rng)
+                word = _uint53(bits)
                 left = 53
             left -= CHUNK
             wd = ((word >> left) & CHUNK_MASK) * den
@@ -106,7 +115,7 @@ def _bernoulli_rational(rng, word, left, num, den):
         if pbit:
             r -= den
         if left == 0:
-            word = _uint53(rng)
+            word = _uint53(bits)
             left = 53
         left -= 1
         ubit = ((word >> left) & 1) == 1
@@ -133,24 +142,24 @@ def _bit_length(n):
 
 
 @numba.njit(cache=True, inline="always")
-def _uniform_int(rng, word, left, n, k):
+def _uniform_int(bits, word, left, n, k):
     """(U, word, left), U uniform on {0, ..., n-1} exactly (1 <= n <= 2**61), by rejection from
     k-bit words, k = _bit_length(n) (precomputed by the caller: frexp is a libm call)."""
     if n == 1:
         return np.int64(0), word, left
     while True:
         if k <= 53:
-            w, word, left = _take_bits(rng, word, left, k)
+            w, word, left = _take_bits(bits, word, left, k)
         else:
-            hi, word, left = _take_bits(rng, word, left, k - 31)
-            lo, word, left = _take_bits(rng, word, left, 31)
+            hi, word, left = _take_bits(bits, word, left, k - 31)
+            lo, word, left = _take_bits(bits, word, left, 31)
             w = (hi << 31) | lo
         if w < n:
             return w, word, left
 
 
 @numba.njit(cache=True, inline="always")
-def _bernoulli_exp_unit(rng, word, left, num, den):
+def _bernoulli_exp_unit(bits, word, left, num, den):
     """Bernoulli(exp(-num/den)) for 0 <= num <= den <= 2**62: CKS Algorithm 1."""
     if num == 0:
         return True, word, left
@@ -161,11 +170,11 @@ def _bernoulli_exp_unit(rng, word, left, num, den):
         # is a safe sufficient condition for den * k <= 2**62 (no division on the hot path), and
         # both branches draw exactly Bernoulli(gamma / k).
         if fden * k <= 2.0**61:
-            a, word, left = _bernoulli_rational(rng, word, left, num, den * k)
+            a, word, left = _bernoulli_rational(bits, word, left, num, den * k)
         else:
-            a, word, left = _bernoulli_rational(rng, word, left, np.int64(1), k)
+            a, word, left = _bernoulli_rational(bits, word, left, np.int64(1), k)
             if a:
-                a, word, left = _bernoulli_rational(rng, word, left, num, den)
+                a, word, left = _bernoulli_rational(bits, word, left, num, den)
         if not a:
             break
         k += 1
@@ -173,170 +182,70 @@ def _bernoulli_exp_unit(rng, word, left, num, den):
 
 
 @numba.njit(cache=True, inline="always")
-def _bernoulli_exp_minus_one(rng, word, left):
+def _bernoulli_exp_minus_one(bits, word, left):
     """Bernoulli(exp(-1)) exactly (CKS Algorithm 1 with gamma = 1; A_1 = 1 always)."""
     k = np.int64(2)
     while True:
-        a, word, left = _bernoulli_rational(rng, word, left, np.int64(1), k)
+        a, word, left = _bernoulli_rational(bits, word, left, np.int64(1), k)
         if not a:
             return (k & 1) == 1, word, left
         k += 1
 
 
 @numba.njit(cache=True)
-def _bernoulli_exp(rng, word, left, num, den):
+def _bernoulli_exp(bits, word, left, num, den):
     """Bernoulli(exp(-num/den)) for num >= 0, 1 <= den <= 2**62 (any gamma >= 0)."""
     if num <= den:
         # the common case in Algorithm 3; skipping the integer division saves ~40 cycles
-        return _bernoulli_exp_unit(rng, word, left, num, den)
+        return _bernoulli_exp_unit(bits, word, left, num, den)
     whole = num // den
     rem = num - whole * den
     # exp(-gamma) = exp(-1)^floor(gamma) * exp(-frac(gamma)): independent trials, stop at a failure.
     i = np.int64(0)
     while i < whole:
-        a, word, left = _bernoulli_exp_minus_one(rng, word, left)
+        a, word, left = _bernoulli_exp_minus_one(bits, word, left)
         if not a:
             return False, word, left
         i += 1
-    return _bernoulli_exp_unit(rng, word, left, rem, den)
-
-
-@numba.njit(cache=True, inline="always")
-def _chunk_verdict(w, r, den):
-    """One CHUNK-bit digit of the comparison in ``_bernoulli_rational`` (den < CHUNK_DEN), with the
-    random digit w already drawn: (1, r) if U < r/den is decided, (0, r) if U > r/den is (or r/den
-    has no more 1 bits), (-1, r') a tie, to go on with the remainder r'. Scalars only, so that the
-    kernels below can inline the comparison without passing the generator to a helper."""
-    x = r << CHUNK
-    wd = w * den
-    if wd + den <= x:
-        return 1, r
-    if wd > x:
-        return 0, r
-    r = x - wd
-    if r == 0:
-        return 0, r
-    return -1, r
-
-
-# The two kernels below are CKS Algorithm 2 with Algorithm 1 and the chunked Bernoulli(num/den) of
-# ``_bernoulli_rational`` written out in one body: every numba call that passes the Generator costs
-# about 20 ns (measured: a 16-bit draw through a helper taking ``rng`` 20 ns, inline 2 ns; numba's
-# inline="always" does not remove it), which made a discrete Laplace draw ~10 such calls. They
-# consume the random bits in exactly the order of the composed helpers (``_uniform_int``,
-# ``_bernoulli_exp_unit``, ``_bernoulli_exp_minus_one``, ``_take_bits``), so every draw is the one
-# those helpers would give for the same generator state (tests/test_samplers.py checks the
-# streams are identical), and fall back to the helpers on the rare parameters the inline paths do
-# not cover (t > 2**53, t k >= CHUNK_DEN).
+    return _bernoulli_exp_unit(bits, word, left, rem, den)
 
 
 @numba.njit(cache=True)
-def _geometric_exp(rng, word, left, s, t, tbits, vmax):
+def _geometric_exp(bits, word, left, s, t, tbits, vmax):
     """P[Y = y] = (1 - e^{-s/t}) e^{-y s/t}, y >= 0 (scale t/s): the one-sided half of CKS Alg. 2.
 
     tbits = _bit_length(t) and vmax = _vmax(t) are precomputed by the caller."""
-    return _geometric_or_laplace(rng, word, left, s, t, tbits, vmax, False)
-
-
-@numba.njit(cache=True)
-def _discrete_laplace(rng, word, left, s, t, tbits, vmax):
-    """Lap_Z(t/s): P[Y = y] proportional to exp(-|y| s/t) (CKS Algorithm 2)."""
-    return _geometric_or_laplace(rng, word, left, s, t, tbits, vmax, True)
-
-
-@numba.njit(cache=True)
-def _geometric_or_laplace(rng, word, left, s, t, tbits, vmax, two_sided):
-    """The geometric Y of ``_geometric_exp`` or, if ``two_sided``, Lap_Z(t/s): Y with a sign bit,
-    the draw (sign 1, Y = 0) rejected (CKS Algorithm 2). One body, so a discrete Laplace draw
-    makes no call that passes the generator."""
-    tmask = (np.int64(1) << min(tbits, 62)) - 1
-    ft = float(t)
     while True:
         while True:
-            # u uniform on {0, ..., t - 1} (_uniform_int)
-            if t == 1:
-                u = np.int64(0)
-            elif tbits <= 53:
-                while True:
-                    if left < tbits:
-                        word = np.int64(rng.random() * TWO53)
-                        left = 53
-                    left -= tbits
-                    u = (word >> left) & tmask
-                    if u < t:
-                        break
-            else:
-                u, word, left = _uniform_int(rng, word, left, t, tbits)
-            # accept u with probability exp(-u/t) (_bernoulli_exp_unit, CKS Algorithm 1)
-            if u == 0:
+            u, word, left = _uniform_int(bits, word, left, t, tbits)
+            d, word, left = _bernoulli_exp_unit(bits, word, left, u, t)
+            if d:
                 break
-            k = np.int64(1)
-            while True:
-                if ft * k <= 2.0**61:  # (as _bernoulli_exp_unit: then t k cannot overflow)
-                    den = t * k
-                    if den < CHUNK_DEN:  # a ~ Bernoulli(u / (t k)), chunked (0 < u < t <= den)
-                        r = u
-                        while True:
-                            if left < CHUNK:
-                                word = np.int64(rng.random() * TWO53)
-                                left = 53
-                            left -= CHUNK
-                            verdict, r = _chunk_verdict((word >> left) & CHUNK_MASK, r, den)
-                            if verdict >= 0:
-                                break
-                        a = verdict == 1
-                    else:
-                        a, word, left = _bernoulli_rational(rng, word, left, u, den)
-                else:
-                    a, word, left = _bernoulli_rational(rng, word, left, np.int64(1), k)
-                    if a:
-                        a, word, left = _bernoulli_rational(rng, word, left, u, t)
-                if not a:
-                    break
-                k += 1
-            if (k & 1) == 1:
-                break
-        # v = the number of Bernoulli(exp(-1)) successes before the first failure
-        # (_bernoulli_exp_minus_one: trial j draws Bernoulli(1/k), k = 2, 3, ..., until a 0; odd k wins)
         v = np.int64(0)
         while True:
-            k = np.int64(2)
-            while True:
-                r = np.int64(1)
-                while True:
-                    if left < CHUNK:
-                        word = np.int64(rng.random() * TWO53)
-                        left = 53
-                    left -= CHUNK
-                    verdict, r = _chunk_verdict((word >> left) & CHUNK_MASK, r, k)
-                    if verdict >= 0:
-                        break
-                if verdict == 0:
-                    break
-                k += 1
-            if (k & 1) == 0:
+            a, word, left = _bernoulli_exp_minus_one(bits, word, left)
+            if not a:
                 break
             v += 1
-        if v > vmax:
-            continue  # U + t V would reach 2**62: restart (exact conditioning, probability < e^{-2**62/t})
-        # X = U + t V has P[X = x] proportional to exp(-x/t); floor(X/s) is geometric in s/t.
-        x = u + t * v
-        y = x if s == 1 else x // s
-        if not two_sided:
-            return y, word, left
-        if left < 1:  # one sign bit (_take_bits)
-            word = np.int64(rng.random() * TWO53)
-            left = 53
-        left -= 1
-        if (word >> left) & 1 == 0:
-            return y, word, left
-        if y != 0:
-            return -y, word, left
-        # (sign 1, Y = 0): reject and draw again (CKS Algorithm 2)
+        if v <= vmax:
+            # X = U + t V has P[X = x] proportional to exp(-x/t); floor(X/s) is geometric in s/t.
+            x = u + t * v
+            return (x if s == 1 else x // s), word, left
 
 
 @numba.njit(cache=True)
-def _discrete_gaussian(rng, word, left, p, q, t, ymax, tbits, vmax):
+def _discrete_laplace(bits, word, left, s, t, tbits, vmax):
+    """Lap_Z(t/s): P[Y = y] proportional to exp(-|y| s/t) (CKS Algorithm 2)."""
+    while True:
+        y, word, left = _geometric_exp(bits, word, left, s, t, tbits, vmax)
+        b, word, left = _take_bits(bits, word, left, 1)
+        if b == 1 and y == 0:
+            continue
+        return (-y if b == 1 else y), word, left
+
+
+@numba.njit(cache=True)
+def _discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax):
     """N_Z(0, p/q) conditioned on |X| <= ymax (CKS Algorithm 3, t = floor(sigma) + 1).
 
     gamma = (|Y| - sigma^2/t)^2 / (2 sigma^2) = A^2 / D with A = |Y| q t - p, D = 2 p q t^2;
@@ -345,12 +254,12 @@ def _discrete_gaussian(rng, word, left, p, q, t, ymax, tbits, vmax):
     d = 2 * p * q * t * t
     one = np.int64(1)
     while True:
-        y, word, left = _discrete_laplace(rng, word, left, one, t, tbits, vmax)
+        y, word, left = _discrete_laplace(bits, word, left, one, t, tbits, vmax)
         a = abs(y)
         if a > ymax:
             continue
         big_a = a * q * t - p
-        c, word, left = _bernoulli_exp(rng, word, left, big_a * big_a, d)
+        c, word, left = _bernoulli_exp(bits, word, left, big_a * big_a, d)
         if c:
             return y, word, left
 
@@ -371,9 +280,9 @@ def _polya_constants(r, beta):
 
 
 @numba.njit(cache=True)
-def _polya_nonzero(rng, r, beta, q1):
+def _polya_nonzero(bits, r, beta, q1):
     """X | X >= 1 by inversion of the conditional pmf (recurrence p(k+1)/p(k) = beta (k+r)/(k+1))."""
-    u = rng.random()
+    u = next_double(bits)
     k = np.int64(1)
     pk = q1
     c = pk
@@ -390,40 +299,40 @@ def _polya_nonzero(rng, r, beta, q1):
 
 
 @numba.njit(cache=True)
-def _polya(rng, r, beta, p0, q1):
+def _polya(bits, r, beta, p0, q1):
     """Polya(r, beta): zero with one uniform (P = p0), otherwise inversion of X | X >= 1.
 
     Deviation from the exact law: P[X = 0] is p0 rounded (relative error a few ulp) on the 2**-53
-    grid of ``rng.random()``; the conditional inversion errs by at most a few ulp per pmf term,
+    grid of ``next_double(bits)``; the conditional inversion errs by at most a few ulp per pmf term,
     weighted by 1 - p0. tests/test_samplers.py computes the implemented law and bounds its total
     variation distance to the exact (mpmath) law.
     """
-    if rng.random() < p0:
+    if next_double(bits) < p0:
         return np.int64(0)
-    return _polya_nonzero(rng, r, beta, q1)
+    return _polya_nonzero(bits, r, beta, q1)
 
 
 @numba.njit(cache=True)
-def _polya_difference_nonzero(rng, r, beta, q1, c1, c2):
+def _polya_difference_nonzero(bits, r, beta, q1, c1, c2):
     """gamma+ - gamma- given that gamma+ and gamma- are not both zero.
 
     The three cases (+ only, - only, both nonzero) have probabilities p0/(1+p0), p0/(1+p0) and
     (1-p0)/(1+p0); c1, c2 are the cumulative thresholds.
     """
-    v = rng.random()
+    v = next_double(bits)
     if v < c1:
-        return _polya_nonzero(rng, r, beta, q1)
+        return _polya_nonzero(bits, r, beta, q1)
     if v < c2:
-        return -_polya_nonzero(rng, r, beta, q1)
-    return _polya_nonzero(rng, r, beta, q1) - _polya_nonzero(rng, r, beta, q1)
+        return -_polya_nonzero(bits, r, beta, q1)
+    return _polya_nonzero(bits, r, beta, q1) - _polya_nonzero(bits, r, beta, q1)
 
 
 @numba.njit(cache=True)
-def _polya_difference(rng, r, beta, p0, q1, p00, c1, c2):
+def _polya_difference(bits, r, beta, p0, q1, p00, c1, c2):
     """gamma+ - gamma-, gamma+- iid Polya(r, beta); one uniform when both are zero (P = p00 = p0^2)."""
-    if rng.random() < p00:
+    if next_double(bits) < p00:
         return np.int64(0)
-    return _polya_difference_nonzero(rng, r, beta, q1, c1, c2)
+    return _polya_difference_nonzero(bits, r, beta, q1, c1, c2)
 
 
 @numba.njit(cache=True)
@@ -441,57 +350,63 @@ def _skellam(rng, half_mu):
 
 @numba.njit(cache=True)
 def _fill_bernoulli_rational(rng, num, den, out):
+    bits = rng.bit_generator
     word = np.int64(0)
     left = 0
     for i in range(out.size):
-        b, word, left = _bernoulli_rational(rng, word, left, num, den)
+        b, word, left = _bernoulli_rational(bits, word, left, num, den)
         out[i] = 1 if b else 0
 
 
 @numba.njit(cache=True)
 def _fill_bernoulli_exp(rng, num, den, out):
+    bits = rng.bit_generator
     word = np.int64(0)
     left = 0
     for i in range(out.size):
-        b, word, left = _bernoulli_exp(rng, word, left, num, den)
+        b, word, left = _bernoulli_exp(bits, word, left, num, den)
         out[i] = 1 if b else 0
 
 
 @numba.njit(cache=True)
 def _fill_geometric_exp(rng, s, t, out):
+    bits = rng.bit_generator
     tbits = _bit_length(t)
     vmax = _vmax(t)
     word = np.int64(0)
     left = 0
     for i in range(out.size):
-        out[i], word, left = _geometric_or_laplace(rng, word, left, s, t, tbits, vmax, False)
+        out[i], word, left = _geometric_exp(bits, word, left, s, t, tbits, vmax)
 
 
 @numba.njit(cache=True)
 def _fill_discrete_laplace(rng, s, t, out):
+    bits = rng.bit_generator
     tbits = _bit_length(t)
     vmax = _vmax(t)
     word = np.int64(0)
     left = 0
     for i in range(out.size):
-        out[i], word, left = _geometric_or_laplace(rng, word, left, s, t, tbits, vmax, True)
+        out[i], word, left = _discrete_laplace(bits, word, left, s, t, tbits, vmax)
 
 
 @numba.njit(cache=True)
 def _fill_discrete_gaussian(rng, p, q, t, ymax, out):
+    bits = rng.bit_generator
     tbits = _bit_length(t)
     vmax = _vmax(t)
     word = np.int64(0)
     left = 0
     for i in range(out.size):
-        out[i], word, left = _discrete_gaussian(rng, word, left, p, q, t, ymax, tbits, vmax)
+        out[i], word, left = _discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax)
 
 
 @numba.njit(cache=True)
 def _fill_polya(rng, r, beta, out):
+    bits = rng.bit_generator
     p0, q1 = _polya_constants(r, beta)
     for i in range(out.size):
-        out[i] = _polya(rng, r, beta, p0, q1)
+        out[i] = _polya(bits, r, beta, p0, q1)
 
 
 @numba.njit(cache=True)
@@ -504,9 +419,10 @@ def _polya_difference_constants(r, beta):
 
 @numba.njit(cache=True)
 def _fill_polya_difference(rng, r, beta, out):
+    bits = rng.bit_generator
     p0, q1, p00, c1, c2 = _polya_difference_constants(r, beta)
     for i in range(out.size):
-        out[i] = _polya_difference(rng, r, beta, p0, q1, p00, c1, c2)
+        out[i] = _polya_difference(bits, r, beta, p0, q1, p00, c1, c2)
 
 
 @numba.njit(cache=True)

@@ -26,6 +26,7 @@ first-index tie-breaking would favour it). Privatised responses are never clippe
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -96,7 +97,7 @@ class LocalCurator:
     def epsilon_f(self) -> float:
         return float(self.epsilon)  # type: ignore[arg-type]
 
-    @property
+    @functools.cached_property
     def scale(self) -> Fraction:
         """The float-safe CTL's Lap_Z scale b on the integer grid (g/eps, or the next rational the sampler takes)."""
         return _noise.grid_laplace_scale(self.epsilon, self.grid)
@@ -150,8 +151,7 @@ class LocalCurator:
                 raise AccountingError("rewards", "an array containing NaN", "rewards (NaN has no clamped value)")
             # clamp (the sensitivity is that of the clamped value), encode on the grid 1/g by randomised
             # rounding and add Lap_Z(b): one numba pass, the local randomizer R without a modulus
-            y = pk.randomize(rng, np.clip(x, 0.0, 1.0), self.grid, None, "discrete_laplace", scale=self.scale)
-            return y / self.grid
+            return pk.laplace_messages(rng, np.clip(x, 0.0, 1.0), self.grid, self.scale) / self.grid
         e = math.exp(self.epsilon)
         prob = (x * e + 1.0 - x) / (1.0 + e)
         return (rng.random(x.size) < prob).astype(np.float64)
