@@ -49,6 +49,7 @@ from ._mechanisms import (
     PolyaDifferenceSum,
     RandomizedResponse,
     Skellam,
+    Snapping,
 )
 from ._pairs import FinitePair, IntegerPair
 from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
@@ -96,6 +97,7 @@ __all__ = [
     "PolyaDifferenceSum",
     "RandomizedResponse",
     "Skellam",
+    "Snapping",
     "DEFAULT_PRECISION",
     "AccountingError",
     "ApproxDP",

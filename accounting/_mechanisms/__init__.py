@@ -15,6 +15,7 @@ from ._discrete_gaussian_sum import MAX_EXACT_N, DiscreteGaussianSum, DiscreteGa
 from ._discrete_laplace import DiscreteLaplace, DiscreteLaplacePair, PolyaDifferenceSum
 from ._grid import GridDiscreteLaplace
 from ._skellam import Skellam, SkellamPair
+from ._snapping import Snapping
 
 __all__ = [
     "BernoulliCurator",
@@ -30,6 +31,7 @@ __all__ = [
     "Laplace",
     "RandomizedResponse",
     "Skellam",
+    "Snapping",
     "SkellamPair",
     "DiscreteLaplace",
     "DiscreteLaplacePair",
