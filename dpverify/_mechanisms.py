@@ -79,7 +79,7 @@ class NoiseMechanism:
             return -math.inf if not ball.is_finite() and ball < 0 else float(ball.mid())
 
     def describe(self) -> str:
-        suffix = " (float baseline)" if self.baseline else ""
+        suffix = " (float baseline; idealised: not DP in floating point)" if self.baseline else ""
         return f"{self.name}: {self.law.describe()}{suffix}"
 
 

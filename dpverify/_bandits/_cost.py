@@ -26,6 +26,8 @@ import math
 import os
 from dataclasses import dataclass
 
+from .._noise import FLOAT_SAFE_GRID
+
 __all__ = ["RunCost", "estimate_cost", "machine_memory"]
 
 #: seconds per simulated pull (per-user path), by algorithm family
@@ -117,8 +119,8 @@ def estimate_cost(algorithm: str, horizon: int, seeds: int, *, arms: int, path: 
         eps = float(epsilon or 1.0)
         scale = float(s) if algorithm in _SCALED else 1.0
         sizes = _batch_sizes(horizon, batch_base)
-        # DP-SE's release is one Laplace draw on the epoch sum: no histogram
-        cells = [1] * len(sizes) if algorithm == "dp-se" else [math.ceil(scale * eps * math.sqrt(n)) + 1 for n in sizes]
+        # DP-SE's float-safe release: the histogram of the epoch's roundings on the grid 1/2^16 (2^16 + 1 cells)
+        cells = [FLOAT_SAFE_GRID + 1] * len(sizes) if algorithm == "dp-se" else [math.ceil(scale * eps * math.sqrt(n)) + 1 for n in sizes]
         per_seed = arms * (len(cells) * RELEASE_SECONDS + sum(cells) * CELL_SECONDS)
         peak = arms * sum(cells) * CELL_BYTES
         model = f"aggregate path: {len(cells)} batches x {arms} arms, O(g) per release"
