@@ -41,8 +41,9 @@ def private_stream(seed: np.random.SeedSequence) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(seed))
 
 
-def check_idealised_charges(implementation: str, idealised: bool, ledger: Ledger, allow: bool) -> None:
-    """Refuse an idealised (float-noise) privatizer on a durable ledger unless ``allow``.
+def check_idealised_charges(mechanism: Any, idealised: bool, ledger: Ledger, allow: bool) -> None:
+    """Refuse an idealised (float-noise) privatizer on a durable ledger unless ``allow`` (``mechanism``:
+    the protocol or curator, named in the refusal by its ``describe()``).
 
     A durable ledger is the record other runs and auditors read as DP spending; float Laplace or
     Gaussian noise is not DP as executed, so recording its charges there needs an explicit opt-in.
@@ -52,7 +53,7 @@ def check_idealised_charges(implementation: str, idealised: bool, ledger: Ledger
         raise AccountingError(
             "allow_idealised_charges", allow,
             "True to record an idealised privatizer's charges in a durable ledger",
-            f"{implementation} ({IDEALISED_LABEL}); use the float-safe default, or pass allow_idealised_charges=True "
+            f"{mechanism.describe()} ({IDEALISED_LABEL}); use the float-safe default, or pass allow_idealised_charges=True "
             "(--allow-idealised-charges) to record its charges anyway",
         )
 
@@ -131,7 +132,7 @@ class AccountedReleaser:
         if path not in ("per-user", "aggregate"):
             raise AccountingError("path", path, "'per-user' or 'aggregate'")
         idealised = bool(getattr(protocol, "idealised", False))
-        check_idealised_charges(protocol.describe(), idealised, ledger, allow_idealised_charges)
+        check_idealised_charges(protocol, idealised, ledger, allow_idealised_charges)
         self._protocol = protocol
         self._ledger = ledger
         self._rng = private_stream(seed)

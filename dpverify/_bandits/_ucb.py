@@ -8,9 +8,11 @@ CTL-S / CTB-S apply the sigmoid s(r) = 1/(1 + e^-r) first; ``identity`` is UCB1'
 the grid 1/g, g = 2^16, plus an exact Lap_Z(g/eps), the response the integer over g (the local
 randomizer of ICLR 2023 App. H.2, Algorithm 4, without the modulus; accountant:
 ``GridDiscreteLaplace(g, g/eps)``); and ``"idealised"``, Ren et al.'s float Laplace(1/eps)
-(accountant: ``Laplace(1/eps, 1)``), which is not DP in floating point and is labelled so. A :class:`LocalPrivatizer` binds a curator to the run's ledger: it admits a cohort of
-users (one ledger charge: each user answers one query, so the cohort's per-user spend is the
-curator's guarantee) and then answers only for admitted, unused users. The **learner** is a numba
+(accountant: ``Laplace(1/eps, 1)``), which is not DP in floating point and is labelled so.
+
+A :class:`LocalPrivatizer` binds a curator to the run's ledger: it admits a cohort of users (one
+ledger charge: each user answers one query, so the cohort's per-user spend is the curator's
+guarantee) and then answers only for admitted, unused users. The **learner** is a numba
 kernel that reads responses from per-arm buffers and never sees a reward; when an arm's buffer is
 empty the kernel returns, and the trusted side refills it with the next rewards of that arm's
 stream (common random numbers) passed through the curator.
@@ -170,7 +172,7 @@ class LocalPrivatizer:
         if curator.kind != "identity" and ledger is None:
             raise AccountingError("ledger", None, "an accounting.Ledger for a private curator")
         if ledger is not None:
-            _privatizer.check_idealised_charges(curator.describe(), not curator.float_safe, ledger, allow_idealised_charges)
+            _privatizer.check_idealised_charges(curator, not curator.float_safe, ledger, allow_idealised_charges)
         self._curator = curator
         self._ledger = ledger
         self._rng = _privatizer.private_stream(seed)
