@@ -9,8 +9,9 @@ printed figure is called an estimate and the limit is generous.
 Model, per seed:
 
 - per-user path (and DP-SE, UCB): every pull is simulated, ``T x rate``: 12 ns per pull for
-  Algorithm 1 (Dist-DP-SE, T = 1e7 in 0.119 s), 78 ns for the UCB family (the slowest of the five,
-  LDP-UCB-LS, T = 1e6 in 0.078 s); a batch of n users holds ~32 bytes per user (reward, rounding,
+  Algorithm 1 (Dist-DP-SE, T = 1e7 in 0.119 s), 133 ns for the UCB family (the slowest of the five,
+  LDP-UCB-LS, was T = 1e6 in 0.078 s with its float Laplace; its float-safe default, one exact
+  discrete Laplace per report, takes 1.69x that in the same run: ``benchmarks/float_safe.md``); a batch of n users holds ~32 bytes per user (reward, rounding,
   noise share, message), the largest batch being the largest base^b < T;
 - aggregate path: O(g) per release instead of O(n), g = ceil(s eps sqrt(n)) (s = 1 for the
   unscaled kinds): 35 us per release plus ~20 ns per histogram cell, releases <= K per batch, and
@@ -31,7 +32,7 @@ from .._noise import FLOAT_SAFE_GRID
 __all__ = ["RunCost", "estimate_cost", "machine_memory"]
 
 #: seconds per simulated pull (per-user path), by algorithm family
-PER_PULL_SECONDS = {"elimination": 12e-9, "ucb": 78e-9}
+PER_PULL_SECONDS = {"elimination": 12e-9, "ucb": 133e-9}
 #: aggregate path: seconds per release, per histogram cell; bytes per histogram cell kept
 RELEASE_SECONDS = 35e-6
 CELL_SECONDS = 20e-9
