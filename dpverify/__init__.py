@@ -57,6 +57,7 @@ _SOURCES = {
     ),
     "._protocols": (
         "CentralGridLaplaceProtocol",
+        "CentralLaplaceIdealised",
         "CentralLaplaceProtocol",
         "DistributedProtocol",
         "central_dp_protocol",

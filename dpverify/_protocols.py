@@ -12,7 +12,7 @@ ICLR 2023 (Chowdhury & Zhou), Algorithm 1 with
   default (:class:`CentralGridLaplaceProtocol`): every reward clamped and encoded on the grid 1/g by
   randomised rounding, g = 2^16, the integer sum plus one exact Lap_Z(g/eps), divided by g (App.
   H.1's central model without the modulus); ``noise="idealised"`` gives the paper's reward sum plus
-  one continuous float Laplace(1/eps) (:class:`CentralLaplaceProtocol`), kept to reproduce the
+  one continuous float Laplace(1/eps) (:class:`CentralLaplaceIdealised`), kept to reproduce the
   papers and labelled "idealised: not DP in floating point" (float Laplace leaks through its
   low-order bits, Mironov 2012).
 
@@ -66,6 +66,7 @@ from ._privatizer import BatchProtocol
 __all__ = [
     "DistributedProtocol",
     "CentralGridLaplaceProtocol",
+    "CentralLaplaceIdealised",
     "CentralLaplaceProtocol",
     "SCALED_KINDS",
     "central_dp_protocol",
@@ -341,9 +342,10 @@ def _batch_parameters(protocol: DistributedProtocol, n: int) -> BatchParameters:
 
 
 @dataclass(frozen=True)
-class CentralLaplaceProtocol(BatchProtocol):
+class CentralLaplaceIdealised(BatchProtocol):
     """DP-SE's idealised privatizer (Sajed & Sheffet 2019): sum of rewards + Laplace(1/eps), float
-    noise: not DP in floating point (the default is :class:`CentralGridLaplaceProtocol`)."""
+    noise: not DP in floating point (the default is :class:`CentralGridLaplaceProtocol`).
+    ``CentralLaplaceProtocol`` is its former name, kept."""
 
     epsilon: float
     name: str = field(init=False, default="dp-se")
@@ -477,9 +479,13 @@ def local_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None) -
     return DistributedProtocol("ldp", epsilon, p, 1.0, tau_p)
 
 
-def central_laplace_protocol(epsilon: float, *, noise: str = _noise.DEFAULT_NOISE) -> CentralGridLaplaceProtocol | CentralLaplaceProtocol:
+#: the former name of :class:`CentralLaplaceIdealised`
+CentralLaplaceProtocol = CentralLaplaceIdealised
+
+
+def central_laplace_protocol(epsilon: float, *, noise: str = _noise.DEFAULT_NOISE) -> CentralGridLaplaceProtocol | CentralLaplaceIdealised:
     """DP-SE's privatizer: float-safe (grid 1/2^16, exact discrete Laplace) by default, or
     ``noise="idealised"``: the paper's continuous float Laplace (not DP in floating point)."""
     if _noise.check_noise(noise) == "idealised":
-        return CentralLaplaceProtocol(epsilon)
+        return CentralLaplaceIdealised(epsilon)
     return CentralGridLaplaceProtocol(epsilon)

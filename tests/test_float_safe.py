@@ -389,7 +389,7 @@ def test_cli_table_json_and_html_label_idealised_runs(tmp_path):
 
 def test_charges_of_an_idealised_privatizer_are_labelled():
     ledger = acc.Ledger(acc.PureDP(1.0))
-    privatizer = _privatizer.Privatizer(_protocols.CentralLaplaceProtocol(1.0), ledger, np.random.SeedSequence(0))
+    privatizer = _privatizer.Privatizer(_protocols.CentralLaplaceIdealised(1.0), ledger, np.random.SeedSequence(0))
     privatizer.release_sum(np.zeros(3), range(3), label="b=1")
     assert ledger.charges[0].label == "b=1 [idealised: not DP in floating point]"
 
@@ -400,13 +400,13 @@ def test_a_durable_ledger_refuses_idealised_charges_unless_opted_in(tmp_path):
     try:
         before = ledger.to_json()
         with pytest.raises(AccountingError, match="allow_idealised_charges"):
-            _privatizer.Privatizer(_protocols.CentralLaplaceProtocol(1.0), ledger, np.random.SeedSequence(0))
+            _privatizer.Privatizer(_protocols.CentralLaplaceIdealised(1.0), ledger, np.random.SeedSequence(0))
         with pytest.raises(AccountingError, match="allow_idealised_charges"):
             LocalPrivatizer(LocalCurator("ctl", 1.0, noise="idealised"), ledger, np.random.SeedSequence(0))
         assert ledger.to_json() == before
         # the float-safe privatizers are welcome; an explicit opt-in records the idealised one, labelled
         _privatizer.Privatizer(_protocols.central_laplace_protocol(1.0), ledger, np.random.SeedSequence(0)).release_sum(np.zeros(2), range(2), label="fs")
-        allowed = _privatizer.Privatizer(_protocols.CentralLaplaceProtocol(1.0), ledger, np.random.SeedSequence(0), allow_idealised_charges=True)
+        allowed = _privatizer.Privatizer(_protocols.CentralLaplaceIdealised(1.0), ledger, np.random.SeedSequence(0), allow_idealised_charges=True)
         allowed.release_sum(np.zeros(2), range(2, 4), label="ideal")
         assert [c.label for c in ledger.charges] == ["fs", "ideal [idealised: not DP in floating point]"]
     finally:

@@ -255,7 +255,7 @@ def _dp_se(p: _Table, nb: _Table) -> Built:
     n = p.integer("n", minimum=1, maximum=2**16)
     noise = p.choice("noise", _noise.NOISE_CHOICES, _noise.DEFAULT_NOISE)
     grid = p.integer("grid", _noise.FLOAT_SAFE_GRID, minimum=1, maximum=2**20)
-    proto = P.CentralLaplaceProtocol(eps) if noise == "idealised" else P.CentralGridLaplaceProtocol(eps, grid)
+    proto = P.CentralLaplaceIdealised(eps) if noise == "idealised" else P.CentralGridLaplaceProtocol(eps, grid)
     pairs = _reward_pair(nb, n)
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
