@@ -12,6 +12,10 @@ Exact discrete samplers follow Canonne, Kamath & Steinke 2020 (arXiv:2004.00010)
 * ``_bernoulli_exp_unit`` / ``_bernoulli_exp``: Bernoulli(exp(-num/den)), CKS Algorithm 1, with
   gamma > 1 split into floor(gamma) Bernoulli(exp(-1)) trials and one for the fractional part.
 * ``_geometric_exp`` / ``_discrete_laplace``: CKS Algorithm 2 for Lap_Z(t/s), t <= 2**61, s <= 2**62.
+* ``_discrete_laplace_fast``: the same law, with Algorithm 2's block count V (P[V >= v] = e^{-v})
+  drawn by inverting one uniform against exact thresholds (``_exp_tail_count``) instead of
+  Bernoulli(e^{-1}) trials: ~0.6x the time, a different bit stream (the float-safe curator's hot path;
+  the other samplers keep theirs, so every earlier seeded result stands).
 * ``_discrete_gaussian``: CKS Algorithm 3 for N_Z(0, p/q) with t = floor(sigma) + 1.
 
 Random bits come from the generator's bit generator, ``bits = rng.bit_generator`` (53 uniform bits
@@ -44,7 +48,7 @@ import math
 
 import numba
 import numpy as np
-from numba.np.random.generator_core import next_double
+from numba.np.random.generator_core import next_double, next_uint64
 
 #: 2**53 as a float: ``rng.random() * TWO53`` is an exact uniform integer in [0, 2**53).
 TWO53 = 9007199254740992.0
@@ -244,6 +248,103 @@ def _discrete_laplace(bits, word, left, s, t, tbits, vmax):
         return (-y if b == 1 else y), word, left
 
 
+#: floor(e^{-v} 2^64) for v = 1..40: the first 64 bits of e^{-v} (certified with Arb, tested), strictly
+#: decreasing. Beyond v = 40 (probability e^{-40}) the count continues by Bernoulli(e^{-1}) trials.
+EXP_NEG_WORDS = np.array([
+    6786177901268885274, 2496495334008788799, 918409308362266468, 337863903126961437,
+    124293183874348897, 45724907025114798, 16821253244015389, 6188193243211692, 2276509072173612,
+    837480885292947, 308092000073334, 113340712816370, 41695718092859, 15338997471243,
+    5642901817851, 2075907567336, 763683715795, 280943538598, 103353351980, 38021573369,
+    13987355163, 5145660401, 1892982672, 696389407, 256187346, 94246057, 34671187, 12754816,
+    4692234, 1726176, 635024, 233612, 85941, 31616, 11630, 4278, 1574, 579, 213, 78,
+], dtype=np.uint64)
+
+
+def exp_neg_word(v: int, k: int) -> int:
+    """The k-th 64-bit word of the binary expansion of e^{-v}: floor(e^{-v} 2^(64 k)) mod 2^64,
+    exactly (Arb balls at increasing precision until the floor is certain; e^{-v} is irrational, so
+    it always is). Python; the kernels call it only on a 64-bit tie (probability 2^-64)."""
+    from flint import arb, ctx
+
+    prec = 64 * k + 64
+    while True:
+        with ctx.workprec(prec):
+            x = arb(-v).exp() * arb(2) ** (64 * k)
+            lo, hi = x.lower().floor(), x.upper().floor()
+            if lo == hi:
+                m, e = (int(z) for z in lo.man_exp())
+                n = m << e if e >= 0 else m >> -e
+                return n % (1 << 64)
+        prec *= 2
+
+
+@numba.njit(cache=True)
+def _exp_neg_tie(bits, v):
+    """W < e^{-v}, for a uniform W whose first 64 bits equal e^{-v}'s: compare W's next words (fresh
+    draws) with e^{-v}'s next words (``exp_neg_word``, in Python: this path has probability 2^-64)."""
+    k = 2
+    while True:
+        w = next_uint64(bits)
+        with numba.objmode(d="uint64"):
+            d = exp_neg_word(v, k)
+        if w < d:
+            return True
+        if w > d:
+            return False
+        k += 1
+
+
+@numba.njit(cache=True)
+def _exp_tail_count(bits, word, left):
+    """V with P[V >= v] = e^{-v}, v >= 0 (the block count of CKS Algorithm 2), exactly, by inversion:
+    V = #{v >= 1 : W < e^{-v}} for one uniform W. W's first 64 bits decide each comparison with
+    ``EXP_NEG_WORDS[v - 1]`` unless equal to it (then ``_exp_neg_tie``); the thresholds decrease, so
+    once W's first word exceeds one it exceeds the rest. Past the table (W < e^{-40}) V continues as
+    40 + the count of Bernoulli(e^{-1}) successes (memoryless)."""
+    w = next_uint64(bits)
+    n = EXP_NEG_WORDS.size
+    v = 0
+    while v < n:
+        c = EXP_NEG_WORDS[v]
+        if w > c:
+            return np.int64(v), word, left
+        if w == c:
+            if not _exp_neg_tie(bits, v + 1):
+                return np.int64(v), word, left
+            # W < e^{-(v+1)} and W >= c 2^-64 > e^{-(v+2)}: V = v + 1 (or past the table)
+            v += 1
+            if v < n:
+                return np.int64(v), word, left
+            break
+        v += 1
+    while True:
+        a, word, left = _bernoulli_exp_minus_one(bits, word, left)
+        if not a:
+            return np.int64(v), word, left
+        v += 1
+
+
+@numba.njit(cache=True)
+def _discrete_laplace_fast(bits, word, left, s, t, tbits, vmax):
+    """Lap_Z(t/s) (the law of ``_discrete_laplace``): CKS Algorithm 2 with its block count V drawn by
+    ``_exp_tail_count`` (one uniform and ~1.6 comparisons instead of ~2.7 Bernoulli trials)."""
+    while True:
+        while True:
+            u, word, left = _uniform_int(bits, word, left, t, tbits)
+            d, word, left = _bernoulli_exp_unit(bits, word, left, u, t)
+            if d:
+                break
+        v, word, left = _exp_tail_count(bits, word, left)
+        if v > vmax:
+            continue  # U + t V would reach 2**62: restart (exact conditioning, as _geometric_exp)
+        x = u + t * v
+        y = x if s == 1 else x // s
+        b, word, left = _take_bits(bits, word, left, 1)
+        if b == 1 and y == 0:
+            continue
+        return (-y if b == 1 else y), word, left
+
+
 @numba.njit(cache=True)
 def _discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax):
     """N_Z(0, p/q) conditioned on |X| <= ymax (CKS Algorithm 3, t = floor(sigma) + 1).
@@ -388,6 +489,17 @@ def _fill_discrete_laplace(rng, s, t, out):
     left = 0
     for i in range(out.size):
         out[i], word, left = _discrete_laplace(bits, word, left, s, t, tbits, vmax)
+
+
+@numba.njit(cache=True)
+def _fill_discrete_laplace_fast(rng, s, t, out):
+    bits = rng.bit_generator
+    tbits = _bit_length(t)
+    vmax = _vmax(t)
+    word = np.int64(0)
+    left = 0
+    for i in range(out.size):
+        out[i], word, left = _discrete_laplace_fast(bits, word, left, s, t, tbits, vmax)
 
 
 @numba.njit(cache=True)

@@ -83,8 +83,8 @@ def _user_noise(bits, word, left, kind, r, beta, p0, q1, p00, c1, c2, p, q, t, y
         return K._polya_difference(bits, r, beta, p0, q1, p00, c1, c2), word, left
     if kind == 3:
         return K._discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax)
-    if kind == 4:  # Lap_Z(t/q)
-        return K._discrete_laplace(bits, word, left, q, t, tbits, vmax)
+    if kind == 4:  # Lap_Z(t/q), a new kind: the faster sampler (same law; no earlier stream to keep)
+        return K._discrete_laplace_fast(bits, word, left, q, t, tbits, vmax)
     return np.int64(0), word, left
 
 
@@ -101,10 +101,17 @@ def _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
     for i in range(xg.size):
         head = math.floor(xg[i])
         xhat = np.int64(head)
-        if xg[i] != head and _bernoulli_dyadic(bits, xg[i] - head):
-            xhat += 1
+        if xg[i] != head:
+            if kind == 4:
+                # the float-safe curator (a new kind, no earlier stream to keep): 32 bits of the buffer
+                # decide the rounding unless they tie with the fraction's (then fresh draws), exactly
+                w, word, left = K._take_bits(bits, word, left, 32)
+                if _split_bernoulli(w, 32, xg[i] - head, bits):
+                    xhat += 1
+            elif _bernoulli_dyadic(bits, xg[i] - head):
+                xhat += 1
         if kind == 4:  # the float-safe curator's hot path: the sampler directly, not through _user_noise's 17 arguments
-            eta, word, left = K._discrete_laplace(bits, word, left, q, t, tbits, vmax)
+            eta, word, left = K._discrete_laplace_fast(bits, word, left, q, t, tbits, vmax)
         elif kind == 2:
             eta = K._skellam(rng, half_mu)
         else:
