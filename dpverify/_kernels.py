@@ -14,7 +14,7 @@ Exact discrete samplers follow Canonne, Kamath & Steinke 2020 (arXiv:2004.00010)
 * ``_geometric_exp`` / ``_discrete_laplace``: CKS Algorithm 2 for Lap_Z(t/s), t <= 2**61, s <= 2**62.
 * ``_discrete_laplace_fast``: the same law, with Algorithm 2's block count V (P[V >= v] = e^{-v})
   drawn by inverting one uniform against exact thresholds (``_exp_tail_count``) instead of
-  Bernoulli(e^{-1}) trials: ~0.6x the time, a different bit stream (the float-safe curator's hot path;
+  Bernoulli(e^{-1}) trials: 0.81-0.85x the time, a different bit stream (the float-safe curator's hot path;
   the other samplers keep theirs, so every earlier seeded result stands).
 * ``_discrete_gaussian``: CKS Algorithm 3 for N_Z(0, p/q) with t = floor(sigma) + 1.
 
@@ -327,7 +327,8 @@ def _exp_tail_count(bits, word, left):
 @numba.njit(cache=True)
 def _discrete_laplace_fast(bits, word, left, s, t, tbits, vmax):
     """Lap_Z(t/s) (the law of ``_discrete_laplace``): CKS Algorithm 2 with its block count V drawn by
-    ``_exp_tail_count`` (one uniform and ~1.6 comparisons instead of ~2.7 Bernoulli trials)."""
+    ``_exp_tail_count`` (one 64-bit uniform and ~1.6 comparisons instead of ~2.7 Bernoulli trials;
+    measured 0.81-0.85x the time of ``_discrete_laplace`` at scale 2^16)."""
     while True:
         while True:
             u, word, left = _uniform_int(bits, word, left, t, tbits)
