@@ -66,7 +66,7 @@ def main() -> None:
     for name, times in rows.items():
         print(f"sampler {name}, 1e6 draws: median {statistics.median(times) * 1e3:.1f} ms ({statistics.median(times) / base:.2f}x numpy's)")
 
-    print(f"\n| algorithm | instance | eps | T | float-safe (median s) | idealised (median s) | ratio | CPU ratio |")
+    print("\n| algorithm | instance | eps | T | float-safe (median s) | idealised (median s) | ratio | CPU ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for algorithm, instance, eps in CASES:
         wall: dict[str, list[float]] = {"float-safe": [], "idealised": []}
