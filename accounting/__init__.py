@@ -45,11 +45,13 @@ from ._mechanisms import (
     DiscreteGaussian,
     DiscreteGaussianSum,
     DiscreteLaplace,
+    GridDiscreteLaplace,
     Gaussian,
     Laplace,
     PolyaDifferenceSum,
     RandomizedResponse,
     Skellam,
+    Snapping,
 )
 from ._pairs import FinitePair, IntegerPair
 from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
@@ -92,11 +94,13 @@ __all__ = [
     "DiscreteGaussianSum",
     "DiscreteGaussian",
     "DiscreteLaplace",
+    "GridDiscreteLaplace",
     "Gaussian",
     "Laplace",
     "PolyaDifferenceSum",
     "RandomizedResponse",
     "Skellam",
+    "Snapping",
     "DEFAULT_PRECISION",
     "AccountingError",
     "ApproxDP",

@@ -22,6 +22,7 @@ _SOURCES = {
         "laplace_mechanism",
         "randomized_response_mechanism",
         "skellam_mechanism",
+        "snapping_mechanism",
     ),
     "._bandits": (
         "BanditInstance",
@@ -55,6 +56,8 @@ _SOURCES = {
         "synthetic_instance",
     ),
     "._protocols": (
+        "CentralGridLaplaceProtocol",
+        "CentralLaplaceIdealised",
         "CentralLaplaceProtocol",
         "DistributedProtocol",
         "central_dp_protocol",

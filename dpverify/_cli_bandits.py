@@ -76,9 +76,16 @@ def _fail_usage(error: Exception) -> None:
               help="Refuse (exit 2) runs estimated longer than this many seconds, unless --yes.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Write a self-contained HTML report (regret figure, ledger, seeds, versions) to FILE.")
+@click.option("--noise", type=click.Choice(["float-safe", "idealised"]), default="float-safe", show_default=True,
+              help="float-safe: every privatizer is DP as executed (the papers' continuous Laplace becomes randomised rounding to "
+                   "the grid 1/2^16 plus exact discrete Laplace). idealised: the papers' float Laplace, to reproduce their "
+                   "figures bit for bit; not DP in floating point, and every output says so.")
+@click.option("--allow-idealised-charges", is_flag=True,
+              help="With --noise idealised and --ledger: record the idealised run's charges in the durable ledger (refused otherwise).")
 @click.option("--list", "list_only", is_flag=True, help="List algorithms and instances and exit.")
 def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_rule, batch_base, reward_sd, label_scale, path, realised, delta,
-                population, max_returns, returning_calibration, ledger_url, ledger_create, fixed_instance, workers, json_out, html_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds, list_only):
+                population, max_returns, returning_calibration, ledger_url, ledger_create, fixed_instance, workers, json_out, html_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds,
+                noise, allow_idealised_charges, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
     from accounting import BudgetExceeded
 
@@ -120,7 +127,8 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
             algorithm=algorithm, instance=instance, horizon=horizon, epsilon=epsilon, seeds=seeds, seed=seed, s=s, p=p_value,
             tau_rule=tau_rule, batch_base=batch_base, reward_sd=reward_sd, label_scale=label_scale, path=path, realised=realised,
             delta=delta, population=population, max_returns=max_returns, returning_calibration=returning_calibration,
-            fixed_instance=fixed_instance, ledger=ledger_url, ledger_create=ledger_create, radius=radius,
+            fixed_instance=fixed_instance, ledger=ledger_url, ledger_create=ledger_create, radius=radius, noise=noise,
+            allow_idealised_charges=allow_idealised_charges,
         ).validate()
         _check_cost(config, workers, assume_yes, max_seconds)
         result = run(config, workers=workers)
@@ -148,8 +156,11 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
     click.echo(f"  mean final {data['regret_kind']} regret {data['mean_final_regret']:.6g}  (95% CI {lo:.6g} .. {hi:.6g})")
     click.echo(f"  Reg(T)/T {data['mean_final_regret'] / data['horizon']:.4g}")
     if data["ledger"].get("private"):
+        if data["ledger"].get("noise") == "idealised":
+            click.echo(f"  {data['ledger'].get('warning')}: the guarantee below is the real-arithmetic mechanism's (--noise idealised)")
         click.echo(f"  per-user guarantee: pure {per_user.get('pure')}, zCDP {per_user.get('zcdp')}, (eps, delta) = ({approx.get('epsilon')}, {approx.get('delta')}); "
                    f"path {data['ledger'].get('path')}, bits/user {data['ledger'].get('bits_per_user')}")
+        click.echo(f"  noise: {data['ledger'].get('noise')}; {data['ledger'].get('implementation')}")
     else:
         click.echo("  non-private baseline")
 
@@ -210,7 +221,11 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
               help="Dist-DP-SE / Dist-RDP-SE elimination radius: Lemma 2 (the paper) or the authors' released code's constants.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write a self-contained HTML report (the figure as SVG, every curve's numbers and ledger) to FILE.")
-def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule, radius, html_out):
+@click.option("--noise", type=click.Choice(["float-safe", "idealised"]), default="float-safe", show_default=True,
+              help="float-safe: every privatizer is DP as executed (the papers' continuous Laplace becomes randomised rounding to "
+                   "the grid 1/2^16 plus exact discrete Laplace). idealised: the papers' float Laplace, to reproduce their "
+                   "figures bit for bit; not DP in floating point, and every output says so.")
+def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule, radius, html_out, noise):
     """Regenerate a figure of the papers as PNG plus the CSV behind it."""
     from ._bandits import figures
     from ._output import check_output_dir, check_output_file
@@ -240,6 +255,8 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
     kwargs = {"quick": quick, "executor": executor, "workers": workers, "seed": seed, "path": path, "batch_base": batch_base, "tau_rule": tau_rule}
     if radius != "lemma2":
         kwargs["radius"] = radius
+    if noise != "float-safe":
+        kwargs["noise"] = noise
     if runs is not None:
         kwargs["runs"] = runs
     if table[figure].options.get("linear"):

@@ -256,12 +256,23 @@ def _regret_figure(payload: dict) -> str:
     return _svg(fig)
 
 
+def _idealised_banner(ledger: dict) -> list[str]:
+    """A run whose privatizer drew float noise: the page says so before any number."""
+    if ledger.get("noise") != "idealised":
+        return []
+    return [f'<p><span class="badge violated">{html.escape(ledger.get("warning") or "idealised: not DP in floating point")}</span> '
+            "This run used the papers' float Laplace/Gaussian noise (<code>--noise idealised</code>): the ledger below is the "
+            "guarantee of the real-arithmetic mechanism, which no computer runs; the float-safe default is DP as executed.</p>"]
+
+
 def _ledger_section(ledger: dict) -> list[str]:
     if not ledger.get("private"):
         return ["<p>Non-private baseline: no ledger.</p>"]
     per_user = ledger.get("per_user") or {}
     approx = per_user.get("approx") or {}
     items = [
+        ("noise", ledger.get("noise")),
+        ("implementation", ledger.get("implementation")),
         ("protocol", ledger.get("protocol")),
         ("path", ledger.get("path")),
         ("budget", ledger.get("budget")),
@@ -291,6 +302,7 @@ def run_report(payload: dict, *, command: str | None = None) -> str:
     lo, hi = payload["final_regret_ci95"]
     horizon = payload["horizon"]
     body = [
+        *_idealised_banner(payload.get("ledger") or {}),
         _cards([
             (f"mean final {payload.get('regret_kind', 'pseudo')} regret", payload["mean_final_regret"], ""),
             ("95% CI low", lo, ""),
@@ -347,14 +359,18 @@ def reproduce_report(summary: dict, csv_path: str | Path, *, description: str = 
         "<h2>Curves</h2>",
     ]
     header = ("panel", "curve", "algorithm", "instance", "eps", "T", "runs", "mean final regret", "95% CI", "Reg(T)/T",
-              "per-user (eps, delta)", "route")
+              "per-user (eps, delta)", "route", "noise")
     table_rows = []
     for c in curves:
         approx = (c.get("ledger_per_user") or {}).get("approx") or {}
         guarantee = f"({_text(approx.get('epsilon'))}, {_text(approx.get('delta'))})" if approx else "non-private"
+        noise = c.get("noise") or "-"
         table_rows.append((c.get("panel"), c.get("curve"), c.get("algorithm"), c.get("instance"), c.get("epsilon"), c.get("horizon"),
                            c.get("runs"), c.get("mean_final_regret"), c.get("final_regret_ci95"), c.get("final_regret_over_T"),
-                           guarantee, approx.get("route", "-")))
+                           guarantee, approx.get("route", "-"),
+                           "idealised: not DP in floating point" if noise == "idealised" else noise))
+    if any(c.get("noise") == "idealised" for c in curves):
+        body.insert(0, _idealised_banner({"noise": "idealised"})[0])
     body.append(_table(header, table_rows))
     body.append(f'<p class="note">Data: <code>{html.escape(Path(csv_path).name)}</code> '
                 f'({len(rows)} rows); quick run: {html.escape(_text(summary.get("quick")))}.</p>')

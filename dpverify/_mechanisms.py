@@ -8,7 +8,9 @@ neighbouring pair, so the auditor can test samples against the very object the l
 
 Samplers are the exact ones of :mod:`dpverify._samplers` (integer arithmetic for the discrete
 Laplace and discrete Gaussian; numpy's float Poisson for Skellam; float baselines for the
-continuous Laplace and Gaussian, labelled as such).
+continuous Laplace and Gaussian, labelled as such: idealised, not DP in floating point). Where a
+real-valued Laplace release is wanted, :func:`snapping_mechanism` is Mironov's snapping mechanism,
+DP as executed (``accounting.Snapping``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "laplace_mechanism",
     "randomized_response_mechanism",
     "skellam_mechanism",
+    "snapping_mechanism",
 ]
 
 
@@ -76,7 +79,7 @@ class NoiseMechanism:
             return -math.inf if not ball.is_finite() and ball < 0 else float(ball.mid())
 
     def describe(self) -> str:
-        suffix = " (float baseline)" if self.baseline else ""
+        suffix = " (float baseline; idealised: not DP in floating point)" if self.baseline else ""
         return f"{self.name}: {self.law.describe()}{suffix}"
 
 
@@ -132,8 +135,86 @@ def randomized_response_mechanism(epsilon: float) -> NoiseMechanism:
     return NoiseMechanism("randomized response", law, draw, True, combine=combine)
 
 
+def _mironov_uniform(rng: np.random.Generator, size: int) -> np.ndarray:
+    """Mironov's U*: a uniform real in (0, 1) rounded down to a double, drawn exactly: the binade
+    [2^-e, 2^-e+1) with probability 2^-e (e >= 1: the position of the first 1 in fair bits), the 52
+    mantissa bits uniform. (A binade beyond 2^-62 is drawn with probability < 2^-62: then the next
+    62 bits decide, and so on; subnormals, at 2^-1022, are never reached in practice and are refused.)"""
+    e = np.ones(size, dtype=np.int64)
+    todo = np.arange(size)
+    while todo.size:
+        words = rng.integers(0, 1 << 62, size=todo.size, dtype=np.int64)
+        zero = words == 0
+        nz = ~zero
+        # trailing zeros of a nonzero word: log2 of its lowest set bit (a power of two: exact in a double)
+        low = words[nz] & -words[nz]
+        e[todo[nz]] += np.frexp(low.astype(np.float64))[1] - 1
+        e[todo[zero]] += 62
+        todo = todo[zero]
+        if todo.size and e[todo].max() > 1000:
+            raise AccountingError("rng", rng, "a generator whose bits are not all zero")
+    mantissa = rng.integers(0, 1 << 52, size=size, dtype=np.int64)
+    return np.ldexp(1.0 + mantissa.astype(np.float64) * 2.0**-52, -e)
+
+
+def _ln_rounded(u: float) -> float:
+    """ln(u) correctly rounded to the nearest double (Mironov's hypothesis). The libm value y is
+    returned when an Arb ball for ln(u) (128 bits) lies strictly between the midpoints from y to its
+    neighbours, i.e. when y is provably the nearest double; otherwise (libm off by an ulp, or a
+    near-tie) the ball's endpoints, at doubling precision, are rounded exactly until they agree."""
+    from flint import arb, ctx
+
+    y = math.log(u)
+    with ctx.workprec(128):
+        ball = arb(u).log()
+        below = (arb(y) + arb(math.nextafter(y, -math.inf))) / 2  # exact: doubles' midpoints fit in 128 bits
+        above = (arb(y) + arb(math.nextafter(y, math.inf))) / 2
+        if ball > below and ball < above:
+            return y
+    prec = 128
+    while True:
+        with ctx.workprec(prec):
+            ball = arb(u).log()
+            ends = []
+            for end in (ball.lower(), ball.upper()):
+                m, x = (int(v) for v in end.man_exp())
+                ends.append(float(Fraction(m) * Fraction(2) ** x))
+        if ends[0] == ends[1]:
+            return ends[0]
+        prec *= 2
+
+
+def snapping_mechanism(scale: float, bound: float, *, clamp_input: bool = True) -> NoiseMechanism:
+    """Mironov's snapping mechanism (2012, Thm 1): clamp_B(round_Lambda(clamp_B(x) + S lambda ln U*)),
+    in doubles, ln correctly rounded; ((1 + 2^-49 B)/lambda)-DP as executed (``accounting.Snapping``).
+
+    A real-valued release that is DP in floating point (the float-safe privatizers release grid
+    values instead). ``clamp_input=False`` exists for the audit suite's planted bug only: without the
+    input clamp a query whose values are not bounded by construction has unbounded sensitivity."""
+    law = acc.Snapping(scale=float(scale), bound=float(bound))
+    lam, b = float(scale), float(bound)
+    grid = 2.0 ** math.ceil(math.log2(lam))  # Lambda: the smallest power of two >= lambda
+
+    def draw(rng: np.random.Generator, size: int | None) -> Any:
+        n = 1 if size is None else int(size)
+        sign = np.where(rng.integers(0, 2, size=n) == 1, -1.0, 1.0)
+        logs = np.array([_ln_rounded(float(u)) for u in _mironov_uniform(rng, n)])
+        noise = sign * (lam * logs)  # each product a rounded double operation, as in the theorem
+        return noise[0] if size is None else noise
+
+    def combine(value: Any, noise: Any) -> Any:
+        x = float(value)
+        if clamp_input:
+            x = min(b, max(-b, x))
+        y = x + noise  # (+): the rounded double addition
+        return np.clip(np.round(y / grid) * grid, -b, b)  # y / Lambda is exact (a power of two)
+
+    return NoiseMechanism("snapping", law, draw, False, combine=combine)
+
+
 def laplace_mechanism(scale: float, sensitivity: float = 1.0) -> NoiseMechanism:
-    """Real query + continuous Laplace(scale): the papers' float baseline (DP-SE)."""
+    """Real query + continuous Laplace(scale): the papers' float baseline (DP-SE); idealised, not DP
+    in floating point (:func:`snapping_mechanism` is)."""
     law = acc.Laplace(scale=scale, sensitivity=sensitivity)
     return NoiseMechanism("Laplace", law, lambda rng, size: _samplers.laplace(rng, scale, size), False, baseline=True)
 

@@ -10,6 +10,13 @@ a sampler, an RNG that touches private data, the raw rewards or the noise.
 
 The guarantee charged is the one object the accountant computes for the protocol at that batch
 size (``protocol.guarantee(n)``): the same object the auditor tests and the report prints.
+
+Idealised protocols. A protocol whose ``idealised`` attribute is true draws float Laplace or
+Gaussian noise (the papers' mechanisms, not DP in floating point: ``dpverify._noise``). Its charges
+are labelled "idealised: not DP in floating point", and a durable ledger (one that outlives the run
+and is read as a record of DP spending) refuses them unless the caller passes
+``allow_idealised_charges=True`` (:func:`check_idealised_charges`; the CLI's
+``--allow-idealised-charges``).
 """
 
 from __future__ import annotations
@@ -20,10 +27,35 @@ from typing import Any
 
 import numpy as np
 
-from accounting import Ledger
+from accounting import DurableLedger, Ledger
 from accounting._validation import AccountingError
 
-__all__ = ["AccountedReleaser", "BatchProtocol", "Privatizer", "Release"]
+from ._noise import IDEALISED_LABEL
+
+__all__ = ["AccountedReleaser", "BatchProtocol", "Privatizer", "Release", "check_idealised_charges", "private_stream"]
+
+
+def private_stream(seed: np.random.SeedSequence) -> np.random.Generator:
+    """A privatizer's own random stream: the one generator that touches private data (the only place
+    privatizers make one, so that tests can watch every draw a privatizer makes)."""
+    return np.random.Generator(np.random.PCG64(seed))
+
+
+def check_idealised_charges(mechanism: Any, idealised: bool, ledger: Ledger, allow: bool) -> None:
+    """Refuse an idealised (float-noise) privatizer on a durable ledger unless ``allow`` (``mechanism``:
+    the protocol or curator, named in the refusal by its ``describe()``).
+
+    A durable ledger is the record other runs and auditors read as DP spending; float Laplace or
+    Gaussian noise is not DP as executed, so recording its charges there needs an explicit opt-in.
+    In-memory ledgers (one run's own accounting) take them, labelled.
+    """
+    if idealised and isinstance(ledger, DurableLedger) and not allow:
+        raise AccountingError(
+            "allow_idealised_charges", allow,
+            "True to record an idealised privatizer's charges in a durable ledger",
+            f"{mechanism.describe()} ({IDEALISED_LABEL}); use the float-safe default, or pass allow_idealised_charges=True "
+            "(--allow-idealised-charges) to record its charges anyway",
+        )
 
 
 @dataclass(frozen=True)
@@ -40,6 +72,8 @@ class BatchProtocol(ABC):
 
     #: short name, e.g. "dist-dp" (Theorem 1)
     name: str = "protocol"
+    #: True for a protocol that draws float Laplace/Gaussian noise (not DP in floating point)
+    idealised: bool = False
 
     @abstractmethod
     def guarantee(self, n: int) -> Any:
@@ -81,13 +115,14 @@ class AccountedReleaser:
     """What every privatizer shares: a protocol, a ledger, its own random stream, a path, and the
     rule that the ledger is charged before anything is computed from private data."""
 
-    __slots__ = ("_protocol", "_ledger", "_rng", "_path", "_released")
+    __slots__ = ("_protocol", "_ledger", "_rng", "_path", "_released", "_label_suffix")
 
     #: the protocol type a subclass accepts, and how errors name it
     protocol_type: type = object
     protocol_name: str = "a protocol"
 
-    def __init__(self, protocol: Any, ledger: Ledger, seed: np.random.SeedSequence, *, path: str = "per-user") -> None:
+    def __init__(self, protocol: Any, ledger: Ledger, seed: np.random.SeedSequence, *, path: str = "per-user",
+                 allow_idealised_charges: bool = False) -> None:
         if not isinstance(protocol, self.protocol_type):
             raise AccountingError("protocol", protocol, self.protocol_name)
         if not isinstance(ledger, Ledger):
@@ -96,11 +131,14 @@ class AccountedReleaser:
             raise AccountingError("seed", seed, "a numpy.random.SeedSequence (spawned from the run's seed)")
         if path not in ("per-user", "aggregate"):
             raise AccountingError("path", path, "'per-user' or 'aggregate'")
+        idealised = bool(getattr(protocol, "idealised", False))
+        check_idealised_charges(protocol, idealised, ledger, allow_idealised_charges)
         self._protocol = protocol
         self._ledger = ledger
-        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._rng = private_stream(seed)
         self._path = path
         self._released = 0
+        self._label_suffix = f" [{IDEALISED_LABEL}]" if idealised else ""
 
     @property
     def protocol(self) -> Any:
@@ -118,11 +156,17 @@ class AccountedReleaser:
     def releases(self) -> int:
         return self._released
 
+    @property
+    def label_suffix(self) -> str:
+        """What every charge label of this privatizer ends with: " [idealised: not DP in floating point]"
+        for an idealised protocol, else nothing."""
+        return self._label_suffix
+
     def _charge(self, guarantee: Any, participants: range | np.ndarray | None, n: int, label: str) -> None:
         """Charge the ledger for a release to ``n`` users (raises BudgetExceeded, changing nothing)."""
         if participants is not None and len(participants) != n:
             raise AccountingError("participants", f"{len(participants)} users", f"one user per report ({n})")
-        self._ledger.charge(guarantee, participants, label=label)
+        self._ledger.charge(guarantee, participants, label=label + self._label_suffix)
         self._released += 1
 
     def __repr__(self) -> str:

@@ -3,7 +3,9 @@
 - R (local randomizer): xhat = floor(x g) + Bernoulli(x g - floor(x g)); y = (xhat + eta) mod m,
   eta the user's own noise: a Polya difference gamma+ - gamma-, gamma+- ~ Polya(1/n, e^{-eps/g})
   (Theorem 1), Skellam Sk(0, g^2/(n eps^2)) (Theorem 2), discrete Gaussian N_Z(0, g^2/(n eps^2))
-  (Theorem 4), or none (central variant: the server adds the noise, see :func:`aggregate_views`).
+  (Theorem 4), discrete Laplace Lap_Z(b) (App. H.2, Algorithm 4: the local model; with no
+  modulus, the float-safe local curator of ``dpverify._bandits._ucb``), or none (central variant:
+  the server adds the noise, see :func:`aggregate_views`).
 - S (secure aggregation): yhat = (sum_i y_i) mod m; the server sees yhat only.
 - A (analyzer): z = (yhat - m)/g if yhat > n g + tau (underflow correction), else z = yhat/g.
 
@@ -21,12 +23,14 @@ g = ceil(s eps sqrt(n)) with s <= 100, eps <= 10. The wrappers refuse m > 2**62.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from numbers import Integral
 
 import numba
 import numpy as np
+from numba.np.random.generator_core import next_double
 
 from accounting._validation import AccountingError, check_nonnegative, check_positive
 
@@ -39,14 +43,15 @@ __all__ = [
     "aggregate_views_of_sum",
     "analyze",
     "analyzer_estimates",
+    "laplace_messages",
     "randomize",
     "secure_aggregate",
     "server_views",
 ]
 
 #: Per-user noise of the randomizer R, by theorem: "polya" (1), "skellam" (2),
-#: "discrete_gaussian" (4), "none" (central variant).
-NOISE_KINDS = ("none", "polya", "skellam", "discrete_gaussian")
+#: "discrete_gaussian" (4), "discrete_laplace" (App. H.2, Lap_Z(scale)), "none" (central variant).
+NOISE_KINDS = ("none", "polya", "skellam", "discrete_gaussian", "discrete_laplace")
 _KIND_CODE = {name: code for code, name in enumerate(NOISE_KINDS)}
 _MAX_M = 1 << 62
 
@@ -57,12 +62,13 @@ _MAX_M = 1 << 62
 
 
 @numba.njit(cache=True)
-def _bernoulli_dyadic(rng, f):
-    """Bernoulli(f) for a float f in [0, 1), exactly: f is a dyadic rational."""
+def _bernoulli_dyadic(bits, f):
+    """Bernoulli(f) for a float f in [0, 1), exactly: f is a dyadic rational (``bits``: the
+    generator's bit generator, see ``_kernels``)."""
     while True:
         scaled = f * K.TWO53  # exact: a power-of-two scaling
         head = math.floor(scaled)
-        w = rng.random() * K.TWO53
+        w = next_double(bits) * K.TWO53
         if w != head:
             return w < head
         # U's first 53 bits equal f's: compare the next 53 bits with the rest of f.
@@ -70,20 +76,23 @@ def _bernoulli_dyadic(rng, f):
 
 
 @numba.njit(cache=True)
-def _user_noise(rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax):
-    """eta for one user, and the threaded bit buffer of the exact samplers."""
+def _user_noise(bits, word, left, kind, r, beta, p0, q1, p00, c1, c2, p, q, t, ymax, tbits, vmax):
+    """eta for one user, and the threaded bit buffer of the exact samplers (every kind but the
+    Skellam, which draws numpy's Poisson from the Generator: the callers draw it)."""
     if kind == 1:
-        return K._polya_difference(rng, r, beta, p0, q1, p00, c1, c2), word, left
-    if kind == 2:
-        return K._skellam(rng, half_mu), word, left
+        return K._polya_difference(bits, r, beta, p0, q1, p00, c1, c2), word, left
     if kind == 3:
-        return K._discrete_gaussian(rng, word, left, p, q, t, ymax, tbits, vmax)
+        return K._discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax)
+    if kind == 4:  # Lap_Z(t/q), a new kind: the faster sampler (same law; no earlier stream to keep)
+        return K._discrete_laplace_fast(bits, word, left, q, t, tbits, vmax)
     return np.int64(0), word, left
 
 
 @numba.njit(cache=True)
 def _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
-    """R for every user: out[i] = y_i = (xhat_i + eta_i) mod m, from xg[i] = x_i g."""
+    """R for every user: out[i] = y_i = (xhat_i + eta_i) mod m, from xg[i] = x_i g; m = 0: no
+    modulus, out[i] = xhat_i + eta_i (the local model without secure aggregation)."""
+    bits = rng.bit_generator
     p0, q1, p00, c1, c2 = K._polya_difference_constants(r, beta)
     tbits = K._bit_length(t)
     vmax = K._vmax(t)
@@ -92,23 +101,33 @@ def _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
     for i in range(xg.size):
         head = math.floor(xg[i])
         xhat = np.int64(head)
-        if xg[i] != head and _bernoulli_dyadic(rng, xg[i] - head):
-            xhat += 1
-        eta, word, left = _user_noise(
-            rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax
-        )
-        out[i] = (xhat + eta) % m
+        if xg[i] != head:
+            if kind == 4:
+                # the float-safe curator (a new kind, no earlier stream to keep): 32 bits of the buffer
+                # decide the rounding unless they tie with the fraction's (then fresh draws), exactly
+                w, word, left = K._take_bits(bits, word, left, 32)
+                if _split_bernoulli(w, 32, xg[i] - head, bits):
+                    xhat += 1
+            elif _bernoulli_dyadic(bits, xg[i] - head):
+                xhat += 1
+        if kind == 4:  # the float-safe curator's hot path: the sampler directly, not through _user_noise's 17 arguments
+            eta, word, left = K._discrete_laplace_fast(bits, word, left, q, t, tbits, vmax)
+        elif kind == 2:
+            eta = K._skellam(rng, half_mu)
+        else:
+            eta, word, left = _user_noise(bits, word, left, kind, r, beta, p0, q1, p00, c1, c2, p, q, t, ymax, tbits, vmax)
+        out[i] = xhat + eta if m == 0 else (xhat + eta) % m
 
 
 @numba.njit(cache=True)
-def _split_bernoulli(bits, nbits, f, rng):
-    """Bernoulli(f) from ``nbits`` uniform bits, exactly: a tie with f's first bits (probability
+def _split_bernoulli(w, nbits, f, bits):
+    """Bernoulli(f) from ``nbits`` uniform bits w, exactly: a tie with f's first bits (probability
     2**-nbits) is resolved by fresh draws, so the law is that of the float f."""
     scaled = f * float(np.int64(1) << nbits)
     head = np.int64(scaled)
-    if bits != head:
-        return bits < head
-    return _bernoulli_dyadic(rng, scaled - head)
+    if w != head:
+        return w < head
+    return _bernoulli_dyadic(bits, scaled - head)
 
 
 @numba.njit(cache=True)
@@ -116,6 +135,7 @@ def _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
     """out[j] = yhat of run j: R for every user, then S, reducing mod m after every user.
 
     Reads only xg[i] = x_i g (8 bytes a user: at n = 2**22 the loop streams from memory)."""
+    bits = rng.bit_generator
     p0, q1, p00, c1, c2 = K._polya_difference_constants(r, beta)
     tbits = K._bit_length(t)
     vmax = K._vmax(t)
@@ -131,18 +151,18 @@ def _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
             if kind == 1:
                 # Theorem 1 hot path, one 53-bit word per user: 26 bits decide the rounding and
                 # 27 bits the event "gamma+ = gamma- = 0" (probability p00, nearly 1), each exact.
-                w = K._uint53(rng)
-                if frac != 0.0 and _split_bernoulli(w >> 27, 26, frac, rng):
+                w = K._uint53(bits)
+                if frac != 0.0 and _split_bernoulli(w >> 27, 26, frac, bits):
                     y += 1
-                if not _split_bernoulli(w & 0x7FFFFFF, 27, p00, rng):
-                    y += K._polya_difference_nonzero(rng, r, beta, q1, c1, c2)
+                if not _split_bernoulli(w & 0x7FFFFFF, 27, p00, bits):
+                    y += K._polya_difference_nonzero(bits, r, beta, q1, c1, c2)
             else:
-                if frac != 0.0 and _bernoulli_dyadic(rng, frac):
+                if frac != 0.0 and _bernoulli_dyadic(bits, frac):
                     y += 1
-                if kind != 0:
-                    eta, word, left = _user_noise(
-                        rng, word, left, kind, r, beta, p0, q1, p00, c1, c2, half_mu, p, q, t, ymax, tbits, vmax
-                    )
+                if kind == 2:
+                    y += K._skellam(rng, half_mu)
+                elif kind != 0:
+                    eta, word, left = _user_noise(bits, word, left, kind, r, beta, p0, q1, p00, c1, c2, p, q, t, ymax, tbits, vmax)
                     y += eta
             if y < 0 or y >= m:
                 y %= m  # Python semantics in numba: the result is in [0, m)
@@ -155,6 +175,7 @@ def _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
 @numba.njit(cache=True)
 def _aggregate_views(rng, base_sum, frac, m, kind, s, t, half_mu, out):
     """out[j] = (sum xhat + Z) mod m with Z drawn once: Lap_Z(t/s) (kind 1) or Sk(0, 2 half_mu) (2)."""
+    bits = rng.bit_generator
     tbits = K._bit_length(t)
     vmax = K._vmax(t)
     word = np.int64(0)
@@ -162,10 +183,10 @@ def _aggregate_views(rng, base_sum, frac, m, kind, s, t, half_mu, out):
     for j in range(out.size):
         total = base_sum
         for i in range(frac.size):
-            if _bernoulli_dyadic(rng, frac[i]):
+            if _bernoulli_dyadic(bits, frac[i]):
                 total += 1
         if kind == 1:
-            z, word, left = K._discrete_laplace(rng, word, left, s, t, tbits, vmax)
+            z, word, left = K._discrete_laplace(bits, word, left, s, t, tbits, vmax)
         elif kind == 2:
             z = K._skellam(rng, half_mu)
         else:
@@ -207,18 +228,24 @@ def _encode(x: object, g: int) -> np.ndarray:
     return out
 
 
-def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = None):
+def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = None, scale: object = None):
     """Kernel arguments (kind, r, beta, half_mu, p, q, t, ymax) of the per-user noise.
 
     ``sigma2`` (discrete Gaussian only) gives the per-user variance directly, instead of
     g^2/(n eps^2): a protocol whose exact variance the sampler cannot take passes the nearest
-    larger one it can (``DistributedProtocol`` for Theorem 4)."""
+    larger one it can (``DistributedProtocol`` for Theorem 4). ``scale`` (discrete Laplace only,
+    required): Lap_Z(scale) per user, a rational scale = t/q."""
     if noise not in _KIND_CODE:
         raise AccountingError("noise", noise, f"one of {NOISE_KINDS}")
     kind = _KIND_CODE[noise]  # type: ignore[index]
     # placeholders for the unused parameters; beta = 1/2 keeps the (unused) Polya constants finite
     r, beta, half_mu, p, q, t, ymax = 1.0, 0.5, 0.0, 1, 1, 1, 0
     if kind == 0:
+        return kind, r, beta, half_mu, p, q, t, ymax
+    if kind == 4:
+        if scale is None:
+            raise AccountingError("scale", scale, "a rational scale b > 0 (required for noise='discrete_laplace')")
+        q, t = _scale("scale", scale)
         return kind, r, beta, half_mu, p, q, t, ymax
     if kind == 3 and sigma2 is not None:
         p, q, t, ymax = discrete_gaussian_range(sigma2)
@@ -247,6 +274,8 @@ def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = N
 
 def _protocol_args(x, g, m):
     g = _check_int("g", g, 1, 1 << 52)
+    if m is None:  # no modulus (the local model's integer message); the kernels take m = 0
+        return g, 0, _encode(x, g)
     m = _check_int("m", m, 1, _MAX_M)
     xg = _encode(x, g)
     if xg.size * g >= m:
@@ -260,16 +289,18 @@ def _protocol_args(x, g, m):
 # ------------------------------------------------------------------------------------------------
 
 
-def randomize(rng: np.random.Generator, x, g: int, m: int, noise: str = "none", *, eps=None, sigma2=None) -> np.ndarray:
+def randomize(rng: np.random.Generator, x, g: int, m: int | None, noise: str = "none", *, eps=None, sigma2=None, scale=None) -> np.ndarray:
     """R applied to every user: y_i = (xhat_i + eta_i) mod m, an int64 array of length n = len(x).
 
     ``noise`` picks eta by theorem ("polya": gamma+ - gamma-, Polya(1/n, e^{-eps/g}); "skellam":
     Sk(0, g^2/(n eps^2)); "discrete_gaussian": N_Z(0, g^2/(n eps^2)) with eps rational, or
-    N_Z(0, sigma2) if ``sigma2`` is given; "none").
+    N_Z(0, sigma2) if ``sigma2`` is given; "discrete_laplace": Lap_Z(scale), App. H.2; "none").
+    ``m=None``: no modulus, y_i = xhat_i + eta_i (the local model's message without secure
+    aggregation: the float-safe local curator).
     """
     _check_rng(rng)
     g, m, xg = _protocol_args(x, g, m)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2, scale)
     out = np.empty(xg.size, dtype=np.int64)
     _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
@@ -309,14 +340,16 @@ def analyze(yhat, n: int, g: int, m: int, tau: int, *, underflow_correction: boo
     return z.item() if z.ndim == 0 else z
 
 
-def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None, sigma2=None) -> np.ndarray:
+def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None, sigma2=None, scale=None) -> np.ndarray:
     """The server's view yhat = S(R(x_1), ..., R(x_n)) of ``reps`` independent runs, per user
     (every user's rounding and noise drawn, reduced mod m as it goes). int64 array of length reps.
-    ``eps``/``sigma2``: as for :func:`randomize`."""
+    ``eps``/``sigma2``/``scale``: as for :func:`randomize`."""
     _check_rng(rng)
+    if m is None:
+        raise AccountingError("m", m, "an integer modulus m > n g (secure aggregation sums mod m)")
     g, m, xg = _protocol_args(x, g, m)
     reps = _check_int("reps", reps, 0, _MAX_M)
-    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2)
+    kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2, scale)
     out = np.empty(reps, dtype=np.int64)
     _server_views(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
@@ -377,29 +410,56 @@ def aggregate_views_of_sum(rng: np.random.Generator, xhat_sum: int, m: int, reps
 
 _NO_FRACTIONS = np.empty(0, dtype=np.float64)
 
-#: the compiled entry point of _aggregate_views for the argument types of draw_summed_noise
-_ENTRY: list = []
+#: compiled entry points, by kernel, for the argument types of the hot callers below
+_ENTRIES: dict = {}
+
+
+def _call_compiled(kernel, args: tuple) -> None:
+    """``kernel(*args)``, through its compiled entry point after the first call.
+
+    numba's per-call type dispatch on a ``Generator`` argument costs about as much as a small
+    kernel's work (measured ~30 us), so the hot callers (one call per release or per curator
+    chunk, always with the same argument types) call the entry point of the first call's types
+    directly. The dispatcher is used whenever that entry point is not available: the draws are
+    the same either way (tested)."""
+    entry = _ENTRIES.get(kernel)
+    if entry is not None:
+        entry(*args)
+        return
+    kernel(*args)
+    try:
+        key = tuple(kernel.typeof_pyval(a) for a in args)
+        _ENTRIES[kernel] = kernel.overloads[key].entry_point
+    except (AttributeError, KeyError, TypeError):  # another numba: keep the dispatcher
+        _ENTRIES[kernel] = kernel
 
 
 def draw_summed_noise(rng: np.random.Generator, xhat_sum: int, m: int, kind: int, s: int, t: int, half_mu: float, out: np.ndarray) -> int:
     """One view (xhat_sum + Z) mod m, arguments already validated (see :func:`aggregate_views_of_sum`).
 
-    The bandit runner's aggregate path calls this once per release; numba's per-call type dispatch
-    on a ``Generator`` argument costs about as much as the draw itself, so after the first call
-    the compiled entry point for these argument types is called directly. The dispatcher is used
-    whenever that entry point is not available: the draws are the same either way (tested).
-    """
-    if _ENTRY:
-        _ENTRY[0](rng, xhat_sum, _NO_FRACTIONS, m, kind, s, t, half_mu, out)
-        return int(out[0])
-    args = (rng, xhat_sum, _NO_FRACTIONS, m, kind, s, t, half_mu, out)
-    _aggregate_views(*args)
-    try:
-        key = tuple(_aggregate_views.typeof_pyval(a) for a in args)
-        _ENTRY.append(_aggregate_views.overloads[key].entry_point)
-    except (AttributeError, KeyError, TypeError):  # another numba: keep the dispatcher
-        _ENTRY.append(_aggregate_views)
+    The bandit runner's aggregate path calls this once per release (through the compiled entry
+    point, :func:`_call_compiled`)."""
+    _call_compiled(_aggregate_views, (rng, xhat_sum, _NO_FRACTIONS, m, kind, s, t, half_mu, out))
     return int(out[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _laplace_message_args(g: int, scale: Fraction) -> tuple:
+    return _noise_params("discrete_laplace", None, g, 1, None, scale)
+
+
+def laplace_messages(rng: np.random.Generator, x, g: int, scale) -> np.ndarray:
+    """y_i = xhat_i + Lap_Z(scale) for rewards x_i in [0, 1], no modulus: :func:`randomize` with
+    ``m=None, noise="discrete_laplace"`` (the same draws), for the float-safe local curator, which
+    calls it once per chunk of users: the validated kernel arguments are cached by (g, scale) and
+    the kernel is called through its compiled entry point."""
+    _check_rng(rng)
+    g = _check_int("g", g, 1, 1 << 52)
+    xg = _encode(x, g)
+    args = _laplace_message_args(g, Fraction(scale))
+    out = np.empty(xg.size, dtype=np.int64)
+    _call_compiled(_randomize, (rng, xg, 0, *args, out))
+    return out
 
 
 def _total_noise_args(total_noise: str, scale, variance) -> tuple[int, int, int, float]:

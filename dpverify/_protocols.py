@@ -8,14 +8,18 @@ ICLR 2023 (Chowdhury & Zhou), Algorithm 1 with
 - :func:`central_dp_protocol` — Theorem 5 (App. H.1, CDP-SE): users send xhat, the analyzer
   adds one Lap_Z(g/eps);
 - :func:`local_dp_protocol` — Theorem 6 (App. H.2, LDP-SE): every user adds Lap_Z(g/eps);
-- :func:`central_laplace_protocol` — the DP-SE baseline (Sajed & Sheffet 2019): the reward sum
-  plus one continuous Laplace(1/eps). A float baseline, kept to reproduce the papers (float
-  Laplace leaks through its low-order bits, Mironov 2012).
+- :func:`central_laplace_protocol` — DP-SE's privatizer (Sajed & Sheffet 2019), float-safe by
+  default (:class:`CentralGridLaplaceProtocol`): every reward clamped and encoded on the grid 1/g by
+  randomised rounding, g = 2^16, the integer sum plus one exact Lap_Z(g/eps), divided by g (App.
+  H.1's central model without the modulus); ``noise="idealised"`` gives the paper's reward sum plus
+  one continuous float Laplace(1/eps) (:class:`CentralLaplaceIdealised`), kept to reproduce the
+  papers and labelled "idealised: not DP in floating point" (float Laplace leaks through its
+  low-order bits, Mironov 2012).
 
 Each protocol's per-user guarantee at batch size n is an ``accounting`` mechanism — the same
 object the auditor tests and the ledger spends: DiscreteLaplace(g/eps, g) for Theorems 1, 5, 6,
 Skellam(g^2/eps^2, g) for Theorem 2, DiscreteGaussianSum(n, g/(eps sqrt(n)), g) for Theorem 4,
-Laplace(1/eps, 1) for DP-SE.
+GridDiscreteLaplace(g, g/eps) for the float-safe DP-SE, Laplace(1/eps, 1) for the idealised one.
 
 Assumption 1 constants (sigma, h): with probability >= 1 - 2p the batch noise in reward units,
 n_a(b) = A(yhat) - sum_i r_i, satisfies |n_a(b)| <= sigma sqrt(log(2/p)) + h log(2/p). We derive
@@ -34,7 +38,10 @@ explicit constants (the paper leaves them in O(.)); the tail verifier checks the
 - Theorem 6: the sum of n iid Lap_Z(b) has variance n v_b, v_b = 2q/(1-q)^2 with q = e^{-1/b};
   we claim Bernstein's form sqrt(2 n v_b log(2/p)) + 2 b log(2/p) (the paper's constant c left
   explicit as this choice) and use it for tau too; the tail verifier checks it exactly;
-- DP-SE: |Laplace(1/eps)| <= log(1/p)/eps w.p. 1 - p exactly: sigma = 0, h = 1/eps (no rounding).
+- DP-SE, idealised: |Laplace(1/eps)| <= log(1/p)/eps w.p. 1 - p exactly: sigma = 0, h = 1/eps (no rounding).
+- DP-SE, float-safe: rounding as above (sigma = sqrt(n/2)/g, below 0.011 for n <= 10^6 at g = 2^16)
+  and P[|Lap_Z(b)| >= k] = 2 e^{-k/b}/(1 + e^{-1/b}) for integer k >= 1, so
+  P[|Z|/g > log(2/p)/eps'] <= p/(1 + e^{-1/b}) <= p with eps' = g/b: h = 1/eps'.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import numpy as np
 import accounting as acc
 from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
 
+from . import _noise
 from . import _protocol_kernels as pk
 from . import _samplers
 from ._mechanisms import sigma_at_most
@@ -57,6 +65,8 @@ from ._privatizer import BatchProtocol
 
 __all__ = [
     "DistributedProtocol",
+    "CentralGridLaplaceProtocol",
+    "CentralLaplaceIdealised",
     "CentralLaplaceProtocol",
     "SCALED_KINDS",
     "central_dp_protocol",
@@ -332,11 +342,14 @@ def _batch_parameters(protocol: DistributedProtocol, n: int) -> BatchParameters:
 
 
 @dataclass(frozen=True)
-class CentralLaplaceProtocol(BatchProtocol):
-    """DP-SE's privatizer (Sajed & Sheffet 2019): sum of rewards + Laplace(1/eps), continuous."""
+class CentralLaplaceIdealised(BatchProtocol):
+    """DP-SE's idealised privatizer (Sajed & Sheffet 2019): sum of rewards + Laplace(1/eps), float
+    noise: not DP in floating point (the default is :class:`CentralGridLaplaceProtocol`).
+    ``CentralLaplaceProtocol`` is its former name, kept."""
 
     epsilon: float
     name: str = field(init=False, default="dp-se")
+    idealised: bool = field(init=False, default=True)
 
     def __post_init__(self) -> None:
         check_positive("epsilon", self.epsilon)
@@ -350,13 +363,95 @@ class CentralLaplaceProtocol(BatchProtocol):
         return 0.0, 1 / float(self.epsilon)
 
     def estimate_sum(self, rewards: Any, rng: np.random.Generator, *, path: str = "per-user") -> float:
+        return float(self.estimate_sums(rewards, rng, 1, path=path)[0])
+
+    def estimate_sums(self, rewards: Any, rng: np.random.Generator, reps: int, *, path: str = "per-user") -> np.ndarray:
+        """``reps`` independent estimates of sum(rewards) (the auditor's draws; one for a release)."""
         if path not in _PATHS:
             raise AccountingError("path", path, f"one of {_PATHS}")
         x = np.asarray(rewards, dtype=np.float64)
-        return float(x.sum() + _samplers.laplace(rng, 1 / float(self.epsilon)))
+        return x.sum() + _samplers.laplace(rng, 1 / float(self.epsilon), size=reps)
+
+    def laplace_tail_factor(self, n: int) -> float:
+        """P[|noise| > x] / e^{-eps x} at its largest: 1, the continuous Laplace's tail exactly."""
+        return 1.0
 
     def describe(self) -> str:
-        return f"DP-SE privatizer (central continuous Laplace(1/eps), float baseline), eps={float(self.epsilon):g}"
+        return f"DP-SE privatizer (central continuous Laplace(1/eps), {_noise.IDEALISED_LABEL}), eps={float(self.epsilon):g}"
+
+
+@dataclass(frozen=True)
+class CentralGridLaplaceProtocol(BatchProtocol):
+    """DP-SE's float-safe privatizer: rewards clamped to [0, 1] and encoded on the grid 1/g by
+    randomised rounding, the integer sum plus one exact Lap_Z(b), b = g/eps, released over g.
+
+    The central model of ICLR 2023 App. H.1 (Algorithms 2 and 3) without the secure-aggregation
+    modulus (DP-SE's curator sees the users' rewards): the encoder is the protocols' own
+    (``_protocol_kernels.server_views`` with no noise, reduced mod m = n g + 1, i.e. the exact
+    integer sum), the noise the exact CKS sampler. Its guarantee is ``GridDiscreteLaplace(g, b)``:
+    exactly eps-DP per user (b rounded up to a rational the sampler takes when g/eps is not one:
+    then (g/b)-DP, which is what is charged). ``grid`` defaults to 2^16 (``dpverify._noise``).
+    """
+
+    epsilon: float
+    grid: int = _noise.FLOAT_SAFE_GRID
+    name: str = field(init=False, default="dp-se")
+
+    def __post_init__(self) -> None:
+        check_positive("epsilon", self.epsilon)
+        self.scale  # validated once: the exact sampler must take g/eps
+
+    @property
+    def scale(self) -> Fraction:
+        return _noise.grid_laplace_scale(self.epsilon, self.grid)
+
+    def guarantee(self, n: int) -> Any:
+        check_positive_int("n", n)
+        return acc.GridDiscreteLaplace(self.grid, self.scale)
+
+    @property
+    def noise_epsilon(self) -> float:
+        """g/b: the eps of the executed noise (eps itself unless b was rounded up)."""
+        return float(Fraction(self.grid) / self.scale)
+
+    def assumption1(self, n: int, p: float) -> tuple[float, float]:
+        """(sqrt(n/2)/g, 1/eps'): Hoeffding for the rounding, the exact discrete Laplace tail (module docstring)."""
+        check_probability("p", p)
+        check_positive_int("n", n)
+        return math.sqrt(n / 2) / self.grid, 1 / self.noise_epsilon
+
+    def laplace_tail_factor(self, n: int) -> float:
+        """max over x of P[|Z|/g > x] / e^{-eps' x}, eps' = g/b: 2/(1 + e^{-1/b}) (the discrete tail
+        2 e^{-k/b}/(1 + e^{-1/b}) at k = ceil(x g) >= x g, for x g just below an integer), rounded up.
+        DP-SE's radius takes log of it on top of its Laplace term: below 1 + 1/(2b)."""
+        return 2.0 / (1.0 + math.exp(-1.0 / float(self.scale))) * (1 + 1e-15)
+
+    def aggregate_resolution(self, n: int) -> int | None:
+        """g: the estimate depends on the users only through sum xhat, and the noise is one draw."""
+        return self.grid
+
+    def estimate_from_rounded_sum(self, xhat_sum: int, n: int, rng: np.random.Generator) -> float:
+        return (int(xhat_sum) + int(_samplers.discrete_laplace(rng, self.scale))) / self.grid
+
+    def estimate_sum(self, rewards: Any, rng: np.random.Generator, *, path: str = "per-user") -> float:
+        return float(self.estimate_sums(rewards, rng, 1, path=path)[0])
+
+    def estimate_sums(self, rewards: Any, rng: np.random.Generator, reps: int, *, path: str = "per-user") -> np.ndarray:
+        """``reps`` independent estimates of sum(rewards) (the auditor's draws; one for a release):
+        each run rounds every user afresh and draws its own Lap_Z."""
+        if path not in _PATHS:
+            raise AccountingError("path", path, f"one of {_PATHS}")
+        x = np.asarray(rewards, dtype=np.float64)
+        if np.isnan(x).any():
+            raise AccountingError("rewards", "an array containing NaN", "rewards (NaN has no clamped value)")
+        x = np.clip(x, 0.0, 1.0)
+        # the users' randomised roundings, summed exactly (mod n g + 1 > every possible sum)
+        xhat_sums = pk.server_views(rng, x, self.grid, x.size * self.grid + 1, reps, "none")
+        return (xhat_sums + _samplers.discrete_laplace(rng, self.scale, size=reps)) / self.grid
+
+    def describe(self) -> str:
+        return (f"DP-SE privatizer, float-safe (rewards clamped to [0, 1], randomised rounding to the grid 1/{self.grid}, "
+                f"sum + exact Lap_Z({self.scale})), eps={float(self.epsilon):g}")
 
 
 def dist_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:
@@ -384,6 +479,13 @@ def local_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None) -
     return DistributedProtocol("ldp", epsilon, p, 1.0, tau_p)
 
 
-def central_laplace_protocol(epsilon: float) -> CentralLaplaceProtocol:
-    """The DP-SE baseline (continuous Laplace, central)."""
-    return CentralLaplaceProtocol(epsilon)
+#: the former name of :class:`CentralLaplaceIdealised`
+CentralLaplaceProtocol = CentralLaplaceIdealised
+
+
+def central_laplace_protocol(epsilon: float, *, noise: str = _noise.DEFAULT_NOISE) -> CentralGridLaplaceProtocol | CentralLaplaceIdealised:
+    """DP-SE's privatizer: float-safe (grid 1/2^16, exact discrete Laplace) by default, or
+    ``noise="idealised"``: the paper's continuous float Laplace (not DP in floating point)."""
+    if _noise.check_noise(noise) == "idealised":
+        return CentralLaplaceIdealised(epsilon)
+    return CentralGridLaplaceProtocol(epsilon)

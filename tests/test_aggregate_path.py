@@ -18,6 +18,7 @@ import pytest
 import accounting as acc
 from dpverify import _protocol_kernels as pk
 from dpverify import _protocols as P
+from dpverify import _samplers as S
 from dpverify._bandits import RunConfig, run_seed
 from dpverify._bandits._environments import ArmLaw, bernoulli_instance, clipped_gaussian_instance
 from dpverify._privatizer import Privatizer
@@ -131,10 +132,22 @@ def test_estimate_from_rounded_sum_matches_analyzer():
 
 
 def test_protocols_without_one_draw_noise_have_no_fast_path():
-    for proto in (P.dist_cdp_protocol(0.5, 10, 0.1), P.local_dp_protocol(0.5, 0.1), P.central_laplace_protocol(0.5)):
+    for proto in (P.dist_cdp_protocol(0.5, 10, 0.1), P.local_dp_protocol(0.5, 0.1), P.central_laplace_protocol(0.5, noise="idealised")):
         assert proto.aggregate_resolution(64) is None
         with pytest.raises(ValueError, match="protocol"):
             proto.estimate_from_rounded_sum(3, 64, np.random.default_rng(0))
+
+
+def test_float_safe_dp_se_aggregate_path_is_its_per_user_path_given_the_rounded_sum():
+    """DP-SE float-safe depends on the users only through sum xhat (grid 1/g) plus one Lap_Z draw:
+    on the same stream, estimate_from_rounded_sum(s) is (s + the per-user path's noise draw) / g."""
+    proto = P.central_laplace_protocol(0.5)
+    g = proto.aggregate_resolution(64)
+    assert g == 2**16
+    for xhat_sum in (0, 7, 64 * g):
+        est = proto.estimate_from_rounded_sum(xhat_sum, 64, np.random.default_rng(4))
+        noise = int(S.discrete_laplace(np.random.default_rng(4), proto.scale))
+        assert est == (xhat_sum + noise) / g
 
 
 def test_privatizer_charges_first_and_refuses_cleanly():

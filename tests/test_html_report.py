@@ -205,7 +205,7 @@ def test_reproduce_html_lists_every_curve(tmp_path: Path, monkeypatch: pytest.Mo
     page = _parse(html_path)
     summary = json.loads((tmp_path / "out" / "f.json").read_text())
     for c in summary["curves"]:
-        row = next(r for r in page.rows if len(r) == 12 and r[1] == c["curve"])
+        row = next(r for r in page.rows if len(r) == 13 and r[1] == c["curve"])
         assert row[7] == _cell(c["mean_final_regret"])
         assert row[10] == f"({_cell(0.4999)}, {_cell(1e-6)})"
     assert page.svg == 1
@@ -219,7 +219,7 @@ def test_without_matplotlib_the_tables_remain(monkeypatch: pytest.MonkeyPatch, t
     page.feed(text)
     assert page.svg == 0
     assert "Figures need matplotlib" in text
-    assert sum(1 for r in page.rows if len(r) == 12) == 3  # header + two curves
+    assert sum(1 for r in page.rows if len(r) == 13) == 3  # header + two curves
 
 
 def test_one_versions_function_for_runs_and_pages() -> None:

@@ -182,6 +182,19 @@ def test_every_row_cites_a_source_and_every_builder_is_covered():
     assert {c.protocol for c in claims if c.claim == "dpdpe-width"} == {"dpe", "cdp-dpe", "ldp-dpe"}
 
 
+@pytest.mark.parametrize(
+    "claim, protocol",
+    [("ren-laplace-sum", "ldp-ucb-l float-safe"), ("lemma5-sum", "ldp-ucb-l float-safe"), ("assumption1", "dp-se float-safe"),
+     ("assumption1-lemma2", "dp-se float-safe")],
+)
+def test_float_safe_privatizers_concentration_claims_hold(claim, protocol):
+    """The discrete noise of the float-safe curator and DP-SE meets the tail claims the learners'
+    radii rest on (certified bounds; the planted constant 2 for 32 above is caught by the same rows)."""
+    result = _row(claim, protocol)
+    assert result.verdict == HOLDS, result.worst
+    assert len(result.evaluations) >= 18
+
+
 def test_public_surface_is_declared():
     import dpverify._tails as tails_pkg
 
@@ -201,7 +214,8 @@ def test_finding_tau_at_p_breaks_assumption1_at_lemma2_confidence():
 
 @pytest.mark.parametrize(
     "claim, protocol",
-    [("planted-log1p", "dist-dp"), ("planted-skellam-no-linear", "all"), ("planted-dg-no-sqrt2", "dist-cdp"), ("planted-ren-constant", "ldp-ucb-l")],
+    [("planted-log1p", "dist-dp"), ("planted-skellam-no-linear", "all"), ("planted-dg-no-sqrt2", "dist-cdp"), ("planted-ren-constant", "ldp-ucb-l"),
+     ("planted-ren-constant", "ldp-ucb-l float-safe")],
 )
 def test_planted_wrong_constants_are_reported_violated(claim, protocol):
     result = _row(claim, protocol)

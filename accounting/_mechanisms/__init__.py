@@ -13,7 +13,9 @@ from ._continuous import Gaussian, Laplace
 from ._discrete_gaussian import DiscreteGaussian, DiscreteGaussianPair
 from ._discrete_gaussian_sum import MAX_EXACT_N, DiscreteGaussianSum, DiscreteGaussianSumPair
 from ._discrete_laplace import DiscreteLaplace, DiscreteLaplacePair, PolyaDifferenceSum
+from ._grid import GridDiscreteLaplace
 from ._skellam import Skellam, SkellamPair
+from ._snapping import Snapping
 
 __all__ = [
     "BernoulliCurator",
@@ -25,9 +27,11 @@ __all__ = [
     "DiscreteGaussianSumPair",
     "MAX_EXACT_N",
     "Gaussian",
+    "GridDiscreteLaplace",
     "Laplace",
     "RandomizedResponse",
     "Skellam",
+    "Snapping",
     "SkellamPair",
     "DiscreteLaplace",
     "DiscreteLaplacePair",

@@ -205,6 +205,7 @@ def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
         checkpoint_count=config.checkpoint_count,
         protocol_label=config.algorithm,
         radius=config.radius,
+        allow_idealised_charges=config.allow_idealised_charges,
     )
     record = run_batch_elimination(setup, seeds, run_index)
     record.extra.update(extra)
@@ -216,7 +217,7 @@ def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
 
     if config.population is not None:
         raise AccountingError("population", config.population, "None for dp-se (returning users are supported for Algorithm 1 variants)")
-    protocol = P.central_laplace_protocol(float(config.epsilon))
+    protocol = P.central_laplace_protocol(float(config.epsilon), noise=config.noise)
     setup = EliminationSetup(
         instance=instance,
         horizon=config.horizon,
@@ -228,6 +229,7 @@ def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
         delta=config.delta,
         checkpoint_count=config.checkpoint_count,
         protocol_label="dp-se",
+        allow_idealised_charges=config.allow_idealised_charges,
     )
     return run_dp_se(setup, float(config.epsilon), seeds, run_index)
 
@@ -243,6 +245,7 @@ def _run_ucb(config: Any, instance: Any, seeds: dict, run_index: int):
         realised=config.realised,
         delta=config.delta,
         checkpoint_count=config.checkpoint_count,
+        noise=config.noise,
     )
     return run_ucb(setup, seeds, run_index)
 
@@ -254,11 +257,11 @@ _DESCRIPTIONS = {
     "cdp-se": "Algorithm 1, App. H.1: central discrete Laplace (CDP-SE)",
     "ldp-se": "Algorithm 1, App. H.2: local discrete Laplace (LDP-SE)",
     "se": "Algorithm 1, non-private (exact batch sums)",
-    "dp-se": "DP-SE (Sajed & Sheffet 2019): central continuous Laplace baseline",
+    "dp-se": "DP-SE (Sajed & Sheffet 2019): central Laplace (float-safe grid + discrete Laplace; --noise idealised: float)",
     "ucb1": "UCB1 (Auer et al. 2002), non-private baseline",
-    "ldp-ucb-l": "LDP-UCB-L (Ren et al.): CTL curator, Laplace index",
+    "ldp-ucb-l": "LDP-UCB-L (Ren et al.): CTL curator (float-safe; --noise idealised: float), Laplace index",
     "ldp-ucb-b": "LDP-UCB-B (Ren et al.): CTB curator, UCB1 index",
-    "ldp-ucb-ls": "LDP-UCB-LS (Ren et al.): sigmoid + CTL",
+    "ldp-ucb-ls": "LDP-UCB-LS (Ren et al.): sigmoid + CTL (float-safe; --noise idealised: float)",
     "ldp-ucb-bs": "LDP-UCB-BS (Ren et al.): sigmoid + CTB",
 }
 

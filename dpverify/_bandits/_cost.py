@@ -9,8 +9,9 @@ printed figure is called an estimate and the limit is generous.
 Model, per seed:
 
 - per-user path (and DP-SE, UCB): every pull is simulated, ``T x rate``: 12 ns per pull for
-  Algorithm 1 (Dist-DP-SE, T = 1e7 in 0.119 s), 78 ns for the UCB family (the slowest of the five,
-  LDP-UCB-LS, T = 1e6 in 0.078 s); a batch of n users holds ~32 bytes per user (reward, rounding,
+  Algorithm 1 (Dist-DP-SE, T = 1e7 in 0.119 s), 133 ns for the UCB family (the slowest of the five,
+  LDP-UCB-LS, was T = 1e6 in 0.078 s with its float Laplace; its float-safe default, one exact
+  discrete Laplace per report, takes 1.5-1.7x that in the same run: ``benchmarks/float_safe.md``); a batch of n users holds ~32 bytes per user (reward, rounding,
   noise share, message), the largest batch being the largest base^b < T;
 - aggregate path: O(g) per release instead of O(n), g = ceil(s eps sqrt(n)) (s = 1 for the
   unscaled kinds): 35 us per release plus ~20 ns per histogram cell, releases <= K per batch, and
@@ -26,10 +27,12 @@ import math
 import os
 from dataclasses import dataclass
 
+from .._noise import FLOAT_SAFE_GRID
+
 __all__ = ["RunCost", "estimate_cost", "machine_memory"]
 
 #: seconds per simulated pull (per-user path), by algorithm family
-PER_PULL_SECONDS = {"elimination": 12e-9, "ucb": 78e-9}
+PER_PULL_SECONDS = {"elimination": 12e-9, "ucb": 133e-9}
 #: aggregate path: seconds per release, per histogram cell; bytes per histogram cell kept
 RELEASE_SECONDS = 35e-6
 CELL_SECONDS = 20e-9
@@ -117,8 +120,8 @@ def estimate_cost(algorithm: str, horizon: int, seeds: int, *, arms: int, path: 
         eps = float(epsilon or 1.0)
         scale = float(s) if algorithm in _SCALED else 1.0
         sizes = _batch_sizes(horizon, batch_base)
-        # DP-SE's release is one Laplace draw on the epoch sum: no histogram
-        cells = [1] * len(sizes) if algorithm == "dp-se" else [math.ceil(scale * eps * math.sqrt(n)) + 1 for n in sizes]
+        # DP-SE's float-safe release: the histogram of the epoch's roundings on the grid 1/2^16 (2^16 + 1 cells)
+        cells = [FLOAT_SAFE_GRID + 1] * len(sizes) if algorithm == "dp-se" else [math.ceil(scale * eps * math.sqrt(n)) + 1 for n in sizes]
         per_seed = arms * (len(cells) * RELEASE_SECONDS + sum(cells) * CELL_SECONDS)
         peak = arms * sum(cells) * CELL_BYTES
         model = f"aggregate path: {len(cells)} batches x {arms} arms, O(g) per release"

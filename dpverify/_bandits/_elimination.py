@@ -20,10 +20,15 @@ beta(b) is Lemma 2's radius with the protocol's explicit (sigma, h) from ``assum
 Both run through one batch loop, :func:`eliminate_in_batches`, whose hooks (batch schedule,
 radius, ``on_batch``) are what the tail verifier instruments.
 
-DP-SE (Sajed & Sheffet 2019), the central continuous-Laplace baseline: epochs e = 1, 2, ... with
+DP-SE (Sajed & Sheffet 2019), the central Laplace baseline: epochs e = 1, 2, ... with
 Delta_e = 2^-e, R_e = 1 + max(32 ln(8|S|e^2/p)/Delta_e^2, 8 ln(4|S|e^2/p)/(eps Delta_e)) pulls per
 active arm, one independent Laplace(1/eps) on each arm's epoch sum, radius
-w_e = sqrt(ln(8|S|e^2/p)/(2 R_e)) + ln(4|S|e^2/p)/(eps R_e), the same elimination rule.
+w_e = sqrt(ln(8|S|e^2/p)/(2 R_e)) + ln(4|S|e^2/p)/(eps R_e), the same elimination rule. With the
+float-safe privatizer (the default: rewards rounded to the grid 1/g, exact Lap_Z(g/eps) on the sum)
+the schedule R_e is the same; the radius's first term covers the rounded rewards xhat/g as it does
+the rewards (they are independent, in [0, 1], with the same mean), and its Laplace term becomes
+(ln(4|S|e^2/p) + ln c)/(eps' R_e), c = 2/(1 + e^{-eps'/g}) <= 1 + eps'/(2g), eps' = g/b: the discrete
+Laplace's tail is at most c times the continuous one's (``CentralGridLaplaceProtocol``).
 """
 
 from __future__ import annotations
@@ -112,7 +117,8 @@ class BatchFeedback:
         items = []
         for arm, label in zip(arms, labels):
             self._taken[arm] = self._users.take(n)
-            items.append((self._privatizers[arm].protocol.guarantee(n), self._taken[arm], label))
+            privatizer = self._privatizers[arm]
+            items.append((privatizer.protocol.guarantee(n), self._taken[arm], label + privatizer.label_suffix))
         ledger.prepay(items)
 
     def release(self, arm: int, n: int, label: str) -> float:
@@ -241,6 +247,7 @@ class EliminationSetup:
     checkpoint_count: int = 60
     protocol_label: str = ""
     radius: str = "lemma2"  # or "authors": the released code's constants (authors_constants)
+    allow_idealised_charges: bool = False  # record an idealised protocol's charges in a durable ledger
 
 
 def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
@@ -255,7 +262,10 @@ def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
             ledger = acc.Ledger(setup.budget, name=setup.protocol_label)
         else:
             ledger = acc.Ledger.open(setup.ledger, setup.budget, name=setup.protocol_label)
-        privatizers = [Privatizer(setup.protocol, ledger, s, path=setup.path) for s in children(seeds["privatizer"], inst.k)]
+        privatizers = [
+            Privatizer(setup.protocol, ledger, s, path=setup.path, allow_idealised_charges=setup.allow_idealised_charges)
+            for s in children(seeds["privatizer"], inst.k)
+        ]
     durable = ledger if setup.ledger is not None else None
     feedback = BatchFeedback(streams, privatizers, UserPool(setup.population, durable), recorder)
     return recorder, feedback, ledger
@@ -275,6 +285,7 @@ def _finish(setup, recorder, learner, ledger, run_index, bits, extra) -> RunReco
         path=setup.path if setup.protocol is not None else "none",
         bits_per_user=bits,
         protocol=describe_protocol(setup.protocol) if setup.protocol is not None else "none",
+        idealised=bool(getattr(setup.protocol, "idealised", False)),
     )
     if setup.ledger is not None:  # the summary covers every run that charged the durable ledger
         summary["ledger_url"] = ledger.url  # without any password
@@ -427,28 +438,37 @@ def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.Se
     return _finish(setup, recorder, learner, ledger, run_index, bits, extra)
 
 
-def dp_se_epoch(e: int, active: int, p: float, epsilon: float) -> tuple[int, float]:
-    """(R_e, w_e) of DP-SE's epoch e with |S| = active arms (Sajed & Sheffet 2019)."""
+def dp_se_epoch(e: int, active: int, p: float, epsilon: float, *, noise_epsilon: float | None = None, tail_factor: float = 1.0) -> tuple[int, float]:
+    """(R_e, w_e) of DP-SE's epoch e with |S| = active arms (Sajed & Sheffet 2019).
+
+    R_e uses ``epsilon``; the radius's Laplace term uses the executed noise: ``noise_epsilon``
+    (default ``epsilon``) and ``tail_factor``, the most by which its tail exceeds e^{-eps x}
+    (1 for the continuous Laplace; the float-safe privatizer's ``laplace_tail_factor``)."""
     delta_e = 2.0**-e
     l8 = math.log(8 * active * e * e / p)
     l4 = math.log(4 * active * e * e / p)
     r_e = 1 + math.ceil(max(32 * l8 / delta_e**2, 8 * l4 / (epsilon * delta_e)))
-    width = math.sqrt(l8 / (2 * r_e)) + l4 / (epsilon * r_e)
+    eps_noise = epsilon if noise_epsilon is None else noise_epsilon
+    width = math.sqrt(l8 / (2 * r_e)) + (l4 + math.log(tail_factor)) / (eps_noise * r_e)
     return r_e, width
 
 
 def run_dp_se(setup: EliminationSetup, epsilon: float, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
-    """DP-SE: epochs of R_e pulls per active arm, one Laplace(1/eps) per arm's epoch sum."""
+    """DP-SE: epochs of R_e pulls per active arm, one Laplace(1/eps) per arm's epoch sum (float-safe:
+    the grid's exact discrete Laplace, module docstring)."""
     _check_setup(setup)
     if setup.protocol is None:
         raise AccountingError("protocol", None, "central_laplace_protocol(eps) for DP-SE")
     recorder, feedback, ledger = _build(setup, seeds)
+    protocol = setup.protocol
+    noise_eps = float(getattr(protocol, "noise_epsilon", epsilon))
+    tail = protocol.laplace_tail_factor(1) if hasattr(protocol, "laplace_tail_factor") else 1.0
     learner, e = eliminate_in_batches(
         feedback,
         setup.instance.k,
         setup.horizon,
         lambda e, active: dp_se_epoch(e, active, setup.p, epsilon)[0],
-        lambda r_e, e, active: dp_se_epoch(e, active, setup.p, epsilon)[1],
+        lambda r_e, e, active: dp_se_epoch(e, active, setup.p, epsilon, noise_epsilon=noise_eps, tail_factor=tail)[1],
         label="e",
     )
     return _finish(setup, recorder, learner, ledger, run_index, 64, {"epochs": e, "final_active": learner.active})

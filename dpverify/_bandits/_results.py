@@ -197,8 +197,15 @@ def _routes(guarantee: Any, delta: float, multiplicity: int) -> Any:
     return acc.epsilon_routes(guarantee, delta, compose=multiplicity, include_pld=False, comparisons=False)
 
 
-def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int | None, protocol: str, notes: str = "") -> dict:
+def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int | None, protocol: str, notes: str = "",
+                   implementation: str | None = None, idealised: bool | None = None) -> dict:
     """The run's privacy ledger: the per-user guarantee in every notion, bits, path, the charges.
+
+    ``implementation`` names what ran (e.g. the float-safe curator's grid and sampler); ``idealised``
+    marks a privatizer with float noise: the summary then carries ``noise = "idealised"`` and the
+    warning "idealised: not DP in floating point" (the numbers are those of the real-arithmetic
+    mechanism, which no computer runs). ``idealised=None`` (a runner that does not say) records
+    ``noise = "unstated"``.
 
     The per-user guarantee is that of the worst user. Charges here touch disjoint users (unique
     users: each user takes part in one release) *or* are composed by the ledger (returning users);
@@ -208,8 +215,13 @@ def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int |
     """
     import accounting as acc
 
+    from .._noise import IDEALISED_LABEL
+
     if ledger is None:
         return {"private": False, "guarantee": "none (non-private baseline)", "path": path, "protocol": protocol}
+    noise = {"noise": "unstated" if idealised is None else "idealised" if idealised else "float-safe", "implementation": implementation or protocol}
+    if idealised:
+        noise["warning"] = IDEALISED_LABEL
     spent = ledger.spent()
     charges = ledger.charges
     distinct: list = []
@@ -253,4 +265,5 @@ def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int |
         "distinct_guarantees": [_guarantee_dict(g) for g in distinct],
         "bits_per_user": bits_per_user,
         "notes": notes,
+        **noise,
     }

@@ -21,6 +21,7 @@ import numpy as np
 
 from accounting._validation import AccountingError, BudgetExceeded, check_positive, check_positive_int, check_probability
 
+from .._noise import DEFAULT_NOISE, IDEALISED_LABEL, check_noise
 from ._builtin import batch_sizes, returning_users_plan
 from ._registry import get_algorithm, get_instance, instance_name
 from ._results import RunRecord, RunResult, aggregate
@@ -51,6 +52,14 @@ class RunConfig:
     ``dpverify tails``: with either paper rule Assumption 1 can fail at that confidence), p = 0.1 (the simulations' confidence in beta; the theorems
     use 1/T: pass p=None for 1/T), reward_sd 0.1 (not stated in the paper), label_scale 4 (MSLR
     rewards label/4), s = 10 (Dist-RDP/CDP scale).
+
+    ``noise``: "float-safe" (the default: every privatizer is DP as executed; the papers' continuous
+    Laplace becomes randomised rounding to the grid 1/2^16 plus exact discrete Laplace, see
+    ``dpverify._noise``) or "idealised" (the papers' float Laplace/Gaussian, to reproduce their
+    figures bit for bit: not DP in floating point, and every output says so). Algorithms that draw
+    no continuous noise run the same either way, and their outputs say "float-safe".
+    ``allow_idealised_charges``: record an idealised privatizer's charges in a durable ``ledger``
+    (refused otherwise).
     """
 
     algorithm: str
@@ -77,6 +86,8 @@ class RunConfig:
     checkpoint_count: int = 60
     extra: dict = field(default_factory=dict)
     radius: str = "lemma2"  # "authors": the elimination radius of the authors' released code (Dist-DP-SE, Dist-RDP-SE)
+    noise: str = DEFAULT_NOISE  # "float-safe" (DP as executed) or "idealised" (the papers' float noise)
+    allow_idealised_charges: bool = False  # an idealised run may charge a durable ledger only with this
 
     def validate(self) -> "RunConfig":
         spec = get_algorithm(self.algorithm)
@@ -136,6 +147,15 @@ class RunConfig:
             raise AccountingError("radius", self.radius, f"'lemma2' for {self.algorithm!r} (the released code has constants for dist-dp-se and dist-rdp-se only)")
         if self.returning_calibration not in ("exact", "appendix-i"):
             raise AccountingError("returning_calibration", self.returning_calibration, "'exact' or 'appendix-i'")
+        check_noise(self.noise)
+        if not isinstance(self.allow_idealised_charges, bool):
+            raise AccountingError("allow_idealised_charges", self.allow_idealised_charges, "True or False")
+        if self.noise == "idealised" and self.ledger is not None and not self.allow_idealised_charges:
+            raise AccountingError(
+                "noise", self.noise, "'float-safe' with a durable ledger",
+                f"an idealised run ({IDEALISED_LABEL}) records no charges in a durable ledger unless allow_idealised_charges=True "
+                "(--allow-idealised-charges)",
+            )
         return self
 
     @property

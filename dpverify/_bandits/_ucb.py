@@ -3,9 +3,16 @@
 Parties. The **curators** (:class:`LocalCurator`, trusted side, one per user) turn a reward into
 a private response: CTL(eps) = r + Laplace(1/eps), CTB(eps) = Bernoulli((r e^eps + 1 - r)/(1 + e^eps)),
 CTL-S / CTB-S apply the sigmoid s(r) = 1/(1 + e^-r) first; ``identity`` is UCB1's non-private
-"curator". A :class:`LocalPrivatizer` binds a curator to the run's ledger: it admits a cohort of
-users (one ledger charge: each user answers one query, so the cohort's per-user spend is the
-curator's guarantee) and then answers only for admitted, unused users. The **learner** is a numba
+"curator". CTL's continuous Laplace has two implementations (``noise``, see ``dpverify._noise``):
+``"float-safe"`` (the default), DP as executed: the reward clamped to [0, 1], randomised rounding to
+the grid 1/g, g = 2^16, plus an exact Lap_Z(g/eps), the response the integer over g (the local
+randomizer of ICLR 2023 App. H.2, Algorithm 4, without the modulus; accountant:
+``GridDiscreteLaplace(g, g/eps)``); and ``"idealised"``, Ren et al.'s float Laplace(1/eps)
+(accountant: ``Laplace(1/eps, 1)``), which is not DP in floating point and is labelled so.
+
+A :class:`LocalPrivatizer` binds a curator to the run's ledger: it admits a cohort of users (one
+ledger charge: each user answers one query, so the cohort's per-user spend is the curator's
+guarantee) and then answers only for admitted, unused users. The **learner** is a numba
 kernel that reads responses from per-arm buffers and never sees a reward; when an arm's buffer is
 empty the kernel returns, and the trusted side refills it with the next rewards of that arm's
 stream (common random numbers) passed through the curator.
@@ -21,17 +28,21 @@ first-index tie-breaking would favour it). Privatised responses are never clippe
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numba
 import numpy as np
 
 import accounting as acc
-from accounting._mechanisms import BernoulliCurator, Laplace
+from accounting._mechanisms import BernoulliCurator, GridDiscreteLaplace, Laplace
 from accounting._validation import AccountingError, BudgetExceeded, check_positive, check_positive_int
 
+from .. import _noise, _privatizer, _samplers
+from .. import _protocol_kernels as pk
 from ._environments import BanditInstance
 from ._results import RunRecord, checkpoints, ledger_summary
 
@@ -50,24 +61,79 @@ UCB_ALGORITHMS = {
 
 @dataclass(frozen=True)
 class LocalCurator:
-    """A local randomizer of Ren et al. and its guarantee from ``accounting``."""
+    """A local randomizer of Ren et al. and its guarantee from ``accounting``.
+
+    ``noise`` ("float-safe" or "idealised") picks CTL's implementation (module docstring); the
+    CTB curators and ``identity`` draw no continuous noise and ignore it. ``grid``: the float-safe
+    CTL's g (default 2^16; the audits also run small grids, where rounding is visible).
+    """
 
     kind: str
     epsilon: float | None = None
+    noise: str = _noise.DEFAULT_NOISE
+    grid: int = _noise.FLOAT_SAFE_GRID
 
     def __post_init__(self) -> None:
         if self.kind not in CURATORS:
             raise AccountingError("curator", self.kind, f"one of {CURATORS}")
+        _noise.check_noise(self.noise)
         if self.kind != "identity":
             check_positive("epsilon", self.epsilon)
+        if self.laplace:
+            if self.float_safe:
+                self.scale  # validates grid and epsilon: the sampler must take g/eps
+            else:
+                self.epsilon_f  # a float eps for numpy's Laplace
+
+    @property
+    def laplace(self) -> bool:
+        """Whether the curator adds Laplace noise (CTL, CTL-S)."""
+        return self.kind in ("ctl", "ctl-s")
+
+    @property
+    def float_safe(self) -> bool:
+        """Whether the curator is DP as executed (everything but the idealised CTL)."""
+        return not (self.laplace and self.noise == "idealised")
+
+    @property
+    def epsilon_f(self) -> float:
+        return float(self.epsilon)  # type: ignore[arg-type]
+
+    @functools.cached_property
+    def scale(self) -> Fraction:
+        """The float-safe CTL's Lap_Z scale b on the integer grid (g/eps, or the next rational the sampler takes)."""
+        return _noise.grid_laplace_scale(self.epsilon, self.grid)
+
+    @property
+    def noise_epsilon(self) -> float:
+        """1/(scale of the response's Laplace noise, in reward units): eps for the idealised CTL,
+        g/b for the float-safe one (eps itself unless b was rounded up). The LDP-UCB-L index uses it."""
+        if self.laplace and self.float_safe:
+            return float(Fraction(self.grid) / self.scale)
+        return self.epsilon_f
 
     def guarantee(self) -> Any:
-        """CTB(-S): BernoulliCurator(eps); CTL(-S): Laplace(1/eps, sensitivity 1) (inputs in [0, 1])."""
+        """CTB(-S): BernoulliCurator(eps); CTL(-S): GridDiscreteLaplace(g, b) as executed (float-safe),
+        or Laplace(1/eps, sensitivity 1), the real-arithmetic mechanism (idealised; inputs in [0, 1])."""
         if self.kind == "identity":
             return None
         if self.kind in ("ctb", "ctb-s"):
             return BernoulliCurator(self.epsilon)
-        return Laplace(scale=1 / float(self.epsilon), sensitivity=1)
+        if self.float_safe:
+            return GridDiscreteLaplace(self.grid, self.scale)
+        return Laplace(scale=1 / self.epsilon_f, sensitivity=1)
+
+    def describe(self) -> str:
+        """The implementation, as the run's ledger and reports name it."""
+        kind = self.kind.upper()
+        if self.kind == "identity":
+            return "identity (non-private UCB1)"
+        if not self.laplace:
+            return f"{kind}(eps={self.epsilon_f:g}): randomised response on Bernoulli(reward)"
+        if self.float_safe:
+            return (f"{kind}(eps={self.epsilon_f:g}) float-safe: reward clamped to [0, 1], randomised rounding to the grid "
+                    f"1/{self.grid}, exact Lap_Z({self.scale}) (CKS Alg. 2), response = integer / {self.grid}")
+        return f"{kind}(eps={self.epsilon_f:g}) {_noise.IDEALISED_LABEL}: reward + numpy float Laplace(1/eps)"
 
     @property
     def bits(self) -> int:
@@ -79,22 +145,37 @@ class LocalCurator:
             x = 1.0 / (1.0 + np.exp(-x))
         if self.kind == "identity":
             return x.copy()
-        if self.kind in ("ctl", "ctl-s"):
-            return x + rng.laplace(0.0, 1.0 / self.epsilon, size=x.size)
+        if self.laplace:
+            if not self.float_safe:
+                return x + _samplers.laplace(rng, 1.0 / self.epsilon_f, size=x.size)
+            x = np.asarray(x, dtype=np.float64)
+            if np.isnan(x).any():
+                raise AccountingError("rewards", "an array containing NaN", "rewards (NaN has no clamped value)")
+            # clamp (the sensitivity is that of the clamped value), encode on the grid 1/g by randomised
+            # rounding and add Lap_Z(b): one numba pass, the local randomizer R without a modulus
+            return pk.laplace_messages(rng, np.clip(x, 0.0, 1.0), self.grid, self.scale) / self.grid
         e = math.exp(self.epsilon)
         prob = (x * e + 1.0 - x) / (1.0 + e)
         return (rng.random(x.size) < prob).astype(np.float64)
 
 
 class LocalPrivatizer:
-    """A curator bound to a ledger: admit a cohort (charge first), then answer each admitted user once."""
+    """A curator bound to a ledger: admit a cohort (charge first), then answer each admitted user once.
 
-    def __init__(self, curator: LocalCurator, ledger: acc.Ledger | None, seed: np.random.SeedSequence) -> None:
+    An idealised curator (float noise, not DP as executed) is refused on a durable ledger unless
+    ``allow_idealised_charges`` (``dpverify._privatizer.check_idealised_charges``); its charges are
+    labelled "idealised: not DP in floating point".
+    """
+
+    def __init__(self, curator: LocalCurator, ledger: acc.Ledger | None, seed: np.random.SeedSequence, *,
+                 allow_idealised_charges: bool = False) -> None:
         if curator.kind != "identity" and ledger is None:
             raise AccountingError("ledger", None, "an accounting.Ledger for a private curator")
+        if ledger is not None:
+            _privatizer.check_idealised_charges(curator, not curator.float_safe, ledger, allow_idealised_charges)
         self._curator = curator
         self._ledger = ledger
-        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._rng = _privatizer.private_stream(seed)
         self._admitted_stop = 0
         self._next_user = 0
 
@@ -103,7 +184,8 @@ class LocalPrivatizer:
         check_positive_int("users", users)
         cohort = range(self._admitted_stop, self._admitted_stop + users)
         if self._ledger is not None:
-            self._ledger.charge(self._curator.guarantee(), cohort, label=f"{self._curator.kind} users {cohort.start}..{cohort.stop - 1}")
+            label = f"{self._curator.kind} users {cohort.start}..{cohort.stop - 1}: {self._curator.describe()}"
+            self._ledger.charge(self._curator.guarantee(), cohort, label=label)
         self._admitted_stop = cohort.stop
 
     def respond(self, rewards: np.ndarray) -> np.ndarray:
@@ -202,6 +284,7 @@ class UCBSetup:
     delta: float = 1e-6
     chunk: int = 4096
     checkpoint_count: int = 60
+    noise: str = _noise.DEFAULT_NOISE
 
 
 def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
@@ -214,7 +297,7 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     if T < k:
         raise AccountingError("horizon", T, f"at least K = {k} (every arm is pulled once first)")
     curator_kind, laplace_index = UCB_ALGORITHMS[setup.algorithm]
-    curator = LocalCurator(curator_kind, setup.epsilon if curator_kind != "identity" else None)
+    curator = LocalCurator(curator_kind, setup.epsilon if curator_kind != "identity" else None, noise=setup.noise)
     ledger = None
     if curator_kind != "identity":
         ledger = acc.Ledger(curator.guarantee().pure(), name=setup.algorithm)  # the accountant's certified eps
@@ -234,7 +317,8 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     snap = np.zeros((times.size, k), dtype=np.int64)
     rewards_kept: list[list[np.ndarray]] = [[] for _ in range(k)]
     t, next_snap, pending = 0, 0, -1
-    eps = float(setup.epsilon) if setup.epsilon is not None else 1.0
+    # the index's eps is that of the response's noise (the float-safe CTL's g/b: eps unless b was rounded up)
+    eps = curator.noise_epsilon if curator.laplace else 1.0
     while True:
         status, t, next_snap = _ucb_kernel(t, T, laplace_index, eps, counts, sums, buf, buf_pos, buf_len, tie_rng, times, snap, next_snap, pending)
         if status < 0:
@@ -254,7 +338,8 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
         regret = times * best - got
     else:
         regret = snap @ gaps
-    summary = ledger_summary(ledger, delta=setup.delta, path="per-user", bits_per_user=curator.bits, protocol=f"{curator_kind} local curator")
+    summary = ledger_summary(ledger, delta=setup.delta, path="per-user", bits_per_user=curator.bits, protocol=f"{curator_kind} local curator",
+                             implementation=curator.describe(), idealised=not curator.float_safe)
     return RunRecord(
         run_index=run_index,
         times=times,

@@ -26,9 +26,18 @@ beta(b); exact for Bernoulli rewards), ``prop1-skellam`` (Prop. 1 on a grid of v
 0.01), Ren et al.'s Lemma 3 with the LDP-UCB-L index (``ren-laplace-sum``) and its Hoeffding term
 (``ren-hoeffding``).
 
+Float-safe privatizers (``dpverify._noise``: rewards on the grid 1/g, g = 2^16, exact Lap_Z(g/eps)):
+``ren-laplace-sum`` for ``ldp-ucb-l float-safe`` (Ren et al.'s index threshold for the sum of k
+discrete Laplace draws Lap_Z(g/eps)/g, at each eps of the grid: eps no longer cancels),
+``lemma5-sum`` (ICLR 2023 Lemma 5 for the local model with the builders' explicit Bernstein constant,
+at the curator's scale), and DP-SE's Assumption 1 with the discrete noise (``dp-se float-safe``).
+The rounding needs no row of its own: a reward rounded to the grid, xhat/g, is in [0, 1] with the
+reward's mean, so the Hoeffding rows (``ren-hoeffding``, ``hoeffding-rewards``) hold for it as they do
+for the rewards.
+
 Planted wrong variants (``planted=True``; the gate requires them to be caught): tau / radius
 with log(1/p) instead of log(2/p), Proposition 1 without its linear term, Theorem 4's tau without
-its sqrt(2), LDP-UCB-L's constant 32 replaced by 2.
+its sqrt(2), LDP-UCB-L's constant 32 replaced by 2 (for the float and the discrete noise).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
+from .. import _noise
 from .. import _protocols as P
 from ._laws import (
     DiscreteGaussianSumLaw,
@@ -462,6 +472,78 @@ def _ren_laplace_run(constant: float) -> Callable[[Grid], Iterable[Evaluation]]:
     return run
 
 
+def _ren_discrete_laplace_run(constant: float) -> Callable[[Grid], Iterable[Evaluation]]:
+    """Ren et al.'s Lemma 3 threshold for the float-safe curator's noise: the sum of k Lap_Z(b)/g,
+    b = g/eps' (eps' = g/b, eps itself on this grid), against sqrt(constant k log t)/eps'. One-sided:
+    P[S >= x] = P[|S| >= x]/2 by symmetry, so the law's two-sided tail at ceil(x) - 1, halved (an
+    upper bound: Chernoff with the exact mgf, the convolution being out of reach at b = 2^16/eps).
+    Lower bound: P[S >= x] >= P[Z_1 >= ceil(x)] P[Z_2 + ... + Z_k >= 0] >= P[Z_1 >= ceil(x)]/2 (the
+    rest is symmetric), i.e. a quarter of the exact two-sided tail of one Lap_Z(b) at ceil(x) - 1."""
+
+    def run(grid: Grid) -> Iterable[Evaluation]:
+        g = _noise.FLOAT_SAFE_GRID
+        for eps in grid.epsilons:
+            b = _noise.grid_laplace_scale(eps, g)
+            eps_noise = g / b
+            for t in _REN_TS:
+                k0 = math.floor(4 * math.log(t)) + 1  # the lemma needs k > 4 log t
+                claimed = float(t) ** -4
+                for k in (k0, 10 * k0, 100 * k0):
+                    x = g * math.sqrt(constant * k * math.log(t)) / float(eps_noise)  # in units of 1/g
+                    threshold = math.ceil(x * (1 - 1e-12)) - 1  # S >= x implies S > threshold
+                    upper = DiscreteLaplaceSumLaw(k, b).tail(threshold).scaled(0.5)
+                    one = DiscreteLaplaceLaw(b).tail(threshold)
+                    bound = dataclasses.replace(upper, lower=max(upper.lower, one.lower / 4))
+                    yield Evaluation({"eps": eps, "g": g, "t": t, "k": k, "threshold": threshold}, claimed, bound.lower, bound.upper,
+                                     bound.method, x / g, None, note="radius in reward units")
+
+    return run
+
+
+def _lemma5_run(grid: Grid) -> Iterable[Evaluation]:
+    """ICLR 2023 Lemma 5 with the builders' explicit constant (``_protocols``, Theorem 6: the sum of
+    n iid Lap_Z(b), |S| <= sqrt(2 n v_b log(2/p)) + 2 b log(2/p) w.p. >= 1 - p, v_b = 2q/(1-q)^2),
+    at the float-safe curator's scale b = g/eps: the concentration the local model's analysis uses."""
+    g = _noise.FLOAT_SAFE_GRID
+    for eps in grid.epsilons:
+        b = _noise.grid_laplace_scale(eps, g)
+        bf = float(b)
+        q = math.exp(-1.0 / bf)
+        v_b = 2 * q / (1 - q) ** 2
+        for p in grid.ps:
+            L = math.log(2 / p)
+            for n in (1, 16, 256, 4096):
+                radius = math.sqrt(2 * n * v_b * L) + 2 * bf * L
+                t = _floor_down(radius)
+                law = DiscreteLaplaceSumLaw(n, b)
+                bound = law.tail(t)
+                yield Evaluation({"eps": eps, "g": g, "n": n, "p": p, "threshold": t}, p, bound.lower, bound.upper, bound.method, radius, None)
+
+
+def _dpse_float_safe_run(lemma2: bool) -> Callable[[Grid], Iterable[Evaluation]]:
+    """DP-SE float-safe, Assumption 1 with the protocol's (sigma, h) = (sqrt(n/2)/g, 1/eps'): the
+    rounding part by Hoeffding (proven: p at its radius), the noise part P[|Lap_Z(b)| > h L g] exactly."""
+
+    def run(grid: Grid) -> Iterable[Evaluation]:
+        for eps in grid.epsilons:
+            protocol = P.central_laplace_protocol(eps)
+            b = protocol.scale
+            g = protocol.grid
+            for p in grid.ps:
+                for n in grid.batch_sizes if lemma2 else (1, 2**10, 2**20):
+                    bb = max(1, n.bit_length() - 1)
+                    pc = p / (ARMS * bb * bb) if lemma2 else p
+                    sigma, h = protocol.assumption1(n, pc)
+                    L = math.log(2 / pc)
+                    noise = DiscreteLaplaceLaw(b).tail(_floor_down(g * h * L))
+                    upper = min(1.0, _hoeffding_at(pc) + noise.upper)
+                    setting = {"eps": eps, "g": g, "p": p, "p_claim": pc, "n": n} | ({"b": bb} if lemma2 else {})
+                    yield Evaluation(setting, 2 * pc, noise.lower, upper, noise.method, sigma * math.sqrt(L) + h * L, None,
+                                     note="upper: Hoeffding (rounding, proven) + the exact discrete Laplace tail; lower: the noise alone")
+
+    return run
+
+
 def _ren_hoeffding_run(grid: Grid) -> Iterable[Evaluation]:
     for t in _REN_TS:
         k0 = math.floor(4 * math.log(t)) + 1
@@ -528,6 +610,39 @@ def catalogue() -> list[Claim]:
             _ren_laplace_run(32.0),
         ),
         Claim(
+            "ren-laplace-sum",
+            "LDP-UCB-L float-safe: sum of k Lap_Z(g/eps)/g against the index term sqrt(32 log t/(eps^2 N))",
+            f"{REN}, Lemma 3 threshold as used in the proof of Thm 4 (App. A.2), k > 4 log t, for the discrete noise of the float-safe CTL "
+            f"(g = 2^16); it holds by {ICLR}, Lemma 5 (sums of Lap_Z are sub-exponential)",
+            "P[sum_{r<=k} Z_r/g >= sqrt(32 k log t)/eps] <= t^-4, Z_r ~ Lap_Z(g/eps)",
+            "ldp-ucb-l float-safe",
+            _ren_discrete_laplace_run(32.0),
+        ),
+        Claim(
+            "lemma5-sum",
+            "Lemma 5 (local model): sum of n Lap_Z(g/eps) at the float-safe curator's scale",
+            f"{ICLR}, Lemma 5 (App. H.2) with the explicit Bernstein constant of the builders (Thm 6), b = g/eps, g = 2^16",
+            "P[|sum_{i<=n} Lap_Z(b)| > sqrt(2 n v_b log(2/p)) + 2 b log(2/p)] <= p, v_b = 2q/(1-q)^2, q = e^{-1/b}",
+            "ldp-ucb-l float-safe",
+            _lemma5_run,
+        ),
+        Claim(
+            "assumption1",
+            "DP-SE float-safe: Assumption 1 (grid 1/2^16, exact Lap_Z(g/eps))",
+            f"{ICLR}, Assumption 1 with the float-safe DP-SE's (sigma, h) = (sqrt(n/2)/g, 1/eps) (App. H.1's central model, no modulus)",
+            "P[|n_a| > sigma sqrt(log(2/p)) + h log(2/p)] <= 2p, n_a = rounding + Lap_Z(g/eps)/g",
+            "dp-se float-safe",
+            _dpse_float_safe_run(lemma2=False),
+        ),
+        Claim(
+            "assumption1-lemma2",
+            "DP-SE float-safe: Assumption 1 at Lemma 2's confidence",
+            f"{ICLR}, Lemma 2 (App. C) with the float-safe DP-SE's (sigma, h)",
+            "P[|n_a| > sigma sqrt(log(2/p')) + h log(2/p')] <= 2p', p' = p/(|Phi| b^2)",
+            "dp-se float-safe",
+            _dpse_float_safe_run(lemma2=True),
+        ),
+        Claim(
             "ren-hoeffding",
             "LDP-UCB-L / LDP-UCB-B: Hoeffding term sqrt(2 log t / N)",
             f"{REN}, proof of Thm 4 (App. A.2) and Thm 6 (App. A.4), Hoeffding (Auer et al. 2002)",
@@ -592,6 +707,15 @@ def planted_catalogue() -> list[Claim]:
             "P[sum L_r >= sqrt(2 k log t)/eps] <= t^-4",
             "ldp-ucb-l",
             _ren_laplace_run(2.0),
+            planted=True,
+        ),
+        Claim(
+            "planted-ren-constant",
+            "PLANTED: LDP-UCB-L float-safe index with 2 instead of 32",
+            f"{REN}, Lemma 3 with a wrong constant, discrete noise Lap_Z(g/eps)/g",
+            "P[sum Z_r/g >= sqrt(2 k log t)/eps] <= t^-4",
+            "ldp-ucb-l float-safe",
+            _ren_discrete_laplace_run(2.0),
             planted=True,
         ),
     ]

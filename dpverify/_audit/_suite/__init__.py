@@ -15,7 +15,7 @@ The package, one part per module:
 - :mod:`._build` -- :func:`build`: mechanism, pairs, claim from the target's ``accounting`` guarantee;
 - :mod:`._schema` -- the claim files: validation into a :class:`ClaimSpec`, loading a suite;
 - :mod:`._targets` -- the built-in targets (samplers, curators, protocols, privatizers);
-- :mod:`._planted` -- the planted bugs;
+- :mod:`._planted` -- the planted bugs; :mod:`._float_safe` -- those of the float-safe privatizers;
 - :mod:`._user` -- users' own callables as targets (``target = "package.module:function"``);
 - :mod:`._gate` -- running the claims (serial, a process pool or Dask), p-values, Holm, outcome.
 
@@ -25,7 +25,7 @@ Error control, reproducibility: see :mod:`._gate`.
 from __future__ import annotations
 
 # the built-in targets register themselves on import
-from . import _planted, _shuffle, _targets  # noqa: F401
+from . import _float_safe, _planted, _shuffle, _targets  # noqa: F401
 from ._gate import (
     CAUGHT,
     DEFAULT_ALPHA,

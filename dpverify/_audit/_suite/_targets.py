@@ -161,13 +161,16 @@ def _randomized_response(p: _Table, nb: _Table) -> Built:
     return Built(_curator_mechanism(curator, binary=True), pairs, acc.RandomizedResponse(eps), "pure")
 
 
-@_target("curator", "an LDP curator of Ren et al. (ctl, ctb, ctl-s, ctb-s: LocalCurator.respond); its guarantee()")
+@_target("curator", "an LDP curator of Ren et al. (ctl, ctb, ctl-s, ctb-s: LocalCurator.respond; CTL float-safe or idealised); its guarantee()")
 def _curator(p: _Table, nb: _Table) -> Built:
+    from ... import _noise
     from ..._bandits._ucb import LocalCurator
 
     kind = p.choice("kind", ("ctl", "ctb", "ctl-s", "ctb-s"))
     eps = p.number("epsilon")
-    curator = LocalCurator(kind, eps)
+    noise = p.choice("noise", _noise.NOISE_CHOICES, _noise.DEFAULT_NOISE)
+    grid = p.integer("grid", _noise.FLOAT_SAFE_GRID, minimum=1, maximum=2**20)
+    curator = LocalCurator(kind, eps, noise=noise, grid=grid)
     pairs = _scalar_pair(nb, (0.0, 1.0), integer=False)
     _check_unit(nb, pairs)
     return Built(_curator_mechanism(curator, binary=kind in ("ctb", "ctb-s")), pairs, curator.guarantee(), "pure")
@@ -242,17 +245,21 @@ for _kind in _PROTOCOL_KINDS:
     _make_protocol_target(_kind)
 
 
-@_target("dp-se", "DP-SE baseline (Sajed & Sheffet): reward sum + continuous Laplace(1/eps) (estimate_sum); Laplace(1/eps, 1)", cost=10.0)
+@_target("dp-se", "DP-SE's privatizer (Sajed & Sheffet; estimate_sum): float-safe grid + exact Lap_Z, GridDiscreteLaplace(g, g/eps); "
+                 "or noise = 'idealised': reward sum + float Laplace(1/eps), Laplace(1/eps, 1)", cost=10.0)
 def _dp_se(p: _Table, nb: _Table) -> Built:
+    from ... import _noise
     from ... import _protocols as P
 
     eps = p.number("epsilon", maximum=10.0)
     n = p.integer("n", minimum=1, maximum=2**16)
-    proto = P.central_laplace_protocol(eps)
+    noise = p.choice("noise", _noise.NOISE_CHOICES, _noise.DEFAULT_NOISE)
+    grid = p.integer("grid", _noise.FLOAT_SAFE_GRID, minimum=1, maximum=2**20)
+    proto = P.CentralLaplaceIdealised(eps) if noise == "idealised" else P.CentralGridLaplaceProtocol(eps, grid)
     pairs = _reward_pair(nb, n)
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-        return np.array([proto.estimate_sum(rewards, rng) for _ in range(size)])
+        return proto.estimate_sums(rewards, rng, size)
 
     return Built(mechanism, pairs, proto.guarantee(n), "pure", note=proto.describe())
 

@@ -1,0 +1,540 @@
+"""Float-safe privatizers (issue #20): DP as executed by default, the papers' float noise only as an
+explicit, labelled "idealised" choice.
+
+The registry check (the issue's "Done when"): every algorithm ``dpverify run`` and ``reproduce`` can
+reach is run on a small instance with the default noise while every draw a privatizer makes is
+watched. How it watches, and why that is sound:
+
+- every privatizer gets its random stream from ``dpverify._privatizer.private_stream`` (the scalar
+  and vector privatizers through ``AccountedReleaser``, the local curators through
+  ``LocalPrivatizer``); the test replaces it by one returning a ``Generator`` subclass whose
+  continuous-distribution methods (laplace, normal, standard_normal, exponential, gamma, uniform,
+  ... every numpy method except the uniform bits ``random``/``integers``/``bytes`` and the
+  discrete laws) raise. A Python-level float draw on a privatizer's stream therefore fails the run;
+- numba kernels do not call those Python methods; the float kernels (``_kernels._fill_laplace`` /
+  ``_fill_gaussian``) are reached only through ``_samplers.laplace`` / ``gaussian``, which the test
+  also replaces, to raise when handed a watched stream; and a static check lists every numba
+  kernel in dpverify whose code names a float-noise method: it must be one of those two or the
+  environment's reward kernel (rewards, not a privatizer), so a new float kernel is a reviewed
+  decision;
+- a static check lists every Generator that dpverify code constructs outside the privatizer
+  factory (environments, learners, instances): a new one must be added to the list, i.e. reviewed.
+
+The same check, run with ``noise="idealised"``, fails LDP-UCB-L, -LS and DP-SE: it can fail.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import accounting as acc
+from _gof import integer_gof
+from accounting._validation import AccountingError
+from dpverify import _noise, _privatizer, _protocols, _samplers
+from dpverify import _protocol_kernels as pk
+from dpverify._bandits import RunConfig, algorithms, run_seed
+from dpverify._bandits._ucb import LocalCurator, LocalPrivatizer
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: numpy Generator methods that draw no continuous noise: uniform bits (the exact samplers' raw
+#: material), integer laws, permutations. Every other public method is a continuous law.
+_NOT_FLOAT_NOISE = {
+    "bit_generator", "spawn", "random", "integers", "bytes", "choice", "permutation", "permuted", "shuffle",
+    "binomial", "negative_binomial", "poisson", "geometric", "hypergeometric", "multivariate_hypergeometric",
+    "multinomial", "zipf", "logseries",
+}
+FLOAT_NOISE_METHODS = sorted(
+    name for name, _ in inspect.getmembers(np.random.Generator) if not name.startswith("_") and name not in _NOT_FLOAT_NOISE
+)
+
+
+class FloatNoiseDrawn(AssertionError):
+    pass
+
+
+class WatchedStream(np.random.Generator):
+    """A privatizer's stream whose float-noise methods raise (the draws it does allow are unchanged)."""
+
+
+def _refuse(name):
+    def method(self, *args, **kwargs):
+        raise FloatNoiseDrawn(f"a privatizer drew float noise: Generator.{name}")
+
+    return method
+
+
+for _name in FLOAT_NOISE_METHODS:
+    setattr(WatchedStream, _name, _refuse(_name))
+
+
+@pytest.fixture
+def watched(monkeypatch):
+    """Replace the privatizer factory and the float samplers' wrappers; count the streams made."""
+    made = []
+
+    def private_stream(seed):
+        stream = WatchedStream(np.random.PCG64(seed))
+        made.append(stream)
+        return stream
+
+    def guard(original):
+        def sampler(rng, *args, **kwargs):
+            if isinstance(rng, WatchedStream):
+                raise FloatNoiseDrawn(f"a privatizer drew float noise: _samplers.{original.__name__}")
+            return original(rng, *args, **kwargs)
+
+        return sampler
+
+    monkeypatch.setattr(_privatizer, "private_stream", private_stream)
+    monkeypatch.setattr(_samplers, "laplace", guard(_samplers.laplace))
+    monkeypatch.setattr(_samplers, "gaussian", guard(_samplers.gaussian))
+    return made
+
+
+def test_the_watched_stream_refuses_every_continuous_law():
+    assert {"laplace", "normal", "standard_normal", "exponential", "standard_exponential", "gamma", "uniform"} <= set(FLOAT_NOISE_METHODS)
+    rng = WatchedStream(np.random.PCG64(1))
+    for name in ("laplace", "normal", "standard_normal", "exponential"):
+        with pytest.raises(FloatNoiseDrawn):
+            getattr(rng, name)()
+    # what the exact samplers use still works, and draws the same bits as a plain Generator
+    assert np.array_equal(_samplers.discrete_laplace(rng, 3, size=50), _samplers.discrete_laplace(np.random.default_rng(np.random.PCG64(1)), 3, size=50))
+
+
+#: configurations small enough for a test and large enough that every private algorithm releases
+def _config(name: str, noise: str = "float-safe") -> RunConfig:
+    spec = algorithms()[name]
+    eps = 1.0 if spec.private else None
+    if spec.family == "linear":
+        return RunConfig(name, "linear", 500, epsilon=eps, noise=noise)
+    if name.startswith("ucb") or name.startswith("ldp-ucb"):
+        return RunConfig(name, "ren-bernoulli", 3000, epsilon=eps, noise=noise)
+    return RunConfig(name, "easy", 20_000, epsilon=4.0 if spec.private else None, noise=noise, path="per-user")
+
+
+#: algorithms whose privatizers belong to another branch (issue #20, engineer "floatdpe": DP-DPE's
+#: central and local Gaussians): strict xfail, so the marker must go when they become float-safe
+_OTHER_BRANCH = {"cdp-dpe", "ldp-dpe"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.xfail(n in _OTHER_BRANCH, raises=FloatNoiseDrawn, strict=True,
+                                              reason="DP-DPE's Gaussians are made float-safe on branch floatdpe"))
+     for n in sorted(algorithms())],
+)
+def test_no_registered_algorithm_draws_float_noise_by_default(name, watched):
+    """Deterministic (fixed seeds). It fails if any privatizer draws float noise on its stream."""
+    config = _config(name)
+    record = run_seed(config, 0)
+    spec = algorithms()[name]
+    if spec.private:
+        assert watched, "a private algorithm made no privatizer stream: the check would see nothing"
+        assert record.ledger["charges"] >= 1, "the privatizer released nothing: the check would see nothing"
+        assert record.ledger["noise"] in ("float-safe", "unstated"), record.ledger.get("noise")
+
+
+@pytest.mark.parametrize("name", ["ldp-ucb-l", "ldp-ucb-ls", "dp-se"])
+def test_the_check_catches_the_idealised_versions(name, watched):
+    """The wrong variant: the same run with noise='idealised' draws float Laplace, and is caught."""
+    with pytest.raises(FloatNoiseDrawn):
+        run_seed(_config(name, noise="idealised"), 0)
+
+
+def test_the_check_catches_a_protocol_drawing_gaussian_noise_in_python(watched):
+    class Gaussian(_privatizer.BatchProtocol):
+        name = "gaussian"
+
+        def guarantee(self, n):
+            return acc.DiscreteLaplace(4, 1)
+
+        def estimate_sum(self, rewards, rng, *, path="per-user"):
+            return float(np.sum(rewards) + rng.normal(0.0, 1.0))
+
+        def assumption1(self, n, p):
+            return 0.0, 1.0
+
+    privatizer = _privatizer.Privatizer(Gaussian(), acc.Ledger(acc.PureDP(10.0)), np.random.SeedSequence(0))
+    with pytest.raises(FloatNoiseDrawn):
+        privatizer.release_sum(np.zeros(4), range(4))
+
+
+def _numba_kernels():
+    import importlib
+    import pkgutil
+
+    import dpverify
+
+    for info in pkgutil.walk_packages(dpverify.__path__, "dpverify."):
+        if info.name.startswith(("dpverify._audit", "dpverify._tails")):
+            continue  # the auditor and the tail verifier are not reachable from run/reproduce
+        module = importlib.import_module(info.name)
+        for attr, value in vars(module).items():
+            if isinstance(value, numba.core.registry.CPUDispatcher) and value.py_func.__module__ == info.name:
+                yield f"{info.name}.{attr}", value.py_func
+
+
+def _names(code) -> set[str]:
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            out |= _names(const)
+    return out
+
+
+def test_only_reviewed_numba_kernels_name_a_float_noise_method():
+    """numba kernels draw inside compiled code, where the watched stream cannot see: the ones whose
+    code names a continuous law are listed here, each for a reason."""
+    allowed = {
+        "dpverify._kernels._fill_laplace": "idealised baseline, reached only through _samplers.laplace (watched)",
+        "dpverify._kernels._fill_gaussian": "idealised baseline, reached only through _samplers.gaussian (watched)",
+        "dpverify._bandits._environments._clipped_gaussian": "rewards, drawn from the environment's stream",
+    }
+    kernels = dict(_numba_kernels())
+    assert len(kernels) > 20 and "dpverify._kernels._discrete_laplace" in kernels
+    found = {name for name, func in kernels.items() if _names(func.__code__) & set(FLOAT_NOISE_METHODS)}
+    assert found == set(allowed), found ^ set(allowed)
+
+
+def test_only_reviewed_code_constructs_a_generator():
+    """A privatizer that made its own Generator would escape the watched factory: every Generator
+    dpverify's run path constructs is listed here with its file (streams of environments, learners,
+    instances and the privatizer factory itself)."""
+    pattern = re.compile(r"np\.random\.Generator\(|default_rng\(")
+    allowed = {
+        "dpverify/_privatizer.py": 1,  # private_stream: the privatizers' own streams
+        "dpverify/_bandits/_ucb.py": 1,  # the learner's tie-breaking stream
+        "dpverify/_bandits/_environments.py": 2,  # per-arm reward streams; the random instance's means
+        "dpverify/_bandits/linear/_instances.py": 1,  # the synthetic linear instance
+        "dpverify/_bandits/linear/_dpe.py": 2,  # the clients' parameters and reward averages (environment side)
+        "dpverify/_samplers.py": 1,  # an error message naming default_rng
+    }
+    found = {}
+    for path in sorted((REPO / "dpverify").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith(("dpverify/_audit/", "dpverify/_tails/")):
+            continue
+        count = len(pattern.findall(path.read_text()))
+        if count:
+            found[rel] = count
+    assert found == allowed
+
+
+# ---- the float-safe curator -------------------------------------------------------------------------
+
+
+def _dlap_pmf(scale: Fraction, lo: int, hi: int) -> np.ndarray:
+    q = math.exp(-1.0 / float(scale))
+    k = np.arange(lo, hi + 1)
+    return (1 - q) / (1 + q) * q ** np.abs(k)
+
+
+def test_float_safe_curator_releases_the_grid_mixture_exactly():
+    """CTL(1) at the grid 1/4: reward 0.3 encodes as 1 (prob 0.8) or 2 (0.2), plus Lap_Z(4); the
+    response times g is that integer. Chi-square, N = 400,000, false-alarm rate 1e-6; power >= 0.999
+    against rounding that always rounds down (computed from the alternative's law)."""
+    g, eps, x = 4, 1.0, 0.3
+    curator = LocalCurator("ctl", eps, grid=g)
+    assert curator.scale == Fraction(4)
+    y = curator.respond(np.full(400_000, x), np.random.default_rng(20))
+    assert np.array_equal(y * g, np.round(y * g)), "responses are integers over g"
+    ints = np.round(y * g).astype(np.int64)
+    lo, hi = -80, 82
+    base = _dlap_pmf(Fraction(4), lo - 2, hi)
+    null = 0.8 * base[1:-1] + 0.2 * base[:-2]  # P[Y = y] at y = lo..hi
+    res = integer_gof(ints, lo, null, alpha=1e-6, lower_tail=0.0, upper_tail=max(0.0, 1 - null.sum()))
+    assert not res.rejected, str(res)
+    floor_only = base[1:-1]
+    assert res.power_against(floor_only, 0.0, max(0.0, 1 - floor_only.sum())) > 0.999
+
+
+def test_float_safe_curator_clamps_and_refuses_nan():
+    """Reward 2.5 is released as reward 1 (the sensitivity is that of the clamped value): same draws
+    from the same stream. NaN has no clamped value and is refused."""
+    curator = LocalCurator("ctl", 1.0)
+    a = curator.respond(np.full(100, 2.5), np.random.default_rng(3))
+    b = curator.respond(np.full(100, 1.0), np.random.default_rng(3))
+    assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="NaN"):
+        curator.respond(np.array([0.5, np.nan]), np.random.default_rng(3))
+
+
+def test_curator_guarantees_are_the_executed_mechanisms():
+    fs = LocalCurator("ctl", 0.5)
+    ideal = LocalCurator("ctl", 0.5, noise="idealised")
+    g = fs.guarantee()
+    assert isinstance(g, acc.GridDiscreteLaplace) and g.grid == 2**16 and g.scale == Fraction(2**17)
+    assert g.pure() == acc.PureDP(0.5) == acc.DiscreteLaplace(2**17, 2**16).pure()
+    for alpha in (1.5, 4.0, 32.0):
+        assert g.rdp()(alpha) == acc.DiscreteLaplace(2**17, 2**16).rdp()(alpha)
+    assert isinstance(ideal.guarantee(), acc.Laplace)
+    assert "grid 1/65536" in fs.describe() and _noise.IDEALISED_LABEL in ideal.describe()
+    # the ledger's record names the implementation (family and grid), and reads back the same object
+    from accounting._ledger import _guarantee_from_dict, _guarantee_to_dict
+
+    record = _guarantee_to_dict(g)
+    assert record["family"] == "grid-discrete-laplace" and record["parameters"]["grid"] == 2**16
+    assert _guarantee_from_dict(record) == g
+
+
+def test_grid_scale_is_rounded_up_only_when_the_sampler_needs_it():
+    assert _noise.grid_laplace_scale(0.1) == Fraction(655360)
+    assert _noise.grid_laplace_scale(Fraction(1, 3)) == 3 * 2**16
+    awkward = 0.30000000000000004  # 17 digits: g/eps has a numerator beyond 2^61
+    b = _noise.grid_laplace_scale(awkward)
+    exact = Fraction(2**16) / Fraction(repr(awkward))
+    assert b >= exact and b.numerator <= 2**61 and (b - exact) / exact < 1e-15
+    curator = LocalCurator("ctl", awkward)
+    assert curator.guarantee().pure().epsilon <= awkward * (1 + 1e-15)
+    assert curator.noise_epsilon <= awkward
+    with pytest.raises(ValueError, match="noise"):
+        LocalCurator("ctl", 1.0, noise="float")
+
+
+def test_laplace_messages_are_randomize_without_a_modulus():
+    x = np.random.default_rng(0).random(3000)
+    a = pk.randomize(np.random.default_rng(4), x, 16, None, "discrete_laplace", scale=Fraction(16, 3))
+    b = pk.laplace_messages(np.random.default_rng(4), x, 16, Fraction(16, 3))
+    c = pk.laplace_messages(np.random.default_rng(4), x, 16, Fraction(16, 3))  # through the cached entry point
+    assert np.array_equal(a, b) and np.array_equal(b, c)
+
+
+def test_kernels_draw_the_generators_own_uniforms():
+    """The kernels read 53-bit uniforms through the bit generator (next_double); they must be the
+    very draws Generator.random makes, or every seeded result would silently change."""
+    from numba.np.random.generator_core import next_double
+
+    @numba.njit
+    def draws(rng, out):
+        bits = rng.bit_generator
+        for i in range(out.size):
+            out[i] = next_double(bits)
+
+    out = np.empty(1000)
+    draws(np.random.default_rng(9), out)
+    assert np.array_equal(out, np.random.default_rng(9).random(1000))
+
+
+# ---- the float-safe DP-SE -----------------------------------------------------------------------------
+
+
+def test_float_safe_dp_se_estimate_law():
+    """Rewards (0.3, 0.3, 1.0) at the grid 1/4: the integer g * estimate is 2 + Bin(2, 0.2) + 4 +
+    Lap_Z(4/eps), eps = 1. Chi-square, N = 300,000, false-alarm rate 1e-6; power >= 0.999 against the
+    idealised-style estimate without rounding noise (sum x g = 6.4 rounded to 6)."""
+    proto = _protocols.CentralGridLaplaceProtocol(1.0, grid=4)
+    est = proto.estimate_sums(np.array([0.3, 0.3, 1.0]), np.random.default_rng(5), 300_000)
+    ints = np.round(est * 4).astype(np.int64)
+    assert np.array_equal(est * 4, ints)
+    lo, hi = -80, 90
+    base = _dlap_pmf(Fraction(4), lo - 8, hi)
+    rounding = {6: 0.64, 7: 0.32, 8: 0.04}
+    null = sum(w * base[8 - s:8 - s + (hi - lo + 1)] for s, w in rounding.items())
+    res = integer_gof(ints, lo, null, alpha=1e-6, upper_tail=max(0.0, 1 - null.sum()))
+    assert not res.rejected, str(res)
+    no_rounding = base[2:2 + (hi - lo + 1)]
+    assert res.power_against(no_rounding, 0.0, max(0.0, 1 - no_rounding.sum())) > 0.999
+    assert proto.guarantee(3) == acc.GridDiscreteLaplace(4, Fraction(4))
+    assert proto.estimate_sum(np.array([0.3]), np.random.default_rng(1)) * 4 == pytest.approx(round(proto.estimate_sum(np.array([0.3]), np.random.default_rng(1)) * 4))
+
+
+def test_dp_se_radius_covers_the_discrete_tail():
+    """The float-safe radius's Laplace term grows by log(2/(1 + e^{-eps/g})) / (eps R_e) only."""
+    from dpverify._bandits._elimination import dp_se_epoch
+
+    proto = _protocols.central_laplace_protocol(0.5)
+    r_e, width = dp_se_epoch(3, 10, 0.1, 0.5)
+    r_fs, width_fs = dp_se_epoch(3, 10, 0.1, 0.5, noise_epsilon=proto.noise_epsilon, tail_factor=proto.laplace_tail_factor(1))
+    assert r_fs == r_e and width < width_fs < width + math.log(1 + 0.5 / 2**16) / (0.5 * r_e) + 1e-15
+
+
+# ---- labels, ledgers ------------------------------------------------------------------------------------
+
+
+def test_runs_say_which_noise_they_used():
+    fs = run_seed(RunConfig("ldp-ucb-l", "ren-bernoulli", 2000, epsilon=1.0), 0).ledger
+    ideal = run_seed(RunConfig("dp-se", "easy", 20_000, epsilon=4.0, noise="idealised"), 0).ledger
+    assert fs["noise"] == "float-safe" and "grid 1/65536" in fs["implementation"] and "warning" not in fs
+    assert fs["distinct_guarantees"][0]["family"] == "grid-discrete-laplace"
+    assert ideal["noise"] == "idealised" and ideal["warning"] == "idealised: not DP in floating point"
+
+
+def test_cli_table_json_and_html_label_idealised_runs(tmp_path):
+    from dpverify._cli_bandits import run_command
+
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    res = CliRunner().invoke(run_command, ["--algorithm", "ldp-ucb-l", "--instance", "ren-bernoulli", "--eps", "1", "--horizon", "2000",
+                                           "--seeds", "2", "--noise", "idealised", "--json", str(out), "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    assert "idealised: not DP in floating point" in res.output
+    data = json.loads(out.read_text())
+    assert data["options"]["noise"] == "idealised" and data["ledger"]["warning"] == "idealised: not DP in floating point"
+    assert "idealised: not DP in floating point" in page.read_text()
+    default = CliRunner().invoke(run_command, ["--algorithm", "ldp-ucb-l", "--instance", "ren-bernoulli", "--eps", "1", "--horizon", "2000", "--seeds", "2"])
+    assert default.exit_code == 0 and "noise: float-safe" in default.output and "not DP in floating point" not in default.output
+    bad = CliRunner().invoke(run_command, ["--algorithm", "ldp-ucb-l", "--instance", "ren-bernoulli", "--eps", "1", "--horizon", "2000", "--noise", "float"])
+    assert bad.exit_code == 2
+
+
+def test_charges_of_an_idealised_privatizer_are_labelled():
+    ledger = acc.Ledger(acc.PureDP(1.0))
+    privatizer = _privatizer.Privatizer(_protocols.CentralLaplaceIdealised(1.0), ledger, np.random.SeedSequence(0))
+    privatizer.release_sum(np.zeros(3), range(3), label="b=1")
+    assert ledger.charges[0].label == "b=1 [idealised: not DP in floating point]"
+
+
+def test_a_durable_ledger_refuses_idealised_charges_unless_opted_in(tmp_path):
+    url = f"sqlite:///{tmp_path}/l.db"
+    ledger = acc.Ledger.open(url, acc.PureDP(5.0))
+    try:
+        before = ledger.to_json()
+        with pytest.raises(AccountingError, match="allow_idealised_charges"):
+            _privatizer.Privatizer(_protocols.CentralLaplaceIdealised(1.0), ledger, np.random.SeedSequence(0))
+        with pytest.raises(AccountingError, match="allow_idealised_charges"):
+            LocalPrivatizer(LocalCurator("ctl", 1.0, noise="idealised"), ledger, np.random.SeedSequence(0))
+        assert ledger.to_json() == before
+        # the float-safe privatizers are welcome; an explicit opt-in records the idealised one, labelled
+        _privatizer.Privatizer(_protocols.central_laplace_protocol(1.0), ledger, np.random.SeedSequence(0)).release_sum(np.zeros(2), range(2), label="fs")
+        allowed = _privatizer.Privatizer(_protocols.CentralLaplaceIdealised(1.0), ledger, np.random.SeedSequence(0), allow_idealised_charges=True)
+        allowed.release_sum(np.zeros(2), range(2, 4), label="ideal")
+        assert [c.label for c in ledger.charges] == ["fs", "ideal [idealised: not DP in floating point]"]
+    finally:
+        ledger.close()
+    config = dict(algorithm="dist-dp-se", instance="easy", horizon=1000, epsilon=1.0, population=600, max_returns=2, ledger=url)
+    with pytest.raises(ValueError, match="allow_idealised_charges"):
+        RunConfig(**config, noise="idealised").validate()
+    RunConfig(**config, noise="idealised", allow_idealised_charges=True).validate()
+    RunConfig(**config).validate()
+
+
+def test_only_idealised_claim_files_audit_the_real_arithmetic_mechanism():
+    """The suite audits what runs: float_bits = false (a claim about real arithmetic) only in files
+    whose name says idealised; the float-safe privatizers' files keep the float-bit views."""
+    import tomllib
+
+    files = sorted((REPO / "audits").rglob("*.toml"))
+    assert len(files) > 40
+    real_arithmetic = {f.relative_to(REPO / "audits").as_posix() for f in files
+                       if tomllib.loads(f.read_text()).get("audit", {}).get("float_bits", True) is False}
+    offenders = {name for name in real_arithmetic if "idealised" not in name}
+    # DP-DPE's Gaussian claims belong to branch floatdpe (issue #20), which renames or converts them
+    assert offenders <= {"dpdpe_central_eps1.toml", "dpdpe_local_eps2_s2.toml"}, offenders
+    for name in ("curator_ctl_eps1.toml", "curator_ctl_s_eps0.5.toml", "dp_se_eps1_n16.toml"):
+        spec = tomllib.loads((REPO / "audits" / name).read_text())
+        assert spec["audit"].get("float_bits", True) is True and spec["parameters"].get("noise", "float-safe") == "float-safe"
+
+
+def test_snapping_guarantee_and_release():
+    """Mironov's Theorem 1: (1 + 2^-49 B)/lambda, rounded up; refused outside lambda < B < 2^46 lambda.
+    Releases are multiples of Lambda (the power of two >= lambda) in [-B, B], the input clamped."""
+    from dpverify._mechanisms import snapping_mechanism
+
+    law = acc.Snapping(4.0, 64.0)
+    assert law.pure().epsilon >= (1 + 64 * 2.0**-49) / 4 and law.pure().epsilon - 0.25 < 1e-12
+    with pytest.raises(ValueError, match="bound"):
+        acc.Snapping(4.0, 2.0)
+    mech = snapping_mechanism(3.0, 16.0)
+    out = mech.release(1000.0, np.random.default_rng(0), 2000)
+    assert np.all(out % 4.0 == 0) and out.max() <= 16.0 and out.min() >= -16.0
+    assert np.mean(out == 16.0) > 0.4  # the input 1000 is clamped to 16: about half the mass rounds to the top
+    unclamped = snapping_mechanism(3.0, 16.0, clamp_input=False).release(1000.0, np.random.default_rng(0), 2000)
+    assert np.all(unclamped == 16.0)
+
+
+def test_snapping_ln_is_correctly_rounded():
+    """Against mpmath at 300 bits rounded to the nearest double, on 3,000 of Mironov's U* draws
+    (deterministic): glibc's log differs from that in a few of them, ours in none."""
+    import mpmath
+
+    from dpverify._mechanisms import _ln_rounded, _mironov_uniform
+
+    ctx = mpmath.MPContext()
+    ctx.prec = 300
+    draws = _mironov_uniform(np.random.default_rng(0), 3000)
+    exact = [float(ctx.log(ctx.mpf(float(u)))) for u in draws]
+    assert [_ln_rounded(float(u)) for u in draws] == exact
+    assert sum(math.log(float(u)) != e for u, e in zip(draws, exact)) >= 1  # the check has something to catch
+    # U*: the binade [2^-e, 2^-e+1) has probability 2^-e; at 3,000 draws 0.05 is >= 5.5 standard
+    # deviations of either proportion (false alarm < 1e-7); a U* drawn on the 2^-53 grid of
+    # Generator.random would pass this too: its difference is in the bits, which the first check sees
+    e = -np.floor(np.log2(draws)).astype(int)
+    assert abs(np.mean(e == 1) - 0.5) < 0.05 and abs(np.mean(e == 2) - 0.25) < 0.05
+
+
+# ---- the curator's discrete Laplace: CKS Algorithm 2 with its block count by inversion ---------------
+
+
+def test_exp_thresholds_are_certified():
+    """EXP_NEG_WORDS[v - 1] = floor(e^{-v} 2^64) exactly (mpmath at 400 bits), strictly decreasing;
+    exp_neg_word gives the next words of the expansion."""
+    import mpmath
+
+    from dpverify import _kernels as K
+
+    ctx = mpmath.MPContext()
+    ctx.prec = 400
+    assert [int(w) for w in K.EXP_NEG_WORDS] == [int(ctx.floor(ctx.exp(-v) * 2**64)) for v in range(1, 41)]
+    assert all(a > b for a, b in zip(K.EXP_NEG_WORDS[:-1], K.EXP_NEG_WORDS[1:]))
+    for v, k in ((1, 2), (3, 2), (7, 4)):
+        assert K.exp_neg_word(v, k) == int(ctx.floor(ctx.exp(-v) * 2 ** (64 * k))) % 2**64
+
+
+def test_tail_count_tie_path_is_exact():
+    """The 64-bit tie path (probability 2^-64 in use, so driven directly here): given W's first word
+    equal to e^{-v}'s, P[W < e^{-v}] = frac(e^{-v} 2^64) = 0.72996... for v = 1. 4,000 calls (each
+    computes e^{-1}'s second word in Arb); two-sided binomial test at level 1e-6; power > 0.999
+    against a tie path that always says yes (or no), or decides by a fair coin (|0.73 - 0.5| = 0.23
+    is 32 standard deviations)."""
+    from scipy import stats
+
+    from dpverify import _kernels as K
+
+    bits = np.random.PCG64(31)
+    hits = sum(bool(K._exp_neg_tie(bits, 1)) for _ in range(4000))
+    p = K.exp_neg_word(1, 2) / 2**64  # frac(e^{-1} 2^64) to 64 bits: the next words move it by < 2^-64
+    assert stats.binomtest(hits, 4000, p).pvalue > 1e-6, (hits, p)
+
+
+def test_fast_discrete_laplace_has_the_cks_law():
+    """_discrete_laplace_fast against the exact pmf of Lap_Z(t/s): scale 3 (s = 1), 7/3 (s = 3) and
+    65536 (the curator's, binned by multiples of 2^14). Chi-square on 10^6 draws each, level 1e-6;
+    power > 0.999 against a 2% change of the scale (computed). The block count alone: its law is
+    P[V = v] = (1 - e^{-1}) e^{-v}."""
+    from dpverify import _kernels as K
+
+    out = np.empty(10**6, dtype=np.int64)
+    for s, t, lo, hi in ((1, 3, -60, 60), (3, 7, -50, 50)):
+        K._fill_discrete_laplace_fast(np.random.default_rng(t), s, t, out)
+        null = _dlap_pmf(Fraction(t, s), lo, hi)
+        tail = (1 - null.sum()) / 2
+        res = integer_gof(out, lo, null, alpha=1e-6, lower_tail=tail, upper_tail=tail)
+        assert not res.rejected, (s, t, str(res))
+        wrong = _dlap_pmf(Fraction(t, s) * Fraction(102, 100), lo, hi)
+        wrong_tail = (1 - wrong.sum()) / 2
+        assert res.power_against(wrong, wrong_tail, wrong_tail) > 0.999
+    # the curator's scale: |Z| // 2^14 is geometric-like; compare the binned exact law
+    K._fill_discrete_laplace_fast(np.random.default_rng(5), 1, 2**16, out)
+    b, width = 2**16, 2**14
+    q = math.exp(-1 / b)
+    edges = np.arange(0, 40) * width  # P[|Z| >= k] = 2 q^k / (1 + q) for k >= 1
+    upper = np.array([1.0] + [2 * q**k / (1 + q) for k in edges[1:]])
+    cells = np.append(upper[:-1] - upper[1:], upper[-1])
+    counts = np.bincount(np.minimum(np.abs(out) // width, cells.size - 1), minlength=cells.size)
+    from _gof import counts_gof
+
+    assert not counts_gof(counts, cells, alpha=1e-6).rejected
+    bits = np.random.PCG64(8)
+    v = np.array([K._exp_tail_count(bits, 0, 0)[0] for _ in range(100_000)])
+    geometric = (1 - math.exp(-1)) * np.exp(-np.arange(12.0))
+    assert not integer_gof(v, 0, geometric, alpha=1e-6, upper_tail=math.exp(-12)).rejected
