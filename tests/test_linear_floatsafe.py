@@ -6,6 +6,7 @@ Randomised tests use fixed seeds; each states its false-alarm rate and what it h
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 import math
 import types
 
@@ -151,3 +152,44 @@ def test_float_safe_budget_refusal_leaves_the_ledger_unchanged() -> None:
     with pytest.raises(Exception, match="budget"):
         privatizer.release_mean(np.zeros((4, 3)), range(4), label="phase 2")  # the same users again: 2 eps > EPS
     assert len(ledger.charges) == 1 and privatizer.releases == 1
+
+
+def _rounded_noise_law(x: float, sigma2: float, support: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """Exact law of randomised_rounding(x) + N_Z(0, sigma2) on the integers [-support-2, support+2]."""
+    k = np.arange(-support, support + 1)
+    w = np.exp(-(k**2) / (2 * sigma2))
+    w /= w.sum()
+    values = np.arange(-support - 2, support + 3)
+    law = np.zeros(values.size)
+    low = math.floor(x)
+    for code, weight in ((low, 1 - (x - low)), (low + 1, x - low)):
+        law[k + code + support + 2] += weight * w
+    return values, law
+
+
+def _exact_delta(x: float, x_prime: float, sigma2: float, s: int, eps: float) -> float:
+    _, p1 = _rounded_noise_law(x, sigma2)
+    _, q1 = _rounded_noise_law(x_prime, sigma2)
+    p, q = p1, q1
+    for _ in range(s - 1):
+        p, q = np.multiply.outer(p, p1).ravel(), np.multiply.outer(q, q1).ravel()
+    return float(np.maximum(p - math.exp(eps) * q, 0).sum())
+
+
+def test_the_planted_off_lattice_grid_is_a_real_violation_and_the_lattice_grid_is_not() -> None:
+    """``audits/planted/dpdpe_grid_off_lattice.toml``: corners +-c = +-0.15 off the lattice, rounding to
+    {-1, 0, 1}, claimed at the unrounded sensitivity: the exact delta at eps = 3 (s = 2, sigma^2 = 1/4)
+    is 0.0233, 35x the claim. A grid whose corners are lattice points (c = 1: a shift by exactly 2 per
+    coordinate) has the law the accountant's DiscreteGaussianVector certifies (sigma^2 = 4 here: the
+    certified reduction needs sigma^2 well above 1/4 in two dimensions, and refuses below)."""
+    from accounting import Gaussian, rdp_to_delta
+    from accounting._mechanisms import DiscreteGaussianVector
+
+    claimed = rdp_to_delta(Gaussian(0.5, 2 * 0.15 * math.sqrt(2)).rdp(), 3.0).delta
+    true = _exact_delta(0.15, -0.15, 0.25, 2, 3.0)
+    assert true == pytest.approx(0.0233, abs=1e-4) and true > 30 * claimed
+    for eps in (0.5, 1.0, 3.0):
+        on_lattice = _exact_delta(1.0, -1.0, 4.0, 2, eps)
+        assert on_lattice * (1 - 1e-9) <= DiscreteGaussianVector(4, 2, 2).delta(eps) <= on_lattice * (1 + 1e-5)
+    with pytest.raises(ValueError, match="sigma2"):
+        DiscreteGaussianVector(Fraction(1, 4), 2, 2).delta(3.0)
