@@ -193,3 +193,22 @@ def test_the_planted_off_lattice_grid_is_a_real_violation_and_the_lattice_grid_i
         assert on_lattice * (1 - 1e-9) <= DiscreteGaussianVector(4, 2, 2).delta(eps) <= on_lattice * (1 + 1e-5)
     with pytest.raises(ValueError, match="sigma2"):
         DiscreteGaussianVector(Fraction(1, 4), 2, 2).delta(3.0)
+
+
+def test_tail_verifier_covers_the_float_safe_width() -> None:
+    """``dpverify tails``: DP-DPE's W_l for the float-safe privatizers (the ``dpdpe-width`` rows of
+    CDP-/LDP-DPE) holds with the sub-Gaussian proxy of discrete noise plus rounding, claims no lower
+    bound (the noise is not Gaussian), and the idealised rows keep the Gaussian lower bound."""
+    from dpverify._tails import dpdpe_catalogue
+    from dpverify._tails._claims import Grid, evaluate
+
+    grid = Grid(dpe_horizon=10**5, dpe_epsilons=(1.0,))
+    rows = {(c.claim, c.protocol): evaluate(c, grid) for c in dpdpe_catalogue()}
+    for algorithm in ("cdp-dpe", "ldp-dpe"):
+        safe, ideal = rows["dpdpe-width", algorithm], rows["dpdpe-width-idealised", algorithm]
+        assert safe.verdict == ideal.verdict == "holds"
+        assert all(e.lower == 0.0 and e.setting["noise"] == "float-safe" for e in safe.evaluations)
+        assert all(e.setting["noise"] == "idealised" for e in ideal.evaluations)
+        # the same widths up to the rounding term (the float-safe proxy is never smaller)
+        for a, b in zip(safe.evaluations, ideal.evaluations):
+            assert b.radius <= a.radius <= b.radius * (1 + 1e-4)
