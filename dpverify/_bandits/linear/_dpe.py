@@ -220,9 +220,12 @@ class _Clients:
 
 
 def _checkpoints(horizon: int, count: int) -> np.ndarray:
-    points = np.unique(np.round(np.logspace(0, math.log10(horizon), count)).astype(np.int64))
-    points = points[(points >= 1) & (points <= horizon)]
-    return points if points[-1] == horizon else np.append(points, horizon)
+    """``count`` log-spaced rounds, every power of ten <= horizon (the rounds REPRODUCTION.md reports
+    R(t)/t at: read exactly, not at the nearest log-spaced point) and the horizon."""
+    points = np.round(np.logspace(0, math.log10(horizon), count)).astype(np.int64)
+    decades = 10 ** np.arange(int(math.log10(horizon)) + 1, dtype=np.int64)
+    points = np.unique(np.concatenate([points, decades[decades <= horizon], [horizon]]))
+    return points[(points >= 1) & (points <= horizon)]
 
 
 def fixed_client_count(phases: list[dict]) -> int:
