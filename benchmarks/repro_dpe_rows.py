@@ -17,15 +17,22 @@ runs keep every power of ten among their checkpoints). With ``both``, each (algo
 gets the float-safe minus idealised difference of mean per-round regret, its unpaired standard
 error sqrt(sd_f^2/m + sd_i^2/m) and its paired one (run r of both shares the clients and their
 rewards; only the privacy noise differs), and whether |difference| <= 3 standard errors.
-2 worker processes; prints the wall time.
+2 worker processes, one BLAS thread each; prints the wall time.
 """
 
-import json
-import math
-import sys
-import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
+import os
+
+# one BLAS thread per worker process (2 workers on 2 cores): threaded BLAS in each worker's SVDs
+# only contends for the same cores
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import json  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

@@ -142,8 +142,8 @@ def test_reports_outside_the_bound_are_refused_not_clipped() -> None:
         (lambda: CentralGaussianIdealised(EPS, 1.0, B), "delta"),
         (lambda: LocalDiscreteGaussian(EPS, DELTA, -1.0), "reward_bound"),
         (lambda: LocalGaussianIdealised(EPS, DELTA, -1.0), "reward_bound"),
-        (lambda: CentralDiscreteGaussian(EPS, DELTA, B).grid_noise(0), "s"),
-        (lambda: CentralDiscreteGaussian(1e-3, 1e-6, B).grid_noise(43), "epsilon"),  # beyond the exact sampler's range
+        (lambda: CentralDiscreteGaussian(EPS, DELTA, B).grid_noise(1, 0), "s"),
+        (lambda: CentralDiscreteGaussian(1e-3, 1e-6, B).grid_noise(1, 43), "epsilon"),  # beyond the exact sampler's range
         (lambda: DPEConfig(epsilon=1.0, delta=0.1, noise="float"), "noise"),
         (lambda: l2_sensitivity(B, 0, 1), "support_size"),
         (lambda: VectorPrivatizer(object(), Ledger(ApproxDP(1.0, 0.1)), _seed(0)), "protocol"),
@@ -176,7 +176,7 @@ class _UnderNoisedDiscrete(CentralDiscreteGaussian):
 
     def release(self, reports, rng, *, path):
         n, s = reports.shape
-        total = self.encode(reports, rng).sum(axis=0) + discrete_gaussian(rng, math.ceil(self.grid_noise(s).sigma2 / 1.21), size=s)
+        total = self.encode(reports, rng).sum(axis=0) + discrete_gaussian(rng, math.ceil(self.grid_noise(n, s).sigma2 / 1.21), size=s)
         return self._decode(total, n, s)
 
 

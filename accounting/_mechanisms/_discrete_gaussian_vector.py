@@ -72,7 +72,7 @@ from ._base import Mechanism, alpha_guard_bits, arb_to_fraction, guarded
 from ._discrete_gaussian import discrete_gaussian_rdp_approx
 from ._theta import log_theta, log_theta_ratio
 
-__all__ = ["DiscreteGaussianVector"]
+__all__ = ["DiscreteGaussianVector", "sum_total_variation"]
 
 #: Largest variance v = d sigma^2 whose CDF is summed term by term (above: Euler-Maclaurin).
 DIRECT_MAX_VARIANCE = 1 << 14
@@ -141,10 +141,10 @@ def _cdf_below(v: arb, v_float: float, log_theta_v: arb, x: Fraction) -> arb:
 
 
 @functools.lru_cache(maxsize=4096)
-def _lambda_ball(sigma2: int | Fraction, dimension: int) -> arb:
-    """lambda = (1 + eta)/(1 - eta) of step 3 (1 for d = 1); raises if eta >= 1."""
+def _eta_ball(sigma2: int | Fraction, dimension: int) -> arb:
+    """eta of step 3 (0 for d = 1), to the working precision *relatively* (no cancellation); raises if eta >= 1."""
     if dimension == 1:
-        return arb(1)
+        return arb(0)
     s2 = exact(sigma2)
     v = s2 * dimension
     pi2 = arb.pi() ** 2
@@ -156,7 +156,28 @@ def _lambda_ball(sigma2: int | Fraction, dimension: int) -> arb:
         raise AccountingError(
             "sigma2", sigma2, f"a variance large enough for the certified reduction to one dimension (eta = {float(eta.mid()):.3g} >= 1 at d = {dimension})"
         )
+    return eta
+
+
+def _lambda_ball(sigma2: int | Fraction, dimension: int) -> arb:
+    """lambda = (1 + eta)/(1 - eta) of step 3 (1 for d = 1)."""
+    eta = _eta_ball(sigma2, dimension)
     return (1 + eta) / (1 - eta)
+
+
+@functools.lru_cache(maxsize=4096)
+def sum_total_variation(sigma2: int | Fraction, count: int) -> float:
+    """Upper bound on the total variation between the sum of ``count`` iid N_Z(0, sigma2) and
+    N_Z(0, count sigma2): lambda - 1 of step 3 (the pmf ratio lies in [1/lambda, lambda]); 1.0 where
+    the bound does not apply. Exactly 0 for count = 1."""
+    sigma2 = _rational("sigma2", sigma2)
+    check_integer("count", count, minimum=1)
+    try:
+        with working_precision(None):
+            eta = _eta_ball(sigma2, count)
+            return min(1.0, upper_float(2 * eta / (1 - eta)))  # lambda - 1, computed without cancellation
+    except AccountingError:
+        return 1.0
 
 
 @dataclass(frozen=True)

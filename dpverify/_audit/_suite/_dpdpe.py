@@ -72,7 +72,7 @@ def _off_lattice_privatizer(scale: float, sigma2: Fraction, bound: float) -> Any
     from ..._bandits.linear._privatizers import CentralDiscreteGaussian, GridNoise
 
     class OffLatticeGrid(CentralDiscreteGaussian):
-        def grid_noise(self, s: int) -> GridNoise:
+        def grid_noise(self, n: int, s: int) -> GridNoise:
             # the bug: +-B encode to +-c, off the integer lattice; the rounding then reaches +-1
             return GridNoise(scale, sigma2, math.inf)  # type: ignore[arg-type]
 

@@ -90,7 +90,11 @@ BITS_PER_REAL = 64
 
 @dataclass(frozen=True)
 class DPEConfig:
-    """Parameters of one DP-DPE run (validated). ``epsilon``/``delta`` are required for cdp/ldp."""
+    """Parameters of one DP-DPE run (validated). ``epsilon``/``delta`` are required for cdp/ldp.
+
+    ``noise``: "float-safe" (the default: integer grid and exact discrete Gaussian, DP as executed)
+    or "idealised" (the paper's float Gaussians: not DP in floating point) for CDP-DPE and LDP-DPE.
+    """
 
     horizon: int = 1_000_000
     alpha: float = 0.8

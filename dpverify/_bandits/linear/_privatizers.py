@@ -39,14 +39,18 @@ integer noise has been added:
   curve, which at the paper's delta = 0.25 costs 15-32% more noise than the exact profile. The
   charge's label names the mechanism, its sigma^2, Delta and grid.
 - *Choice of g and sigma^2.* With z the analytic-Gaussian noise multiplier of the idealised version
-  (below), g = max(1, floor(sqrt(SIGMA2_TARGET / s) / (2 z))) and sigma^2 the least integer
-  >= (2 g z)^2 s whose certified eps_l meets the target (one or two certified evaluations: the
-  discrete Gaussian's profile is the continuous one's to ~1e-7). So sigma ~ 10^4 grid steps per
-  coordinate, inside the exact sampler's range (sigma^2 < 2e8), and the rounding's variance
-  (n/4 per coordinate of the central sum, 1/4 per local message) is n / (4 sigma^2) <= n / 4e8 of the
-  noise's: 5.4e-5 at the largest phase of a T = 1e6 run (n = 21,619), i.e. the released average's sd
-  is the idealised one's to 3e-5 (same z up to 1e-6). The regret is therefore the idealised
-  mechanism's within Monte Carlo noise (REPRODUCTION.md, "Float-safe vs idealised").
+  (below), g = max(1, floor(sqrt(T / s) / (2 z))) and sigma^2 the least integer >= (2 g z)^2 s
+  whose certified eps_l meets the target (one or two certified evaluations: the discrete
+  Gaussian's profile is the continuous one's to ~1e-7), with T = SIGMA2_TARGET = 10^8 for the
+  central sum and T = 10^8 / 2^ceil(log2 n) for each local client (so the n clients' summed noise
+  is in range too). Then sigma^2 ~ T grid steps^2 per coordinate, inside the exact sampler's range
+  (sigma^2 < 2e8), and the rounding's variance is a fraction n / (4 sigma^2) of the central noise's
+  (<= n / 4e8: 5.4e-5 at the largest phase of a T = 1e6 run, n = 21,619) and 1 / (4 sigma^2) of a
+  local message's (8.3e-5 there, sigma^2 = 3,012..3,051). With sigma^2 rounded up to an integer (at
+  most 1/sigma^2 more variance), the released average's sd is the idealised one's to 1e-4
+  (central) and 2.1e-4 (local) at every phase of such a run, with the same z up to 1e-6, and the
+  regret is the idealised mechanism's within Monte Carlo noise (REPRODUCTION.md, "Float-safe vs
+  idealised").
 
 **Idealised (explicit choice, ``noise="idealised"``): :class:`CentralGaussianIdealised`,
 :class:`LocalGaussianIdealised`** — the paper's float Gaussians, kept to reproduce its figures.
@@ -96,6 +100,7 @@ from flint import arb
 from accounting import ApproxDP, Calibration, Gaussian, calibrate
 from accounting._certified import exact, upper_float, working_precision
 from accounting._mechanisms import DiscreteGaussianVector
+from accounting._mechanisms._discrete_gaussian_vector import sum_total_variation
 from accounting._validation import AccountingError, check_positive, check_probability
 
 from ..._privatizer import AccountedReleaser
@@ -289,7 +294,13 @@ LocalGaussian = LocalGaussianIdealised
 
 #: Per-coordinate sigma^2 the float-safe grid aims at: ~10^4 grid steps, inside the exact
 #: discrete Gaussian sampler's range (sigma^2 < 2e8, ``dpverify._samplers.discrete_gaussian_range``).
+#: The local model aims at SIGMA2_TARGET / 2^ceil(log2 n) per client, so that the n clients' summed
+#: noise, n sigma^2 <= SIGMA2_TARGET, is also in range (the aggregate path draws it at once).
 SIGMA2_TARGET = 10**8
+#: The aggregate path draws the n clients' summed discrete Gaussians as one N_Z(0, n sigma^2) only
+#: when the certified total variation between the two laws is below this (the sampler's own
+#: truncation bound, ``dpverify._samplers.DG_TRUNCATION_LOG2_TV``); else it draws per client.
+AGGREGATE_MAX_TV = 2.0**-100
 
 
 @dataclass(frozen=True)
@@ -307,14 +318,15 @@ class GridNoise:
 
 
 @functools.lru_cache(maxsize=1024)
-def grid_noise(epsilon: float, delta: float, noise_multiplier: float, s: int) -> GridNoise:
+def grid_noise(epsilon: float, delta: float, noise_multiplier: float, s: int, sigma2_target: int = SIGMA2_TARGET) -> GridNoise:
     """g and sigma^2 for support size s (module docstring, "Choice of g and sigma^2"), certified.
 
-    sigma^2 starts at ceil((2 g z)^2 s) and grows by 2^-20 relative steps until the certified
-    eps of ``DiscreteGaussianVector(sigma^2, 2g, s)`` at ``delta`` is <= ``epsilon``.
+    g = max(1, floor(sqrt(sigma2_target / s) / (2z))); sigma^2 starts at ceil((2 g z)^2 s) and grows
+    by 2^-20 relative steps until the certified eps of ``DiscreteGaussianVector(sigma^2, 2g, s)`` at
+    ``delta`` is <= ``epsilon``.
     """
     s = _check_support(s)
-    g = max(1, int(math.sqrt(SIGMA2_TARGET / s) / (2.0 * noise_multiplier)))
+    g = max(1, int(math.sqrt(sigma2_target / s) / (2.0 * noise_multiplier)))
     sigma2 = math.ceil((2 * g * noise_multiplier) ** 2 * s * (1 + 1e-12))
     for _ in range(64):
         _check_sampler_range(epsilon, sigma2)
@@ -346,37 +358,42 @@ class _DiscreteGaussianGrid(VectorProtocol):
 
     implementation = "float-safe"
 
-    def grid_noise(self, s: int) -> GridNoise:
-        return grid_noise(self.epsilon, self.delta, self.noise_multiplier, int(s))
+    def sigma2_target(self, n: int) -> int:
+        """The per-coordinate sigma^2 the grid aims at for a release to n clients."""
+        return SIGMA2_TARGET
+
+    def grid_noise(self, n: int, s: int) -> GridNoise:
+        return grid_noise(self.epsilon, self.delta, self.noise_multiplier, int(s), self.sigma2_target(int(n)))
 
     def mechanism(self, n: int, s: int) -> DiscreteGaussianVector:
-        params = self.grid_noise(s)
+        params = self.grid_noise(n, s)
         return DiscreteGaussianVector(params.sigma2, params.sensitivity, int(s))
 
     def guarantee(self, n: int, s: int) -> ApproxDP:
-        return ApproxDP(self.grid_noise(s).epsilon, self.delta)
+        return ApproxDP(self.grid_noise(n, s).epsilon, self.delta)
 
     def charge_label(self, n: int, s: int) -> str:
-        p = self.grid_noise(s)
+        p = self.grid_noise(n, s)
         where = "the sum of the codes (analyzer)" if self.model == "central" else "each client's code"
         return (f"float-safe: exact discrete Gaussian N_Z(0, {p.sigma2}) on {where}, grid B/{p.grid}, "
                 f"DiscreteGaussianVector(sigma2={p.sigma2}, Delta=2g={p.sensitivity}, d={int(s)}), certified eps {p.epsilon!r}")
 
     def encode(self, reports: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """R's encoder: randomised rounding of y g / B to {-g, ..., g} (int64), one coin per coordinate."""
-        g = self.grid_noise(reports.shape[1]).grid
+        g = self.grid_noise(*reports.shape).grid
         scaled = np.clip(reports * (g / self.reward_bound), -g, g)  # float rounding cannot leave the box
         floor = np.floor(scaled)
         return (floor + (rng.random(scaled.shape) < scaled - floor)).astype(np.int64)
 
     def _decode(self, total: np.ndarray, n: int, s: int) -> np.ndarray:
-        return total * (self.reward_bound / (self.grid_noise(s).grid * n))
+        return total * (self.reward_bound / (self.grid_noise(n, s).grid * n))
 
     def describe(self) -> dict:
         return {
             **super().describe(),
             "note": "float-safe: DP as executed (integer codes on the grid B/g, exact discrete Gaussian noise)",
-            "grid_rule": f"g = max(1, floor(sqrt({SIGMA2_TARGET:.0e} / s) / (2 z))), sigma^2 the least integer >= (2 g z)^2 s meeting eps",
+            "grid_rule": f"g = max(1, floor(sqrt(T / s) / (2 z))), T = {SIGMA2_TARGET:.0e} (central) or {SIGMA2_TARGET:.0e} / 2^ceil(log2 n) (local); "
+                         "sigma^2 the least integer >= (2 g z)^2 s meeting eps",
             "accounting": "DiscreteGaussianVector(sigma^2, 2g, s): certified (eps, delta) per phase, charged as ApproxDP",
         }
 
@@ -387,7 +404,7 @@ class CentralDiscreteGaussian(_DiscreteGaussianGrid):
     model = "central"
 
     def noise_sd(self, n: int, s: int) -> float:
-        p = self.grid_noise(s)
+        p = self.grid_noise(n, s)
         return math.sqrt(p.sigma2 + n / 4.0) * self.reward_bound / (p.grid * n)
 
     def paper_width_sd(self, n: int, s: int, d: int) -> float:
@@ -396,41 +413,64 @@ class CentralDiscreteGaussian(_DiscreteGaussianGrid):
     def release(self, reports: np.ndarray, rng: np.random.Generator, *, path: str) -> np.ndarray:
         n, s = reports.shape
         codes = self.encode(reports, rng)  # R at each client (S: identity)
-        total = codes.sum(axis=0) + discrete_gaussian(rng, self.grid_noise(s).sigma2, size=s)  # A: the noise on the sum
+        total = codes.sum(axis=0) + discrete_gaussian(rng, self.grid_noise(n, s).sigma2, size=s)  # A: the noise on the sum
         return self._decode(total, n, s)
 
 
 class LocalDiscreteGaussian(_DiscreteGaussianGrid):
     """LDP-DPE, float-safe (the default): each client sends its code plus its own exact N_Z(0, sigma^2).
 
-    Both paths draw every client's noise (no exact one-draw sampler exists for a sum of discrete
-    Gaussians); ``path="aggregate"`` only skips materialising the n messages.
+    ``path="aggregate"`` draws the n clients' summed noise as one N_Z(0, n sigma^2) per coordinate
+    when the certified total variation between that law and the sum of n iid N_Z(0, sigma^2) is
+    below 2^-100 (``accounting``'s ``sum_total_variation``: the sum's pmf is the discrete Gaussian's
+    times a factor in [1/lambda, lambda]; at DP-DPE's sigma^2 >= 10^3, lambda - 1 < 10^-1000), the
+    bound the exact sampler already meets for its own truncation; otherwise it draws per client.
+    The per-client sigma^2 aims at SIGMA2_TARGET / 2^ceil(log2 n), so n sigma^2 stays in range.
     """
 
     model = "local"
 
-    def client_sd(self, s: int) -> float:
+    def sigma2_target(self, n: int) -> int:
+        return max(1, SIGMA2_TARGET >> (int(n) - 1).bit_length())
+
+    def client_sd(self, n: int, s: int) -> float:
         """sd (sub-Gaussian proxy) of one client's message noise, in reward units."""
-        p = self.grid_noise(s)
+        p = self.grid_noise(n, s)
         return math.sqrt(p.sigma2 + 0.25) * self.reward_bound / p.grid
 
     def noise_sd(self, n: int, s: int) -> float:
-        return self.client_sd(s) / math.sqrt(n)
+        return self.client_sd(n, s) / math.sqrt(n)
 
     def paper_width_sd(self, n: int, s: int, d: int) -> float:
-        return 2.0 * self.client_sd(s) * math.sqrt(support_bound(d) * d / n)
+        return 2.0 * self.client_sd(n, s) * math.sqrt(support_bound(d) * d / n)
 
     def messages(self, reports: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """R at every client: its integer message, code plus N_Z(0, sigma^2) per coordinate (n, s)."""
         n, s = reports.shape
-        return self.encode(reports, rng) + discrete_gaussian(rng, self.grid_noise(s).sigma2, size=(n, s))
+        return self.encode(reports, rng) + discrete_gaussian(rng, self.grid_noise(n, s).sigma2, size=(n, s))
+
+    def summed_noise_in_one_draw(self, n: int, s: int) -> bool:
+        """Whether the aggregate path draws the n clients' summed noise at once (class docstring)."""
+        sigma2 = self.grid_noise(n, s).sigma2
+        if sum_total_variation(sigma2, int(n)) > AGGREGATE_MAX_TV:
+            return False
+        try:
+            discrete_gaussian_range(int(n) * sigma2)
+        except AccountingError:
+            return False
+        return True
 
     def release(self, reports: np.ndarray, rng: np.random.Generator, *, path: str) -> np.ndarray:
         n, s = reports.shape
         if path == "per-user":
             return self._decode(self.messages(reports, rng).sum(axis=0), n, s)  # S identity, A sums
         codes = self.encode(reports, rng)
-        return self._decode(codes.sum(axis=0) + discrete_gaussian(rng, self.grid_noise(s).sigma2, size=(n, s)).sum(axis=0), n, s)
+        sigma2 = self.grid_noise(n, s).sigma2
+        if self.summed_noise_in_one_draw(n, s):
+            noise = discrete_gaussian(rng, n * sigma2, size=s)
+        else:
+            noise = discrete_gaussian(rng, sigma2, size=(n, s)).sum(axis=0)
+        return self._decode(codes.sum(axis=0) + noise, n, s)
 
 
 def _check_reports(reports: Any, bound: float) -> np.ndarray:
