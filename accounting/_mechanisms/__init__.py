@@ -12,6 +12,7 @@ from ._binary import BernoulliCurator, BinaryPair, RandomizedResponse
 from ._continuous import Gaussian, Laplace
 from ._discrete_gaussian import DiscreteGaussian, DiscreteGaussianPair
 from ._discrete_gaussian_sum import MAX_EXACT_N, DiscreteGaussianSum, DiscreteGaussianSumPair
+from ._discrete_gaussian_vector import DiscreteGaussianVector
 from ._discrete_laplace import DiscreteLaplace, DiscreteLaplacePair, PolyaDifferenceSum
 from ._grid import GridDiscreteLaplace
 from ._skellam import Skellam, SkellamPair
@@ -25,6 +26,7 @@ __all__ = [
     "DiscreteGaussianPair",
     "DiscreteGaussianSum",
     "DiscreteGaussianSumPair",
+    "DiscreteGaussianVector",
     "MAX_EXACT_N",
     "Gaussian",
     "GridDiscreteLaplace",

@@ -4,7 +4,10 @@ Public names are re-exported from the private modules:
 
 - :func:`g_optimal_design`, :class:`Design`, :func:`support_bound` — near-G-optimal design;
 - :class:`LinearInstance`, :func:`synthetic_instance`, :func:`mslr_linear_instance`;
-- :class:`VectorPrivatizer`, :class:`CentralGaussian`, :class:`LocalGaussian`,
+- :class:`VectorPrivatizer`; the float-safe privatizers (the defaults, DP as executed)
+  :class:`CentralDiscreteGaussian`, :class:`LocalDiscreteGaussian`; the paper's float ones
+  :class:`CentralGaussianIdealised`, :class:`LocalGaussianIdealised` (not DP in floating point; also
+  reachable under their former names ``CentralGaussian``, ``LocalGaussian``);
   :class:`NonPrivateAggregator`, :class:`ShuffleBits` (SDP-DPE), :class:`VectorRelease`, :func:`calibrate_noise_multiplier`,
   :func:`l2_sensitivity`;
 - :func:`run_linear`, :class:`DPEConfig`, :class:`LinearRunResult`, :data:`ALGORITHMS`,
@@ -21,8 +24,12 @@ from ._experiments import li_fig2, make_li_fig2, plot_li_fig2
 from ._instances import LinearInstance, mslr_linear_instance, synthetic_instance
 from ._shuffle import ShuffleBits
 from ._privatizers import (
+    CentralDiscreteGaussian,
     CentralGaussian,
+    CentralGaussianIdealised,
+    LocalDiscreteGaussian,
     LocalGaussian,
+    LocalGaussianIdealised,
     NonPrivateAggregator,
     VectorPrivatizer,
     VectorProtocol,
@@ -37,7 +44,9 @@ register()
 
 __all__ = [
     "ALGORITHMS",
+    "CentralDiscreteGaussian",
     "CentralGaussian",
+    "CentralGaussianIdealised",
     "DPEConfig",
     "Design",
     "LINEAR_ALGORITHMS",
@@ -46,7 +55,9 @@ __all__ = [
     "register",
     "LinearInstance",
     "LinearRunResult",
+    "LocalDiscreteGaussian",
     "LocalGaussian",
+    "LocalGaussianIdealised",
     "NonPrivateAggregator",
     "ShuffleBits",
     "VectorPrivatizer",

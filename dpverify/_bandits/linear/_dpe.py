@@ -36,7 +36,13 @@ beta = 1/(kT); h_{l+1} = 2 h_l, h_1 = 2. A phase cut short by the horizon collec
 sigma_n: 0 for DPE; Theorem 2's value (``privacy_width="paper"``, the default) or the exact
 sd of the privacy noise's contribution to <theta_l, x>, maximised over D_l
 (``privacy_width="exact"``: sd_x = sigma_avg ||diag(T_l) X_s V_l^+ x||, a tighter but equally valid
-choice for eq. (3), since that noise is exactly Gaussian).
+choice for eq. (3), since that noise is Gaussian (idealised) or sub-Gaussian with variance proxy
+sigma_avg^2 per coordinate (float-safe: discrete Gaussian plus rounding errors)).
+
+Noise (``DPEConfig.noise``): "float-safe" (the default) runs CDP-DPE and LDP-DPE with the exact
+discrete Gaussian on the integer grid (``CentralDiscreteGaussian``, ``LocalDiscreteGaussian``: DP
+as executed); "idealised" with the paper's float Gaussians (``...GaussianIdealised``: not DP in
+floating point; their ledger charges and privacy records say so). SDP-DPE is discrete either way.
 
 DPE-FixedU (Section VI): U clients every phase, U = ceil(sum_l |U_l| N_l / sum_l N_l) computed
 from the DPE run with the same seed (N_l = |supp(pi_l)|, the reals each client sends), so the
@@ -57,7 +63,14 @@ from accounting._validation import AccountingError, check_positive_int, check_pr
 
 from ._design import g_optimal_design, support_bound
 from ._instances import LinearInstance
-from ._privatizers import CentralGaussian, LocalGaussian, NonPrivateAggregator, VectorPrivatizer
+from ._privatizers import (
+    CentralDiscreteGaussian,
+    CentralGaussianIdealised,
+    LocalDiscreteGaussian,
+    LocalGaussianIdealised,
+    NonPrivateAggregator,
+    VectorPrivatizer,
+)
 from ._shuffle import ShuffleBits
 
 __all__ = ["ALGORITHMS", "DPEConfig", "LinearRunResult", "fixed_client_count", "linear_streams", "run_linear"]
@@ -65,13 +78,23 @@ __all__ = ["ALGORITHMS", "DPEConfig", "LinearRunResult", "fixed_client_count", "
 STREAMS = ("instance", "environment", "privatizer", "learner")
 
 ALGORITHMS = ("dpe", "cdp-dpe", "ldp-dpe", "dpe-fixedu", "sdp-dpe")
-_PRIVATE = {"cdp-dpe": CentralGaussian, "ldp-dpe": LocalGaussian, "sdp-dpe": ShuffleBits}
+NOISES = ("float-safe", "idealised")
+#: each private algorithm's privatizer per noise choice (SDP-DPE's bit messages are discrete already)
+_PRIVATE = {
+    "cdp-dpe": {"float-safe": CentralDiscreteGaussian, "idealised": CentralGaussianIdealised},
+    "ldp-dpe": {"float-safe": LocalDiscreteGaussian, "idealised": LocalGaussianIdealised},
+    "sdp-dpe": {"float-safe": ShuffleBits, "idealised": ShuffleBits},
+}
 BITS_PER_REAL = 64
 
 
 @dataclass(frozen=True)
 class DPEConfig:
-    """Parameters of one DP-DPE run (validated). ``epsilon``/``delta`` are required for cdp/ldp."""
+    """Parameters of one DP-DPE run (validated). ``epsilon``/``delta`` are required for cdp/ldp.
+
+    ``noise``: "float-safe" (the default: integer grid and exact discrete Gaussian, DP as executed)
+    or "idealised" (the paper's float Gaussians: not DP in floating point) for CDP-DPE and LDP-DPE.
+    """
 
     horizon: int = 1_000_000
     alpha: float = 0.8
@@ -82,6 +105,7 @@ class DPEConfig:
     privacy_width: str = "paper"
     path: str = "per-user"
     checkpoints: int = 60
+    noise: str = "float-safe"
 
     def __post_init__(self) -> None:
         check_positive_int("horizon", self.horizon)
@@ -99,6 +123,8 @@ class DPEConfig:
         if self.path not in ("per-user", "aggregate"):
             raise AccountingError("path", self.path, "'per-user' or 'aggregate'")
         check_positive_int("checkpoints", self.checkpoints)
+        if self.noise not in NOISES:
+            raise AccountingError("noise", self.noise, "'float-safe' (DP as executed, the default) or 'idealised' (the paper's float Gaussians: not DP in floating point)")
 
 
 @dataclass
@@ -198,9 +224,12 @@ class _Clients:
 
 
 def _checkpoints(horizon: int, count: int) -> np.ndarray:
-    points = np.unique(np.round(np.logspace(0, math.log10(horizon), count)).astype(np.int64))
-    points = points[(points >= 1) & (points <= horizon)]
-    return points if points[-1] == horizon else np.append(points, horizon)
+    """``count`` log-spaced rounds, every power of ten <= horizon (the rounds REPRODUCTION.md reports
+    R(t)/t at: read exactly, not at the nearest log-spaced point) and the horizon."""
+    points = np.round(np.logspace(0, math.log10(horizon), count)).astype(np.int64)
+    decades = 10 ** np.arange(int(math.log10(horizon)) + 1, dtype=np.int64)
+    points = np.unique(np.concatenate([points, decades[decades <= horizon], [horizon]]))
+    return points[(points >= 1) & (points <= horizon)]
 
 
 def fixed_client_count(phases: list[dict]) -> int:
@@ -271,7 +300,7 @@ def run_linear(
 
     ledger: Ledger | None = None
     if private:
-        protocol = _PRIVATE[algorithm](config.epsilon, config.delta, instance.reward_bound)
+        protocol = _PRIVATE[algorithm][config.noise](config.epsilon, config.delta, instance.reward_bound)
         ledger = Ledger(ApproxDP(config.epsilon, config.delta), name=f"{algorithm} seed {seed}")
         channel: Any = VectorPrivatizer(protocol, ledger, streams["privatizer"], path=config.path)
     else:
@@ -383,9 +412,9 @@ def run_linear(
         communication["clients_per_phase"] = int(clients_per_phase)
         if fixed_from is not None:
             communication["fixed_from"] = fixed_from
-    privacy: dict[str, Any] = {"model": "none", "guarantee": None}
+    privacy: dict[str, Any] = {"model": "none", "implementation": None, "guarantee": None}
     if protocol is not None and ledger is not None:
-        privacy = _privacy_report(protocol, ledger)
+        privacy = _privacy_report(protocol, ledger, phases)
     return LinearRunResult(
         algorithm=algorithm,
         instance=instance.describe(),
@@ -406,14 +435,19 @@ def run_linear(
     )
 
 
-def _privacy_report(protocol: Any, ledger: Ledger) -> dict:
-    """The ledger's per-user spend in (eps, delta) and in zCDP, with the calibration and the trail."""
+def _privacy_report(protocol: Any, ledger: Ledger, phases: list[dict]) -> dict:
+    """The ledger's per-user spend in (eps, delta) and in zCDP, with the calibration and the trail.
+
+    The zCDP spend composes each phase's mechanism as executed (``protocol.mechanism``: the
+    float-safe phases are charged to the (eps, delta) ledger as their certified ApproxDP, which a
+    zCDP ledger cannot take) over the same participants; the shuffle's charges have no zCDP form."""
     spent = ledger.spent()
     rho = None
-    if ledger.charges and not isinstance(protocol, ShuffleBits):  # the shuffle charges are (eps, delta) only
+    if ledger.charges and not isinstance(protocol, ShuffleBits):
+        fed = [p for p in phases if p["clients"] > 0]
         zledger = Ledger(ZCDP(1e300))
-        for charge in ledger.charges:
-            zledger.charge(charge.guarantee, charge.participants, label=charge.label)
+        for charge, phase in zip(ledger.charges, fed):
+            zledger.charge(protocol.mechanism(phase["clients"], phase["support_size"]), charge.participants, label=charge.label)
         rho = zledger.spent().rho
     return {
         **protocol.describe(),
@@ -427,32 +461,5 @@ def _privacy_report(protocol: Any, ledger: Ledger) -> dict:
 
 
 def _trail(ledger: Ledger) -> dict:
-    """The ledger's JSON trail (``Ledger.to_json``) when the accountant can serialise the mechanism,
-    else a summary with the same content (budget, each charge's Gaussian and participants)."""
-    try:
-        return json.loads(ledger.to_json())
-    except (ImportError, AttributeError, ValueError):
-        pass
-
-    def participants(p: Any) -> Any:
-        if p is None:
-            return None
-        if isinstance(p, range):
-            return {"range": [p.start, p.stop]}
-        return {"ids": np.asarray(p).tolist()}
-
-    spent = ledger.spent()
-    return {
-        "format": "dpverify-ledger-summary/1",
-        "name": ledger.name,
-        "budget": {"type": "approx", "epsilon": ledger.budget.epsilon, "delta": ledger.budget.delta},
-        "charges": [
-            {
-                "label": c.label,
-                "guarantee": {"type": "mechanism", "family": c.guarantee.family, "sigma": c.guarantee.sigma, "sensitivity": c.guarantee.sensitivity, "rho": c.guarantee.rho},
-                "participants": participants(c.participants),
-            }
-            for c in ledger.charges
-        ],
-        "spent": None if spent is None else {"type": "approx", "epsilon": spent.epsilon, "delta": spent.delta},
-    }
+    """The ledger's JSON trail (``Ledger.to_json``: every charge here is an ApproxDP or a Gaussian)."""
+    return json.loads(ledger.to_json())

@@ -99,6 +99,7 @@ def li_fig2(
     path: str = "per-user",
     executor: Executor | None = None,
     keep_runs: bool = False,
+    noise: str = "float-safe",
 ) -> dict:
     """Reproduce Li et al. Fig. 2 (a)-(c) with the SDP-DPE curve; returns a JSON-ready dict."""
     if instance not in INSTANCES:
@@ -109,8 +110,8 @@ def li_fig2(
     if FIG2_EPSILON_B not in epsilons:
         epsilons = tuple(sorted(set(epsilons) | {FIG2_EPSILON_B}))
     # validate once, in the parent, before any work is submitted
-    DPEConfig(horizon=horizon, alpha=alpha, epsilon=epsilons[0], delta=delta, privacy_width=privacy_width, path=path)
-    base = {"horizon": horizon, "alpha": alpha, "privacy_width": privacy_width, "path": path}
+    DPEConfig(horizon=horizon, alpha=alpha, epsilon=epsilons[0], delta=delta, privacy_width=privacy_width, path=path, noise=noise)
+    base = {"horizon": horizon, "alpha": alpha, "privacy_width": privacy_width, "path": path, "noise": noise}
     specs: list[tuple] = []
     for r in range(runs):
         specs.append((instance, "dpe", seed, r, {"horizon": horizon, "alpha": alpha}, keep_runs))  # and DPE-FixedU
@@ -168,6 +169,7 @@ def li_fig2(
         "alpha": alpha,
         "privacy_width": privacy_width,
         "path": path,
+        "noise": noise if noise == "float-safe" else "idealised: not DP in floating point (CDP-DPE and LDP-DPE with float Gaussian noise)",
         "quick": quick,
         "a": panel_a,
         "b": panel_b,
@@ -237,13 +239,16 @@ def make_li_fig2(
     runs: int | None = None,
     instance: str = "linear",
     privacy_width: str = "paper",
+    noise: str = "float-safe",
     **options: Any,
 ) -> list:
     """The registry's ``make``: run :func:`li_fig2`, write ``li-fig2[-<instance>].json`` and ``.png`` in ``outdir``.
 
-    ``path="auto"`` means per-user noise (each client's Gaussian drawn separately); "aggregate"
-    draws LDP-DPE's summed client noise as one Gaussian (the same law). ``progress`` is accepted
-    for the CLI's signature and ignored.
+    ``path="auto"`` means per-user noise (each client's noise drawn separately); "aggregate"
+    draws LDP-DPE's summed client noise as one Gaussian (idealised: the same law; float-safe: the
+    same per-client discrete draws, summed). ``noise="idealised"`` runs CDP-DPE and LDP-DPE with
+    the paper's float Gaussians (not DP in floating point; the files get an ``-idealised`` suffix).
+    ``progress`` is accepted for the CLI's signature and ignored.
     """
     import json
     from pathlib import Path
@@ -268,13 +273,15 @@ def make_li_fig2(
     elif executor is None:
         executor = ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
     try:
-        result = li_fig2(instance=instance, quick=quick, seed=seed, runs=runs, privacy_width=privacy_width, path=path, executor=executor, **options)
+        result = li_fig2(instance=instance, quick=quick, seed=seed, runs=runs, privacy_width=privacy_width, path=path, executor=executor, noise=noise, **options)
     finally:
         if own:
             executor.shutdown()
     stem = "li-fig2" if instance == "linear" else f"li-fig2-{instance}"
     if privacy_width != "paper":
         stem += f"-{privacy_width}"
+    if noise != "float-safe":
+        stem += "-idealised"
     json_path = out / f"{stem}.json"
     png_path = out / f"{stem}.png"
     atomic_write(json_path, json.dumps(result, indent=1))

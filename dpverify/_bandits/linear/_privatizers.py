@@ -10,13 +10,56 @@ fixed by the schedule), so
 
 Both are rounded *up* to a float in Arb before use.
 
-**Central (CDP-DPE, eq. (4)).** R and S are identities; A returns the average plus
-N(0, sigma_nc^2 I_s): the Gaussian mechanism on a query of sensitivity Delta_avg, charged as
-``accounting`` ``Gaussian(sigma_nc, Delta_avg)`` to the participating users.
-**Local (LDP-DPE, eq. (5)).** Each client's R adds N(0, sigma_nl^2 I_s) to its own report: the
-Gaussian mechanism on a query of sensitivity Delta_loc, charged as ``Gaussian(sigma_nl,
-Delta_loc)`` (an LDP guarantee: it holds for the view of anyone, the server included); A
-averages.
+**Float-safe (the defaults): :class:`CentralDiscreteGaussian`, :class:`LocalDiscreteGaussian`.**
+Float Gaussian noise is not DP as executed (Mironov 2012: the low bits of a float sample betray its
+centre), so the default privatizers never release a float computed from private data before
+integer noise has been added:
+
+- *R encodes* each coordinate on the grid of step B/g: x = y g / B in [-g, g] (clamped, so float
+  rounding cannot leave the box), randomised rounding xhat = floor(x) + Bernoulli(x - floor(x)),
+  an integer in {-g, ..., g} (both ends are grid points). Unbiased (E xhat = x, up to the 2^-53 of
+  the float coin; the privacy proof below does not use the coin's law), variance <= 1/4.
+- *Sensitivity after rounding, proved.* Whatever the rounding does, a code lies in the integer box
+  {-g, ..., g}^s, so replacing one client moves every coordinate of a code (and of the sum of codes)
+  by at most 2g: box sensitivity Delta = 2g per coordinate, l2 at most 2g sqrt(s), exactly the
+  unrounded 2B sqrt(s) in grid units. Rounding costs no sensitivity *because the box's corners are
+  grid points* (an L2 clamp, or a scale with g B not on the grid, would not have that property:
+  ``audits/planted/dpdpe_grid_off_lattice.toml``).
+- *Noise*: exact discrete Gaussian N_Z(0, sigma^2) per coordinate (``dpverify.discrete_gaussian``,
+  CKS Algorithm 3, integer arithmetic), sigma^2 an integer. Central (CDP-DPE): the analyzer adds
+  one vector to the sum of the n codes; local (LDP-DPE): each client adds its own to its code.
+  *A decodes*: (integer sum) * B / (g n), post-processing of an integer vector.
+- *Accounting, as executed*: the mechanism is ``accounting``'s
+  :class:`~accounting._mechanisms.DiscreteGaussianVector` (sigma^2, Delta = 2g, d = s): exact
+  Renyi curve, tight zCDP rho = s (2g)^2 / (2 sigma^2) (CKS 2020), and a certified (eps, delta)
+  profile (the corner of the box dominates; the loss depends on the sum of the coordinates, whose
+  law is the one-dimensional discrete Gaussian of variance s sigma^2 up to a certified factor; see
+  that module). Each phase is charged ``ApproxDP(eps_l, delta)`` with eps_l that certified epsilon
+  (as SDP-DPE's phases are): the ledger's own conversion of a mechanism goes through its Renyi
+  curve, which at the paper's delta = 0.25 costs 15-32% more noise than the exact profile. The
+  charge's label names the mechanism, its sigma^2, Delta and grid.
+- *Choice of g and sigma^2.* With z the analytic-Gaussian noise multiplier of the idealised version
+  (below), g = max(1, floor(sqrt(T / s) / (2 z))) and sigma^2 the least integer >= (2 g z)^2 s
+  whose certified eps_l meets the target (one or two certified evaluations: the discrete
+  Gaussian's profile is the continuous one's to ~1e-7), with T = SIGMA2_TARGET = 10^8 for the
+  central sum and T = 10^8 / 2^ceil(log2 n) for each local client (so the n clients' summed noise
+  is in range too). Then sigma^2 ~ T grid steps^2 per coordinate, inside the exact sampler's range
+  (sigma^2 < 2e8), and the rounding's variance is a fraction n / (4 sigma^2) of the central noise's
+  (<= n / 4e8: 5.4e-5 at the largest phase of a T = 1e6 run, n = 21,619) and 1 / (4 sigma^2) of a
+  local message's (8.3e-5 there, sigma^2 = 3,012..3,051). With sigma^2 rounded up to an integer (at
+  most 1/sigma^2 more variance), the released average's sd is the idealised one's to 1e-4
+  (central) and 2.1e-4 (local) at every phase of such a run, with the same z up to 1e-6, and the
+  regret is the idealised mechanism's within Monte Carlo noise (REPRODUCTION.md, "Float-safe vs
+  idealised").
+
+**Idealised (explicit choice, ``noise="idealised"``): :class:`CentralGaussianIdealised`,
+:class:`LocalGaussianIdealised`** — the paper's float Gaussians, kept to reproduce its figures.
+*Not DP in floating point* (numpy ``rng.normal``); every record they produce says so.
+Central (CDP-DPE, eq. (4)): R and S are identities; A returns the average plus N(0, sigma_nc^2 I_s):
+the Gaussian mechanism on a query of sensitivity Delta_avg, charged as ``accounting``
+``Gaussian(sigma_nc, Delta_avg)``. Local (LDP-DPE, eq. (5)): each client's R adds N(0, sigma_nl^2 I_s)
+to its own report, charged as ``Gaussian(sigma_nl, Delta_loc)`` (an LDP guarantee); A averages.
+The former names ``CentralGaussian`` and ``LocalGaussian`` still refer to these two classes.
 
 The constants inside the paper's O(.): the paper sets sigma_nc = O(B sqrt(d ln(1/delta)) /
 (eps |U_l|)) and sigma_nl = O(B sqrt(d ln(1/delta)) / eps). We take sigma = z Delta with the
@@ -30,9 +73,11 @@ so the ledger composes the phases in parallel and each user spends one phase's g
 
 The width term sigma_n of eq. (3) is Theorem 2's: central 2 sigma_nc sqrt(S d), local
 2 sigma_nl sqrt(S d / |U_l|) (:meth:`VectorProtocol.paper_width_sd`). :meth:`VectorProtocol.noise_sd`
-is the actual per-coordinate sd of the noise in the released average (sigma_nc, or
-sigma_nl / sqrt(n)); the runner's ``privacy_width="exact"`` option uses it to compute the exact sd
-of the noise's effect on <theta_l, x> instead of Theorem 2's bound.
+is the per-coordinate sd of the noise in the released average (sigma_nc, or sigma_nl / sqrt(n));
+for the float-safe versions it is the sub-Gaussian variance proxy of the discrete noise plus the
+rounding errors (a discrete Gaussian is sigma^2-sub-Gaussian, CKS 2020; a rounding error is a
+centred variable in an interval of length 1, 1/4-sub-Gaussian by Hoeffding), so eq. (3) keeps
+its sub-Gaussian justification. The runner's ``privacy_width="exact"`` option uses it.
 
 A :class:`VectorPrivatizer` mirrors the scalar ``dpverify._privatizer.Privatizer``: it holds a
 protocol, an ``accounting.Ledger`` and its own random stream; :meth:`VectorPrivatizer.release_mean`
@@ -52,23 +97,31 @@ from typing import Any
 import numpy as np
 from flint import arb
 
-from accounting import Calibration, calibrate
+from accounting import ApproxDP, Calibration, Gaussian, calibrate
 from accounting._certified import exact, upper_float, working_precision
+from accounting._mechanisms import DiscreteGaussianVector
+from accounting._mechanisms._discrete_gaussian_vector import sum_total_variation
 from accounting._validation import AccountingError, check_positive, check_probability
 
 from ..._privatizer import AccountedReleaser
+from ..._samplers import discrete_gaussian, discrete_gaussian_range
 from ._design import support_bound
 
-from accounting import Gaussian
-
 __all__ = [
+    "CentralDiscreteGaussian",
     "CentralGaussian",
+    "CentralGaussianIdealised",
+    "GridNoise",
+    "LocalDiscreteGaussian",
     "LocalGaussian",
+    "LocalGaussianIdealised",
+    "SIGMA2_TARGET",
     "NonPrivateAggregator",
     "VectorPrivatizer",
     "VectorProtocol",
     "VectorRelease",
     "calibrate_noise_multiplier",
+    "grid_noise",
     "l2_sensitivity",
 ]
 
@@ -113,8 +166,10 @@ class VectorRelease:
 class VectorProtocol(ABC):
     """A private protocol for the average of n report vectors in [-B, B]^s."""
 
-    #: "central" or "local"
+    #: "central", "local" or "shuffle"
     model: str = "protocol"
+    #: "float-safe" (DP as executed) or "idealised" (float noise: not DP in floating point)
+    implementation: str = "float-safe"
 
     def __init__(self, epsilon: float, delta: float, reward_bound: float) -> None:
         check_positive("reward_bound", reward_bound)
@@ -126,11 +181,19 @@ class VectorProtocol(ABC):
 
     @abstractmethod
     def guarantee(self, n: int, s: int) -> Any:
-        """The per-user guarantee of one release to n clients with s-vectors (an ``accounting`` mechanism)."""
+        """What the ledger is charged for one release to n clients with s-vectors (per user)."""
+
+    def mechanism(self, n: int, s: int) -> Any:
+        """The ``accounting`` mechanism of one release as executed (what the auditor tests)."""
+        return self.guarantee(n, s)
+
+    def charge_label(self, n: int, s: int) -> str:
+        """How the ledger's record names the implementation of a release."""
+        return self.implementation
 
     @abstractmethod
     def noise_sd(self, n: int, s: int) -> float:
-        """The per-coordinate sd of the noise in the released average."""
+        """The per-coordinate sd (sub-Gaussian proxy) of the noise in the released average."""
 
     @abstractmethod
     def paper_width_sd(self, n: int, s: int, d: int) -> float:
@@ -143,6 +206,7 @@ class VectorProtocol(ABC):
     def describe(self) -> dict:
         return {
             "model": self.model,
+            "implementation": self.implementation,
             "epsilon": self.epsilon,
             "delta": self.delta,
             "reward_bound": self.reward_bound,
@@ -151,16 +215,26 @@ class VectorProtocol(ABC):
         }
 
 
-class CentralGaussian(VectorProtocol):
-    """CDP-DPE (eq. (4)): the analyzer adds N(0, sigma_nc^2) per coordinate to the average."""
+IDEALISED_NOTE = "idealised: not DP in floating point (numpy float Gaussian noise, Mironov 2012)"
+
+
+class CentralGaussianIdealised(VectorProtocol):
+    """CDP-DPE (eq. (4)) as the paper states it: the analyzer adds float N(0, sigma_nc^2) per coordinate.
+
+    Idealised: not DP in floating point. Use :class:`CentralDiscreteGaussian` for a private run.
+    """
 
     model = "central"
+    implementation = "idealised"
 
     def sigma(self, n: int, s: int) -> float:
         return _scaled_up(self.noise_multiplier, l2_sensitivity(self.reward_bound, s, n))
 
     def guarantee(self, n: int, s: int) -> Any:
         return Gaussian(self.sigma(n, s), l2_sensitivity(self.reward_bound, s, n))
+
+    def charge_label(self, n: int, s: int) -> str:
+        return IDEALISED_NOTE
 
     def noise_sd(self, n: int, s: int) -> float:
         return self.sigma(n, s)
@@ -172,21 +246,29 @@ class CentralGaussian(VectorProtocol):
         n, s = reports.shape
         return reports.mean(axis=0) + rng.normal(0.0, self.sigma(n, s), size=s)
 
+    def describe(self) -> dict:
+        return {**super().describe(), "note": IDEALISED_NOTE}
 
-class LocalGaussian(VectorProtocol):
-    """LDP-DPE (eq. (5)): every client adds N(0, sigma_nl^2) per coordinate; the analyzer averages.
 
+class LocalGaussianIdealised(VectorProtocol):
+    """LDP-DPE (eq. (5)) as the paper states it: every client adds float N(0, sigma_nl^2); the analyzer averages.
+
+    Idealised: not DP in floating point. Use :class:`LocalDiscreteGaussian` for a private run.
     ``path="aggregate"`` draws the sum of the n clients' noises as one N(0, n sigma_nl^2) per
     coordinate: the same law (a sum of independent Gaussians), recorded as such in results.
     """
 
     model = "local"
+    implementation = "idealised"
 
     def sigma(self, s: int) -> float:
         return _scaled_up(self.noise_multiplier, l2_sensitivity(self.reward_bound, s, 1))
 
     def guarantee(self, n: int, s: int) -> Any:
         return Gaussian(self.sigma(s), l2_sensitivity(self.reward_bound, s, 1))
+
+    def charge_label(self, n: int, s: int) -> str:
+        return IDEALISED_NOTE
 
     def noise_sd(self, n: int, s: int) -> float:
         return self.sigma(s) / math.sqrt(n)
@@ -201,6 +283,194 @@ class LocalGaussian(VectorProtocol):
             noisy = reports + rng.normal(0.0, sigma, size=(n, s))  # R at each client
             return noisy.mean(axis=0)  # S identity, A averages
         return (reports.sum(axis=0) + rng.normal(0.0, sigma * math.sqrt(n), size=s)) / n
+
+    def describe(self) -> dict:
+        return {**super().describe(), "note": IDEALISED_NOTE}
+
+
+#: The former names of the idealised classes (kept so existing code keeps importing them).
+CentralGaussian = CentralGaussianIdealised
+LocalGaussian = LocalGaussianIdealised
+
+#: Per-coordinate sigma^2 the float-safe grid aims at: ~10^4 grid steps, inside the exact
+#: discrete Gaussian sampler's range (sigma^2 < 2e8, ``dpverify._samplers.discrete_gaussian_range``).
+#: The local model aims at SIGMA2_TARGET / 2^ceil(log2 n) per client, so that the n clients' summed
+#: noise, n sigma^2 <= SIGMA2_TARGET, is also in range (the aggregate path draws it at once).
+SIGMA2_TARGET = 10**8
+#: The aggregate path draws the n clients' summed discrete Gaussians as one N_Z(0, n sigma^2) only
+#: when the certified total variation between the two laws is below this (the sampler's own
+#: truncation bound, ``dpverify._samplers.DG_TRUNCATION_LOG2_TV``); else it draws per client.
+AGGREGATE_MAX_TV = 2.0**-100
+
+
+@dataclass(frozen=True)
+class GridNoise:
+    """The float-safe parameters of one support size s: grid g, integer sigma^2, the certified eps."""
+
+    grid: int
+    sigma2: int
+    epsilon: float
+
+    @property
+    def sensitivity(self) -> int:
+        """The box sensitivity of a code (and of a sum of codes) per coordinate: 2g."""
+        return 2 * self.grid
+
+
+@functools.lru_cache(maxsize=1024)
+def grid_noise(epsilon: float, delta: float, noise_multiplier: float, s: int, sigma2_target: int = SIGMA2_TARGET) -> GridNoise:
+    """g and sigma^2 for support size s (module docstring, "Choice of g and sigma^2"), certified.
+
+    g = max(1, floor(sqrt(sigma2_target / s) / (2z))); sigma^2 starts at ceil((2 g z)^2 s) and grows
+    by 2^-20 relative steps until the certified eps of ``DiscreteGaussianVector(sigma^2, 2g, s)`` at
+    ``delta`` is <= ``epsilon``.
+    """
+    s = _check_support(s)
+    g = max(1, int(math.sqrt(sigma2_target / s) / (2.0 * noise_multiplier)))
+    sigma2 = math.ceil((2 * g * noise_multiplier) ** 2 * s * (1 + 1e-12))
+    for _ in range(64):
+        _check_sampler_range(epsilon, sigma2)
+        achieved = DiscreteGaussianVector(sigma2, 2 * g, s).epsilon(delta)
+        if achieved <= epsilon:
+            return GridNoise(g, sigma2, achieved)
+        sigma2 += max(1, sigma2 >> 20)
+    raise AccountingError("epsilon", epsilon, f"a target the discrete Gaussian reaches near sigma^2 = {sigma2} (s = {s}, delta = {delta})")
+
+
+def _check_support(s: Any) -> int:
+    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
+        raise AccountingError("s", s, "an integer >= 1 (the support size)")
+    return int(s)
+
+
+def _check_sampler_range(epsilon: float, sigma2: int) -> None:
+    try:
+        discrete_gaussian_range(sigma2)
+    except AccountingError:
+        raise AccountingError(
+            "epsilon", epsilon, "a target whose discrete Gaussian fits the exact sampler's range (sigma^2 < 2e8 grid steps^2 at g = 1)",
+            f"sigma^2 = {sigma2} needed",
+        ) from None
+
+
+class _DiscreteGaussianGrid(VectorProtocol):
+    """The float-safe privatizers' shared part: the grid, the rounding, the noise law, the accounting."""
+
+    implementation = "float-safe"
+
+    def sigma2_target(self, n: int) -> int:
+        """The per-coordinate sigma^2 the grid aims at for a release to n clients."""
+        return SIGMA2_TARGET
+
+    def grid_noise(self, n: int, s: int) -> GridNoise:
+        return grid_noise(self.epsilon, self.delta, self.noise_multiplier, int(s), self.sigma2_target(int(n)))
+
+    def mechanism(self, n: int, s: int) -> DiscreteGaussianVector:
+        params = self.grid_noise(n, s)
+        return DiscreteGaussianVector(params.sigma2, params.sensitivity, int(s))
+
+    def guarantee(self, n: int, s: int) -> ApproxDP:
+        return ApproxDP(self.grid_noise(n, s).epsilon, self.delta)
+
+    def charge_label(self, n: int, s: int) -> str:
+        p = self.grid_noise(n, s)
+        where = "the sum of the codes (analyzer)" if self.model == "central" else "each client's code"
+        return (f"float-safe: exact discrete Gaussian N_Z(0, {p.sigma2}) on {where}, grid B/{p.grid}, "
+                f"DiscreteGaussianVector(sigma2={p.sigma2}, Delta=2g={p.sensitivity}, d={int(s)}), certified eps {p.epsilon!r}")
+
+    def encode(self, reports: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """R's encoder: randomised rounding of y g / B to {-g, ..., g} (int64), one coin per coordinate."""
+        g = self.grid_noise(*reports.shape).grid
+        scaled = np.clip(reports * (g / self.reward_bound), -g, g)  # float rounding cannot leave the box
+        floor = np.floor(scaled)
+        return (floor + (rng.random(scaled.shape) < scaled - floor)).astype(np.int64)
+
+    def _decode(self, total: np.ndarray, n: int, s: int) -> np.ndarray:
+        return total * (self.reward_bound / (self.grid_noise(n, s).grid * n))
+
+    def describe(self) -> dict:
+        return {
+            **super().describe(),
+            "note": "float-safe: DP as executed (integer codes on the grid B/g, exact discrete Gaussian noise)",
+            "grid_rule": f"g = max(1, floor(sqrt(T / s) / (2 z))), T = {SIGMA2_TARGET:.0e} (central) or {SIGMA2_TARGET:.0e} / 2^ceil(log2 n) (local); "
+                         "sigma^2 the least integer >= (2 g z)^2 s meeting eps",
+            "accounting": "DiscreteGaussianVector(sigma^2, 2g, s): certified (eps, delta) per phase, charged as ApproxDP",
+        }
+
+
+class CentralDiscreteGaussian(_DiscreteGaussianGrid):
+    """CDP-DPE, float-safe (the default): codes summed, exact N_Z(0, sigma^2) added to the sum per coordinate."""
+
+    model = "central"
+
+    def noise_sd(self, n: int, s: int) -> float:
+        p = self.grid_noise(n, s)
+        return math.sqrt(p.sigma2 + n / 4.0) * self.reward_bound / (p.grid * n)
+
+    def paper_width_sd(self, n: int, s: int, d: int) -> float:
+        return 2.0 * self.noise_sd(n, s) * math.sqrt(support_bound(d) * d)
+
+    def release(self, reports: np.ndarray, rng: np.random.Generator, *, path: str) -> np.ndarray:
+        n, s = reports.shape
+        codes = self.encode(reports, rng)  # R at each client (S: identity)
+        total = codes.sum(axis=0) + discrete_gaussian(rng, self.grid_noise(n, s).sigma2, size=s)  # A: the noise on the sum
+        return self._decode(total, n, s)
+
+
+class LocalDiscreteGaussian(_DiscreteGaussianGrid):
+    """LDP-DPE, float-safe (the default): each client sends its code plus its own exact N_Z(0, sigma^2).
+
+    ``path="aggregate"`` draws the n clients' summed noise as one N_Z(0, n sigma^2) per coordinate
+    when the certified total variation between that law and the sum of n iid N_Z(0, sigma^2) is
+    below 2^-100 (``accounting``'s ``sum_total_variation``: the sum's pmf is the discrete Gaussian's
+    times a factor in [1/lambda, lambda]; at DP-DPE's sigma^2 >= 10^3, lambda - 1 < 10^-1000), the
+    bound the exact sampler already meets for its own truncation; otherwise it draws per client.
+    The per-client sigma^2 aims at SIGMA2_TARGET / 2^ceil(log2 n), so n sigma^2 stays in range.
+    """
+
+    model = "local"
+
+    def sigma2_target(self, n: int) -> int:
+        return max(1, SIGMA2_TARGET >> (int(n) - 1).bit_length())
+
+    def client_sd(self, n: int, s: int) -> float:
+        """sd (sub-Gaussian proxy) of one client's message noise, in reward units."""
+        p = self.grid_noise(n, s)
+        return math.sqrt(p.sigma2 + 0.25) * self.reward_bound / p.grid
+
+    def noise_sd(self, n: int, s: int) -> float:
+        return self.client_sd(n, s) / math.sqrt(n)
+
+    def paper_width_sd(self, n: int, s: int, d: int) -> float:
+        return 2.0 * self.client_sd(n, s) * math.sqrt(support_bound(d) * d / n)
+
+    def messages(self, reports: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """R at every client: its integer message, code plus N_Z(0, sigma^2) per coordinate (n, s)."""
+        n, s = reports.shape
+        return self.encode(reports, rng) + discrete_gaussian(rng, self.grid_noise(n, s).sigma2, size=(n, s))
+
+    def summed_noise_in_one_draw(self, n: int, s: int) -> bool:
+        """Whether the aggregate path draws the n clients' summed noise at once (class docstring)."""
+        sigma2 = self.grid_noise(n, s).sigma2
+        if sum_total_variation(sigma2, int(n)) > AGGREGATE_MAX_TV:
+            return False
+        try:
+            discrete_gaussian_range(int(n) * sigma2)
+        except AccountingError:
+            return False
+        return True
+
+    def release(self, reports: np.ndarray, rng: np.random.Generator, *, path: str) -> np.ndarray:
+        n, s = reports.shape
+        if path == "per-user":
+            return self._decode(self.messages(reports, rng).sum(axis=0), n, s)  # S identity, A sums
+        codes = self.encode(reports, rng)
+        sigma2 = self.grid_noise(n, s).sigma2
+        if self.summed_noise_in_one_draw(n, s):
+            noise = discrete_gaussian(rng, n * sigma2, size=s)
+        else:
+            noise = discrete_gaussian(rng, sigma2, size=(n, s)).sum(axis=0)
+        return self._decode(codes.sum(axis=0) + noise, n, s)
 
 
 def _check_reports(reports: Any, bound: float) -> np.ndarray:
@@ -219,13 +489,14 @@ class VectorPrivatizer(AccountedReleaser):
 
     __slots__ = ()
     protocol_type = VectorProtocol
-    protocol_name = "a VectorProtocol (CentralGaussian or LocalGaussian)"
+    protocol_name = "a VectorProtocol (CentralDiscreteGaussian, LocalDiscreteGaussian, their ...Idealised versions, ShuffleBits)"
 
     def release_mean(self, reports: Any, participants: range | np.ndarray | None, *, label: str = "") -> VectorRelease:
         """Charge the ledger for this phase, then return the protocol's private estimate of the mean report."""
         array = _check_reports(reports, self._protocol.reward_bound)
         n, s = array.shape
-        self._charge(self._protocol.guarantee(n, s), participants, n, label)
+        note = self._protocol.charge_label(n, s)
+        self._charge(self._protocol.guarantee(n, s), participants, n, f"{label} [{note}]" if label else note)
         estimate = self._protocol.release(array, self._rng, path=self._path)
         return VectorRelease(estimate, n, self._path)
 

@@ -5,6 +5,9 @@ instance, seeds, run_index)`` with its ``RunConfig``; the DP-DPE-specific option
 ``config.extra``: ``alpha`` (0.8), ``privacy_width`` ("paper"), ``beta`` (1/(kT)),
 ``clients_per_phase`` (dpe-fixedu; default from the same-seed DPE run). ``config.delta`` is the
 delta of (eps, delta) (the paper's Fig. 2 uses 0.25; the registry's default is 1e-6).
+``config.noise`` ("float-safe", the default, or "idealised": the paper's float Gaussians, not DP
+in floating point) selects CDP-DPE's and LDP-DPE's privatizers (read with a default, so a
+``RunConfig`` without the field runs the float-safe ones).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ _EXTRA = ("alpha", "privacy_width", "beta", "clients_per_phase")
 
 LINEAR_ALGORITHMS = {
     "dpe": "DPE: DP-DPE without privacy (Li, Zhou & Ji, Algorithm 1 with sigma_n = 0)",
-    "cdp-dpe": "CDP-DPE: central Gaussian noise on the clients' average, (eps, delta)-DP",
-    "ldp-dpe": "LDP-DPE: each client adds Gaussian noise, (eps, delta)-LDP",
+    "cdp-dpe": "CDP-DPE: central discrete Gaussian noise on the clients' grid-encoded sum, (eps, delta)-DP as executed (--noise idealised: the paper's float Gaussian)",
+    "ldp-dpe": "LDP-DPE: each client adds discrete Gaussian noise to its grid-encoded report, (eps, delta)-LDP as executed (--noise idealised: float)",
     "dpe-fixedu": "DPE-FixedU: DPE with a fixed number of clients per phase, same communication",
     "sdp-dpe": "SDP-DPE: bit-message vector summation through a shuffler, (eps, delta)-SDP, exactly accounted",
 }
@@ -55,6 +58,7 @@ def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) ->
         privacy_width=extra.get("privacy_width", "paper"),
         path=config.path,
         checkpoints=config.checkpoint_count,
+        noise=getattr(config, "noise", "float-safe"),
     )
     result = run_linear(algorithm, instance, config.seed, dpe_config, run_index=run_index, streams=seeds)
     ledger = ledger_summary(
@@ -63,11 +67,7 @@ def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) ->
         path=result.path,
         bits_per_user=result.communication["bits_per_user_max"],
         protocol=algorithm,
-        notes=(
-            "s-fold composition of Binomial(n k, 1/2) (sensitivity 1) per phase, exact PLD; bit messages; fresh clients per phase"
-            if algorithm == "sdp-dpe"
-            else "Gaussian mechanism on clipped report vectors (l2 sensitivity 2B sqrt(s)/n central, 2B sqrt(s) local); fresh clients per phase"
-        ),
+        notes=_ledger_note(algorithm, dpe_config.noise),
     )
     return RunRecord(
         run_index=run_index,
@@ -79,6 +79,17 @@ def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) ->
         instance=result.instance,
         extra={"config": result.config, "communication": result.communication, "phases": result.phases, "privacy": {k: v for k, v in result.privacy.items() if k != "ledger"}, "clients": result.clients},
     )
+
+
+def _ledger_note(algorithm: str, noise: str) -> str:
+    if algorithm == "sdp-dpe":
+        return "s-fold composition of Binomial(n k, 1/2) (sensitivity g) per phase, exact PLD; bit messages; fresh clients per phase"
+    if noise == "idealised":
+        return ("idealised: not DP in floating point (numpy float Gaussian noise); Gaussian mechanism on clipped report vectors "
+                "(l2 sensitivity 2B sqrt(s)/n central, 2B sqrt(s) local); fresh clients per phase")
+    return ("float-safe: report vectors encoded on the integer grid B/g (randomised rounding, box sensitivity 2g per coordinate), "
+            "exact discrete Gaussian noise (central: on the sum; local: per client); each phase charged the certified (eps, delta) "
+            "of DiscreteGaussianVector(sigma^2, 2g, s); fresh clients per phase")
 
 
 def register() -> bool:
