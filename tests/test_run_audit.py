@@ -1,0 +1,143 @@
+"""Transcripts of whole runs (issue 24): they come from the run's own code path.
+
+- :func:`release_views` with one repetition makes exactly the draws of the protocol's
+  ``estimate_sum`` (same estimate, same generator state after): recording a run changes nothing.
+- The lockstep engine, given the plain runner's per-arm streams, reproduces the plain runner's
+  recorded transcript bit for bit (server and public view) and its ledger's charges, for every
+  runner family, on tables that make arms eliminated, with unique and with returning users.
+- With many runs per call (a shared stream) the engine draws the same law as the plain runner:
+  a two-sample chi-square test on the public view, with a wrong variant the same test rejects.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpverify._bandits._builtin import dp_se_setup, se_setup
+from dpverify._bandits._runner import RunConfig, seed_streams
+from dpverify._bandits._transcripts import EliminationEngine, TableInstance, release_views
+from dpverify._protocols import DistributedProtocol, central_laplace_protocol
+
+SE_ALGORITHMS = ("dist-dp-se", "dist-rdp-se", "dist-cdp-se", "cdp-se", "ldp-se")
+
+
+def _engine(algorithm: str, table: np.ndarray, horizon: int, *, population: int | None = None, max_returns: int | None = None, epsilon: float = 1.0):
+    instance = TableInstance.from_table(table, population)
+    config = RunConfig(algorithm, instance, horizon, epsilon=epsilon, population=population, max_returns=max_returns)
+    if algorithm == "dp-se":
+        setup = dp_se_setup(config, instance)
+        return EliminationEngine.from_setup(setup, dp_se_epsilon=epsilon), setup, epsilon
+    setup, _ = se_setup(config, instance)
+    return EliminationEngine.from_setup(setup), setup, None
+
+
+def _gap_table(users: int, arms: int, rng: np.random.Generator, gap: float) -> np.ndarray:
+    """Rewards uniform in a band of width 0.3; arm 0's band ``gap`` above the others' (arms get eliminated)."""
+    table = 0.35 + 0.3 * rng.random((users, arms)) - gap / 2
+    table[:, 0] += gap
+    return np.clip(table, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("kind", ["dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp", "dp-se"])
+def test_release_views_makes_the_draws_of_estimate_sum(kind: str) -> None:
+    """Deterministic: for 20 reward vectors, one recorded release equals estimate_sum on a copy of
+    the same generator (estimate and the generator's state after), so recording a run is the run."""
+    protocol = central_laplace_protocol(1.0) if kind == "dp-se" else DistributedProtocol(kind, Fraction(1), 0.1, 10.0 if kind in ("dist-rdp", "dist-cdp") else 1.0, 1e-3)
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        x = rng.random(int(rng.integers(1, 40)))
+        a = np.random.default_rng(trial)
+        b = np.random.default_rng(trial)
+        views, estimates = release_views(protocol, x, a, 1)
+        assert estimates.shape == (1,)
+        assert estimates[0] == protocol.estimate_sum(x, b)
+        assert a.bit_generator.state == b.bit_generator.state
+        if kind == "ldp":
+            assert views.shape == (1, x.size)  # every user's message: the local model's server view
+        else:
+            assert views.shape == (1,)
+
+
+@pytest.mark.parametrize("algorithm", SE_ALGORITHMS + ("dp-se",))
+def test_engine_reproduces_the_plain_runner(algorithm: str) -> None:
+    """Deterministic: 12 seeds on a table where arms get eliminated; the engine with the plain
+    runner's streams gives the plain runner's own recorded transcript, and its ledger the runner's charges."""
+    # sizes where the radius falls below the gap: DP-SE's epochs are long, LDP-SE's radius wide
+    horizon, arms, gap = {"dp-se": (9000, 3, 0.25), "ldp-se": (2100, 2, 0.9)}.get(algorithm, (1100, 3, 0.6))
+    table = _gap_table(horizon, arms, np.random.default_rng(11), gap)
+    engine, setup, eps = _engine(algorithm, table, horizon)
+    eliminated = 0
+    for r in range(12):
+        seeds = seed_streams(5, r)
+        record, transcript = engine.plain_run(setup, table, seeds, eps)
+        want = engine.flatten(record, transcript)
+        from accounting import Ledger
+
+        ledger = Ledger(setup.budget)
+        got = engine.run(table, engine.plain_streams(seeds), 1, ledger=ledger)
+        np.testing.assert_array_equal(got["server"][0], want["server"])
+        np.testing.assert_array_equal(got["public"][0], want["public"])
+        plain = transcript.ledger.charges
+        assert [(c.guarantee, c.label) for c in ledger.charges] == [(c.guarantee, c.label) for c in plain]
+        assert all(list(a.participants) == list(b.participants) for a, b in zip(ledger.charges, plain))
+        eliminated += int((want["public"] > 0).sum())
+    assert eliminated >= 6  # the comparison covers the elimination rule, not only the releases
+
+
+def test_engine_reproduces_returning_users() -> None:
+    """Deterministic: a population of 512 users returning round-robin (rows t mod 512), 8 seeds."""
+    horizon, population = 1000, 512
+    table = _gap_table(population, 2, np.random.default_rng(2), 0.6)
+    engine, setup, _ = _engine("dist-dp-se", table, horizon, population=population, max_returns=2)
+    for r in range(8):
+        seeds = seed_streams(9, r)
+        record, transcript = engine.plain_run(setup, table, seeds)
+        want = engine.flatten(record, transcript)
+        got = engine.run(table, engine.plain_streams(seeds), 1)
+        np.testing.assert_array_equal(got["server"][0], want["server"])
+        np.testing.assert_array_equal(got["public"][0], want["public"])
+    # a user takes part in several releases, and the runner's ledger says so
+    assert transcript.ledger.max_charges_per_user() == 2
+
+
+def _public_counts(rows: np.ndarray, categories: list[tuple[int, ...]]) -> np.ndarray:
+    index = {c: i for i, c in enumerate(categories)}
+    counts = np.zeros(len(categories), dtype=np.int64)
+    for row in map(tuple, rows.tolist()):
+        counts[index[row]] += 1
+    return counts
+
+
+def test_engine_draws_the_plain_runners_law() -> None:
+    """Two-sample chi-square test (alpha = 1e-3) of the public view (each arm's elimination batch):
+    400 plain runs against 20,000 engine runs from one shared stream, on a table whose decisions
+    sit at their threshold (elimination probabilities strictly between 0 and 1). False-alarm rate
+    about 1e-3 (the chi-square approximation, categories pooled to expected counts >= 5); the same
+    test on the engine with its radius shrunk by 5% (a wrong elimination rule) must reject."""
+    horizon = 1100
+    base, setup, _ = _engine("dist-dp-se", np.zeros((horizon, 2)), horizon)
+    placement = next(p for p in base.placements() if p.batch == 8 and p.arm == 0)
+    table, _ = base.threshold_tables(placement, (0.0, 1.0))[1]
+    engine, setup, _ = _engine("dist-dp-se", table, horizon)
+    plain = np.array([engine.flatten(*engine.plain_run(setup, table, seed_streams(21, r)))["public"] for r in range(400)])
+    batched = engine.run(table, engine.streams(np.random.default_rng(4)), 20_000)["public"]
+    wrong_engine = EliminationEngine(engine.name, engine.protocol, engine.arms, engine.horizon, engine.schedule, engine.radius * 0.95)
+    wrong = wrong_engine.run(table, wrong_engine.streams(np.random.default_rng(4)), 20_000)["public"]
+
+    def p_value(sample: np.ndarray) -> float:
+        categories = sorted(set(map(tuple, plain.tolist())) | set(map(tuple, sample.tolist())))
+        a, b = _public_counts(plain, categories), _public_counts(sample, categories)
+        expected = (a + b) * plain.shape[0] / (plain.shape[0] + sample.shape[0])
+        keep = expected >= 5
+        a = np.append(a[keep], a[~keep].sum())
+        b = np.append(b[keep], b[~keep].sum())
+        used = (a + b) > 0
+        return float(stats.chi2_contingency(np.stack([a[used], b[used]]))[1])
+
+    assert 0.05 < (plain[:, 1] > 0).mean() < 0.95  # the decision is random: the test has something to see
+    assert p_value(batched) > 1e-3
+    assert p_value(wrong) < 1e-3
