@@ -13,7 +13,8 @@ Two views of a run, the outputs a run audit tests (``dpverify._audit._runs``):
   user's message (LDP-SE: the local model's server sees each report), the noisy sum (DP-SE);
   ``-1`` in a slot where nothing was released (the arm was eliminated, the run ended);
 - the **public view**: the batch in which each arm was eliminated (0: never). The arm
-  recommended to every user is a function of it (the schedule is public), and vice versa.
+  recommended to every user is a function of it (the schedule is public), and vice versa;
+- the **transcript**: both side by side (a witness event then says which one it reads).
 
 Same code path as the run (``shared/DESIGN.md``, "Transcripts"). The plain runner records its own
 transcript: :class:`Transcript` is attached to the run's privatizers (``Privatizer.record_to``)
@@ -64,8 +65,8 @@ __all__ = [
     "user_rows",
 ]
 
-#: the two views of a run
-VIEWS = ("server", "public")
+#: the views of a run: the server's, the public's, and both side by side (the adversary's whole view)
+VIEWS = ("server", "public", "transcript")
 #: the value of a server-view slot where nothing was released
 NOT_RELEASED = -1
 
@@ -272,7 +273,16 @@ class TranscriptEngine(ABC):
         if view not in VIEWS:
             raise AccountingError("view", view, f"one of {VIEWS}")
         array = check_table(table, self.arms_in_table, self.rows, self.low, self.high)
-        return self.run(array, self.streams(rng), int(size))[view]
+        out = self.run(array, self.streams(rng), int(size))
+        if view == "transcript":
+            return np.concatenate([out["server"], out["public"].astype(out["server"].dtype)], axis=1)
+        return out[view]
+
+    def labels(self, view: str) -> list[str]:
+        """:meth:`columns` of a view, the transcript's prefixed by the view each column belongs to."""
+        if view == "transcript":
+            return [f"server view: {c}" for c in self.columns("server")] + [f"public view: {c}" for c in self.columns("public")]
+        return [f"{view} view: {c}" for c in self.columns(view)]
 
     @property
     def arms_in_table(self) -> int:
@@ -479,8 +489,9 @@ class EliminationEngine(TranscriptEngine):
         """Constant-row tables (every user has reward mu_a on arm a) whose elimination decision at the
         placement's batch sits at its threshold 2 beta(b): in D (the changed user's row at
         ``extremes[0]``) the gap between the best arm's batch mean and the others' is
-        2 beta + c / l(b), c in {-1, -1/2, 0} when the changed user is on the best arm (her change to
-        ``extremes[1]`` widens the gap by about 1/l) and c in {0, 1/2, 1} when she is on a worse one."""
+        2 beta - 1/(2 l(b)) when the changed user is on the best arm (her change to ``extremes[1]``
+        widens it by (high - low)/l, across the threshold) and 2 beta + 1/(2 l) when she is on a
+        worse one (her change narrows it). Both sit within the noise of the threshold."""
         b, arm, K = placement.batch, placement.arm, self.arms
         n = int(self.schedule[b, K])
         beta = float(self.radius[b, K])
@@ -488,7 +499,7 @@ class EliminationEngine(TranscriptEngine):
         out = []
         if n < 2:
             return out
-        for changed_best, offsets in ((True, (-1.0, -0.5, 0.0)), (False, (0.0, 0.5, 1.0))):
+        for changed_best, offsets in ((True, (-0.5,)), (False, (0.5,))):
             for c in offsets:
                 gap = 2 * beta + c / n  # best batch mean minus the others', in D
                 if changed_best:
