@@ -141,3 +141,79 @@ def test_engine_draws_the_plain_runners_law() -> None:
     assert 0.05 < (plain[:, 1] > 0).mean() < 0.95  # the decision is random: the test has something to see
     assert p_value(batched) > 1e-3
     assert p_value(wrong) < 1e-3
+
+
+# ---- a run as an audit target --------------------------------------------------------------------
+
+from accounting import PureDP  # noqa: E402
+from dpverify._audit._runs import ChargeLog, RecordedGuarantee, audit_run, build_engine, run_pairs, run_target  # noqa: E402
+from dpverify._audit._suite import _planted_runs  # noqa: E402,F401  (registers the planted run variants)
+from dpverify._audit._suite._planted_runs import RawMeanElimination, ReturningCountedOnce  # noqa: E402
+
+
+def test_recorded_claim_is_what_the_ledger_charges() -> None:
+    """Deterministic: the claim is the worst user's composed charges: eps for unique users (the
+    plain runner's ledger spends exactly that), 2 eps for users returning once, and eps again
+    when the planted ledger charges a returning user once."""
+    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    table = np.full((1024, 2), 0.5)
+    target = run_target(engine, "server", placements=[(8, 0)])
+    claim = target.claim("pure")
+    _, setup, _ = _engine("dist-dp-se", table, 1024)
+    record, transcript = engine.plain_run(setup, table, seed_streams(0, 0))
+    assert claim == transcript.ledger.spent() == PureDP(1.0)
+    returning = EliminationEngine(engine.name, engine.protocol, 2, 1024, engine.schedule, engine.radius, population=512)
+    log = ChargeLog()
+    returning.run(np.full((512, 2), 0.5), returning.streams(np.random.default_rng(0)), 1, ledger=log)
+    assert RecordedGuarantee([log.charges]).pure() == PureDP(2.0)
+    counted_once = ReturningCountedOnce(engine.name, engine.protocol, 2, 1024, engine.schedule, engine.radius, population=512)
+    log = ChargeLog()
+    counted_once.run(np.full((512, 2), 0.5), counted_once.streams(np.random.default_rng(0)), 1, ledger=log)
+    assert RecordedGuarantee([log.charges]).pure() == PureDP(1.0)
+    rdp_engine = build_engine("dist-rdp-se", arms=2, horizon=256, epsilon=1.0)
+    rdp = run_target(rdp_engine, "public", placements=[(4, 1)]).claim("rdp")
+    released = [rdp_engine.protocol.guarantee(int(n)).rdp() for n in rdp_engine.schedule[1:, 2]]  # batches 2 .. 64, each user in one
+    for order in (1.5, 4.0, 32.0):
+        assert rdp(order) == pytest.approx(max(curve(order) for curve in released), rel=1e-12)
+
+
+def test_candidate_pairs_differ_in_one_user_at_the_threshold() -> None:
+    """Deterministic: every candidate changes exactly the placed user's row (0 on every arm in D,
+    1 in D'), and on it the batch-mean gap of her batch lies within 1/l of 2 beta on either side."""
+    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    pairs = run_pairs(engine, "public")
+    assert len(pairs) >= 6
+    for pair in pairs:
+        rows = np.flatnonzero(np.any(pair.d != pair.d_prime, axis=1))
+        assert rows.size == 1 and np.all(pair.d[rows[0]] == 0.0) and np.all(pair.d_prime[rows[0]] == 1.0)
+        place = next(p for p in engine.placements() if p.row == rows[0])
+        n, beta = int(engine.schedule[place.batch, 2]), float(engine.radius[place.batch, 2])
+        start = 2 * sum(int(engine.schedule[b, 2]) for b in range(1, place.batch))
+        for table in (pair.d, pair.d_prime):
+            means = [table[start + i * n:start + (i + 1) * n, i].mean() for i in range(2)]
+            assert abs(abs(means[0] - means[1]) - 2 * beta) <= 1.0 / n + 1e-12
+
+
+def test_event_descriptions_name_view_batch_and_arm() -> None:
+    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    server = run_target(engine, "server", placements=[(8, 0)])
+    assert server.describe_event("output[13] >= 392 [upper tail]") == "output[13] (server view: batch 7 arm 1) >= 392 [upper tail]"
+    public = run_target(engine, "public", placements=[(8, 0)])
+    text = public.describe_event("output == (0, 7) [singleton]")
+    assert "arm 1's elimination batch (0: never) = 7" in text and "arm 0's elimination batch (0: never) = 0" in text
+
+
+def test_run_audit_holds_for_the_runner_and_catches_an_un_noised_elimination() -> None:
+    """Statistical, seed 1, alpha = 1e-3 per audit: Dist-DP-SE's public view on the searched
+    threshold tables holds its recorded 1-DP claim (a false alarm has probability <= 1e-3); the
+    planted variant whose elimination reads the raw batch means is reported violated (its
+    decision flips deterministically with the placed user: the bound is limited only by the sample)."""
+    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    report = audit_run(run_target(engine, "public"), samples=20_000, seed=1, alpha=1e-3, learned=False)
+    assert report.passed
+    assert 0.1 < report.worst().lower_bound <= 1.0  # it sees the decision move, within the claim
+    planted = RawMeanElimination(engine.name, engine.protocol, 2, 1024, engine.schedule, engine.radius)
+    report = audit_run(run_target(planted, "public"), samples=20_000, seed=1, alpha=1e-3, learned=False)
+    worst = report.worst()
+    assert worst.violated and worst.lower_bound > 5.0
+    assert "public view" in worst.pair and "elimination batch" in worst.event
