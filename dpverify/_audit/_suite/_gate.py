@@ -80,8 +80,10 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
             kwargs["orders"] = spec.orders
         report = audit(c.mechanism, c.pairs, c.claim, samples=samples, alpha=audit_alpha, estimators=spec.estimators,
                        directions=spec.directions, log_pmf=c.log_pmf, executor="serial", seed=claim_seed(seed, spec.name),
-                       float_bits=spec.float_bits, **kwargs)
+                       float_bits=spec.float_bits, **kwargs, **c.audit_options)
         results = report.results
+        if c.describe_event is not None:
+            results = tuple(dataclasses.replace(res, event=c.describe_event(res.event)) for res in results)
         r = len(results)
         # the grid levels are claim-level; a result's level is the claim's times its share (1/R if even):
         # P[p <= l] <= sum over results of P[p_r <= share_r l] <= l

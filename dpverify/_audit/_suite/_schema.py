@@ -110,14 +110,17 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
     description = data.get("description", "")
     if not isinstance(description, str):
         raise SuiteError(path, "description", f"expected a string, got {description!r}")
-    from ._registry import TARGETS
+    from ._registry import TARGETS, prefixed_target
     from ._user import check_target_name, check_user_claim, is_user_target
 
     target = data.get("target")
     if target is None:
         raise SuiteError(path, "target", f"missing (one of: {', '.join(sorted(TARGETS))})")
-    user = isinstance(target, str) and is_user_target(target)
-    if user:
+    prefixed = isinstance(target, str) and prefixed_target(str(path), target) is not None  # e.g. "run:dist-dp-se"
+    user = isinstance(target, str) and not prefixed and is_user_target(target)
+    if prefixed:
+        pass
+    elif user:
         check_target_name(str(path), target)
     elif not isinstance(target, str) or target not in TARGETS:
         raise SuiteError(path, "target", f"unknown target {target!r} (one of: {', '.join(sorted(TARGETS))}; "
