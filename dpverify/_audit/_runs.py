@@ -213,6 +213,7 @@ def run_pairs(
 
 _OUTPUT = re.compile(r"output\[(\d+)\]")
 _ROW = re.compile(r"output == \(([-\d., ]+)\)")
+_COLUMNS_ROW = re.compile(r"output\[\[([\d, ]+)\]\] == \(([-\d., ]+)\)")
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,15 @@ class RunTarget:
                 return match.group(0)
             return f"{match.group(0)} ({'; '.join(f'{l} = {v}' for l, v in zip(labels, values))})"
 
-        named = _OUTPUT.sub(name, text)
+        def spell_columns(match: re.Match) -> str:
+            columns = [int(c) for c in match.group(1).split(",")]
+            values = [v.strip() for v in match.group(2).split(",")]
+            if len(values) != len(columns) or max(columns) >= len(labels):
+                return match.group(0)
+            return f"{match.group(0)} ({'; '.join(f'{labels[c]} = {v}' for c, v in zip(columns, values))})"
+
+        named = _COLUMNS_ROW.sub(spell_columns, text)
+        named = _OUTPUT.sub(name, named)
         if len(labels) <= 8:
             named = _ROW.sub(spell, named)
         if self.view != "public" and re.search(r"(?<![\d.])-1(?![\d.])", named):
