@@ -217,3 +217,79 @@ def test_run_audit_holds_for_the_runner_and_catches_an_un_noised_elimination() -
     worst = report.worst()
     assert worst.violated and worst.lower_bound > 5.0
     assert "public view" in worst.pair and "elimination batch" in worst.event
+
+
+# ---- the UCB and DPE families ---------------------------------------------------------------------
+
+from dpverify._bandits._builtin import ucb_setup  # noqa: E402
+from dpverify._bandits._transcripts_ucb import UCBEngine  # noqa: E402
+from dpverify._bandits.linear._transcripts import DPEEngine  # noqa: E402
+
+
+@pytest.mark.parametrize("algorithm", ["ucb1", "ldp-ucb-b", "ldp-ucb-bs", "ldp-ucb-l", "ldp-ucb-ls"])
+def test_ucb_engine_reproduces_the_plain_runner(algorithm: str) -> None:
+    """Deterministic: 8 seeds of run_ucb (chunk = 1) on a 3-arm table; the engine with the plain
+    streams gives every user's response and arm, ties broken by the same learner draws, and charges
+    the ledger as the runner does."""
+    horizon = 240
+    table = _gap_table(horizon, 3, np.random.default_rng(8), 0.2)
+    instance = TableInstance.from_table(table)
+    setup = ucb_setup(RunConfig(algorithm, instance, horizon, epsilon=None if algorithm == "ucb1" else 1.0), instance)
+    engine = UCBEngine.from_setup(setup)
+    for r in range(8):
+        seeds = seed_streams(13, r)
+        record, transcript, arms = engine.plain_run(setup, table, seeds)
+        want = engine.flatten(transcript, arms)
+        log = ChargeLog()
+        got = engine.run(table, engine.plain_streams(seeds), 1, ledger=log)
+        np.testing.assert_array_equal(got["server"][0], want["server"])
+        np.testing.assert_array_equal(got["public"][0], want["public"])
+        plain = transcript.ledger.charges if transcript.ledger is not None else []
+        assert [(c.guarantee, c.participants) for c in log.charges] == [(c.guarantee, c.participants) for c in plain]
+    assert len(set(want["public"].tolist())) == 3
+
+
+def test_dpe_engine_reproduces_the_plain_runner() -> None:
+    """Deterministic: 6 seeds of CDP-DPE (run_linear with the table as its clients) on 3 actions:
+    every phase's release, each action's elimination phase, the ledger's charges."""
+    engine = DPEEngine.for_circle("cdp-dpe", arms=3, horizon=1100, epsilon=1.0)
+    rng = np.random.default_rng(0)
+    table = np.clip(np.tile(engine.instance.actions @ np.array([0.9, 0.0]), (engine.rows, 1)) + 0.1 * rng.standard_normal((engine.rows, 3)), -1, 1)
+    eliminated = 0
+    for r in range(6):
+        result, transcript = engine.plain_run(table, 7, r)
+        want = engine.flatten(result, transcript)
+        log = ChargeLog()
+        got = engine.run(table, engine.plain_streams(7, r), 1, ledger=log)
+        np.testing.assert_array_equal(got["server"][0], want["server"])
+        np.testing.assert_array_equal(got["public"][0], want["public"])
+        assert [(c.guarantee, c.participants) for c in log.charges] == [(c.guarantee, c.participants) for c in transcript.ledger.charges]
+        eliminated += int((want["public"] > 0).sum())
+    assert eliminated >= 6
+
+
+def _chi2_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sample chi-square p-value of two integer samples, categories pooled to expected counts >= 5."""
+    values = np.union1d(a, b)
+    ca = np.array([(a == v).sum() for v in values])
+    cb = np.array([(b == v).sum() for v in values])
+    expected = (ca + cb) * min(a.size, b.size) / (a.size + b.size)
+    keep = expected >= 5
+    ca, cb = np.append(ca[keep], ca[~keep].sum()), np.append(cb[keep], cb[~keep].sum())
+    used = (ca + cb) > 0
+    return float(stats.chi2_contingency(np.stack([ca[used], cb[used]]))[1])
+
+
+def test_local_messages_of_many_runs_have_the_law_of_one_run_each() -> None:
+    """Two-sample chi-square (alpha = 1e-3 per user, Bonferroni over 3 users) between 20,000
+    one-run draws of LDP-SE's messages and one 20,000-run draw (``messages(reps=...)``), per user
+    (rewards 0, 0.3, 1). False-alarm rate <= 1e-3 (chi-square approximation); the same test
+    rejects a mis-shaped batch (rows read in the wrong order, users' messages mixed up)."""
+    protocol = DistributedProtocol("ldp", Fraction(1), 0.1, 1.0, 1e-3)
+    x = np.array([0.0, 0.3, 1.0])
+    one = np.stack([protocol.messages(x, np.random.default_rng(i)) for i in range(20_000)])
+    many = protocol.messages(x, np.random.default_rng(1), reps=20_000)
+    wrong = protocol.messages(x, np.random.default_rng(2), reps=20_000).reshape(-1).reshape(3, 20_000).T
+    assert many.shape == (20_000, 3)
+    assert min(_chi2_p(one[:, j], many[:, j]) for j in range(3)) > 1e-3 / 3
+    assert min(_chi2_p(one[:, j], wrong[:, j]) for j in range(3)) < 1e-3 / 3

@@ -35,9 +35,11 @@ import accounting as acc
 from accounting._ledger import Charge, _normalise_participants, _user_groups
 from accounting._validation import AccountingError
 
-from .._bandits._builtin import dp_se_setup, se_setup
+from .._bandits._builtin import dp_se_setup, se_setup, ucb_setup
 from .._bandits._runner import RunConfig
 from .._bandits._transcripts import NOT_RELEASED, VIEWS, EliminationEngine, Placement, TableInstance, TranscriptEngine
+from .._bandits._transcripts_ucb import UCBEngine
+from .._bandits.linear._transcripts import DPEEngine
 from ._audit import audit
 from ._neighbours import NeighbourPair
 from ._results import AuditReport
@@ -122,6 +124,22 @@ class RecordedGuarantee:
             total = parts[0].compose(*parts[1:])
             worst = total if worst is None or worst.rho < total.rho else worst
         return worst
+
+    def approx_dp(self, epsilon: float) -> acc.ApproxDP:
+        """(epsilon, delta(epsilon)) of the worst user: for users charged Gaussian mechanisms only, the
+        exact profile of their composition (one Gaussian of mu = sqrt(sum (Delta/sigma)^2), certified);
+        otherwise the RDP curve's conversion."""
+        from flint import arb
+
+        deltas = []
+        for group in self._groups:
+            if all(isinstance(g, acc.Gaussian) for g in group):
+                mu = sum((arb(float(g.sensitivity)) / arb(float(g.sigma))) ** 2 for g in group).sqrt()
+                deltas.append(acc.gdp_delta(mu, epsilon))
+            else:
+                curve = group[0].rdp() if len(group) == 1 else group[0].rdp().compose(*(g.rdp() for g in group[1:]))
+                deltas.append(acc.rdp_to_delta(curve, epsilon).delta)
+        return acc.ApproxDP(float(epsilon), max(deltas))
 
     def rdp(self) -> acc.RDP | None:
         curves = []
@@ -229,7 +247,10 @@ class RunTarget:
     def __post_init__(self) -> None:
         object.__setattr__(self, "mechanism", RunMechanism(self.engine, self.view))
 
-    def claim(self, form: str) -> Any:
+    def claim(self, form: str | tuple[str, float]) -> Any:
+        """The recorded guarantee in ``form``: "pure", "rdp", "zcdp", or ("approx", epsilon)."""
+        if isinstance(form, tuple) and form[0] == "approx":
+            return self.guarantee.approx_dp(form[1])
         value = {"pure": self.guarantee.pure, "rdp": self.guarantee.rdp, "zcdp": self.guarantee.zcdp}[form]()
         if value is None:
             raise AccountingError("form", form, "a form every charge of the run has (pure, rdp or zcdp)")
@@ -344,3 +365,30 @@ _SE = {
 }
 for _name, (_summary, _form, _float) in _SE.items():
     register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: elimination_engine(_n, **o), _form, _float))
+
+
+def ucb_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, **config: Any) -> UCBEngine:
+    """The engine of ``dpverify run --algorithm ALGORITHM`` for the LDP UCB family (its ``ucb_setup``)."""
+    instance = TableInstance.from_table(np.zeros((1, arms)))
+    run_config = RunConfig(algorithm, instance, horizon, epsilon=epsilon, **config).validate()
+    return UCBEngine.from_setup(ucb_setup(run_config, instance), name=algorithm)
+
+
+for _name, _summary, _float in (
+    ("ldp-ucb-b", "LDP-UCB-B (Ren et al.): every user's CTB bit, UCB1 index", False),
+    ("ldp-ucb-bs", "LDP-UCB-BS (Ren et al.): sigmoid + CTB", False),
+    ("ldp-ucb-l", "LDP-UCB-L (Ren et al.): CTL curator (float Laplace), Laplace index", True),
+    ("ldp-ucb-ls", "LDP-UCB-LS (Ren et al.): sigmoid + CTL (float Laplace)", True),
+):
+    register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: ucb_engine(_n, **o), "pure", _float))
+
+
+def dpe_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, delta: float = 1e-5, reward_bound: float = 1.0,
+               privacy_width: str = "exact", alpha: float = 0.8) -> DPEEngine:
+    """DP-DPE (``run_linear``) on ``arms`` actions evenly spaced on the unit circle, reports in [-B, B]."""
+    return DPEEngine.for_circle(algorithm, arms=arms, horizon=horizon, epsilon=epsilon, delta=delta, reward_bound=reward_bound,
+                                privacy_width=privacy_width, alpha=alpha)
+
+
+register_run_algorithm(RunAlgorithm("cdp-dpe", "CDP-DPE (Li, Zhou, Ji): central Gaussian on every phase's average report (float noise)",
+                                    lambda **o: dpe_engine("cdp-dpe", **o), "zcdp", True))

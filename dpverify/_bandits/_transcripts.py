@@ -96,11 +96,12 @@ def release_views(protocol: Any, rewards: Any, rng: np.random.Generator, reps: i
             if path != "per-user":
                 raise AccountingError("path", path, "'per-user' for ldp (every user's message is drawn)")
             m = protocol.parameters(n).m
-            views = np.empty((reps, n), dtype=np.int64)
-            sums = np.empty(reps, dtype=np.int64)
-            for r in range(reps):  # estimate_sum's own sequence: the messages, then their SecAgg sum
-                views[r] = protocol.messages(x, rng)
-                sums[r] = pk.secure_aggregate(views[r], m)
+            if reps == 1:  # estimate_sum's own sequence: the messages, then their SecAgg sum
+                views = protocol.messages(x, rng).reshape(1, n)
+                sums = np.array([pk.secure_aggregate(views[0], m)], dtype=np.int64)
+            else:  # many runs: every message of every run in one draw (the same law; tested)
+                views = protocol.messages(x, rng, reps=reps)
+                sums = views.sum(axis=1) % m if n * m < 2**62 else np.array([pk.secure_aggregate(v, m) for v in views], dtype=np.int64)
             return views, np.asarray(protocol.analyze(sums, n), dtype=np.float64).reshape(reps)
         views = protocol.server_views(x, rng, reps, path=path)
         return views, np.asarray(protocol.analyze(views, n), dtype=np.float64).reshape(reps)
@@ -168,6 +169,8 @@ class TableInstance(BanditInstance):
 
     rewards: np.ndarray | None = None
     population: int | None = None
+    #: the streams handed out so far (a recorded run reads the arm of every draw from them)
+    issued: list = field(default_factory=list, compare=False, repr=False)
 
     @classmethod
     def from_table(cls, table: Any, population: int | None = None, name: str = "reward table") -> "TableInstance":
@@ -181,7 +184,9 @@ class TableInstance(BanditInstance):
         return cls(name, tuple(arms), {"users": int(array.shape[0]), "population": population}, array, population)
 
     def streams(self, seed: np.random.SeedSequence) -> TableStreams:  # type: ignore[override]
-        return TableStreams(self.rewards, self.population)
+        stream = TableStreams(self.rewards, self.population)
+        self.issued.append(stream)
+        return stream
 
 
 # ---- the plain runner's own transcript ---------------------------------------------------------------

@@ -97,6 +97,7 @@ class LocalPrivatizer:
         self._rng = np.random.Generator(np.random.PCG64(seed))
         self._admitted_stop = 0
         self._next_user = 0
+        self.transcript: list[np.ndarray] | None = None  # a run audit's recording of every response, or None
 
     def admit(self, users: int) -> None:
         """Charge the ledger for users [stop, stop + users), each to answer one query."""
@@ -113,7 +114,10 @@ class LocalPrivatizer:
                 f"{n} responses requested but only {self._admitted_stop - self._next_user} admitted users are left; admit (charge) first"
             )
         self._next_user += n
-        return self._curator.respond(rewards, self._rng)
+        out = self._curator.respond(rewards, self._rng)
+        if self.transcript is not None:
+            self.transcript.append(out)
+        return out
 
 
 # ---- the learner kernel ---------------------------------------------------------------------------
@@ -202,6 +206,7 @@ class UCBSetup:
     delta: float = 1e-6
     chunk: int = 4096
     checkpoint_count: int = 60
+    transcript: Any = None  # a run audit's recorder (dpverify._bandits._transcripts_ucb), or None
 
 
 def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
@@ -219,6 +224,9 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     if curator_kind != "identity":
         ledger = acc.Ledger(curator.guarantee().pure(), name=setup.algorithm)  # the accountant's certified eps
     privatizer = LocalPrivatizer(curator, ledger, seeds["privatizer"])
+    if setup.transcript is not None:  # a run audit's recording (chunk = 1: each response drawn at its pull)
+        setup.transcript.ledger = ledger
+        privatizer.transcript = setup.transcript.responses
     # T pulls need at most T + K * chunk responses drawn (each arm's buffer may hold up to a chunk
     # of unread responses at the end): that cohort of unique users is charged before any response.
     privatizer.admit(T + k * setup.chunk)

@@ -35,7 +35,7 @@ __all__: list[str] = []
 
 #: the engine options a claim file may set, and their type
 _OPTIONS = {"s": "number", "p": "number", "tau_rule": "choice", "batch_base": "integer", "radius": "choice", "population": "integer",
-            "max_returns": "integer", "delta": "number", "alpha": "number"}
+            "max_returns": "integer", "delta": "number", "alpha": "number", "reward_bound": "number", "privacy_width": "choice"}
 
 
 def _options(p: _Table) -> dict[str, Any]:
@@ -49,6 +49,8 @@ def _options(p: _Table) -> dict[str, Any]:
             out[key] = p.integer(key, minimum=1, maximum=10**7)
         elif key == "tau_rule":
             out[key] = p.choice(key, ("theorem", "simulation", "lemma2"))
+        elif key == "privacy_width":
+            out[key] = p.choice(key, ("paper", "exact"))
         else:
             out[key] = p.choice(key, ("lemma2", "authors"))
     return out
