@@ -146,7 +146,7 @@ def test_engine_draws_the_plain_runners_law() -> None:
 # ---- a run as an audit target --------------------------------------------------------------------
 
 from accounting import PureDP  # noqa: E402
-from dpverify._audit._runs import ChargeLog, RecordedGuarantee, audit_run, build_engine, run_pairs, run_target  # noqa: E402
+from dpverify._audit._runs import ChargeLog, RecordedGuarantee, audit_run, run_engine, run_pairs, run_target  # noqa: E402
 from dpverify._audit._suite import _planted_runs  # noqa: E402,F401  (registers the planted run variants)
 from dpverify._audit._suite._planted_runs import RawMeanElimination, ReturningCountedOnce  # noqa: E402
 
@@ -155,7 +155,7 @@ def test_recorded_claim_is_what_the_ledger_charges() -> None:
     """Deterministic: the claim is the worst user's composed charges: eps for unique users (the
     plain runner's ledger spends exactly that), 2 eps for users returning once, and eps again
     when the planted ledger charges a returning user once."""
-    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    engine = run_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
     table = np.full((1024, 2), 0.5)
     target = run_target(engine, "server", placements=[(8, 0)])
     claim = target.claim("pure")
@@ -170,7 +170,7 @@ def test_recorded_claim_is_what_the_ledger_charges() -> None:
     log = ChargeLog()
     counted_once.run(np.full((512, 2), 0.5), counted_once.streams(np.random.default_rng(0)), 1, ledger=log)
     assert RecordedGuarantee([log.charges]).pure() == PureDP(1.0)
-    rdp_engine = build_engine("dist-rdp-se", arms=2, horizon=256, epsilon=1.0)
+    rdp_engine = run_engine("dist-rdp-se", arms=2, horizon=256, epsilon=1.0)
     rdp = run_target(rdp_engine, "public", placements=[(4, 1)]).claim("rdp")
     released = [rdp_engine.protocol.guarantee(int(n)).rdp() for n in rdp_engine.schedule[1:, 2]]  # batches 2 .. 64, each user in one
     for order in (1.5, 4.0, 32.0):
@@ -180,7 +180,7 @@ def test_recorded_claim_is_what_the_ledger_charges() -> None:
 def test_candidate_pairs_differ_in_one_user_at_the_threshold() -> None:
     """Deterministic: every candidate changes exactly the placed user's row (0 on every arm in D,
     1 in D'), and on it the batch-mean gap of her batch lies within 1/l of 2 beta on either side."""
-    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    engine = run_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
     pairs = run_pairs(engine, "public")
     assert len(pairs) >= 6
     for pair in pairs:
@@ -195,7 +195,7 @@ def test_candidate_pairs_differ_in_one_user_at_the_threshold() -> None:
 
 
 def test_event_descriptions_name_view_batch_and_arm() -> None:
-    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    engine = run_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
     server = run_target(engine, "server", placements=[(8, 0)])
     assert server.describe_event("output[13] >= 392 [upper tail]") == "output[13] (server view: batch 7 arm 1) >= 392 [upper tail]"
     public = run_target(engine, "public", placements=[(8, 0)])
@@ -208,7 +208,7 @@ def test_run_audit_holds_for_the_runner_and_catches_an_un_noised_elimination() -
     threshold tables holds its recorded 1-DP claim (a false alarm has probability <= 1e-3); the
     planted variant whose elimination reads the raw batch means is reported violated (its
     decision flips deterministically with the placed user: the bound is limited only by the sample)."""
-    engine = build_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
+    engine = run_engine("dist-dp-se", arms=2, horizon=1024, epsilon=1.0)
     report = audit_run(run_target(engine, "public"), samples=20_000, seed=1, alpha=1e-3, learned=False)
     assert report.passed
     assert 0.1 < report.worst().lower_bound <= 1.0  # it sees the decision move, within the claim
@@ -293,3 +293,26 @@ def test_local_messages_of_many_runs_have_the_law_of_one_run_each() -> None:
     assert many.shape == (20_000, 3)
     assert min(_chi2_p(one[:, j], many[:, j]) for j in range(3)) > 1e-3 / 3
     assert min(_chi2_p(one[:, j], wrong[:, j]) for j in range(3)) < 1e-3 / 3
+
+
+def test_readme_run_audit_example() -> None:
+    """The README's own-loop example, run as written (its two tests, seed 1): the correct loop
+    holds its 1-DP claim (false alarm <= 1e-3, assert_private's alpha), the loop deciding on the
+    raw mean is caught (its outcome flips deterministically with the placed user)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    match = re.search(r"<!-- run-audit-example -->\s*```python\n(.*?)```", text, re.S)
+    assert match, "README.md must hold the run-audit example after <!-- run-audit-example -->"
+    namespace: dict = {}
+    exec(compile(match.group(1), "README.md", "exec"), namespace)
+    namespace["test_my_bandit_is_private"]()
+    namespace["test_a_decision_on_the_raw_mean_is_caught"]()
+
+
+def test_public_names() -> None:
+    import dpverify
+
+    for name in ("RunTarget", "audit_run", "run_engine", "run_pairs", "run_target"):
+        assert getattr(dpverify, name) is not None and name in dpverify.__all__

@@ -52,7 +52,7 @@ __all__ = [
     "RunMechanism",
     "RunTarget",
     "audit_run",
-    "build_engine",
+    "run_engine",
     "register_run_algorithm",
     "run_pairs",
     "run_target",
@@ -337,7 +337,7 @@ def register_run_algorithm(spec: RunAlgorithm) -> None:
     RUN_ALGORITHMS[spec.name] = spec
 
 
-def build_engine(algorithm: str, **options: Any) -> TranscriptEngine:
+def run_engine(algorithm: str, **options: Any) -> TranscriptEngine:
     if algorithm not in RUN_ALGORITHMS:
         raise AccountingError("algorithm", algorithm, f"one of {sorted(RUN_ALGORITHMS)}")
     return RUN_ALGORITHMS[algorithm].build(**options)
