@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from flint import arb
 
 import accounting as acc
 from accounting._ledger import Charge, _normalise_participants, _user_groups
@@ -129,8 +130,6 @@ class RecordedGuarantee:
         """(epsilon, delta(epsilon)) of the worst user: for users charged Gaussian mechanisms only, the
         exact profile of their composition (one Gaussian of mu = sqrt(sum (Delta/sigma)^2), certified);
         otherwise the RDP curve's conversion."""
-        from flint import arb
-
         deltas = []
         for group in self._groups:
             if all(isinstance(g, acc.Gaussian) for g in group):

@@ -31,7 +31,7 @@ from accounting._validation import AccountingError
 
 from .._transcripts import NOT_RELEASED, VIEWS, Placement, TranscriptEngine
 from ._design import g_optimal_design
-from ._dpe import _PRIVATE, DPEConfig, LinearRunResult, _clients_in_phase, run_linear
+from ._dpe import _PRIVATE, DPEConfig, LinearRunResult, _clients_in_phase, linear_streams, run_linear
 from ._instances import LinearInstance
 
 __all__ = ["DPEEngine", "DPETranscript", "TableClients", "circle_instance"]
@@ -133,8 +133,6 @@ class DPEEngine(TranscriptEngine):
         return [rng]
 
     def plain_streams(self, seed: int, run_index: int = 0) -> list[np.random.Generator]:
-        from ._dpe import linear_streams
-
         return [np.random.Generator(np.random.PCG64(linear_streams(seed, run_index)["privatizer"]))]
 
     def run(self, table: np.ndarray, rngs: Sequence[np.random.Generator], reps: int, *, ledger: Any = None) -> dict[str, np.ndarray]:
