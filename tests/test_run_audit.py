@@ -330,3 +330,26 @@ def test_run_audit_gives_the_same_numbers_on_a_process_pool() -> None:
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         pooled = audit_run(target, samples=2_000, search_samples=200, seed=3, learned=False, executor=pool)
     assert [(r.lower_bound, r.event, r.pair) for r in serial.results] == [(r.lower_bound, r.event, r.pair) for r in pooled.results]
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("target = 'run:no-such-algorithm'\n[parameters]\nhorizon = 64\nepsilon = 1.0\nview = 'server'\n[audit]\nsamples = 2000\n", "target"),
+        ("target = 'run:dist-dp-se'\n[parameters]\nhorizon = 64\nepsilon = 1.0\nview = 'both'\n[audit]\nsamples = 2000\n", "parameters.view"),
+        ("target = 'run:dist-dp-se'\n[parameters]\nhorizon = 64\nepsilon = 1.0\nview = 'server'\nepsilo = 1\n[audit]\nsamples = 2000\n", "parameters.epsilo"),
+        ("target = 'run:dist-dp-se'\n[parameters]\nhorizon = 64\nepsilon = 1.0\nview = 'server'\n[neighbours]\nplacements = [[99, 0]]\n[audit]\nsamples = 2000\n",
+         "neighbours.placements"),
+    ],
+)
+def test_malformed_run_claims_exit_2_naming_file_and_key(tmp_path, text: str, key: str) -> None:
+    """A run claim with an unknown algorithm, view, key or placement is a suite error (exit 2) naming the file and the key."""
+    from click.testing import CliRunner
+
+    from dpverify._cli_audit import audit_command
+
+    bad = tmp_path / "broken.toml"
+    bad.write_text(text)
+    result = CliRunner().invoke(audit_command, [str(bad), "--executor", "serial"], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "broken.toml" in result.output and key in result.output, result.output

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from accounting._validation import AccountingError
+
 from .._runs import RUN_ALGORITHMS, run_target
 from ._registry import PREFIXES, _TARGETS_COST, Built, Target, _Table
 from ._schema import SuiteError
@@ -83,7 +85,12 @@ def _resolve(file: str, algorithm: str) -> Target:
         extremes = nb.pair("extremes", [engine.low, engine.high], lo=engine.low, hi=engine.high)
         keep = nb.integer("keep", 1, minimum=1, maximum=8)
         search_samples = nb.integer("search_samples", 2000, minimum=100, maximum=10**6)
-        target = run_target(engine, view, placements=placements, extremes=extremes)
+        try:
+            target = run_target(engine, view, placements=placements, extremes=extremes)
+        except AccountingError as error:
+            if error.name in ("placements", "extremes"):
+                raise nb.error(error.name, str(error)) from None
+            raise
         options = {"pair_search": "pilot", "search_budget": len(target.pairs), "keep_pairs": min(keep, len(target.pairs)),
                    "search_samples": search_samples, "learned": False}
         note = f"{engine.describe()}; {view} view; {target.guarantee.describe()}"
