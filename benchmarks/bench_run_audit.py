@@ -1,5 +1,8 @@
 """Speed of run transcripts (issue 24), for ``benchmarks/run_audit.md``.
 
+Rates and times are CPU seconds of this single-threaded process (``time.process_time``), so a
+shared machine's load does not inflate them; wall time is printed beside the pair's.
+
 1. Transcripts per second per runner family: the plain runner recording its own transcript (one
    run per call: ``run_batch_elimination`` / ``run_dp_se`` / ``run_ucb`` with chunk 1 /
    ``run_linear`` on a reward table) against the lockstep engine drawing ``--reps`` runs in one
@@ -83,14 +86,14 @@ def main() -> None:
     rows = []
     for algorithm, arms, horizon, engine, table, plain, plain_runs, reps in prepared:
         plain_rates, engine_rates = [], []
-        for i in range(args.repeat):  # alternating, so both see the same machine load
-            t = time.perf_counter()
+        for i in range(args.repeat):  # alternating, so both see the same machine load; CPU time of this process
+            t = time.process_time()
             for r in range(plain_runs):
                 plain(1 + i * plain_runs + r)
-            plain_rates.append(plain_runs / (time.perf_counter() - t))
-            t = time.perf_counter()
+            plain_rates.append(plain_runs / (time.process_time() - t))
+            t = time.process_time()
             engine.sample(table, np.random.default_rng(i), reps, "server")
-            engine_rates.append(reps / (time.perf_counter() - t))
+            engine_rates.append(reps / (time.process_time() - t))
         p, e = statistics.median(plain_rates), statistics.median(engine_rates)
         rows.append((algorithm, arms, horizon, p, e, e / p))
         print(f"| {algorithm} | {arms} | {horizon} | {p:,.0f} | {e:,.0f} | {e / p:,.0f}x |", flush=True)
@@ -102,16 +105,16 @@ def main() -> None:
             engine = run_engine("dist-dp-se", arms=2, horizon=horizon, epsilon=1.0)
             candidate = run_pairs(engine, "server")[0]
             chunk = 50_000
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             for side, table in enumerate((candidate.d, candidate.d_prime)):
                 done = 0
                 while done < args.pair_runs:
                     size = min(chunk, args.pair_runs - done)
                     engine.sample(table, np.random.default_rng([side, done]), size, "server")
                     done += size
-            seconds = time.perf_counter() - t
-            lines.append((horizon, seconds))
-            print(f"dist-dp-se T={horizon}: {args.pair_runs:,} runs on each table of a pair in {seconds:.1f} s", flush=True)
+            seconds, cpu = time.perf_counter() - t, time.process_time() - c
+            lines.append((horizon, seconds, cpu))
+            print(f"dist-dp-se T={horizon}: {args.pair_runs:,} runs on each table of a pair in {cpu:.1f} CPU s ({seconds:.1f} s wall)", flush=True)
         pair = lines
 
     print()
@@ -120,8 +123,8 @@ def main() -> None:
     for algorithm, arms, horizon, p, e, ratio in rows:
         print(f"| {algorithm} | {arms} | {horizon} | {p:,.0f} | {e:,.0f} | {ratio:,.0f}x |")
     if pair:
-        for horizon, seconds in pair:
-            print(f"\nDist-DP-SE, 2 arms, T = {horizon}: {args.pair_runs:,} runs per table, one pair: {seconds:.1f} s on one core")
+        for horizon, seconds, cpu in pair:
+            print(f"\nDist-DP-SE, 2 arms, T = {horizon}: {args.pair_runs:,} runs per table, one pair: {cpu:.1f} CPU s on one core ({seconds:.1f} s wall)")
 
 
 if __name__ == "__main__":

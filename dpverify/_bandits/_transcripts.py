@@ -23,7 +23,8 @@ exactly the draws of ``protocol.estimate_sum`` and returns its estimate (tested)
 run is the run. :class:`EliminationEngine` runs many runs at once, in lockstep over batches: runs
 in the same state (pulls made, active arms) share their users, so each (state, arm) is one call
 of :func:`release_views` with ``reps`` = the runs in that state -- the protocol's own vectorised
-draw (``server_views``) where it has one. The batch schedule and the radius are the runner's own
+draw (``server_views``: its numba kernel draws every user of every run in one call) where it has
+one; the per-run bookkeeping (groups, elimination rule) is numpy over the runs. The batch schedule and the radius are the runner's own
 callables (``algorithm1_rules`` / ``dp_se_rules``), tabulated. With the plain runner's per-arm
 streams and one run per call it reproduces the plain runner's transcript exactly (same seeds,
 identical views and eliminations: ``tests/test_run_audit.py``); with many runs per call the draws
@@ -53,8 +54,10 @@ from ._environments import ArmLaw, BanditInstance, children
 from ._results import RunRecord
 
 __all__ = [
+    "NOT_RELEASED",
     "EliminationEngine",
     "Placement",
+    "RecordedRelease",
     "TableInstance",
     "TableStreams",
     "Transcript",
@@ -553,5 +556,3 @@ class EliminationEngine(TranscriptEngine):
             public[arm] = ends[time]
         return {"server": server, "public": public}
 
-
-__all__ += ["NOT_RELEASED", "RecordedRelease"]
