@@ -115,7 +115,7 @@ class AccountedReleaser:
     """What every privatizer shares: a protocol, a ledger, its own random stream, a path, and the
     rule that the ledger is charged before anything is computed from private data."""
 
-    __slots__ = ("_protocol", "_ledger", "_rng", "_path", "_released", "_label_suffix")
+    __slots__ = ("_protocol", "_ledger", "_rng", "_path", "_released", "_label_suffix", "_transcript")
 
     #: the protocol type a subclass accepts, and how errors name it
     protocol_type: type = object
@@ -139,6 +139,13 @@ class AccountedReleaser:
         self._path = path
         self._released = 0
         self._label_suffix = f" [{IDEALISED_LABEL}]" if idealised else ""
+        self._transcript: Any = None
+
+    def record_to(self, transcript: Any) -> None:
+        """Record every release into ``transcript`` (``dpverify._bandits._transcripts``): it draws the
+        release itself, with this privatizer's stream, exactly as the protocol would (tested), and
+        keeps the server's view of it. ``None`` stops recording."""
+        self._transcript = transcript
 
     @property
     def protocol(self) -> Any:
@@ -185,7 +192,10 @@ class Privatizer(AccountedReleaser):
         array = _check_rewards(rewards)
         n = array.size
         self._charge(self._protocol.guarantee(n), participants, n, label)
-        estimate = self._protocol.estimate_sum(array, self._rng, path=self._path)
+        if self._transcript is None:
+            estimate = self._protocol.estimate_sum(array, self._rng, path=self._path)
+        else:
+            estimate = self._transcript.observe(self._protocol, array, self._rng, self._path, label)
         return Release(float(estimate), n, self._path)
 
     def release_rounded_sum(self, xhat_sum: int, n: int, participants: range | np.ndarray | None, *, label: str = "") -> Release:

@@ -254,12 +254,22 @@ class DistributedProtocol(BatchProtocol):
             out[r] = pk.secure_aggregate(self.messages(x, rng), params.m)
         return out
 
-    def messages(self, rewards: Any, rng: np.random.Generator) -> np.ndarray:
-        """Local model (``ldp``): every user's message y_i = (xhat_i + Lap_Z(g/eps)) mod m."""
+    def messages(self, rewards: Any, rng: np.random.Generator, reps: int | None = None) -> np.ndarray:
+        """Local model (``ldp``): every user's message y_i = (xhat_i + Lap_Z(g/eps)) mod m.
+
+        ``reps``: an (reps, n) array of that many independent draws of the batch's messages, with
+        one kernel call for all the roundings and one for all the noise (the law of ``reps``
+        calls; the run audit's transcripts draw many runs at once)."""
         if self.kind != "ldp":
             raise AccountingError("kind", self.kind, "'ldp' (only the local model reveals each message)")
         x = np.asarray(rewards, dtype=np.float64)
         params = self.parameters(max(x.size, 1))
+        if reps is not None:
+            tiled = np.tile(x, check_positive_int("reps", reps))
+            # the roundings alone: a modulus above every sum leaves each xhat_i in [0, g] as drawn
+            xhat = pk.randomize(rng, tiled, params.g, tiled.size * params.g + 1, "none")
+            noise = _samplers.discrete_laplace(rng, params.noise, size=tiled.size)
+            return ((xhat + noise) % params.m).reshape(reps, x.size)
         xhat = pk.randomize(rng, x, params.g, params.m, "none")
         noise = _samplers.discrete_laplace(rng, params.noise, size=x.size)
         return (xhat + noise) % params.m

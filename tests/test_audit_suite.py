@@ -100,14 +100,20 @@ def test_real_suite_passes_at_ci_budget(tmp_path: Path) -> None:
 
 
 def test_every_target_is_used_by_the_suite() -> None:
+    from dpverify._audit._runs import RUN_ALGORITHMS
+
     used = {spec.target for spec in load_suite(SUITE)}
-    assert set(TARGETS) == used, set(TARGETS) ^ used
+    builtin = {t for t in used if not t.startswith("run:")}
+    assert set(TARGETS) == builtin, set(TARGETS) ^ builtin
+    # run targets: every planted run variant has its file
+    planted_runs = {t.removeprefix("run:") for t in used if t.startswith("run:bug.")}
+    assert planted_runs == {name for name in RUN_ALGORITHMS if name.startswith("bug.")}
 
 
 def test_planted_files_state_their_verdict() -> None:
     for spec in load_suite(SUITE):
         assert spec.planted == (Path(spec.file).parent.name == "planted")
-        if spec.target.startswith("bug."):
+        if spec.target.removeprefix("run:").startswith("bug."):
             assert spec.planted and spec.expect.startswith("violated"), spec.file
 
 

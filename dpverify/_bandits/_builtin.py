@@ -28,7 +28,7 @@ from ._environments import easy_instance, hard_instance, mslr_instance, ren_bern
 from ._registry import AlgorithmSpec, InstanceSpec, register_algorithm, register_instance
 from ._ucb import UCB_ALGORITHMS, UCBSetup, run_ucb
 
-__all__ = ["SE_PROTOCOLS", "make_protocol", "run_budget"]
+__all__ = ["SE_PROTOCOLS", "dp_se_setup", "make_protocol", "run_budget", "se_setup", "ucb_setup"]
 
 #: Algorithm 1 variants -> the protocol kind of dpverify._protocols.DistributedProtocol
 SE_PROTOCOLS = {
@@ -182,6 +182,15 @@ def returning_users_plan(config: Any, arms: int) -> tuple[Any, Any, dict]:
 
 
 def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
+    setup, extra = se_setup(config, instance)
+    record = run_batch_elimination(setup, seeds, run_index)
+    record.extra.update(extra)
+    return record
+
+
+def se_setup(config: Any, instance: Any) -> tuple[EliminationSetup, dict]:
+    """The ``EliminationSetup`` ``dpverify run`` builds for an Algorithm 1 configuration (and the
+    extra record fields): the protocol, its budget, returning users' calibration."""
     extra: dict = {}
     if config.algorithm == "se":
         protocol, budget = None, None
@@ -207,12 +216,15 @@ def _run_se_family(config: Any, instance: Any, seeds: dict, run_index: int):
         radius=config.radius,
         allow_idealised_charges=config.allow_idealised_charges,
     )
-    record = run_batch_elimination(setup, seeds, run_index)
-    record.extra.update(extra)
-    return record
+    return setup, extra
 
 
 def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
+    return run_dp_se(dp_se_setup(config, instance), float(config.epsilon), seeds, run_index)
+
+
+def dp_se_setup(config: Any, instance: Any) -> EliminationSetup:
+    """The ``EliminationSetup`` ``dpverify run`` builds for DP-SE (its protocol and budget)."""
     from .. import _protocols as P
 
     if config.population is not None:
@@ -231,10 +243,15 @@ def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
         protocol_label="dp-se",
         allow_idealised_charges=config.allow_idealised_charges,
     )
-    return run_dp_se(setup, float(config.epsilon), seeds, run_index)
+    return setup
 
 
 def _run_ucb(config: Any, instance: Any, seeds: dict, run_index: int):
+    return run_ucb(ucb_setup(config, instance), seeds, run_index)
+
+
+def ucb_setup(config: Any, instance: Any) -> UCBSetup:
+    """The ``UCBSetup`` ``dpverify run`` builds for a UCB-family configuration."""
     if config.population is not None:
         raise AccountingError("population", config.population, "None for the UCB family (unique users)")
     setup = UCBSetup(
@@ -247,7 +264,7 @@ def _run_ucb(config: Any, instance: Any, seeds: dict, run_index: int):
         checkpoint_count=config.checkpoint_count,
         noise=config.noise,
     )
-    return run_ucb(setup, seeds, run_index)
+    return setup
 
 
 _DESCRIPTIONS = {

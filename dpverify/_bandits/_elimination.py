@@ -248,6 +248,7 @@ class EliminationSetup:
     protocol_label: str = ""
     radius: str = "lemma2"  # or "authors": the released code's constants (authors_constants)
     allow_idealised_charges: bool = False  # record an idealised protocol's charges in a durable ledger
+    transcript: Any = None  # a dpverify._bandits._transcripts.Transcript recording every release, or None
 
 
 def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
@@ -266,6 +267,10 @@ def _build(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence]):
             Privatizer(setup.protocol, ledger, s, path=setup.path, allow_idealised_charges=setup.allow_idealised_charges)
             for s in children(seeds["privatizer"], inst.k)
         ]
+        if setup.transcript is not None:  # a run audit's recording (dpverify._bandits._transcripts)
+            setup.transcript.ledger = ledger
+            for privatizer in privatizers:
+                privatizer.record_to(setup.transcript)
     durable = ledger if setup.ledger is not None else None
     feedback = BatchFeedback(streams, privatizers, UserPool(setup.population, durable), recorder)
     return recorder, feedback, ledger
@@ -405,6 +410,25 @@ def authors_radius(protocol: Any, p: float) -> Callable[[int, int, int], float]:
     return radius
 
 
+def algorithm1_rules(setup: EliminationSetup) -> tuple[Callable[[int, int], int], Callable[[int, int, int], float]]:
+    """Algorithm 1's batch schedule l(b) = base^b and its radius beta(n, b, |active|) (Lemma 2, or the
+    released code's constants): the rules :func:`run_batch_elimination` runs, and the transcript
+    engine tabulates (``dpverify._bandits._transcripts``)."""
+    rule = authors_radius(setup.protocol, setup.p) if setup.radius == "authors" else protocol_radius(setup.protocol, setup.p)
+    return (lambda b, active: setup.batch_base**b), rule
+
+
+def dp_se_rules(setup: EliminationSetup, epsilon: float) -> tuple[Callable[[int, int], int], Callable[[int, int, int], float]]:
+    """DP-SE's epoch schedule R_e and width w_e (:func:`dp_se_epoch`), as :func:`algorithm1_rules`; the
+    width's Laplace term uses the executed noise (the float-safe protocol's ``noise_epsilon`` and
+    ``laplace_tail_factor``)."""
+    protocol = setup.protocol
+    noise_eps = float(getattr(protocol, "noise_epsilon", epsilon))
+    tail = protocol.laplace_tail_factor(1) if hasattr(protocol, "laplace_tail_factor") else 1.0
+    return ((lambda e, active: dp_se_epoch(e, active, setup.p, epsilon)[0]),
+            (lambda r_e, e, active: dp_se_epoch(e, active, setup.p, epsilon, noise_epsilon=noise_eps, tail_factor=tail)[1]))
+
+
 def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
     """Algorithm 1 with the setup's protocol (or non-private if ``protocol`` is None)."""
     _check_setup(setup)
@@ -412,7 +436,7 @@ def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.Se
         raise AccountingError("radius", setup.radius, f"one of {RADII}")
     if setup.radius == "authors" and setup.protocol is None:
         raise AccountingError("radius", "authors", "'lemma2' for non-private SE (the released constants are for dist-dp-se and dist-rdp-se)")
-    rule = authors_radius(setup.protocol, setup.p) if setup.radius == "authors" else protocol_radius(setup.protocol, setup.p)
+    schedule, rule = algorithm1_rules(setup)
     recorder, feedback, ledger = _build(setup, seeds)
     radii: list[float] = []
     try:
@@ -420,7 +444,7 @@ def run_batch_elimination(setup: EliminationSetup, seeds: dict[str, np.random.Se
             feedback,
             setup.instance.k,
             setup.horizon,
-            lambda b, active: setup.batch_base**b,
+            schedule,
             rule,
             on_batch=lambda b, n, means, beta: radii.append(beta),
         )
@@ -460,15 +484,6 @@ def run_dp_se(setup: EliminationSetup, epsilon: float, seeds: dict[str, np.rando
     if setup.protocol is None:
         raise AccountingError("protocol", None, "central_laplace_protocol(eps) for DP-SE")
     recorder, feedback, ledger = _build(setup, seeds)
-    protocol = setup.protocol
-    noise_eps = float(getattr(protocol, "noise_epsilon", epsilon))
-    tail = protocol.laplace_tail_factor(1) if hasattr(protocol, "laplace_tail_factor") else 1.0
-    learner, e = eliminate_in_batches(
-        feedback,
-        setup.instance.k,
-        setup.horizon,
-        lambda e, active: dp_se_epoch(e, active, setup.p, epsilon)[0],
-        lambda r_e, e, active: dp_se_epoch(e, active, setup.p, epsilon, noise_epsilon=noise_eps, tail_factor=tail)[1],
-        label="e",
-    )
+    schedule, width = dp_se_rules(setup, epsilon)
+    learner, e = eliminate_in_batches(feedback, setup.instance.k, setup.horizon, schedule, width, label="e")
     return _finish(setup, recorder, learner, ledger, run_index, 64, {"epochs": e, "final_active": learner.active})

@@ -178,6 +178,7 @@ class LocalPrivatizer:
         self._rng = _privatizer.private_stream(seed)
         self._admitted_stop = 0
         self._next_user = 0
+        self.transcript: list[np.ndarray] | None = None  # a run audit's recording of every response, or None
 
     def admit(self, users: int) -> None:
         """Charge the ledger for users [stop, stop + users), each to answer one query."""
@@ -195,7 +196,10 @@ class LocalPrivatizer:
                 f"{n} responses requested but only {self._admitted_stop - self._next_user} admitted users are left; admit (charge) first"
             )
         self._next_user += n
-        return self._curator.respond(rewards, self._rng)
+        out = self._curator.respond(rewards, self._rng)
+        if self.transcript is not None:
+            self.transcript.append(out)
+        return out
 
 
 # ---- the learner kernel ---------------------------------------------------------------------------
@@ -285,6 +289,7 @@ class UCBSetup:
     chunk: int = 4096
     checkpoint_count: int = 60
     noise: str = _noise.DEFAULT_NOISE
+    transcript: Any = None  # a run audit's recorder (dpverify._bandits._transcripts_ucb), or None
 
 
 def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index: int = 0) -> RunRecord:
@@ -302,6 +307,9 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     if curator_kind != "identity":
         ledger = acc.Ledger(curator.guarantee().pure(), name=setup.algorithm)  # the accountant's certified eps
     privatizer = LocalPrivatizer(curator, ledger, seeds["privatizer"])
+    if setup.transcript is not None:  # a run audit's recording (chunk = 1: each response drawn at its pull)
+        setup.transcript.ledger = ledger
+        privatizer.transcript = setup.transcript.responses
     # T pulls need at most T + K * chunk responses drawn (each arm's buffer may hold up to a chunk
     # of unread responses at the end): that cohort of unique users is charged before any response.
     privatizer.admit(T + k * setup.chunk)

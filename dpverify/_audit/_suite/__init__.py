@@ -25,7 +25,7 @@ Error control, reproducibility: see :mod:`._gate`.
 from __future__ import annotations
 
 # the built-in targets register themselves on import
-from . import _dpdpe, _float_safe, _planted, _shuffle, _targets  # noqa: F401
+from . import _dpdpe, _float_safe, _planted, _planted_runs, _run_targets, _shuffle, _targets  # noqa: F401
 from ._gate import (
     CAUGHT,
     DEFAULT_ALPHA,

@@ -7,14 +7,14 @@ off the ``accounting`` guarantee the builder returns (never a hand-written numbe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from accounting import RDP, ZCDP, ApproxDP, PureDP, rdp_to_delta
 from accounting._validation import AccountingError
 
 from .._neighbours import NeighbourPair
-from ._registry import TARGETS
+from ._registry import TARGETS, prefixed_target
 from ._spec import ClaimSpec, SuiteError, _Table
 from ._user import user_target
 
@@ -30,12 +30,16 @@ class Claim:
     form: str
     guarantee: Any
     text: str
+    audit_options: dict[str, Any] = field(default_factory=dict)
+    describe_event: Callable[[str], str] | None = None
 
 
 def build(spec: ClaimSpec) -> Claim:
     """The target's mechanism, neighbours, the claim (from the accountant) and the law, if declared."""
     if spec.target in TARGETS:
         target = TARGETS[spec.target]
+    elif (found := prefixed_target(spec.file, spec.target)) is not None:  # e.g. "run:dist-dp-se"
+        target = found
     else:  # "package.module:function" (load_claim checked the form)
         target = user_target(spec.file, spec.target, spec.claim)
     params = _Table(spec, "parameters", spec.parameters)
@@ -82,5 +86,5 @@ def build(spec: ClaimSpec) -> Claim:
         bad = [e for e in spec.estimators if e not in allowed]
         if bad:
             raise SuiteError(spec.file, "audit.estimators", f"{bad[0]!r} does not test a {form!r} claim (allowed: {sorted(allowed)})")
-    return Claim(built.mechanism, built.pairs, claim, built.log_pmf, form, g, text)
+    return Claim(built.mechanism, built.pairs, claim, built.log_pmf, form, g, text, built.audit_options, built.describe_event)
 

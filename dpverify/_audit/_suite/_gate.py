@@ -116,7 +116,7 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
         def run(float_bits: bool) -> Any:
             return audit(c.mechanism, c.pairs, c.claim, samples=samples, alpha=audit_alpha, estimators=spec.estimators,
                          directions=spec.directions, log_pmf=c.log_pmf, executor="serial", seed=claim_seed(seed, spec.name),
-                         float_bits=float_bits, **kwargs)
+                         float_bits=float_bits, **kwargs, **c.audit_options)
 
         # audited as executed whatever the file says: an idealised claim (float_bits = false) is judged
         # in real arithmetic, and its file expects the floating-point violation (see _schema)
@@ -127,9 +127,13 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
             real = run(False)  # the same seed: the same draws, seen without bit views
         real_p = _claim_p_value(real.results, grid) if real is not None else None
         rho = getattr(c.claim, "rho", None) if c.form == "zcdp" else None
-        return ClaimRun(spec.name, report.results, p, samples, time.perf_counter() - started, c.text, claimed_rho=rho,
-                        floating_point_views=report.floating_point_views,
-                        real_results=real.results if real is not None else None, real_p_value=real_p)
+        results, real_results = report.results, real.results if real is not None else None
+        if c.describe_event is not None:  # a run target names the view, batch and arm of the witness
+            results = tuple(dataclasses.replace(res, event=c.describe_event(res.event)) for res in results)
+            if real_results is not None:
+                real_results = tuple(dataclasses.replace(res, event=c.describe_event(res.event)) for res in real_results)
+        return ClaimRun(spec.name, results, p, samples, time.perf_counter() - started, c.text, claimed_rho=rho,
+                        floating_point_views=report.floating_point_views, real_results=real_results, real_p_value=real_p)
     except SuiteError as error:
         return ClaimRun(spec.name, (), 1.0, samples, time.perf_counter() - started, "", str(error))
     except Exception as error:  # a crash of the target is an error in the suite (exit 2)

@@ -29,7 +29,7 @@ in ``audits/`` (``tests/test_audit_suite.py`` checks that the registry and the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -37,7 +37,7 @@ import numpy as np
 from .._neighbours import NeighbourPair
 from ._spec import ClaimSpec, _Table
 
-__all__ = ["TARGETS", "Built", "Target", "_Table", "_target", "claim_weight"]
+__all__ = ["PREFIXES", "TARGETS", "Built", "Target", "_Table", "_target", "claim_weight", "prefixed_target"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -57,6 +57,10 @@ class Built:
     default_form: str
     log_pmf: Callable[[Any, np.ndarray], np.ndarray] | None = None
     note: str = ""
+    #: extra keyword arguments of ``dpverify.audit`` the target needs (a run target's pair search)
+    audit_options: dict[str, Any] = field(default_factory=dict)
+    #: rewrites a witness event's description (a run target names the view, batch and arm of a coordinate)
+    describe_event: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,17 @@ class Target:
 
 TARGETS: dict[str, Target] = {}
 _TARGETS_COST: dict[str, float] = {}
+#: families of targets named "<prefix>:<name>" (``"run:dist-dp-se"``): prefix -> resolver(file, name) -> Target
+PREFIXES: dict[str, Callable[[str, str], Target]] = {}
+
+
+def prefixed_target(file: str, name: str) -> Target | None:
+    """The target of a prefixed name (a SuiteError if the family does not know it), or None if
+    ``name`` has no registered prefix."""
+    prefix, sep, rest = name.partition(":")
+    if not sep or prefix not in PREFIXES:
+        return None
+    return PREFIXES[prefix](file, rest)
 
 
 def _target(name: str, summary: str, *, cost: float = 1.0) -> Callable[[Callable[[_Table, _Table], Built]], Callable[[_Table, _Table], Built]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._results import HOLDS
 from ._build import build
-from ._registry import TARGETS
+from ._registry import TARGETS, prefixed_target
 from ._spec import _MIN_SAMPLES, EXPECT_FLOATING_POINT, EXPECTATIONS, FORMS, IDEALISED, ClaimSpec, SuiteError
 from ._user import check_target_name, check_user_claim, is_user_target
 
@@ -65,8 +65,11 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
     target = data.get("target")
     if target is None:
         raise SuiteError(path, "target", f"missing (one of: {', '.join(sorted(TARGETS))})")
-    user = isinstance(target, str) and is_user_target(target)
-    if user:
+    prefixed = isinstance(target, str) and prefixed_target(str(path), target) is not None  # e.g. "run:dist-dp-se"
+    user = isinstance(target, str) and not prefixed and is_user_target(target)
+    if prefixed:
+        pass
+    elif user:
         check_target_name(str(path), target)
     elif not isinstance(target, str) or target not in TARGETS:
         raise SuiteError(path, "target", f"unknown target {target!r} (one of: {', '.join(sorted(TARGETS))}; "

@@ -251,6 +251,8 @@ def run_linear(
     run_index: int = 0,
     streams: dict[str, np.random.SeedSequence] | None = None,
     reference: LinearRunResult | None = None,
+    clients: Any = None,
+    transcript: Any = None,
 ) -> LinearRunResult:
     """Run one of ``ALGORITHMS`` on ``instance`` for ``config.horizon`` rounds.
 
@@ -258,6 +260,9 @@ def run_linear(
     ``streams`` (a dict with "environment" and "privatizer" ``SeedSequence``) is given.
     DPE-FixedU without ``config.clients_per_phase`` takes U from the DPE run with the same seed:
     pass that run as ``reference`` if it is already at hand, or it is run here.
+    ``clients`` replaces the client population (an object with ``sample(n)`` and ``reports(phase,
+    ids, support_actions, counts)``: a run audit's reward table); ``transcript`` records every
+    release (``dpverify._bandits.linear._transcripts``).
     """
     if algorithm not in ALGORITHMS:
         raise AccountingError("algorithm", algorithm, f"one of {ALGORITHMS}")
@@ -303,11 +308,14 @@ def run_linear(
         protocol = _PRIVATE[algorithm][config.noise](config.epsilon, config.delta, instance.reward_bound)
         ledger = Ledger(ApproxDP(config.epsilon, config.delta), name=f"{algorithm} seed {seed}")
         channel: Any = VectorPrivatizer(protocol, ledger, streams["privatizer"], path=config.path)
+        if transcript is not None:
+            transcript.ledger = ledger
+            channel.record_to(transcript)
     else:
         protocol = None
         channel = NonPrivateAggregator(instance.reward_bound)
 
-    clients = _Clients(instance, root)
+    clients = _Clients(instance, root) if clients is None else clients
     actions = instance.actions
     gaps = instance.gaps
     d, k, horizon = instance.d, instance.k, config.horizon

@@ -126,6 +126,7 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of its arguments, asked at every release
 def l2_sensitivity(reward_bound: float, support_size: int, n: int = 1) -> float:
     """2 B sqrt(s) / n rounded up: the l2 sensitivity of the average of n reports in [-B, B]^s (replace-one)."""
     check_positive("reward_bound", reward_bound)
@@ -498,6 +499,8 @@ class VectorPrivatizer(AccountedReleaser):
         note = self._protocol.charge_label(n, s)
         self._charge(self._protocol.guarantee(n, s), participants, n, f"{label} [{note}]" if label else note)
         estimate = self._protocol.release(array, self._rng, path=self._path)
+        if self._transcript is not None:  # a run audit's recording: the release is the server's view
+            self._transcript.observe_vector(estimate, n, label)
         return VectorRelease(estimate, n, self._path)
 
     def __repr__(self) -> str:

@@ -1,0 +1,393 @@
+"""A whole accounted run as an audit target: audit the algorithm, not only its mechanism (issue 24).
+
+The data is a reward table (one row per user; ``dpverify._bandits._transcripts``); two tables
+are neighbours when they differ in one user's row, the papers' notion. The mechanism is a run of
+the algorithm on the table -- its server view or its public view, drawn by a transcript engine
+that reproduces the plain runner (tested) -- and the claim defaults to the per-user guarantee the
+run's ledger records: the charges the run makes, composed per user (every user's multiset of
+charges, as the ledger groups them) in the claimed form, the worst user's (pure: the largest
+eps; zCDP: the largest rho; RDP: the pointwise maximum of the users' composed curves), over
+reference runs on every candidate table.
+
+Neighbours are generated, then searched (:func:`run_pairs`): the changed user is placed in a
+chosen batch and arm of the run in which every arm is still active (``placements``), her row
+moves between extremal rewards (all 0 in D, all 1 in D' by default), and the other users' rows
+come from base tables on which the run's decision at that batch sits at its threshold
+(``TranscriptEngine.threshold_tables``: the gap between arms at 2 beta(b), half a user either
+side): where a leak in the algorithm around the mechanism -- a shared noise draw, a decision on
+an un-noised mean -- turns a one-user change into a different decision. The auditor's pair
+search (``audit(pair_search="pilot")``) ranks the candidates on samples of its own and audits the
+best at full size, so no error budget is spent on the search.
+
+Reports name the view and, through :meth:`RunTarget.describe_event`, the batch and arm of every
+coordinate a witness event uses ("output[3] (server view: batch 2 arm 1)").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from flint import arb
+
+import accounting as acc
+from accounting._ledger import Charge, _normalise_participants, _user_groups
+from accounting._validation import AccountingError
+
+from .._bandits._builtin import dp_se_setup, se_setup, ucb_setup
+from .._bandits._runner import RunConfig
+from .._bandits._transcripts import NOT_RELEASED, VIEWS, EliminationEngine, Placement, TableInstance, TranscriptEngine
+from .._bandits._transcripts_ucb import UCBEngine
+from .._bandits.linear._transcripts import DPEEngine
+from ._audit import audit
+from ._neighbours import NeighbourPair
+from ._results import AuditReport
+
+__all__ = [
+    "RUN_ALGORITHMS",
+    "ChargeLog",
+    "RecordedGuarantee",
+    "RunAlgorithm",
+    "RunMechanism",
+    "RunTarget",
+    "audit_run",
+    "run_engine",
+    "register_run_algorithm",
+    "run_pairs",
+    "run_target",
+]
+
+
+# ---- the claim: what the run's ledger records ----------------------------------------------------
+
+
+class ChargeLog:
+    """A ledger's charge interface without a budget: records every charge (the engine charges it
+    exactly as the runner charges its ledger; tested against the runner's ledger)."""
+
+    def __init__(self) -> None:
+        self.charges: list[Charge] = []
+
+    def charge(self, guarantee: Any, participants: Any = None, *, label: str = "") -> None:
+        self.charges.append(Charge(guarantee, _normalise_participants(participants), label))
+
+
+class RecordedGuarantee:
+    """The per-user guarantee a run's ledger records: every user's charges composed, the worst user's.
+
+    ``runs`` are the charge lists of reference runs; the claim covers every user of every one of
+    them. Offers ``pure()``, ``zcdp()``, ``rdp()`` like an ``accounting`` mechanism (``None``
+    where a charge has no guarantee of that form), so a suite claim is read off it as off any target.
+    """
+
+    def __init__(self, runs: Sequence[Sequence[Charge]], name: str = "the run's ledger") -> None:
+        self._groups: list[list[Any]] = []
+        for charges in runs:
+            if not charges:
+                continue
+            charges = list(charges)
+            for multiset in _user_groups(charges):
+                self._groups.append([charges[i].guarantee for i, count in multiset for _ in range(count)])
+        if not self._groups:
+            raise AccountingError("runs", "no charges", "reference runs that release something")
+        self._name = name
+
+    @property
+    def max_charges_per_user(self) -> int:
+        return max(len(g) for g in self._groups)
+
+    def describe(self) -> str:
+        return f"the per-user guarantee {self._name} records (worst user, at most {self.max_charges_per_user} charge(s) per user)"
+
+    def pure(self) -> acc.PureDP | None:
+        worst = None
+        for group in self._groups:
+            parts = [g.pure() if hasattr(g, "pure") else g for g in group]
+            if any(not isinstance(p, acc.PureDP) for p in parts):
+                return None
+            total = parts[0].compose(*parts[1:])
+            worst = total if worst is None or worst.epsilon < total.epsilon else worst
+        return worst
+
+    def zcdp(self) -> acc.ZCDP | None:
+        worst = None
+        for group in self._groups:
+            parts = []
+            for g in group:
+                z = g.zcdp() if hasattr(g, "zcdp") else (g if isinstance(g, acc.ZCDP) else None)
+                if z is None and hasattr(g, "pure") and isinstance(g.pure(), acc.PureDP):
+                    z = g.pure().to_zcdp()
+                if not isinstance(z, acc.ZCDP):
+                    return None
+                parts.append(z)
+            total = parts[0].compose(*parts[1:])
+            worst = total if worst is None or worst.rho < total.rho else worst
+        return worst
+
+    def approx_dp(self, epsilon: float) -> acc.ApproxDP:
+        """(epsilon, delta(epsilon)) of the worst user: for users charged Gaussian mechanisms only, the
+        exact profile of their composition (one Gaussian of mu = sqrt(sum (Delta/sigma)^2), certified);
+        otherwise the RDP curve's conversion."""
+        deltas = []
+        for group in self._groups:
+            if all(isinstance(g, acc.Gaussian) for g in group):
+                mu = sum((arb(float(g.sensitivity)) / arb(float(g.sigma))) ** 2 for g in group).sqrt()
+                deltas.append(acc.gdp_delta(mu, epsilon))
+            else:
+                curve = group[0].rdp() if len(group) == 1 else group[0].rdp().compose(*(g.rdp() for g in group[1:]))
+                deltas.append(acc.rdp_to_delta(curve, epsilon).delta)
+        return acc.ApproxDP(float(epsilon), max(deltas))
+
+    def rdp(self) -> acc.RDP | None:
+        curves = []
+        for group in self._groups:
+            parts = [g.rdp() if hasattr(g, "rdp") else g.to_rdp() for g in group]
+            curves.append(parts[0].compose(*parts[1:]) if len(parts) > 1 else parts[0])
+        return curves[0].parallel(*curves[1:]) if len(curves) > 1 else curves[0]
+
+
+def recorded_guarantee(engine: TranscriptEngine, tables: Sequence[np.ndarray], seed: int = 0) -> RecordedGuarantee:
+    """The guarantee the run's ledger records over one reference run on each of ``tables``."""
+    runs = []
+    for i, table in enumerate(tables):
+        log = ChargeLog()
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,)))
+        engine.run(np.asarray(table, dtype=np.float64), engine.streams(rng), 1, ledger=log)
+        runs.append(log.charges)
+    return RecordedGuarantee(runs, f"{engine.name}'s ledger")
+
+
+# ---- the mechanism and its neighbours -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunMechanism:
+    """``mechanism(table, rng, size)``: ``size`` runs' ``view`` (picklable: audits can draw it on any executor)."""
+
+    engine: TranscriptEngine
+    view: str
+
+    def __call__(self, table: Any, rng: np.random.Generator, size: int) -> np.ndarray:
+        return self.engine.sample(table, rng, size, self.view)
+
+
+def _changed(base: np.ndarray, row: int, value: float) -> np.ndarray:
+    table = np.array(base, dtype=np.float64, copy=True)
+    table[row, :] = value
+    return table
+
+
+def run_pairs(
+    engine: TranscriptEngine,
+    view: str,
+    *,
+    placements: Sequence[tuple[int, int]] | None = None,
+    extremes: tuple[float, float] | None = None,
+    base: np.ndarray | None = None,
+) -> list[NeighbourPair]:
+    """Candidate neighbouring tables: one user's row moved between ``extremes`` (default: the reward
+    range's ends), on base tables that put the decision at her placement at its threshold
+    (``engine.threshold_tables``), or on ``base`` if given.
+
+    ``placements``: (batch, arm) pairs of the all-active run (default: every one that has a
+    threshold table, or every one if none has). A placement without a threshold table gets the
+    flat table (every reward halfway between the extremes). Labels name the view, the user, her
+    batch and arm, and the base table.
+    """
+    if view not in VIEWS:
+        raise AccountingError("view", view, f"one of {VIEWS}")
+    lo, hi = extremes if extremes is not None else (engine.low, engine.high)
+    if not (engine.low <= lo <= engine.high and engine.low <= hi <= engine.high) or lo == hi:
+        raise AccountingError("extremes", extremes, f"two different rewards in [{engine.low:g}, {engine.high:g}]")
+    known = {(p.batch, p.arm): p for p in engine.placements()}
+    if placements is None:
+        chosen = list(known.values())
+    else:
+        chosen = []
+        for where in placements:
+            key = (int(where[0]), int(where[1]))
+            if key not in known:
+                raise AccountingError("placements", list(where), f"a ({engine.unit}, arm) of the all-active run, one of {sorted(known)}")
+            chosen.append(known[key])
+    flat = np.full((engine.rows, engine.arms_in_table), (lo + hi) / 2)
+    candidates = []
+    for place in chosen:
+        tables = [(np.asarray(base, dtype=np.float64), "the given base table")] if base is not None else engine.threshold_tables(place, (lo, hi))
+        candidates.append((place, tables))
+    if base is None and placements is None and any(tables for _, tables in candidates):
+        candidates = [(place, tables) for place, tables in candidates if tables]  # by default: the threshold placements
+    pairs = []
+    for place, tables in candidates:
+        if not tables:  # no decision of this batch can sit at its threshold (its radius is too wide)
+            tables = [(flat, f"every reward {(lo + hi) / 2:g} (no threshold table at this {engine.unit})")]
+        for table, text in tables:
+            d, d_prime = _changed(table, place.row, lo), _changed(table, place.row, hi)
+            pairs.append(NeighbourPair(d, d_prime, f"{view} view; {place.text}: rewards {lo:g} -> {hi:g} on every arm; base: {text}"))
+    return pairs
+
+
+_OUTPUT = re.compile(r"output\[(\d+)\]")
+_ROW = re.compile(r"output == \(([-\d., ]+)\)")
+_COLUMNS_ROW = re.compile(r"output\[\[([\d, ]+)\]\] == \(([-\d., ]+)\)")
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """Everything a run audit needs: the mechanism, candidate pairs, the recorded claim, the column labels."""
+
+    engine: TranscriptEngine
+    view: str
+    pairs: tuple[NeighbourPair, ...]
+    guarantee: RecordedGuarantee
+    mechanism: RunMechanism = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mechanism", RunMechanism(self.engine, self.view))
+
+    def claim(self, form: str | tuple[str, float]) -> Any:
+        """The recorded guarantee in ``form``: "pure", "rdp", "zcdp", or ("approx", epsilon)."""
+        if isinstance(form, tuple) and form[0] == "approx":
+            return self.guarantee.approx_dp(form[1])
+        value = {"pure": self.guarantee.pure, "rdp": self.guarantee.rdp, "zcdp": self.guarantee.zcdp}[form]()
+        if value is None:
+            raise AccountingError("form", form, "a form every charge of the run has (pure, rdp or zcdp)")
+        return value
+
+    def describe_event(self, text: str) -> str:
+        """Every ``output[j]`` of an event description followed by what column j is (view, batch,
+        arm); a whole output ``(v0, v1, ...)`` of few columns spelled out column by column."""
+        labels = self.engine.labels(self.view)
+
+        def name(match: re.Match) -> str:
+            j = int(match.group(1))
+            return f"{match.group(0)} ({labels[j]})" if j < len(labels) else match.group(0)
+
+        def spell(match: re.Match) -> str:
+            values = [v.strip() for v in match.group(1).split(",")]
+            if len(values) != len(labels):
+                return match.group(0)
+            return f"{match.group(0)} ({'; '.join(f'{l} = {v}' for l, v in zip(labels, values))})"
+
+        def spell_columns(match: re.Match) -> str:
+            columns = [int(c) for c in match.group(1).split(",")]
+            values = [v.strip() for v in match.group(2).split(",")]
+            if len(values) != len(columns) or max(columns) >= len(labels):
+                return match.group(0)
+            return f"{match.group(0)} ({'; '.join(f'{labels[c]} = {v}' for c, v in zip(columns, values))})"
+
+        named = _COLUMNS_ROW.sub(spell_columns, text)
+        named = _OUTPUT.sub(name, named)
+        if len(labels) <= 8:
+            named = _ROW.sub(spell, named)
+        if self.view != "public" and re.search(r"(?<![\d.])-1(?![\d.])", named):
+            named += f" ({NOT_RELEASED} = nothing released)"
+        return named
+
+
+def run_target(engine: TranscriptEngine, view: str, **pair_options: Any) -> RunTarget:
+    """The run of ``engine`` as an audit target on ``view``, with generated candidate pairs
+    (:func:`run_pairs`) and the claim its ledger records on them."""
+    pairs = tuple(run_pairs(engine, view, **pair_options))
+    tables = [t for p in pairs for t in (p.d, p.d_prime)]
+    return RunTarget(engine, view, pairs, recorded_guarantee(engine, tables))
+
+
+def audit_run(
+    target: RunTarget,
+    *,
+    form: str = "pure",
+    claim: Any = None,
+    samples: int = 100_000,
+    keep_pairs: int = 1,
+    search_samples: int | None = None,
+    **audit_options: Any,
+) -> AuditReport:
+    """Audit a run target: the auditor's pair search picks ``keep_pairs`` of the candidates on samples
+    of its own, then audits them at ``samples`` draws per table; events name view, batch and arm."""
+    chosen = claim if claim is not None else target.claim(form)
+    report = audit(target.mechanism, list(target.pairs), chosen, samples=samples, pair_search="pilot",
+                   search_budget=len(target.pairs), keep_pairs=keep_pairs, search_samples=search_samples, **audit_options)
+    results = tuple(replace(r, event=target.describe_event(r.event)) for r in report.results)
+    return replace(report, results=results)
+
+
+# ---- which runs: the runners' algorithms and their engines ----------------------------------------
+
+
+@dataclass(frozen=True)
+class RunAlgorithm:
+    """A run-audit algorithm: ``build(arms, horizon, options) -> engine``, its default claim form,
+    and whether its privatizer draws float noise (audited in real arithmetic until it is float-safe)."""
+
+    name: str
+    summary: str
+    build: Callable[..., TranscriptEngine]
+    form: str
+    float_noise: bool = False
+    planted: bool = False
+
+
+RUN_ALGORITHMS: dict[str, RunAlgorithm] = {}
+
+
+def register_run_algorithm(spec: RunAlgorithm) -> None:
+    RUN_ALGORITHMS[spec.name] = spec
+
+
+def run_engine(algorithm: str, **options: Any) -> TranscriptEngine:
+    if algorithm not in RUN_ALGORITHMS:
+        raise AccountingError("algorithm", algorithm, f"one of {sorted(RUN_ALGORITHMS)}")
+    return RUN_ALGORITHMS[algorithm].build(**options)
+
+
+def elimination_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, population: int | None = None,
+                       max_returns: int | None = None, **config: Any) -> EliminationEngine:
+    """The engine of ``dpverify run --algorithm ALGORITHM`` (Algorithm 1 variants, DP-SE) on a reward
+    table of ``arms`` arms: the setup is the registry's own (``se_setup`` / ``dp_se_setup``)."""
+    instance = TableInstance.from_table(np.zeros((1, arms)), population)
+    run_config = RunConfig(algorithm, instance, horizon, epsilon=epsilon, population=population, max_returns=max_returns, **config).validate()
+    if algorithm == "dp-se":
+        return EliminationEngine.from_setup(dp_se_setup(run_config, instance), dp_se_epsilon=float(epsilon), name=algorithm)
+    setup, _ = se_setup(run_config, instance)
+    return EliminationEngine.from_setup(setup, name=algorithm)
+
+
+_SE = {
+    "dist-dp-se": ("Algorithm 1 with Theorem 1's protocol (Polya noise per user, SecAgg)", "pure", False),
+    "dist-rdp-se": ("Algorithm 1 with Theorem 2's protocol (Skellam noise per user, SecAgg)", "rdp", False),
+    "dist-cdp-se": ("Algorithm 1 with Theorem 4's protocol (discrete Gaussian per user, SecAgg)", "rdp", False),
+    "cdp-se": ("Algorithm 1, central discrete Laplace (App. H.1)", "pure", False),
+    "ldp-se": ("Algorithm 1, local discrete Laplace (App. H.2): the server sees every message", "pure", False),
+    "dp-se": ("DP-SE (Sajed & Sheffet): central Laplace per arm and epoch", "pure", True),
+}
+for _name, (_summary, _form, _float) in _SE.items():
+    register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: elimination_engine(_n, **o), _form, _float))
+
+
+def ucb_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, **config: Any) -> UCBEngine:
+    """The engine of ``dpverify run --algorithm ALGORITHM`` for the LDP UCB family (its ``ucb_setup``)."""
+    instance = TableInstance.from_table(np.zeros((1, arms)))
+    run_config = RunConfig(algorithm, instance, horizon, epsilon=epsilon, **config).validate()
+    return UCBEngine.from_setup(ucb_setup(run_config, instance), name=algorithm)
+
+
+for _name, _summary, _float in (
+    ("ldp-ucb-b", "LDP-UCB-B (Ren et al.): every user's CTB bit, UCB1 index", False),
+    ("ldp-ucb-bs", "LDP-UCB-BS (Ren et al.): sigmoid + CTB", False),
+    ("ldp-ucb-l", "LDP-UCB-L (Ren et al.): CTL curator (float Laplace), Laplace index", True),
+    ("ldp-ucb-ls", "LDP-UCB-LS (Ren et al.): sigmoid + CTL (float Laplace)", True),
+):
+    register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: ucb_engine(_n, **o), "pure", _float))
+
+
+def dpe_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, delta: float = 1e-5, reward_bound: float = 1.0,
+               privacy_width: str = "exact", alpha: float = 0.8) -> DPEEngine:
+    """DP-DPE (``run_linear``) on ``arms`` actions evenly spaced on the unit circle, reports in [-B, B]."""
+    return DPEEngine.for_circle(algorithm, arms=arms, horizon=horizon, epsilon=epsilon, delta=delta, reward_bound=reward_bound,
+                                privacy_width=privacy_width, alpha=alpha)
+
+
+register_run_algorithm(RunAlgorithm("cdp-dpe", "CDP-DPE (Li, Zhou, Ji): central Gaussian on every phase's average report (float noise)",
+                                    lambda **o: dpe_engine("cdp-dpe", **o), "zcdp", True))
