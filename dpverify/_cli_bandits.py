@@ -165,7 +165,7 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
     import math
 
     from ._bandits._cost import estimate_cost, machine_memory
-    from ._bandits._registry import get_instance
+    from ._bandits._catalog import get_instance
     from ._bandits._runner import seed_streams
 
     if not (isinstance(max_seconds, (int, float)) and max_seconds > 0 and not math.isnan(max_seconds)):
