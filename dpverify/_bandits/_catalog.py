@@ -15,7 +15,7 @@ from typing import Any
 
 from accounting._validation import AccountingError
 
-from ._registry import AlgorithmSpec, InstanceSpec, instance_name, registered
+from ._registry import AlgorithmSpec, InstanceSpec, instance_name, lookup, registered
 
 __all__ = ["algorithms", "get_algorithm", "get_instance", "instances", "load"]
 
@@ -44,10 +44,7 @@ def instances() -> dict[str, InstanceSpec]:
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
-    table = algorithms()
-    if name not in table:
-        raise AccountingError("algorithm", name, f"one of {sorted(table)}")
-    return table[name]
+    return lookup(algorithms(), "algorithm", name)
 
 
 def get_instance(name: Any) -> InstanceSpec:
@@ -58,10 +55,7 @@ def get_instance(name: Any) -> InstanceSpec:
     is fixed, not drawn per seed).
     """
     if isinstance(name, str):
-        table = instances()
-        if name not in table:
-            raise AccountingError("instance", name, f"one of {sorted(table)}")
-        return table[name]
+        return lookup(instances(), "instance", name)
     load()
     family = next((fam for cls, fam in registered()[3].items() if isinstance(name, cls)), None)
     if family is None:

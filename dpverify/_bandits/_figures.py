@@ -22,11 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting._validation import AccountingError
-
 from .._output import atomic_path, atomic_write, check_output_dir
 from ._catalog import load as _load_families
-from ._registry import FigureSpec, register_figure, registered
+from ._registry import FigureSpec, lookup, register_figure, registered
 from ._runner import RunConfig, sweep
 
 __all__ = ["Curve", "Panel", "figures", "get_figure", "make_figure"]
@@ -288,7 +286,4 @@ def figures() -> dict[str, FigureSpec]:
 
 
 def get_figure(name: str) -> FigureSpec:
-    table = figures()
-    if name not in table:
-        raise AccountingError("figure", name, f"one of {sorted(table)}")
-    return table[name]
+    return lookup(figures(), "figure", name)

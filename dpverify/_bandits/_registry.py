@@ -22,6 +22,7 @@ __all__ = [
     "FigureSpec",
     "InstanceSpec",
     "instance_name",
+    "lookup",
     "register_algorithm",
     "register_figure",
     "register_instance",
@@ -114,6 +115,13 @@ def register_instance_type(cls: type, family: str) -> None:
 def registered() -> tuple[dict[str, AlgorithmSpec], dict[str, InstanceSpec], dict[str, FigureSpec], dict[type, str]]:
     """Copies of the four tables as they stand (nothing is loaded: see ``_catalog``)."""
     return dict(_ALGORITHMS), dict(_INSTANCES), dict(_FIGURES), dict(_INSTANCE_TYPES)
+
+
+def lookup(table: dict[str, Any], kind: str, name: str) -> Any:
+    """``table[name]``, or an error naming the ``kind``, the name and the names there are."""
+    if name not in table:
+        raise AccountingError(kind, name, f"one of {sorted(table)}")
+    return table[name]
 
 
 def instance_name(instance: Any) -> str:
