@@ -75,3 +75,29 @@ def test_postgres_ledger_without_psycopg_exits_2(monkeypatch):
     result = CliRunner().invoke(main, ["ledger", "show", "postgresql://dpverify@127.0.0.1:1/privacy"])
     assert result.exit_code == 2, result.output
     assert "postgres" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("flags", [["--dask", "tcp://127.0.0.1:8786"], ["--executor", "dask"], ["--executor", "tcp://127.0.0.1:8786"]])
+def test_audit_with_dask_missing_exits_2_before_any_work(monkeypatch, tmp_path, flags):
+    _block(monkeypatch, "dask", "dask.distributed")
+    report = tmp_path / "audit.json"
+    result = CliRunner().invoke(main, ["audit", str(ROOT / "audits" / "laplace_scale1.toml"), "--json", str(report), *flags])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'dpverify[dask]'" in result.output and "Traceback" not in result.output
+    assert not report.exists()
+
+
+def test_audit_runs_on_a_local_dask_cluster(tmp_path):
+    """``audit --dask ADDRESS`` runs the claims on that scheduler and gives the same bounds as serial
+    (results do not depend on the executor); the cluster is an in-process one."""
+    import json
+
+    from dask.distributed import LocalCluster
+
+    claim = str(ROOT / "audits" / "discrete_laplace_eps1.toml")
+    serial = CliRunner().invoke(main, ["audit", claim, "--executor", "serial", "--samples-scale", "0.05", "--json", "-"])
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        on_dask = CliRunner().invoke(main, ["audit", claim, "--dask", cluster.scheduler_address, "--samples-scale", "0.05", "--json", "-"])
+    assert serial.exit_code == 0 and on_dask.exit_code == 0, on_dask.output
+    bounds = lambda text: [(c["name"], c.get("lower_bound")) for c in json.loads(text[text.index("{"):])["results"]]  # noqa: E731
+    assert bounds(on_dask.output) == bounds(serial.output)
