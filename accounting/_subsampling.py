@@ -407,8 +407,9 @@ class PoissonSubsampledLoss(MonotoneLossPair):
         return self._mixture_survival(t, arb(0))
 
     # many points: the base is evaluated once on all transformed points (fast for a Gaussian base)
-    def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
-        q = self._q()
+    def _split_forward(self, ts: list[arb], q: arb, fallback) -> tuple[list[arb | None], list[int], list[arb]]:
+        """Points whose forward transform log((e^t - (1 - q)) / q) exists (their indices and images),
+        and every other point already evaluated by ``fallback``."""
         out: list[arb | None] = [None] * len(ts)
         index, inner = [], []
         for i, t in enumerate(ts):
@@ -417,7 +418,12 @@ class PoissonSubsampledLoss(MonotoneLossPair):
                 index.append(i)
                 inner.append(_log_ratio(c, q))
             else:
-                out[i] = self.hockey_stick(t)
+                out[i] = fallback(t)
+        return out, index, inner
+
+    def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
+        q = self._q()
+        out, index, inner = self._split_forward(ts, q, self.hockey_stick)
         for i, value in zip(index, self.base.hockey_stick_many(inner)):
             out[i] = q * value
         return out  # type: ignore[return-value]
@@ -440,16 +446,7 @@ class PoissonSubsampledLoss(MonotoneLossPair):
         return out  # type: ignore[return-value]
 
     def _mixture_survival_many(self, ts: list[arb], weight_p: arb) -> list[arb]:
-        q = self._q()
-        out: list[arb | None] = [None] * len(ts)
-        index, inner = [], []
-        for i, t in enumerate(ts):
-            c = t.exp() - (1 - q)
-            if bool(c > 0):
-                index.append(i)
-                inner.append(_log_ratio(c, q))
-            else:
-                out[i] = self._mixture_survival(t, weight_p)
+        out, index, inner = self._split_forward(ts, self._q(), lambda t: self._mixture_survival(t, weight_p))
         sp = self.base.survival_p_many(inner)
         sq = self.base.survival_q_many(inner)
         for i, a, b in zip(index, sp, sq):

@@ -175,7 +175,7 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
     import math
 
     from ._bandits._cost import estimate_cost, machine_memory
-    from ._bandits._registry import get_instance
+    from ._bandits._catalog import get_instance
     from ._bandits._runner import seed_streams
 
     if not (isinstance(max_seconds, (int, float)) and max_seconds > 0 and not math.isnan(max_seconds)):
@@ -242,16 +242,16 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
     for name, value, low in (("runs", runs, 1), ("workers", workers, 1), ("seed", seed, 0), ("batch_base", batch_base, 2)):
         if value is not None and value < low:  # refused at once, not after the output checks or inside the sweep
             _fail_usage(ValueError(f"{name}={value!r} is invalid: expected an integer >= {low}"))
+    executor = None
     try:
         check_output_dir("--out", outdir)
         check_output_file("--html", html_out)
+        if dask_address:  # before the work: a missing Dask or an unreachable scheduler must not cost the runs
+            from ._optional import dask_client
+
+            executor = dask_client(dask_address).get_executor()
     except ValueError as error:
         _fail_usage(error)
-    executor = None
-    if dask_address:
-        from dask.distributed import Client
-
-        executor = Client(dask_address).get_executor()
     kwargs = {"quick": quick, "executor": executor, "workers": workers, "seed": seed, "path": path, "batch_base": batch_base, "tau_rule": tau_rule}
     if radius != "lemma2":
         kwargs["radius"] = radius

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import click
 
+from ._console import console, emit
+
 __all__ = ["shuffle"]
 
 
@@ -29,8 +31,6 @@ __all__ = ["shuffle"]
 def shuffle(eps0: float, n: int, delta: float, compose: int, randomizer: str, stronger_clone: bool, as_json: bool) -> None:
     """Certified (eps, DELTA) of N shuffled EPS0-LDP reports, after COMPOSE rounds, by every route."""
     import accounting as acc
-
-    from .cli import _console, _emit
 
     try:
         if randomizer == "rr":
@@ -69,7 +69,7 @@ def shuffle(eps0: float, n: int, delta: float, compose: int, randomizer: str, st
         for r in sorted(report.alternatives, key=lambda r: r.epsilon):
             style = "bold green" if r.route == report.route else None
             t.add_row(r.route, f"{r.epsilon:.6g}", "certified" if r in certified else "comparison", r.detail, style=style)
-        _console().print(t)
-        _console().print(f"smallest certified: epsilon = {report.epsilon:.6g} via {report.route}")
+        console().print(t)
+        console().print(f"smallest certified: epsilon = {report.epsilon:.6g} via {report.route}")
 
-    _emit(as_json, payload, table)
+    emit(as_json, payload, table)

@@ -9,7 +9,6 @@ default: the returning-users table of the ICLR paper's Dist-RDP-SE.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from typing import Any, Callable
@@ -17,6 +16,8 @@ from typing import Any, Callable
 import click
 
 from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._console import console as _console
+from ._console import emit as _emit
 from ._json import jsonable
 
 __all__ = ["main"]
@@ -141,24 +142,6 @@ def _build(family: str, options: dict) -> Any:
         return builder(values)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
-
-
-def _emit(as_json: bool, payload: dict, table: Callable[[], None]) -> None:
-    if as_json:
-        click.echo(json.dumps(payload, indent=2, default=_json_default))
-    else:
-        table()
-
-
-def _json_default(value: Any) -> Any:
-    # json calls this only for types it cannot serialise (floats never reach it)
-    return str(value)
-
-
-def _console():
-    from rich.console import Console
-
-    return Console()
 
 
 # ---- commands -----------------------------------------------------------------------------------

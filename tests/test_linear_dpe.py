@@ -123,11 +123,12 @@ def test_results_carry_the_required_records() -> None:
 
 
 def test_registered_in_the_bandits_registry() -> None:
-    from dpverify._bandits import _registry as registry
+    from dpverify._bandits import _catalog as registry
+    from dpverify._bandits._figures import figures
 
     assert set(ALGORITHMS) <= set(registry.algorithms())
     assert {"linear", "mslr-linear"} <= set(registry.instances())
-    assert "li-fig2" in registry.figures()
+    assert "li-fig2" in figures()
     assert registry.get_algorithm("ldp-dpe").family == "linear" and not registry.get_algorithm("dpe").private
 
 

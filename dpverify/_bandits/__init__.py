@@ -4,17 +4,19 @@ Layout: ``_environments`` (arm laws, instances, per-arm reward streams), ``_elim
 (Algorithm 1 and DP-SE: trusted feedback side + learner), ``_ucb`` (UCB1 and Ren et al.'s LDP
 UCB family: local curators + numba learner kernel), ``_results`` (run records, aggregation,
 ledger summary), ``_runner`` (``RunConfig``, seeds, sweeps over an Executor), ``_figures`` (the
-papers' figures), ``_registry`` (below), ``_builtin`` (registers the multi-armed algorithms,
-instances and figures).
+papers' figures and their lookup), ``_registry`` (below), ``_builtin`` (registers the multi-armed
+algorithms and instances), ``_catalog`` (algorithm and instance lookups: loads the built-in
+families first).
 
 Registry (for ``dpverify._bandits.linear`` and any other algorithm family)
 --------------------------------------------------------------------------
 The CLI (``dpverify run`` / ``reproduce``) looks names up in one registry. A package registers at
-import time; the registry imports ``dpverify._bandits._builtin`` and ``dpverify._bandits.linear``
-lazily the first time a listing is needed (a missing linear package is fine; a broken one raises).
+import time; ``_catalog`` imports ``dpverify._bandits._builtin`` and ``dpverify._bandits.linear``
+the first time a lookup is made, and ``_figures`` (which registers the multi-armed figures) lists
+the figures. Imports point one way: families -> ``_registry``; ``_catalog`` -> families.
 
     from dpverify._bandits import AlgorithmSpec, InstanceSpec, FigureSpec
-    from dpverify._bandits import register_algorithm, register_instance, register_figure
+    from dpverify._bandits import register_algorithm, register_instance, register_figure, register_instance_type
 
     register_instance(InstanceSpec("linear", "linear", build, "d=20, k=1000 synthetic", random=True))
     #   build(config: RunConfig, seed: SeedSequence) -> your instance object
@@ -43,16 +45,16 @@ from ._environments import (
     ren_bernoulli_instance,
     ren_mixed_instance,
 )
+from ._catalog import algorithms, instances
+from ._figures import figures
 from ._registry import (
     AlgorithmSpec,
     FigureSpec,
     InstanceSpec,
-    algorithms,
-    figures,
-    instances,
     register_algorithm,
     register_figure,
     register_instance,
+    register_instance_type,
 )
 from ._results import RunRecord, RunResult, checkpoints, ledger_summary
 from ._runner import RunConfig, run, run_seed, seed_streams, sweep
@@ -86,6 +88,7 @@ __all__ = [
     "register_algorithm",
     "register_figure",
     "register_instance",
+    "register_instance_type",
     "ren_bernoulli_instance",
     "ren_mixed_instance",
     "run",

@@ -24,8 +24,8 @@ import accounting as acc
 from accounting._validation import AccountingError
 
 from ._elimination import EliminationSetup, run_batch_elimination, run_dp_se
-from ._environments import easy_instance, hard_instance, mslr_instance, ren_bernoulli_instance, ren_mixed_instance
-from ._registry import AlgorithmSpec, InstanceSpec, register_algorithm, register_instance
+from ._environments import BanditInstance, easy_instance, hard_instance, mslr_instance, ren_bernoulli_instance, ren_mixed_instance
+from ._registry import AlgorithmSpec, InstanceSpec, register_algorithm, register_instance, register_instance_type
 from ._ucb import UCB_ALGORITHMS, UCBSetup, run_ucb
 
 __all__ = ["SE_PROTOCOLS", "dp_se_setup", "make_protocol", "run_budget", "se_setup", "ucb_setup"]
@@ -295,4 +295,4 @@ register_instance(InstanceSpec("ren-bernoulli", "multi-armed", lambda c, s: ren_
 register_instance(InstanceSpec("ren-mixed", "multi-armed", lambda c, s: ren_mixed_instance(), "Ren et al. 20 mixed arms"))
 register_instance(InstanceSpec("mslr", "multi-armed", lambda c, s: mslr_instance(label_scale=c.label_scale), "MSLR-WEB10K K=50 empirical"))
 
-from . import _figures  # noqa: E402,F401  (registers the multi-armed figures)
+register_instance_type(BanditInstance, "multi-armed")

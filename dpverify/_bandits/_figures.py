@@ -23,9 +23,11 @@ import numpy as np
 
 from .._output import atomic_path, atomic_write, check_output_dir
 from .._plots import pyplot, regret_panels
-from ._registry import FigureSpec, register_figure
+from ._catalog import load as _load_families
+from ._registry import FigureSpec, lookup, register_figure, registered
+from ._runner import RunConfig, sweep
 
-__all__ = ["Curve", "Panel", "make_figure"]
+__all__ = ["Curve", "Panel", "figures", "get_figure", "make_figure"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,6 @@ def quick_horizon(panel: Panel, floor: int = 1000) -> int:
 
 
 def _configs(panel: Panel, runs: int, seed: int, quick: bool, path: str, base_options: dict, floor: int = 1000) -> list:
-    from ._runner import RunConfig
-
     horizon = quick_horizon(panel, floor) if quick else panel.horizon
     out = []
     for i, c in enumerate(panel.curves):
@@ -89,8 +89,6 @@ def make_figure(
     title: str | None = None,
     quick_floor: int = 1000,
 ) -> list[Path]:
-    from ._runner import sweep
-
     outdir = Path(outdir)
     check_output_dir("outdir", outdir)  # before the sweep: a bad directory must not cost the runs
     outdir.mkdir(parents=True, exist_ok=True)
@@ -273,3 +271,13 @@ def _ren_make(outdir, quick=False, executor=None, workers=None, progress=None, s
 for _name, (_desc, _panels) in ICLR_FIGURES.items():
     register_figure(FigureSpec(_name, _desc, _iclr_maker(_name, _panels), "Chowdhury & Zhou, ICLR 2023"))
 register_figure(FigureSpec("ren-fig1", REN_FIGURE[0], _ren_make, "Ren, Zhou, Liu & Shroff 2020"))
+
+
+def figures() -> dict[str, FigureSpec]:
+    """Every registered figure: the multi-armed ones above, and those the families register."""
+    _load_families()
+    return registered()[2]
+
+
+def get_figure(name: str) -> FigureSpec:
+    return lookup(figures(), "figure", name)

@@ -1,15 +1,16 @@
 """The registry of algorithms, instances and figures that ``dpverify run`` / ``reproduce`` use.
 
-Other packages (``dpverify._bandits.linear``) register into it with :func:`register_algorithm`,
-:func:`register_instance` and :func:`register_figure`; see ``dpverify/_bandits/__init__.py``.
-Registration is explicit (a function call at the registering module's import), and the registry
-imports the linear package lazily the first time a listing is asked for, so importing
-``dpverify`` has no side effects beyond defining things.
+This module is the bottom of the bandits package: the spec types and the tables, nothing else.
+Families (``_builtin``, ``dpverify._bandits.linear``, a user's package) register into it with
+:func:`register_algorithm`, :func:`register_instance`, :func:`register_figure` and
+:func:`register_instance_type`, at their own import; see ``dpverify/_bandits/__init__.py``. The
+lookups that load the built-in families first live above them: ``_catalog`` (algorithms and
+instances, used by the runner) and ``_figures`` (figures, which run sweeps), so every import arrow
+points down to this module.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -20,16 +21,13 @@ __all__ = [
     "AlgorithmSpec",
     "FigureSpec",
     "InstanceSpec",
-    "algorithms",
-    "figures",
-    "get_algorithm",
-    "get_figure",
-    "get_instance",
     "instance_name",
-    "instances",
+    "lookup",
     "register_algorithm",
     "register_figure",
     "register_instance",
+    "register_instance_type",
+    "registered",
 ]
 
 
@@ -77,10 +75,11 @@ class FigureSpec:
 _ALGORITHMS: dict[str, AlgorithmSpec] = {}
 _INSTANCES: dict[str, InstanceSpec] = {}
 _FIGURES: dict[str, FigureSpec] = {}
-_LOADED = False
+#: the algorithm families; an algorithm runs only on instances of its own family
+FAMILIES = ("multi-armed", "linear")
 
-#: packages that register into this registry when imported
-_PLUGINS = ("dpverify._bandits._builtin", "dpverify._bandits.linear")
+#: instance classes that stand for themselves (a user's instance object), by family
+_INSTANCE_TYPES: dict[type, str] = {}
 
 
 def _register(table: dict, spec: Any, kind: str, replace: bool) -> None:
@@ -104,75 +103,27 @@ def register_figure(spec: FigureSpec, *, replace: bool = False) -> None:
     _register(_FIGURES, spec, "figure", replace)
 
 
-def _load() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    for module in _PLUGINS:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if error.name != module:  # the plugin exists but is broken: say so
-                raise
+def register_instance_type(cls: type, family: str) -> None:
+    """Objects of ``cls`` may be passed as the instance itself (every seed runs on that object)."""
+    if not isinstance(cls, type):
+        raise AccountingError("instance type", cls, "a class")
+    if family not in FAMILIES:
+        raise AccountingError("family", family, f"one of {FAMILIES}")
+    _INSTANCE_TYPES[cls] = family
 
 
-def algorithms() -> dict[str, AlgorithmSpec]:
-    _load()
-    return dict(_ALGORITHMS)
+def registered() -> tuple[dict[str, AlgorithmSpec], dict[str, InstanceSpec], dict[str, FigureSpec], dict[type, str]]:
+    """Copies of the four tables as they stand (nothing is loaded: see ``_catalog``)."""
+    return dict(_ALGORITHMS), dict(_INSTANCES), dict(_FIGURES), dict(_INSTANCE_TYPES)
 
 
-def instances() -> dict[str, InstanceSpec]:
-    _load()
-    return dict(_INSTANCES)
-
-
-def figures() -> dict[str, FigureSpec]:
-    _load()
-    return dict(_FIGURES)
-
-
-def get_algorithm(name: str) -> AlgorithmSpec:
-    table = algorithms()
+def lookup(table: dict[str, Any], kind: str, name: str) -> Any:
+    """``table[name]``, or an error naming the ``kind``, the name and the names there are."""
     if name not in table:
-        raise AccountingError("algorithm", name, f"one of {sorted(table)}")
+        raise AccountingError(kind, name, f"one of {sorted(table)}")
     return table[name]
 
 
 def instance_name(instance: Any) -> str:
     """The name of a registered instance (a string) or of a user's instance object."""
     return instance if isinstance(instance, str) else str(getattr(instance, "name", type(instance).__name__))
-
-
-def get_instance(name: Any) -> InstanceSpec:
-    """The spec of a registered instance, or one wrapping a user's instance object.
-
-    A ``BanditInstance`` (multi-armed) or ``LinearInstance`` (linear) object stands for itself:
-    every seed runs on it (it is fixed, not drawn per seed).
-    """
-    if not isinstance(name, str):
-        from ._environments import BanditInstance
-
-        if isinstance(name, BanditInstance):
-            family = "multi-armed"
-        else:
-            try:
-                from .linear import LinearInstance
-            except ImportError:  # pragma: no cover - the linear package is part of dpverify
-                LinearInstance = ()  # type: ignore[assignment]
-            if not isinstance(name, LinearInstance):
-                raise AccountingError("instance", name, "an instance name (see --list), a BanditInstance or a LinearInstance")
-            family = "linear"
-        fixed = name
-        return InstanceSpec(instance_name(fixed), family, lambda config, seed: fixed, f"user instance {instance_name(fixed)!r}")
-    table = instances()
-    if name not in table:
-        raise AccountingError("instance", name, f"one of {sorted(table)}")
-    return table[name]
-
-
-def get_figure(name: str) -> FigureSpec:
-    table = figures()
-    if name not in table:
-        raise AccountingError("figure", name, f"one of {sorted(table)}")
-    return table[name]

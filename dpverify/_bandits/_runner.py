@@ -23,7 +23,8 @@ from accounting._validation import AccountingError, BudgetExceeded, check_positi
 
 from .._noise import DEFAULT_NOISE, IDEALISED_LABEL, check_noise
 from ._builtin import batch_sizes, returning_users_plan
-from ._registry import get_algorithm, get_instance, instance_name
+from ._catalog import get_algorithm, get_instance
+from ._registry import instance_name
 from ._results import RunRecord, RunResult, aggregate
 from ._elimination import lemma2_tau_p
 
@@ -115,7 +116,7 @@ class RunConfig:
         if self.path not in PATHS:
             raise AccountingError("path", self.path, f"one of {PATHS}")
         if self.path == "aggregate" and self.horizon > MAX_AGGREGATE_HORIZON:
-            raise AccountingError("horizon", self.horizon, f"at most 10^12 on the aggregate path (a batch's summed-noise modulus must fit "
+            raise AccountingError("horizon", self.horizon, "at most 10^12 on the aggregate path (a batch's summed-noise modulus must fit "
                                   "in int64: T = 10^13 overflowed)")
         if isinstance(self.batch_base, bool) or not isinstance(self.batch_base, int) or self.batch_base < 2:
             raise AccountingError("batch_base", self.batch_base, "an integer >= 2")

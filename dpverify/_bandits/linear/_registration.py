@@ -18,9 +18,11 @@ import numpy as np
 
 from accounting._validation import AccountingError
 
+from .._registry import AlgorithmSpec, FigureSpec, InstanceSpec, register_algorithm, register_figure, register_instance, register_instance_type
+from .._results import RunRecord, ledger_summary
 from ._dpe import ALGORITHMS, DPEConfig, run_linear
 from ._experiments import make_li_fig2
-from ._instances import mslr_linear_instance, synthetic_instance
+from ._instances import LinearInstance, mslr_linear_instance, synthetic_instance
 
 __all__ = ["LINEAR_ALGORITHMS", "LINEAR_FIGURES", "register"]
 
@@ -38,8 +40,6 @@ LINEAR_FIGURES = {"li-fig2": "Li, Zhou & Ji Fig. 2 (a)-(c): regret vs eps, per-r
 
 def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) -> Any:
     """``AlgorithmSpec.run``: one DP-DPE run as a ``RunRecord`` of the colleague's runner."""
-    from .._results import RunRecord, ledger_summary
-
     algorithm = config.algorithm
     extra = dict(config.extra or {})
     unknown = set(extra) - set(_EXTRA)
@@ -93,14 +93,11 @@ def _ledger_note(algorithm: str, noise: str) -> str:
 
 
 def register() -> bool:
-    """Register into ``dpverify._bandits._registry`` if it exists; returns whether it did."""
-    try:
-        from .._registry import AlgorithmSpec, FigureSpec, InstanceSpec, register_algorithm, register_figure, register_instance
-    except ImportError:  # the multi-armed package is absent: nothing to register into
-        return False
+    """Register the linear algorithms, instances, instance type and figure; returns True."""
     for name in ALGORITHMS:
         register_algorithm(AlgorithmSpec(name, "linear", run_for_registry, LINEAR_ALGORITHMS[name], name in ("cdp-dpe", "ldp-dpe", "sdp-dpe"), "Li, Zhou & Ji 2022"), replace=True)
     register_instance(InstanceSpec("linear", "linear", lambda config, seed: synthetic_instance(), "d=20, k=1000 actions uniform in the unit ball, theta* on the sphere, sigma=0.1, population 1e5"), replace=True)
     register_instance(InstanceSpec("mslr-linear", "linear", lambda config, seed: mslr_linear_instance(), "MSLR-WEB10K linear instance (d=20, k=1000), theta rescaled to unit norm"), replace=True)
     register_figure(FigureSpec("li-fig2", LINEAR_FIGURES["li-fig2"], make_li_fig2, "Li, Zhou & Ji 2022", options={"linear": True}), replace=True)
+    register_instance_type(LinearInstance, "linear")
     return True
