@@ -3,7 +3,7 @@
 The graph is built from the source with the standard library's ``ast``: every ``import`` and
 ``from ... import`` anywhere in a module (top level, functions, methods, ``TYPE_CHECKING`` blocks)
 is an arrow from that module to the module it names inside ``accounting`` or ``dpverify``, and so
-is a string literal that is exactly a project module's dotted name (the tables of modules imported
+is a string literal that is exactly a project submodule's dotted name (the tables of modules imported
 by name with ``importlib.import_module``: a lazy import is still an arrow). A
 ``from package import name`` where ``name`` is a submodule points at the submodule; otherwise at
 the package's ``__init__``. A package's ``__init__`` re-exporting its submodules is an arrow like
@@ -48,7 +48,7 @@ def import_graph() -> dict[str, set[str]]:
         is_package = path.name == "__init__.py"
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             targets: list[str] = []
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules:
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value and node.value in modules:
                 targets = [node.value]  # a module named by a string: imported by name somewhere (import_module)
             elif isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]

@@ -81,7 +81,7 @@ def test_postgres_ledger_without_psycopg_exits_2(monkeypatch):
 def test_audit_with_dask_missing_exits_2_before_any_work(monkeypatch, tmp_path, flags):
     _block(monkeypatch, "dask", "dask.distributed")
     report = tmp_path / "audit.json"
-    result = CliRunner().invoke(main, ["audit", str(ROOT / "audits" / "laplace_scale1.toml"), "--json", str(report), *flags])
+    result = CliRunner().invoke(main, ["audit", str(ROOT / "audits" / "discrete_laplace_eps1.toml"), "--json", str(report), *flags])
     assert result.exit_code == 2, result.output
     assert "pip install 'dpverify[dask]'" in result.output and "Traceback" not in result.output
     assert not report.exists()
