@@ -84,7 +84,7 @@ def dpsgd_table(runs: int) -> None:
         return accountant.get_epsilon(DELTA)
 
     ours(1e-3, 10), theirs(1e-3, 10)  # imports and first-call costs outside the measured runs
-    print(f"\n### 1. DP-SGD (q = 0.01, sigma = 1, delta = 1e-5): certified PLD vs dp_accounting's PLDAccountant, same h\n")
+    print("\n### 1. DP-SGD (q = 0.01, sigma = 1, delta = 1e-5): certified PLD vs dp_accounting's PLDAccountant, same h\n")
     print(f"load average {os.getloadavg()[0]:.2f} (2 cores); median of {runs} alternating cold runs\n")
     print("| steps | h | ours: certified eps | ours wall s | ours CPU s | dp_accounting eps (pessimistic) | dp wall s | dp CPU s | "
           "time ratio (wall) | time ratio (CPU) | eps ours / dp |")
@@ -112,7 +112,7 @@ def routes_table(runs: int, skip_slow: bool) -> None:
     ]
     if skip_slow:
         cases = [c for c in cases if "100,000" not in c[0]]
-    print(f"\n### 2. epsilon_routes on the reference queries (default time budget 10 s)\n")
+    print("\n### 2. epsilon_routes on the reference queries (default time budget 10 s)\n")
     print(f"load average {os.getloadavg()[0]:.2f}; median of {runs} cold runs\n")
     print("| query | answer | route | wall s | CPU s | estimated s (routes run) | routes run / not run |")
     print("|---|---|---|---|---|---|---|")
