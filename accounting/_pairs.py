@@ -159,3 +159,10 @@ class FinitePair(IntegerPair):
 
     def support(self) -> tuple[int, int]:
         return self.offset, self.offset + len(self.p) - 1
+
+    def output_cost(self) -> float:
+        """Estimated seconds per output of a PLD build (the route planner's cost model): the log
+        of an exact Fraction costs about its bit length (1.6e-6 s per bit, measured on the
+        Binomial(5000, 1/2) pair: 8 ms per output)."""
+        bits = max((max(m.numerator.bit_length(), m.denominator.bit_length()) for m in self.p + self.q), default=1)
+        return 1e-5 + 1.6e-6 * bits

@@ -188,6 +188,10 @@ class MonotoneLossPair(ABC):
     def hockey_stick_series(self, t):
         return None
 
+    def has_series(self) -> bool:
+        """Whether :meth:`hockey_stick_series` is available (a cost estimate's question)."""
+        return False
+
     def hockey_stick_reverse_series(self, t):
         return self.hockey_stick_series(t) if self.symmetric else None
 
@@ -235,6 +239,9 @@ class _Reversed(MonotoneLossPair):
 
     def hockey_stick_series(self, t):
         return self.base.hockey_stick_reverse_series(t)
+
+    def has_series(self) -> bool:
+        return self.base.has_series()
 
     def hockey_stick_reverse_series(self, t):
         return self.base.hockey_stick_series(t)
@@ -332,6 +339,9 @@ class GaussianLoss(MonotoneLossPair):
 
     def hockey_stick_series(self, t):
         return self.hockey_stick_of(t)
+
+    def has_series(self) -> bool:
+        return True
 
     def hockey_stick_many(self, ts: list[arb]) -> list[arb]:
         m = self._m()

@@ -9,10 +9,11 @@ composes them in one FFT pass (:mod:`accounting._pld_fft_power`; releases on dif
 first put on one, :meth:`~accounting.PrivacyLossDistribution.regrid`) and reads the certified
 eps(delta). The grid is :func:`accounting._pld.grid_for` of the total number of releases.
 
-Cost model (seconds on one core of the reference machine; the constants below were measured by
-``benchmarks/bench_planner_costs.py`` and are stated there): building costs a constant per output
-of an integer pair's window, per atom of a closed form, per grid point and direction of a
-connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
+Cost model (seconds on one core of the reference machine; the constants below were measured on
+the project's 2-core machine, as stated beside each; ``benchmarks/bench_planner.py`` prints the
+estimates next to the measured times): building costs a constant per output
+of an integer pair's window, per atom of a closed form, per block of Taylor series (or per grid
+point, point by point) and direction of a connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
 whose width is estimated, before anything is built, from the releases' RDP curves by the Chernoff
 bound the FFT pass itself uses to place its window: the composed loss exceeds
 min_alpha (sum_i n_i (alpha - 1) D_alpha(M_i) + log(1/tail)) / (alpha - 1) with probability below
@@ -41,14 +42,22 @@ from ._pld_fft_power import MAX_WINDOW
 
 __all__ = ["PldRoute", "pld_for_parts"]
 
-#: seconds per grid point and direction of a connect-the-dots build (Arb hockey-stick values)
+#: seconds per grid point and direction of a connect-the-dots build, point by point (Arb
+#: hockey-stick values; ~2.0 s for the 110,000 points of the subsampled Gaussian at h = 1e-4)
 COST_CONTINUOUS_POINT = 2.0e-5
-#: seconds per output of an integer pair's window (two log-masses in Arb, both directions)
-COST_INTEGER_OUTPUT = 3.0e-5
-#: seconds per atom of a closed-form PLD
-COST_ATOM = 1.0e-5
-#: seconds per point x log2(points) of one composition pass (FFTs, tilted passes, direct DFTs)
-COST_FFT_POINT = 1.5e-7
+#: ... blockwise from Taylor series (pairs that give them): per block of radius 0.1 and direction
+#: (two Arb series of 40 terms, ~1 ms each), plus the float evaluation per point
+COST_SERIES_BLOCK = 2.0e-3
+COST_SERIES_POINT = 2.0e-7
+#: seconds per output of an integer pair's window (two log-masses in Arb, both directions;
+#: measured 7.5e-5 on the discrete Gaussian, 1.2e-5 on Skellam's recurrence); a pair may say
+#: better (``output_cost()``)
+COST_INTEGER_OUTPUT = 8.0e-5
+#: seconds per atom of a closed-form PLD (1,001 atoms: 0.014 s)
+COST_ATOM = 1.5e-5
+#: seconds per point x log2(points) and direction of one composition pass (FFTs, the tilted
+#: passes' longer windows, direct DFTs): 4e-8 to 9e-8 measured from 10^5 to 10^3 releases
+COST_FFT_POINT = 8e-8
 #: fixed seconds of one composition and eps(delta) search (Arb tables, tilts, certification)
 COST_FIXED = 0.02
 #: bytes per point of the composed window (complex spectra, tilted passes kept for the queries)
@@ -76,6 +85,8 @@ class _Release:
     lattice: float | None = None
     support: int = 0
     setup: float = 0.0  # seconds before the first log-mass (a table the pair computes once)
+    output_cost: float = COST_INTEGER_OUTPUT  # seconds per output of its window
+    series: bool = False  # a continuous pair whose masses come blockwise from Taylor series
 
 
 def _setup_cost(pair: Any) -> float:
@@ -96,20 +107,22 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
             r_lo, r_hi = pair.reversed().loss_window(DEFAULT_TAIL_MASS)
             width = max(width, r_hi - r_lo)
             directions = 2
-        return _Release(subject, count, "continuous", width, directions, 0)
+        return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series())
     pair = _resolve_pair(subject)
     counter = getattr(pair, "loss_atom_count", None)
     atoms = int(counter()) if callable(counter) else _window_outputs(pair, DEFAULT_TAIL_MASS)
     kind = "atoms" if callable(counter) else "integer"
     setup = _setup_cost(pair)
-    if setup + (COST_ATOM if kind == "atoms" else COST_INTEGER_OUTPUT) * atoms > build_budget:
-        return _Release(subject, count, kind, 0.0, 2, atoms, setup=setup)
+    hint = getattr(pair, "output_cost", None)
+    per_output = float(hint()) if callable(hint) else COST_INTEGER_OUTPUT
+    if setup + (COST_ATOM if kind == "atoms" else per_output) * atoms > build_budget:
+        return _Release(subject, count, kind, 0.0, 2, atoms, setup=setup, output_cost=per_output)
     # cheap to build: build it now (memoised: the run reuses it) and read its lattice and span
     pld = release_pld(subject, grid_for(count))
     span = pld.loss_span()
     lattice = pld.step if pld.discretisation == "exact lattice" else None
     support = pld.grid_size()
-    return _Release(subject, count, kind, span, 2, atoms, lattice, support)
+    return _Release(subject, count, kind, span, 2, atoms, lattice, support, output_cost=per_output)
 
 
 def _window_outputs(pair: IntegerPair, tail: float) -> int:
@@ -168,13 +181,16 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
             while r.width / h_r > AUTO_POINTS:
                 h_r *= 2
             n = int(r.width / h_r) + 1
-            build += COST_CONTINUOUS_POINT * n * r.directions
+            if r.series and n >= 32:  # (fewer points are taken one by one)
+                build += (COST_SERIES_BLOCK * min(r.width / 0.2 + 20, n / 8) + COST_SERIES_POINT * n) * r.directions
+            else:
+                build += COST_CONTINUOUS_POINT * n * r.directions
             points_single = max(points_single, n)
         elif r.kind == "atoms":
             build += COST_ATOM * r.atoms
         else:
             outputs = r.atoms if tail == DEFAULT_TAIL_MASS else _window_outputs(_resolve_pair(r.subject), tail)
-            build += COST_INTEGER_OUTPUT * outputs + r.setup
+            build += r.output_cost * outputs + r.setup
         if r.width and not lattice:
             points_single = max(points_single, int(r.width / h) + 1)
     if width is None:  # no RDP approximation: the single windows grown like sqrt(k)

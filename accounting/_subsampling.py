@@ -464,6 +464,9 @@ class PoissonSubsampledLoss(MonotoneLossPair):
     def hockey_stick_series(self, t):
         return self._series(t, reverse=False)
 
+    def has_series(self) -> bool:
+        return callable(getattr(self.base, "hockey_stick_of", None)) and self.base.symmetric
+
     def hockey_stick_reverse_series(self, t):
         return self._series(t, reverse=True)
 

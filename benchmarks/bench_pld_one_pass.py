@@ -51,7 +51,7 @@ def previous_engine(fn):
 
     def run():
         saved = pld_module._factors_of
-        pld_module._factors_of = lambda side: None
+        pld_module._factors_of = lambda side, step=None: None
         try:
             return fn()
         finally:
