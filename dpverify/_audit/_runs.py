@@ -129,10 +129,17 @@ class RecordedGuarantee:
     def approx_dp(self, epsilon: float) -> acc.ApproxDP:
         """(epsilon, delta(epsilon)) of the worst user: for users charged Gaussian mechanisms only, the
         exact profile of their composition (one Gaussian of mu = sqrt(sum (Delta/sigma)^2), certified);
-        otherwise the RDP curve's conversion."""
+        for users charged (eps_i, delta_i) pairs only (what the float-safe DP-DPE privatizers record),
+        their basic composition, which answers only for epsilon >= sum eps_i; otherwise the RDP
+        curve's conversion."""
         deltas = []
         for group in self._groups:
-            if all(isinstance(g, acc.Gaussian) for g in group):
+            if all(isinstance(g, acc.ApproxDP) for g in group):
+                total = group[0].compose(*group[1:]) if len(group) > 1 else group[0]
+                if epsilon < total.epsilon:
+                    raise AccountingError("epsilon", epsilon, f">= {total.epsilon!r}, the composed epsilon of the (eps, delta) charges the ledger records")
+                deltas.append(total.delta)
+            elif all(isinstance(g, acc.Gaussian) for g in group):
                 mu = sum((arb(float(g.sensitivity)) / arb(float(g.sigma))) ** 2 for g in group).sqrt()
                 deltas.append(acc.gdp_delta(mu, epsilon))
             else:
@@ -318,14 +325,12 @@ def audit_run(
 
 @dataclass(frozen=True)
 class RunAlgorithm:
-    """A run-audit algorithm: ``build(arms, horizon, options) -> engine``, its default claim form,
-    and whether its privatizer draws float noise (audited in real arithmetic until it is float-safe)."""
+    """A run-audit algorithm: ``build(arms, horizon, options) -> engine`` and its default claim form."""
 
     name: str
     summary: str
     build: Callable[..., TranscriptEngine]
     form: str
-    float_noise: bool = False
     planted: bool = False
 
 
@@ -355,15 +360,15 @@ def elimination_engine(algorithm: str, *, arms: int, horizon: int, epsilon: floa
 
 
 _SE = {
-    "dist-dp-se": ("Algorithm 1 with Theorem 1's protocol (Polya noise per user, SecAgg)", "pure", False),
-    "dist-rdp-se": ("Algorithm 1 with Theorem 2's protocol (Skellam noise per user, SecAgg)", "rdp", False),
-    "dist-cdp-se": ("Algorithm 1 with Theorem 4's protocol (discrete Gaussian per user, SecAgg)", "rdp", False),
-    "cdp-se": ("Algorithm 1, central discrete Laplace (App. H.1)", "pure", False),
-    "ldp-se": ("Algorithm 1, local discrete Laplace (App. H.2): the server sees every message", "pure", False),
-    "dp-se": ("DP-SE (Sajed & Sheffet): central Laplace per arm and epoch", "pure", True),
+    "dist-dp-se": ("Algorithm 1 with Theorem 1's protocol (Polya noise per user, SecAgg)", "pure"),
+    "dist-rdp-se": ("Algorithm 1 with Theorem 2's protocol (Skellam noise per user, SecAgg)", "rdp"),
+    "dist-cdp-se": ("Algorithm 1 with Theorem 4's protocol (discrete Gaussian per user, SecAgg)", "rdp"),
+    "cdp-se": ("Algorithm 1, central discrete Laplace (App. H.1)", "pure"),
+    "ldp-se": ("Algorithm 1, local discrete Laplace (App. H.2): the server sees every message", "pure"),
+    "dp-se": ("DP-SE (Sajed & Sheffet): per arm and epoch, the sum on a 1/g grid plus exact discrete Laplace", "pure"),
 }
-for _name, (_summary, _form, _float) in _SE.items():
-    register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: elimination_engine(_n, **o), _form, _float))
+for _name, (_summary, _form) in _SE.items():
+    register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: elimination_engine(_n, **o), _form))
 
 
 def ucb_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, **config: Any) -> UCBEngine:
@@ -373,13 +378,13 @@ def ucb_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, **con
     return UCBEngine.from_setup(ucb_setup(run_config, instance), name=algorithm)
 
 
-for _name, _summary, _float in (
-    ("ldp-ucb-b", "LDP-UCB-B (Ren et al.): every user's CTB bit, UCB1 index", False),
-    ("ldp-ucb-bs", "LDP-UCB-BS (Ren et al.): sigmoid + CTB", False),
-    ("ldp-ucb-l", "LDP-UCB-L (Ren et al.): CTL curator (float Laplace), Laplace index", True),
-    ("ldp-ucb-ls", "LDP-UCB-LS (Ren et al.): sigmoid + CTL (float Laplace)", True),
+for _name, _summary in (
+    ("ldp-ucb-b", "LDP-UCB-B (Ren et al.): every user's CTB bit, UCB1 index"),
+    ("ldp-ucb-bs", "LDP-UCB-BS (Ren et al.): sigmoid + CTB"),
+    ("ldp-ucb-l", "LDP-UCB-L (Ren et al.): CTL curator (grid + exact discrete Laplace), Laplace index"),
+    ("ldp-ucb-ls", "LDP-UCB-LS (Ren et al.): sigmoid + CTL (grid + exact discrete Laplace)"),
 ):
-    register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: ucb_engine(_n, **o), "pure", _float))
+    register_run_algorithm(RunAlgorithm(_name, _summary, lambda _n=_name, **o: ucb_engine(_n, **o), "pure"))
 
 
 def dpe_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, delta: float = 1e-5, reward_bound: float = 1.0,
@@ -389,5 +394,5 @@ def dpe_engine(algorithm: str, *, arms: int, horizon: int, epsilon: float, delta
                                 privacy_width=privacy_width, alpha=alpha)
 
 
-register_run_algorithm(RunAlgorithm("cdp-dpe", "CDP-DPE (Li, Zhou, Ji): central Gaussian on every phase's average report (float noise)",
-                                    lambda **o: dpe_engine("cdp-dpe", **o), "zcdp", True))
+register_run_algorithm(RunAlgorithm("cdp-dpe", "CDP-DPE (Li, Zhou, Ji): central discrete Gaussian on a grid, every phase's average report",
+                                    lambda **o: dpe_engine("cdp-dpe", **o), "zcdp"))

@@ -35,7 +35,7 @@ import os
 import time
 import zlib
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -129,9 +129,9 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
         rho = getattr(c.claim, "rho", None) if c.form == "zcdp" else None
         results, real_results = report.results, real.results if real is not None else None
         if c.describe_event is not None:  # a run target names the view, batch and arm of the witness
-            results = tuple(dataclasses.replace(res, event=c.describe_event(res.event)) for res in results)
+            results = tuple(replace(res, event=c.describe_event(res.event)) for res in results)
             if real_results is not None:
-                real_results = tuple(dataclasses.replace(res, event=c.describe_event(res.event)) for res in real_results)
+                real_results = tuple(replace(res, event=c.describe_event(res.event)) for res in real_results)
         return ClaimRun(spec.name, results, p, samples, time.perf_counter() - started, c.text, claimed_rho=rho,
                         floating_point_views=report.floating_point_views, real_results=real_results, real_p_value=real_p)
     except SuiteError as error:

@@ -131,11 +131,11 @@ def _inverted_polya(**options: Any) -> EliminationEngine:
     return _with_protocol(elimination_engine("dist-dp-se", **options), InvertedPolyaScale)
 
 
-for _name, _summary, _build, _form, _float in (
-    ("bug.dp-se-shared-laplace", "PLANTED DP-SE, one Laplace draw per epoch shared by every arm (the released code)", _shared_laplace, "pure", True),
-    ("bug.dist-dp-se-raw-elimination", "PLANTED Dist-DP-SE eliminating on the un-noised batch means", _raw_elimination, "pure", False),
-    ("bug.dist-dp-se-returning-counted-once", "PLANTED Dist-DP-SE with returning users charged once for two batches", _returning_once, "pure", False),
-    ("bug.dist-dp-se-shares-for-2n", "PLANTED Dist-DP-SE with Polya shares of a 2n-user batch in a batch of n", _shares_for_2n, "pure", False),
-    ("bug.dist-dp-se-inverted-polya", "PLANTED Dist-DP-SE with the Polya scale inverted: e^(-g/eps)", _inverted_polya, "pure", False),
+for _name, _summary, _build, _form in (
+    ("bug.dp-se-shared-laplace", "PLANTED DP-SE, one noise draw per epoch shared by every arm (the released code)", _shared_laplace, "pure"),
+    ("bug.dist-dp-se-raw-elimination", "PLANTED Dist-DP-SE eliminating on the un-noised batch means", _raw_elimination, "pure"),
+    ("bug.dist-dp-se-returning-counted-once", "PLANTED Dist-DP-SE with returning users charged once for two batches", _returning_once, "pure"),
+    ("bug.dist-dp-se-shares-for-2n", "PLANTED Dist-DP-SE with Polya shares of a 2n-user batch in a batch of n", _shares_for_2n, "pure"),
+    ("bug.dist-dp-se-inverted-polya", "PLANTED Dist-DP-SE with the Polya scale inverted: e^(-g/eps)", _inverted_polya, "pure"),
 ):
-    register_run_algorithm(RunAlgorithm(_name, _summary, _build, _form, _float, planted=True))
+    register_run_algorithm(RunAlgorithm(_name, _summary, _build, _form, planted=True))

@@ -108,7 +108,7 @@ class DPEEngine(TranscriptEngine):
         object.__setattr__(self, "horizon", cfg.horizon)
         object.__setattr__(self, "low", -self.instance.reward_bound)
         object.__setattr__(self, "high", self.instance.reward_bound)
-        object.__setattr__(self, "protocol", _PRIVATE[self.algorithm](cfg.epsilon, cfg.delta, self.instance.reward_bound))
+        object.__setattr__(self, "protocol", _PRIVATE[self.algorithm][cfg.noise](cfg.epsilon, cfg.delta, self.instance.reward_bound))
         # a phase has at least h_l = 2^l rounds (its counts ceil(h pi(x)) sum to >= h): phases before l need >= 2^(l+1) - 2
         phases = 0
         while 2 ** (phases + 2) - 2 < cfg.horizon:
