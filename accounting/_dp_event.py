@@ -58,6 +58,9 @@ class Composition(Mechanism):
     def __post_init__(self) -> None:
         if not self.parts:
             raise AccountingError("parts", self.parts, "a non-empty tuple of (mechanism, count)")
+        for _, count in self.parts:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise AccountingError("count", count, "an integer >= 1 (how many times the part is released)")
 
     def rdp(self) -> RDP:
         return RDP.sequence([m.rdp() for m, _ in self.parts], [n for _, n in self.parts])
@@ -229,6 +232,8 @@ def _translate(event: Any) -> Any | None:
     if kind == "SelfComposedDpEvent":
         inner = _translate(_get(event, "event"))
         count = int(_get(event, "count"))
+        if count < 0:
+            raise AccountingError("count", count, "an integer >= 0 (dp_accounting's SelfComposedDpEvent count)")
         if inner is None or count == 0:
             return None
         if isinstance(inner, NonPrivate):

@@ -134,8 +134,9 @@ def _check_n(n: object) -> int:
 
 def _check_eps0(value: object) -> float:
     check_positive("epsilon0", value)
-    if float(value) > 50:  # type: ignore[arg-type]
-        raise AccountingError("epsilon0", value, "a real number in (0, 50]", "amplification is nil far before eps0 = 50")
+    if not 1e-9 <= float(value) <= 50:  # type: ignore[arg-type]
+        # below 1e-9 the randomizer's two laws agree to the float search's resolution (e^eps0 - 1 ~ eps0 vanishes in q - r)
+        raise AccountingError("epsilon0", value, "a real number in [1e-9, 50]", "amplification is nil far before eps0 = 50")
     return value  # type: ignore[return-value]
 
 

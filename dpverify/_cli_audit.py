@@ -206,8 +206,8 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
 
     from ._audit._suite import SuiteError, load_suite, run_suite
 
-    if not 0 < alpha < 1:
-        raise click.BadParameter(f"alpha={alpha!r}: expected a probability in (0, 1)", param_hint="--alpha")
+    if not 1e-200 <= alpha < 1:  # the p-value grid reaches alpha / m * 1e-16, which must stay a positive double
+        raise click.BadParameter(f"alpha={alpha!r}: expected a probability in [1e-200, 1)", param_hint="--alpha")
     if not (samples_scale > 0 and math.isfinite(samples_scale)):
         raise click.BadParameter(f"{samples_scale!r}: expected a number > 0", param_hint="--samples-scale")
     if seed < 0:

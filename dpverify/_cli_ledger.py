@@ -76,8 +76,8 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
     """Budget, worst user's spend, users near their limit and the history of charges at URL."""
     if not 0 < near <= 1:
         _fail_usage(ValueError(f"near={near} is invalid: expected a fraction in (0, 1]"))
-    if last < 0:
-        _fail_usage(ValueError(f"last={last} is invalid: expected an integer >= 0"))
+    if not 0 <= last < 2**63:  # SQLite's and PostgreSQL's integers
+        _fail_usage(ValueError(f"last={last} is invalid: expected an integer in [0, 2^63)"))
     ledger = _open(url, read_only=True)
     try:
         summary = ledger.summary(near=near, last=last)

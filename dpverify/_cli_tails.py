@@ -67,8 +67,8 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
                 raise click.BadParameter(f"seeds={seeds} is invalid: expected an integer in [1, 1000]", param_hint="--seeds")
             if not 2 <= horizon <= 2**26:
                 raise click.BadParameter(f"horizon={horizon} is invalid: expected an integer in [2, 2^26]", param_hint="--horizon")
-            if workers is not None and workers < 1:
-                raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer >= 1", param_hint="--workers")
+            if workers is not None and not 1 <= workers <= 1024:
+                raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer in [1, 1024]", param_hint="--workers")
             _regret_comparison(seeds, horizon, sys.stdout)
             return
         from concurrent.futures import ProcessPoolExecutor
@@ -84,8 +84,8 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
 
         if not 0 < false_alarm < 1:
             raise click.BadParameter(f"false-alarm={false_alarm!r} is invalid: expected a probability in (0, 1)", param_hint="--false-alarm")
-        if workers is not None and workers < 1:
-            raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer >= 1", param_hint="--workers")
+        if workers is not None and not 1 <= workers <= 1024:
+            raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer in [1, 1024]", param_hint="--workers")
         grid = Grid.quick() if quick else Grid()
         only = None
         if claims:

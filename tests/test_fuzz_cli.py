@@ -56,6 +56,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: machine (1.9 CPU s: an account calibrate; 2,142 cases, March 2026, load 15-20). Not a budget:
 #: nothing asserts how fast a case was.
 HANG_GUARD = 20.0
+#: the audit's largest sample budget (10^9 draws per input) costs ~30 CPU s on the cheapest mechanism:
+#: the rows that may draw it get twice that
+SAMPLES_GUARD = 60.0
 #: examples per CLI row / API row in CI unless the row says otherwise (DPVERIFY_FUZZ_EXAMPLES overrides all rows)
 FUZZ_EXAMPLES = 16
 API_EXAMPLES = 20
@@ -247,6 +250,7 @@ ROWS = [
     _r("run -a dist-dp-se -i easy --path aggregate --eps 1 -T 1000000000000000 --max-seconds {}", "max_seconds", "max-seconds", "horizon"),
     _r(f"{RUN_SE} --workers {{}}", "workers"),
     _r(f"{RUN_SE} --json {{}}", "--json", "json"),
+    _r(f"{RUN_SE} --noise {{}}", "noise"),
     _r(f"{RUN_SE} --html {{}}", "--html", "html"),
     # reproduce: a valid value reaches the refusal of an output directory that is a file
     _r(f"reproduce {{}} {REPRODUCE_TAIL}", "figure", fallback="--html", valid=lambda v: v in {
@@ -260,6 +264,7 @@ ROWS = [
     _r(f"{REPRODUCE} --path {{}}", "path", fallback="--html", valid=lambda v: v in {"auto", "per-user", "aggregate"}),
     _r(f"{REPRODUCE} --tau-rule {{}}", "tau-rule", fallback="--html", valid=lambda v: v in {"theorem", "simulation", "lemma2"}),
     _r(f"{REPRODUCE} --radius {{}}", "radius", fallback="--html", valid=lambda v: v in {"lemma2", "authors"}),
+    _r(f"{REPRODUCE} --noise {{}}", "noise", fallback="--html", valid=lambda v: v in {"float-safe", "idealised"}),
     # a valid --html reaches li-fig2's refusal of --radius authors (the linear figure has no such radius), before any run
     _r("reproduce li-fig2 --quick --radius authors --html {}", "--html", "html", files=(NO_DIR,), fallback="radius",
        valid=lambda v: v != "" and not Path(v).is_dir() and Path(v).parent.is_dir()),
@@ -270,6 +275,7 @@ ROWS = [
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor {}", "executor", examples=8),
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --workers {}", "workers", examples=8),
     _r("audit {} --executor serial", "path", examples=10),
+    _r("audit @ROOT/tests/data/fuzz_claim.toml --dask {}", "dask", examples=8),
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --json {}", "--json", "json", examples=8),
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --junit {}", "--junit", "junit", examples=8),
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --html {}", "--html", "html", examples=8),
@@ -366,10 +372,11 @@ def _api_rows() -> list[ApiRow]:
         a("skellam_mechanism(variance)", lambda v: dpverify.skellam_mechanism(v), "variance"),
         a("scalar_pairs(sensitivity)", lambda v: dpverify.scalar_pairs(0, v), "sensitivity"),
         a("dist_dp_protocol(epsilon)", lambda v: dpverify.dist_dp_protocol(v, 0.1), "epsilon"),
-        a("audit(samples)", lambda v: dpverify.audit(rr_mechanism, [(0, 1)], acc.PureDP(1.2), samples=v, executor="serial"), "samples", examples=10),
+        a("audit(samples)", lambda v: dpverify.audit(rr_mechanism, [(0, 1)], acc.PureDP(1.2), samples=v, executor="serial"), "samples", examples=10, hang_guard=SAMPLES_GUARD),
         a("audit(alpha)", lambda v: dpverify.audit(rr_mechanism, [(0, 1)], acc.PureDP(1.2), samples=2000, alpha=v, executor="serial"), "alpha", examples=10),
         a("assert_private(claim)", lambda v: assert_private(rr_mechanism, [(0, 1)], v, samples=2000, executor="serial"), "claim", "epsilon", examples=10),
-        a("assert_private(samples)", lambda v: assert_private(rr_mechanism, [(0, 1)], 1.2, samples=v, executor="serial"), "samples", examples=10),
+        a("assert_private(samples)", lambda v: assert_private(rr_mechanism, [(0, 1)], 1.2, samples=v, executor="serial"), "samples", examples=10,
+          hang_guard=SAMPLES_GUARD),
     ]
 
 

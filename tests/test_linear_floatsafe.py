@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 import math
-import types
 
 import numpy as np
 import pytest
@@ -135,16 +134,15 @@ def test_the_default_is_float_safe_and_idealised_is_an_explicit_choice() -> None
 
 
 def test_registry_reads_the_noise_field_with_a_float_safe_default() -> None:
-    """``dpverify run`` goes through ``run_for_registry``: without a ``noise`` field (a RunConfig of
-    another branch) it runs float-safe; ``noise="idealised"`` selects the float Gaussians."""
+    """``dpverify run`` goes through ``run_for_registry``: by default (RunConfig's ``noise`` unset)
+    it runs float-safe; ``noise="idealised"`` selects the float Gaussians."""
     from dpverify._bandits._runner import RunConfig
 
     instance = synthetic_instance(**SMALL)
     config = RunConfig("cdp-dpe", instance, 3_000, epsilon=EPS, delta=DELTA)
     seeds = dict(zip(("instance", "environment", "privatizer", "learner"), np.random.SeedSequence(0, spawn_key=(0,)).spawn(4)))
     default = run_for_registry(config, instance, seeds, 0)
-    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-    explicit = run_for_registry(types.SimpleNamespace(**fields, noise="idealised"), instance, seeds, 0)
+    explicit = run_for_registry(dataclasses.replace(config, noise="idealised"), instance, seeds, 0)
     assert default.extra["privacy"]["implementation"] == "float-safe"
     assert default.ledger["notes"].startswith("float-safe")
     assert explicit.extra["privacy"]["implementation"] == "idealised"

@@ -167,7 +167,9 @@ def test_routes_without_comparisons_give_the_same_answer():
     full = acc.epsilon_routes(m, 1e-6, include_pld=False)
     lean = acc.epsilon_routes(m, 1e-6, include_pld=False, comparisons=False)
     assert (lean.epsilon, lean.route, lean.alpha) == (full.epsilon, full.route, full.alpha)
-    assert {r.route for r in lean.alternatives} == {"rdp-cks"}
+    # the planner lists every route; without comparisons only the answer's route is run
+    assert {r.route for r in lean.alternatives if r.seconds is not None} == {"rdp-cks"}
+    assert {r.route for r in lean.alternatives if r.detail.endswith("comparisons=False")} >= {"rdp-mironov"}
     assert {"rdp-mironov", "closed-form:agarwal_2021_thm3.5"} <= {r.route for r in full.alternatives}
 
 

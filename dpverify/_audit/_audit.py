@@ -113,6 +113,8 @@ TRAIN_BYTES = 32 * 2**20
 MAX_RESIDUE_VIEWS = 16
 #: SeedSequence spawn-key root of the pair search's draws (never used by the final audit).
 SEARCH_STREAM = 2**31 - 3
+#: the largest sample budget per input per pair an audit takes
+MAX_SAMPLES = 10**9
 
 
 def default_chunk_size(first_target: int, row_bytes: int) -> int:
@@ -300,8 +302,8 @@ def audit(
         raise AccountingError("estimators", estimators, "'delta' only for a PureDP or ApproxDP claim")
     curve = _renyi_curve(claim) if "renyi" in chosen else None
     n_max = check_positive_int("samples", samples)
-    if n_max < 100:
-        raise AccountingError("samples", samples, "an integer >= 100")
+    if not 100 <= n_max <= MAX_SAMPLES:  # 10^9 draws of a cheap mechanism already take ~30 CPU s per pair
+        raise AccountingError("samples", samples, f"an integer in [100, {MAX_SAMPLES:.0e}] (draws per input per pair)")
     # floats from here on: a Fraction alpha would reach scipy's ufuncs, which refuse it
     alpha = float(check_probability("alpha", alpha))
     selection_fraction = float(check_probability("selection_fraction", selection_fraction))
