@@ -158,6 +158,14 @@ def _get(event: Any, name: str) -> Any:
     return getattr(event, name)
 
 
+def _integer(event: Any, name: str) -> int:
+    """An integer field (dp_accounting's JSON may carry 3.0; never inf, NaN or 2.5)."""
+    value = _get(event, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+        raise AccountingError(name, value, "an integer")
+    return int(value)
+
+
 def _class_name(event: Any) -> str:
     if isinstance(event, dict):
         name = event.get("class_name")
@@ -203,10 +211,10 @@ def _translate(event: Any) -> Any | None:
         return (Gaussian if kind == "GaussianDpEvent" else Laplace)(noise, 1)
     if kind == "DiscreteLaplaceDpEvent":
         a = _exact_float("noise_parameter", _get(event, "noise_parameter"))
-        return DiscreteLaplace(1 / a, int(_get(event, "sensitivity")))
+        return DiscreteLaplace(1 / a, _integer(event, "sensitivity"))
     if kind == "RandomizedResponseDpEvent":
         p = _exact_float("noise_parameter", _get(event, "noise_parameter"))
-        k = int(_get(event, "num_buckets"))
+        k = _integer(event, "num_buckets")
         if not (0 <= p <= 1) or k < 2:
             raise AccountingError("noise_parameter", float(p), "a probability in [0, 1] with num_buckets >= 2")
         if p == 0:
@@ -228,10 +236,10 @@ def _translate(event: Any) -> Any | None:
             return None
         if isinstance(inner, NonPrivate):
             return inner
-        return SampledWithoutReplacement(inner, int(_get(event, "sample_size")), int(_get(event, "source_dataset_size")))
+        return SampledWithoutReplacement(inner, _integer(event, "sample_size"), _integer(event, "source_dataset_size"))
     if kind == "SelfComposedDpEvent":
         inner = _translate(_get(event, "event"))
-        count = int(_get(event, "count"))
+        count = _integer(event, "count")
         if count < 0:
             raise AccountingError("count", count, "an integer >= 0 (dp_accounting's SelfComposedDpEvent count)")
         if inner is None or count == 0:

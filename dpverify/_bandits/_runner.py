@@ -11,6 +11,7 @@ durable ledger also share its users and budget, so they run as one chain in seed
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -122,8 +123,8 @@ class RunConfig:
             raise AccountingError("batch_base", self.batch_base, "an integer >= 2")
         check_positive("reward_sd", self.reward_sd)
         check_probability("delta", self.delta)
-        if self.s < 1:
-            raise AccountingError("s", self.s, "a scale s >= 1")
+        if not 1 <= self.s < math.inf:  # NaN fails too
+            raise AccountingError("s", self.s, "a finite scale s >= 1")
         if (self.population is None) != (self.max_returns is None):
             raise AccountingError("max_returns", self.max_returns, "given together with population (returning users)")
         if self.population is not None:
