@@ -1,8 +1,8 @@
 """Audit targets for DP-DPE's float-safe vector privatizers, and a planted grid that breaks the sensitivity.
 
 Registered into :data:`dpverify._audit._suite.TARGETS` through its ``_target`` decorator (imported
-by the package's ``__init__``, beside the built-ins). The idealised float privatizers keep the
-built-in target ``dpdpe`` (``_targets.py``); its claim files are named ``*_idealised.toml``.
+by the package's ``__init__``, beside the built-ins). The idealised float privatizers are the
+target ``dpdpe``; its claim files are named ``*_idealised.toml``.
 
 - ``dpdpe-float-safe``: ``CentralDiscreteGaussian`` / ``LocalDiscreteGaussian(eps, delta, B).release``,
   the code path DP-DPE runs by default (reports encoded on the integer grid B/g, exact discrete
@@ -51,10 +51,8 @@ def _vector_mechanism(release: Any, s: int):
     return mechanism
 
 
-@_target("dpdpe-float-safe", "DP-DPE's float-safe vector privatizers (grid B/g, exact discrete Gaussian): CentralDiscreteGaussian / LocalDiscreteGaussian; DiscreteGaussianVector(sigma^2, 2g, s)", cost=15.0)
-def _dpdpe_float_safe(p: _Table, nb: _Table) -> Built:
-    from ..._bandits.linear._privatizers import CentralDiscreteGaussian, LocalDiscreteGaussian
-
+def _privatizer(p: _Table, nb: _Table, kinds: dict[str, type]) -> tuple[Any, Any, tuple[NeighbourPair, ...], int, int, str]:
+    """The parameters both DP-DPE privatizer targets read: (protocol, mechanism, pairs, n, s, model)."""
     model = p.choice("model", ("central", "local"))
     eps = p.number("epsilon", maximum=50.0)
     delta = p.number("delta", maximum=0.5)
@@ -62,9 +60,27 @@ def _dpdpe_float_safe(p: _Table, nb: _Table) -> Built:
     n = p.integer("n", minimum=1, maximum=2**16)
     s = p.integer("s", 1, minimum=1, maximum=64)
     path = p.choice("path", ("per-user", "aggregate"), "per-user")
-    proto = (CentralDiscreteGaussian if model == "central" else LocalDiscreteGaussian)(eps, delta, bound)
+    proto = kinds[model](eps, delta, bound)
     mechanism = _vector_mechanism(lambda reports, rng: proto.release(reports, rng, path=path), s)
-    return Built(mechanism, _client0_pair(nb, n, s, bound), proto.mechanism(n, s), "zcdp", note=proto.charge_label(n, s))
+    return proto, mechanism, _client0_pair(nb, n, s, bound), n, s, model
+
+
+@_target("dpdpe-float-safe", "DP-DPE's float-safe vector privatizers (grid B/g, exact discrete Gaussian): CentralDiscreteGaussian / LocalDiscreteGaussian; DiscreteGaussianVector(sigma^2, 2g, s)", cost=15.0)
+def _dpdpe_float_safe(p: _Table, nb: _Table) -> Built:
+    from ..._bandits.linear._privatizers import CentralDiscreteGaussian, LocalDiscreteGaussian
+
+    proto, mechanism, pairs, n, s, _ = _privatizer(p, nb, {"central": CentralDiscreteGaussian, "local": LocalDiscreteGaussian})
+    return Built(mechanism, pairs, proto.mechanism(n, s), "zcdp", note=proto.charge_label(n, s))
+
+
+@_target("dpdpe", "DP-DPE's idealised vector privatizers (the paper's float Gaussians; not DP in floating point): "
+         "CentralGaussianIdealised / LocalGaussianIdealised; Gaussian(sigma, Delta)", cost=15.0)
+def _dpdpe_idealised(p: _Table, nb: _Table) -> Built:
+    from ..._bandits.linear._privatizers import CentralGaussianIdealised, LocalGaussianIdealised
+
+    proto, mechanism, pairs, n, s, model = _privatizer(p, nb, {"central": CentralGaussianIdealised, "local": LocalGaussianIdealised})
+    # client 0 between the corners -B(1..1) and +B(1..1): l2 distance 2 B sqrt(s), the sensitivity the guarantee is computed for
+    return Built(mechanism, pairs, proto.guarantee(n, s), "zcdp", note=f"DP-DPE {model} Gaussian privatizer (idealised: not DP in floating point)")
 
 
 def _off_lattice_privatizer(scale: float, sigma2: Fraction, bound: float) -> Any:

@@ -263,30 +263,3 @@ def _dp_se(p: _Table, nb: _Table) -> Built:
 
     return Built(mechanism, pairs, proto.guarantee(n), "pure", note=proto.describe())
 
-
-@_target("dpdpe", "DP-DPE's vector privatizers (Li, Zhou, Ji): central or local Gaussian (VectorProtocol.release); Gaussian(sigma, Delta)", cost=15.0)
-def _dpdpe(p: _Table, nb: _Table) -> Built:
-    from ..._bandits.linear._privatizers import CentralGaussian, LocalGaussian
-
-    model = p.choice("model", ("central", "local"))
-    eps = p.number("epsilon", maximum=50.0)
-    delta = p.number("delta", maximum=0.5)
-    bound = p.number("reward_bound", 1.0)
-    n = p.integer("n", minimum=1, maximum=2**16)
-    s = p.integer("s", 1, minimum=1, maximum=64)
-    path = p.choice("path", ("per-user", "aggregate"), "per-user")
-    proto = (CentralGaussian if model == "central" else LocalGaussian)(eps, delta, bound)
-    # client 0's report moves between the corners -B(1..1) and +B(1..1): l2 distance 2 B sqrt(s),
-    # the sensitivity the guarantee is computed for (the worst case)
-    lo, hi = nb.pair("values", [-bound, bound], lo=-bound, hi=bound)
-    d = np.zeros((n, s))
-    d_prime = d.copy()
-    d[0, :], d_prime[0, :] = lo, hi
-    pairs = (NeighbourPair(d, d_prime, f"client 0's report {lo:g} -> {hi:g} in all {s} coordinates (other {n - 1} clients 0)"),)
-
-    def mechanism(reports: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-        out = np.stack([proto.release(reports, rng, path=path) for _ in range(size)])
-        return out[:, 0] if s == 1 else out
-
-    return Built(mechanism, pairs, proto.guarantee(n, s), "zcdp", note=f"DP-DPE {model} Gaussian privatizer")
-
