@@ -149,11 +149,19 @@ class DistributedProtocol(BatchProtocol):
             found = self._by_n[n] = _batch_parameters(self, int(n))
         return found
 
+    def _sampler_scale(self, scale: Fraction) -> Fraction:
+        """The exact discrete Laplace scale g/eps, refused (naming epsilon) when the exact sampler's
+        int64 arithmetic cannot hold it: a float eps is the binary fraction it stores."""
+        if scale.numerator > _noise._MAX_T or scale.denominator > _noise._MAX_S:
+            raise AccountingError("epsilon", self.epsilon, f"an eps whose noise scale g/eps = {scale} the exact sampler takes "
+                                  "(numerator <= 2^61, denominator <= 2^62)", "give eps as a short decimal, e.g. 0.0005")
+        return scale
+
     def _compute_parameters(self, n: int) -> BatchParameters:
         p_tau = self.tau_p if self.tau_p is not None else self.p
         if self.kind == "dist-dp" or self.kind == "cdp":
             d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            return BatchParameters(n, d.g, d.tau, d.m, self._sampler_scale(d.noise))
         if self.kind == "dist-rdp":
             d = acc.theorem2_parameters(self.epsilon, self.s, n, p_tau)
             return BatchParameters(n, d.g, d.tau, d.m, d.noise)
@@ -168,7 +176,7 @@ class DistributedProtocol(BatchProtocol):
             return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
         # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
         d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-        b = float(d.noise)
+        b = float(self._sampler_scale(d.noise))
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
         log_term = math.log(2 / p_tau)
