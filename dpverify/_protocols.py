@@ -149,9 +149,11 @@ class DistributedProtocol(BatchProtocol):
             found = self._by_n[n] = _batch_parameters(self, int(n))
         return found
 
-    def _sampler_scale(self, scale: Fraction) -> Fraction:
-        """The exact discrete Laplace scale g/eps, refused (naming epsilon) when the exact sampler's
-        int64 arithmetic cannot hold it: a float eps is the binary fraction it stores."""
+    def _exact_scale(self, params: BatchParameters) -> Fraction:
+        """The discrete Laplace scale g/eps for the exact sampler, refused (naming epsilon) when its
+        int64 arithmetic cannot hold it: a float eps is the binary fraction it stores. (The per-user
+        Polya path draws through e^(-eps/g) and takes any eps.)"""
+        scale = params.noise
         if scale.numerator > _noise._MAX_T or scale.denominator > _noise._MAX_S:
             raise AccountingError("epsilon", self.epsilon, f"an eps whose noise scale g/eps = {scale} the exact sampler takes "
                                   "(numerator <= 2^61, denominator <= 2^62)", "give eps as a short decimal, e.g. 0.0005")
@@ -161,7 +163,7 @@ class DistributedProtocol(BatchProtocol):
         p_tau = self.tau_p if self.tau_p is not None else self.p
         if self.kind == "dist-dp" or self.kind == "cdp":
             d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-            return BatchParameters(n, d.g, d.tau, d.m, self._sampler_scale(d.noise))
+            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
         if self.kind == "dist-rdp":
             d = acc.theorem2_parameters(self.epsilon, self.s, n, p_tau)
             return BatchParameters(n, d.g, d.tau, d.m, d.noise)
@@ -176,7 +178,7 @@ class DistributedProtocol(BatchProtocol):
             return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
         # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
         d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-        b = float(self._sampler_scale(d.noise))
+        b = float(d.noise)
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
         log_term = math.log(2 / p_tau)
@@ -243,16 +245,16 @@ class DistributedProtocol(BatchProtocol):
                         "path", path, "'per-user' for dist-cdp", "a sum of discrete Gaussians is not discrete Gaussian: no aggregate path"
                     )
                 if self.kind == "dist-dp":
-                    return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=params.noise)
+                    return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=self._exact_scale(params))
                 return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.noise))
             if self.kind == "dist-cdp":
                 return pk.server_views(rng, x, params.g, params.m, reps, "discrete_gaussian", sigma2=params.noise)
             return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self.epsilon)
         if self.kind == "cdp":
             if path == "aggregate":
-                return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=params.noise)
+                return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=self._exact_scale(params))
             views = pk.server_views(rng, x, params.g, params.m, reps, "none")
-            noise = _samplers.discrete_laplace(rng, params.noise, size=reps) % params.m
+            noise = _samplers.discrete_laplace(rng, self._exact_scale(params), size=reps) % params.m
             return (views + noise) % params.m
         # ldp: the SecAgg sum of the users' noisy messages
         if path == "aggregate":
@@ -276,10 +278,10 @@ class DistributedProtocol(BatchProtocol):
             tiled = np.tile(x, check_positive_int("reps", reps))
             # the roundings alone: a modulus above every sum leaves each xhat_i in [0, g] as drawn
             xhat = pk.randomize(rng, tiled, params.g, tiled.size * params.g + 1, "none")
-            noise = _samplers.discrete_laplace(rng, params.noise, size=tiled.size)
+            noise = _samplers.discrete_laplace(rng, self._exact_scale(params), size=tiled.size)
             return ((xhat + noise) % params.m).reshape(reps, x.size)
         xhat = pk.randomize(rng, x, params.g, params.m, "none")
-        noise = _samplers.discrete_laplace(rng, params.noise, size=x.size)
+        noise = _samplers.discrete_laplace(rng, self._exact_scale(params), size=x.size)
         return (xhat + noise) % params.m
 
     def aggregate_resolution(self, n: int) -> int | None:
@@ -299,7 +301,7 @@ class DistributedProtocol(BatchProtocol):
             if self.kind == "dist-rdp":
                 kind, s, t, half_mu = pk._total_noise_args("skellam", None, float(params.noise))
             else:
-                kind, s, t, half_mu = pk._total_noise_args("discrete_laplace", params.noise, None)
+                kind, s, t, half_mu = pk._total_noise_args("discrete_laplace", self._exact_scale(params), None)
             args = self._by_n[key] = (params.m, int(kind), int(s), int(t), float(half_mu), params.g, n * params.g + params.tau)
         m, kind, s, t, half_mu, g, wrap_above = args
         if not 0 <= xhat_sum < m:
