@@ -17,10 +17,14 @@ Laplace at the curator's scale against numpy's float Laplace), the same rounds' 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))  # the checkout, not an installed copy
 
 CASES = (
     ("ldp-ucb-l", "ren-bernoulli", 1.0),
