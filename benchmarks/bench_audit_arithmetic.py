@@ -10,11 +10,11 @@ too. This measures, alternating baseline and this tree in the same run (medians 
 each as wall seconds and CPU seconds (user + system of the command and its worker processes:
 on a machine shared with other jobs the CPU time is the steadier of the two).
 
-The baseline is a checkout of an earlier commit (``git worktree add /tmp/base <commit>`` or
-``git archive <commit> | tar -x -C /tmp/base``); each tree runs with its own sources first on
+The baseline is a checkout of an earlier commit (``git worktree add ../base <commit>`` or
+``git archive <commit> | tar -x -C ../base``); each tree runs with its own sources first on
 ``PYTHONPATH`` and its own numba cache, warmed by one untimed run of each command.
 
-    python benchmarks/bench_audit_arithmetic.py --baseline /tmp/base --tree /tmp/new --runs 5
+    python benchmarks/bench_audit_arithmetic.py --baseline ../base --tree ../new --runs 5
 """
 
 from __future__ import annotations

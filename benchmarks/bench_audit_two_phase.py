@@ -7,8 +7,8 @@ CPU seconds (process + its ``--workers`` workers) of each and their ratio. Each 
 process, so numba's cached kernels load in every run on both sides (about 1 s, inside the
 timings). Writes nothing in either tree (rows go to a temporary file).
 
-    git worktree add /tmp/base fa02ec7
-    nice python benchmarks/bench_audit_two_phase.py --base /tmp/base --only SVT34Parallel --budget 4e6 --runs 5
+    git worktree add ../base fa02ec7
+    nice python benchmarks/bench_audit_two_phase.py --base ../base --only SVT34Parallel --budget 4e6 --runs 5
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class LocalCurator:
         if self.kind == "identity":
             return x.copy()
         if self.laplace:
-            if not self.float_safe:
+            if not self.float_safe:  # noise="idealised" only: Ren et al.'s float Laplace, labelled, not DP in floating point
                 return x + _samplers.laplace(rng, 1.0 / self.epsilon_f, size=x.size)
             x = np.asarray(x, dtype=np.float64)
             if np.isnan(x).any():

@@ -113,6 +113,7 @@ def _laplace(p: _Table, nb: _Table) -> Built:
     guarantee = acc.Laplace(scale=scale, sensitivity=sensitivity)
 
     def mechanism(data: float, rng: np.random.Generator, size: int) -> np.ndarray:
+        # the textbook float mechanism, an audit target only (claims *_idealised.toml, planted/float_laplace_bits.toml)
         return data + _samplers.laplace(rng, scale, size=size)
 
     return Built(mechanism, _scalar_pair(nb, (0.0, sensitivity), integer=False), guarantee, "pure")
