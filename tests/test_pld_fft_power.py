@@ -237,3 +237,30 @@ def test_skellam_at_the_same_grid_is_tighter_than_dp_accounting():
     ours = PrivacyLossDistribution.from_pair(SkellamPair(100, 1), discretisation=1e-4).self_compose(1000).epsilon(1e-5)
     assert ours.epsilon < theirs * (1 - 1e-3)
     assert ours.epsilon_lower < ours.epsilon
+
+
+def _exact_dft(t: np.ndarray, n: int, j: int) -> complex:
+    with mpmath.workdps(40):
+        total = mpmath.fsum(mpmath.mpf(float(x)) * mpmath.expjpi(-2 * mpmath.mpf(j * m % n) / n) for m, x in enumerate(t) if x)
+        return complex(total)
+
+
+def test_direct_dft_on_a_sparse_vector_is_within_its_bound():
+    """A few atoms on a long grid (a Binomial pair's PLD): the direct DFT skips the all-zero
+    32-entry blocks, and each transformed value stays within eta of the exact DFT (mpmath, 40
+    digits), whose size is a few ulps of ||t||_1; leaving out a nonzero block instead (the wrong
+    variant) moves some value far outside eta."""
+    n = 1 << 14
+    rng = np.random.default_rng(5)
+    t = np.zeros(9000)
+    atoms = np.sort(rng.choice(len(t), size=12, replace=False))
+    t[atoms] = rng.random(12)
+    freqs = np.sort(rng.choice(n // 2 + 1, size=40, replace=False))
+    g, eta = fp._direct_dft(t, n, freqs, float(t.sum()), 0.0)
+    assert 0 < eta < 1e-13 * t.sum()
+    exact = np.array([_exact_dft(t, n, int(j)) for j in freqs])
+    assert np.all(np.abs(g - exact) <= eta)
+    dropped = t.copy()
+    dropped[atoms[-1]] = 0.0  # a block the engine must not skip
+    g_wrong, _ = fp._direct_dft(dropped, n, freqs, float(t.sum()), 0.0)
+    assert np.any(np.abs(g_wrong - exact) > eta)
