@@ -228,14 +228,18 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
                                       comparison=plan.comparison, reason=f"{type(error).__name__}: {error}", setting=plan.setting)
         left -= plan.cost.seconds
 
-    for slot in exact:
+    def attempt_unless_answered(slot: _Slot) -> None:
+        nonlocal answered_by
         if answered_by is not None and not query.exhaustive:
             slot.result = _not_run(slot.plan, query.delta, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
                                    "exhaustive=True (CLI: --all-routes)")
-            continue
+            return
         attempt(slot)
         if slot.result is not None and slot.result.status == "run" and slot.result.exact:
             answered_by = answered_by or slot.route
+
+    for slot in exact:
+        attempt_unless_answered(slot)
     # the cheapest certified routes (closed forms costing next to nothing) run even after an exact
     # answer, as a cross-check of its claim: one below it (beyond rounding) shows the exact route
     # lost its tightness (an extreme parameter), which is then not trusted to end the search
@@ -254,15 +258,8 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
                             attempt(skipped)
                     break
     for slot in others:
-        if slot.result is not None:
-            continue
-        if answered_by is not None and not query.exhaustive:
-            slot.result = _not_run(slot.plan, query.delta, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
-                                   "exhaustive=True (CLI: --all-routes)")
-            continue
-        attempt(slot)
-        if slot.result is not None and slot.result.status == "run" and slot.result.exact:
-            answered_by = answered_by or slot.route
+        if slot.result is None:
+            attempt_unless_answered(slot)
     if not any(s.result is not None and s.result.status == "run" for s in exact + others):
         # nothing certified fitted the budget: the cheapest certified route runs anyway (an
         # answer over the budget rather than none), and says so
