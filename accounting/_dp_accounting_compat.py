@@ -48,10 +48,10 @@ def certified_accountant_class() -> type:
 
 
 def _build(dp_event: Any, pa: Any) -> type:
-    from ._dp_event import Composition, NonPrivate, from_dp_event
+    from ._dp_event import Composition, NonPrivate, _translate
     from ._planner import DEFAULT_TIME_BUDGET
     from ._routes import epsilon_routes, query_of
-    from ._validation import check_nonnegative, check_positive
+    from ._validation import AccountingError, check_nonnegative, check_positive
 
     relation = pa.NeighboringRelation
     add_remove = {"GaussianDpEvent", "LaplaceDpEvent", "DiscreteLaplaceDpEvent", "PoissonSampledDpEvent"}
@@ -103,11 +103,15 @@ def _build(dp_event: Any, pa: Any) -> type:
 
         def _maybe_compose(self, event: Any, count: int, do_compose: bool):
             error = self._check(event)
-            if error is not None or not do_compose or count == 0:
+            if error is not None:
                 return error
             try:
-                mechanism = from_dp_event(event)
-            except ValueError:  # a tree with no privacy cost (only no-ops)
+                mechanism = _translate(event)  # None: a tree of no-ops, which costs nothing
+            except AccountingError as invalid:
+                # never dropped (that would under-report epsilon): supports() answers False and
+                # compose raises UnsupportedEventError with the message naming the parameter
+                return self._unsupported(event, str(invalid))
+            if not do_compose or count == 0 or mechanism is None:
                 return None
             if isinstance(mechanism, NonPrivate):
                 self._non_private = True

@@ -117,3 +117,27 @@ def test_without_dp_accounting_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dp_accounting", None)
     with pytest.raises(ImportError, match=r"dpverify\[dp-accounting\]"):
         acc.CertifiedAccountant  # noqa: B018
+
+
+@pytest.mark.parametrize("event, name", [
+    (E.PoissonSampledDpEvent(1.5, E.GaussianDpEvent(0.5)), "sampling_probability"),
+    (E.GaussianDpEvent(-1.0), "noise_multiplier"),
+    (E.SelfComposedDpEvent(E.LaplaceDpEvent(-2.0), 3), "noise_multiplier"),
+])
+def test_an_event_with_a_bad_parameter_is_refused_not_dropped(event, name):
+    """Dropping an invalid event would report 0 for a mechanism that was run: compose raises
+    dp_accounting's UnsupportedEventError naming the parameter, supports() says False, and nothing
+    is composed."""
+    accountant = acc.CertifiedAccountant().compose(E.GaussianDpEvent(2.0))
+    before = accountant.get_epsilon(DELTA)
+    assert not accountant.supports(event)
+    with pytest.raises(dp.UnsupportedEventError, match=name):
+        accountant.compose(event)
+    assert accountant.get_epsilon(DELTA) == before > 0
+
+
+def test_sampling_more_than_the_dataset_is_refused():
+    accountant = acc.CertifiedAccountant(REPLACE)
+    with pytest.raises(dp.UnsupportedEventError, match="sample_size"):
+        accountant.compose(E.SampledWithoutReplacementDpEvent(10, 20, E.GaussianDpEvent(1.0)))
+    assert accountant.get_epsilon(DELTA) == 0.0
