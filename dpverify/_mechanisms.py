@@ -193,7 +193,8 @@ def snapping_mechanism(scale: float, bound: float, *, clamp_input: bool = True) 
     input clamp a query whose values are not bounded by construction has unbounded sensitivity."""
     law = acc.Snapping(scale=float(scale), bound=float(bound))
     lam, b = float(scale), float(bound)
-    grid = 2.0 ** math.ceil(math.log2(lam))  # Lambda: the smallest power of two >= lambda
+    mantissa, exponent = math.frexp(lam)  # exact, where math.log2 rounds lambda = 2^k (1 + 2^-52) down to k
+    grid = math.ldexp(1.0, exponent - 1 if mantissa == 0.5 else exponent)  # Lambda: the smallest power of two >= lambda
 
     def draw(rng: np.random.Generator, size: int | None) -> Any:
         n = 1 if size is None else int(size)

@@ -99,7 +99,7 @@ class BatchParameters:
     @property
     def bits_per_user(self) -> int:
         """Communication per user before S: one element of Z_m."""
-        return max(1, math.ceil(math.log2(self.m)))
+        return max(1, (self.m - 1).bit_length())  # ceil(log2 m) in integers
 
 
 @dataclass(frozen=True)

@@ -444,6 +444,13 @@ def test_snapping_guarantee_and_release():
     assert np.mean(out == 16.0) > 0.4  # the input 1000 is clamped to 16: about half the mass rounds to the top
     unclamped = snapping_mechanism(3.0, 16.0, clamp_input=False).release(1000.0, np.random.default_rng(0), 2000)
     assert np.all(unclamped == 16.0)
+    # Lambda from the exact exponent: lambda = 2^10 (1 + 2^-52), where log2 rounds to 10, snaps to
+    # 2^11 (a grid of 2^10, the rounded log's answer, puts about half the releases on odd multiples
+    # of 1024); lambda = 2^10 itself keeps 2^10
+    above = snapping_mechanism(1024.0 * (1 + 2.0**-52), 2.0**20).release(0.0, np.random.default_rng(1), 2000)
+    assert np.all(above % 2048.0 == 0)
+    exact = snapping_mechanism(1024.0, 2.0**20).release(0.0, np.random.default_rng(1), 2000)
+    assert np.all(exact % 1024.0 == 0) and np.any(exact % 2048.0 != 0)
 
 
 def test_snapping_ln_is_correctly_rounded():

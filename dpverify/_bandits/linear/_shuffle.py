@@ -143,7 +143,7 @@ def _gaussian_mu(epsilon: float, delta: float) -> float:
 def shuffle_message_bits(s: int) -> int:
     """Bits of one message (j, bit): the coordinate index in ceil(log2 s) bits plus the bit."""
     s = _check_count("s", s)
-    return 1 + (math.ceil(math.log2(s)) if s > 1 else 0)
+    return 1 + (s - 1).bit_length()  # ceil(log2 s) in integers
 
 
 class ShuffleBits(VectorProtocol):
