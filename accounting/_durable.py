@@ -79,7 +79,7 @@ from ._ledger import (
     canonical_multiset,
     compose_canonical,
 )
-from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, set_hex, set_of
+from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, encode, set_hex, set_of
 from ._ledger_codec import guarantee_from_dict, guarantee_spec
 from ._ledger_store import ConnectionLost, Store, connect, redacted
 from ._validation import AccountingError, BudgetExceeded, check_positive_int
@@ -113,6 +113,34 @@ class _Head:
     segments: str
     profiles: str
     worst: float | None
+
+
+@dataclass
+class _Entry:
+    """One charge of a transaction, with what can be known of its row before the lock is taken."""
+
+    charge: Charge
+    spec: str
+    runs: list[tuple[int, int]]
+    cid: str
+    participants: str | None  # as stored (JSON)
+    users: int | None
+    content: bytes  # the link's fields between seq and spent_after, encoded (see _ledger_chain.encode)
+
+
+@dataclass
+class _RunPlan:
+    """What charging ``gid`` on one run of users does, given the segments ``rows`` read around it:
+    the spends of the profiles it makes, and (when every one of them is already stored, so its id
+    is known) the segments it deletes (their starts) and writes. A function of ``rows`` and
+    ``gid`` only, since stored guarantees and profiles never change."""
+
+    rows: list[tuple]
+    gid: int
+    pieces: list[tuple[int, int, str, int | None]]
+    keys: list[str]  # the profiles it makes
+    spends: list[float]
+    layout: tuple[list[int], list[list[int]]] | None = None
 
 
 def _runs(participants: Any) -> list[tuple[int, int]]:
@@ -290,6 +318,7 @@ class DurableLedger(Ledger):
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._terms: dict[tuple[int, int, int], int] = {}  # see _segment_term
+        self._ready: dict[tuple[int, int, int], int] = {}  # terms hashed ahead of the lock (see _plan_ahead)
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -651,7 +680,10 @@ class DurableLedger(Ledger):
             entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
-            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants), _charge_id()))
+            spec, cid = guarantee_spec(entry.guarantee), _charge_id()
+            stored = json.dumps(_stored_participants(entry.participants))
+            users = None if entry.participants is None else len(entry.participants)
+            entries.append(_Entry(entry, spec, _runs(entry.participants), cid, stored, users, encode([cid, entry.label, spec, stored, users])))
         if not entries:
             return []
         floor = self._known.last_seq  # this charge's rows, if committed, come after it
@@ -663,9 +695,9 @@ class DurableLedger(Ledger):
                 if attempt == _ATTEMPTS - 1:
                     raise
                 self._store.reconnect()
-                if self._recorded(entries[0][3], floor):  # the commit went through before the connection broke
+                if self._recorded(entries[0].cid, floor):  # the commit went through before the connection broke
                     break
-        return [cid for *_, cid in entries]
+        return [e.cid for e in entries]
 
     def _recorded(self, cid: str, floor: int) -> bool:
         """Whether the charge with this id committed: it can only be among the rows after ``floor``,
@@ -673,8 +705,9 @@ class DurableLedger(Ledger):
         with self._store.guard("looking up an interrupted charge"):
             return self._store.one("SELECT seq FROM dpverify_charges WHERE seq > ? AND cid = ?", (floor, cid)) is not None
 
-    def _charge_transaction(self, entries: list[tuple]) -> None:
+    def _charge_transaction(self, entries: list[_Entry]) -> None:
         self._check_appended()  # rows other processes appended, queued at this handle's last charge
+        ahead = self._plan_ahead(entries)
         self._begin_pending()
         committed = False
         try:
@@ -684,26 +717,31 @@ class DurableLedger(Ledger):
                 self._catch_up(state)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
                 self._sums = [int(state[3], 16), int(state[4], 16)]
-                for entry, spec, runs, cid in entries:
-                    gid = self._gid(spec)
+                for entry, plans in zip(entries, ahead):
+                    gid = self._gid(entry.spec)
                     prospective = -math.inf
                     # runs are disjoint: each is planned after the previous one is written (a write
                     # may merge segments the next run reads); a refusal rolls all of it back
-                    for a, b in runs:
-                        pieces, spends, rows = self._plan(a, b, gid)
-                        prospective = max([prospective, *spends])
+                    for a, b in entry.runs:
+                        rows = self._segments_near(a, b)
+                        plan = plans.get((a, b))
+                        # the plan made before the lock holds iff it was made from these same rows;
+                        # otherwise (another charge changed them meanwhile) plan again, under the lock
+                        if plan is None or plan.layout is None or plan.rows != rows or plan.gid != gid:
+                            plan = self._plan_run(rows, a, b, gid)
+                        prospective = max([prospective, *plan.spends])
                         if prospective > self._limit:
                             break
-                        self._write_pieces(pieces, rows)
+                        self._replace_segments(plan.layout if plan.layout is not None else self._layout(plan.pieces, rows, self._pid), rows)
                     if prospective > self._limit:
                         raise BudgetExceeded(
-                            f"charge {entry.label or spec} would raise a user's spend to {prospective:.6g} against a budget of "
-                            f"{_fmt(self._budget)}; the worst user's spend is {_fmt(None if worst is None else self._wrap(worst))}; "
-                            "the ledger is unchanged"
+                            f"charge {entry.charge.label or entry.spec} would raise a user's spend to {prospective:.6g} against a "
+                            f"budget of {_fmt(self._budget)}; the worst user's spend is "
+                            f"{_fmt(None if worst is None else self._wrap(worst))}; the ledger is unchanged"
                         )
                     worst = prospective if worst is None else max(worst, prospective)
                     count, seq = count + 1, seq + 1
-                    link, sums = self._write_charge(entry, spec, gid, cid, seq, worst, count, link)
+                    link, sums = self._write_charge(entry, gid, seq, worst, count, link)
                 self._store.run("UPDATE dpverify_state SET worst = ?, charges = ?, head = ?, segments = ?, profiles = ?, last_seq = ? "
                                 "WHERE id = 1", (worst, count, link, *sums, seq))
             committed = True
@@ -727,20 +765,17 @@ class DurableLedger(Ledger):
                 self._pid_of_key[key] = (pid, spend)
                 self._profile_of_pid[pid] = (key, spend)
         self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
-        self._absent_keys = set()
+        self._absent_keys, self._ready = set(), {}
 
-    def _write_charge(self, entry: Charge, spec: str, gid: int, cid: str, seq: int, after: float, count: int,
-                      previous: str) -> tuple[str, tuple[str, str]]:
+    def _write_charge(self, entry: _Entry, gid: int, seq: int, after: float, count: int, previous: str) -> tuple[str, tuple[str, str]]:
         """The charge row, chained to ``previous`` (inside the charge's transaction); its link and
-        the set digests it commits to."""
-        users = None if entry.participants is None else len(entry.participants)
-        participants = json.dumps(_stored_participants(entry.participants))
+        the set digests it commits to. Only the fields known under the lock are encoded here."""
         at = _now()
         sums = (set_hex(self._sums[0]), set_hex(self._sums[1]))
         derived = self._chain.derived(*sums, after, count)
-        link = self._chain.link(previous, [seq, cid, entry.label, spec, participants, users, after, at, derived])
+        link = self._chain.link(previous, encode([seq]) + entry.content + encode([after, at, derived]))
         self._store.run(f"INSERT INTO dpverify_charges ({_CHARGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (seq, cid, entry.label, gid, participants, users, after, at, derived, link))
+                        (seq, entry.cid, entry.charge.label, gid, entry.participants, entry.users, after, at, derived, link))
         return link, sums
 
     @_reconnecting
@@ -755,7 +790,7 @@ class DurableLedger(Ledger):
             if gid == -1:
                 self._guarantee_of_gid[-1] = entry.guarantee
             try:
-                spends = [s for a, b in _runs(entry.participants) for s in self._plan(a, b, gid)[1]]
+                spends = [s for a, b in _runs(entry.participants) for s in self._plan_run(self._segments_near(a, b), a, b, gid).spends]
             finally:
                 self._guarantee_of_gid.pop(-1, None)
                 for key in [k for k in self._spend_of_key if "-1:" in k]:
@@ -860,7 +895,9 @@ class DurableLedger(Ledger):
 
     # ---- the segment map ----------------------------------------------------------------------
 
-    def _gid(self, spec: str) -> int:
+    def _stored_gid(self, spec: str) -> int | None:
+        """The id of a guarantee already in the database (committed, or written by this
+        transaction), or None."""
         gid = self._gid_of_spec.get(spec)
         if gid is not None:
             return gid
@@ -868,10 +905,16 @@ class DurableLedger(Ledger):
             if pending_spec == spec:
                 return pending
         row = self._store.one("SELECT id FROM dpverify_guarantees WHERE spec = ?", (spec,))
-        if row is not None:
-            self._gid_of_spec[spec] = row[0]
-            self._spec_of_gid[row[0]] = spec
-            return row[0]
+        if row is None:
+            return None
+        self._gid_of_spec[spec] = row[0]
+        self._spec_of_gid[row[0]] = spec
+        return row[0]
+
+    def _gid(self, spec: str) -> int:
+        gid = self._stored_gid(spec)
+        if gid is not None:
+            return gid
         gid = self._store.one("INSERT INTO dpverify_guarantees (spec) VALUES (?) RETURNING id", (spec,))[0]
         # uncommitted: its id may be reused after a rollback, so it is cached only once committed
         self._pending_gids[gid] = (spec, guarantee_from_dict(json.loads(spec)))
@@ -899,19 +942,21 @@ class DurableLedger(Ledger):
             self._pid_of_key[key] = (pid, spend)
         return known
 
-    def _plan(self, a: int, b: int, gid: int) -> tuple[list[tuple[int, int, str, int | None]], list[float], list[tuple]]:
-        """The pieces that replace the segments overlapping [a, b) once ``gid`` touches [a, b):
-        (start, stop, profile key, old segment start or None); the new profiles' spends; and the
-        segments read (those overlapping plus their neighbours, for merging)."""
-        # one indexed query: the two segments starting at or before a (the one holding a and its
-        # left neighbour), those starting in (a, b], and the first one after b
-        rows = sorted(self._store.all(
+    def _segments_near(self, a: int, b: int) -> list[tuple]:
+        """The segments a charge on [a, b) reads: those overlapping it plus their neighbours (for
+        merging), sorted. One indexed query: the two segments starting at or before a (the one
+        holding a and its left neighbour), those starting in (a, b], and the first one after b."""
+        return sorted(self._store.all(
             "SELECT start, stop, profile FROM (SELECT start, stop, profile FROM dpverify_segments WHERE start <= ? "
             "ORDER BY start DESC LIMIT 2) AS l UNION ALL SELECT start, stop, profile FROM dpverify_segments "
             "WHERE start > ? AND start <= ? UNION ALL SELECT start, stop, profile FROM (SELECT start, stop, profile "
             "FROM dpverify_segments WHERE start > ? ORDER BY start LIMIT 1) AS r",
             (a, a, b, b),
         ))
+
+    def _plan_run(self, rows: list[tuple], a: int, b: int, gid: int) -> _RunPlan:
+        """The pieces that replace the segments ``rows`` overlapping [a, b) once ``gid`` touches
+        [a, b): (start, stop, profile key, old segment start or None), and the new profiles' spends."""
         pieces: list[tuple[int, int, str, int | None]] = []
         touched: list[str] = []
 
@@ -938,18 +983,59 @@ class DurableLedger(Ledger):
             position = inner_stop
         if position < b:
             pieces.append((position, b, plus(""), None))
-        return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
+        keys = list(dict.fromkeys(touched))
+        return _RunPlan(rows, gid, pieces, keys, [self._profile_spend(k) for k in keys])
 
-    def _segment_term(self, start: int, stop: int, pid: int) -> int:
-        """A segment's term of the set digest; the terms of the segments this handle wrote are kept
-        (each is deleted by a later charge, and its term subtracted then: one hash per segment,
-        not two). A term is a pure function of the row, so a kept one is never stale."""
-        row = (start, stop, pid)
+    def _plan_ahead(self, entries: list[_Entry]) -> list[dict[tuple[int, int], _RunPlan]]:
+        """Each run's plan made before the lock is taken, from the segments stored now, with the
+        terms of the segments it deletes and writes hashed (into ``_ready``): under the lock a
+        charge then only reads the rows again and, when no other charge changed them meanwhile,
+        writes. Every check that decides the charge is still made under the lock (see
+        _charge_transaction): this moves work out of the lock, not decisions. Work done under
+        SQLite's lock costs far more than the same work outside it: waiting writers poll the lock
+        with sleeps of 1 ms and more (the busy handler), so each microsecond the lock is held is
+        paid again in handovers; outside the lock it runs beside the holder, on another core."""
+        self._ready = {}
+        ahead: list[dict[tuple[int, int], _RunPlan]] = []
+        with self._store.guard("planning the charge"):
+            for entry in entries:
+                plans: dict[tuple[int, int], _RunPlan] = {}
+                ahead.append(plans)
+                gid = self._stored_gid(entry.spec)
+                if gid is None:  # a new guarantee gets its id under the lock
+                    continue
+                for a, b in entry.runs:
+                    rows = self._segments_near(a, b)
+                    plan = plans[(a, b)] = self._plan_run(rows, a, b, gid)
+                    if max(plan.spends) > self._limit:
+                        continue  # refused under the lock, where it is decided
+                    plan.layout = self._layout(plan.pieces, rows, self._committed_pid)
+                    if plan.layout is not None:
+                        # every profile is stored now: its stored spend, as the lock's plan would read it
+                        plan.spends = [self._profile_spend(k) for k in plan.keys]
+                        old, merged = plan.layout
+                        by_start = {row[0]: row for row in rows}
+                        for row in [by_start[start] for start in old] + [tuple(m) for m in merged]:
+                            if row not in self._terms:
+                                self._ready[row] = self._chain.segment(*row)
+        return ahead
+
+    def _committed_pid(self, key: str) -> int | None:
+        stored = self._stored_profile(key)
+        return None if stored is None else stored[0]
+
+    def _segment_term(self, row: tuple[int, int, int], *, written: bool) -> int:
+        """A segment's term of the set digest: kept from when this handle wrote the segment (it is
+        deleted by a later charge, and its term subtracted then: one hash per segment, not two),
+        or hashed ahead of the lock (_plan_ahead), or now. A term is a pure function of the row,
+        so a kept one is never stale."""
         term = self._terms.pop(row, None)
         if term is None:
-            term = self._chain.segment(start, stop, pid)
-            if len(self._terms) < _KEPT_TERMS:
-                self._terms[row] = term
+            term = self._ready.get(row)
+        if term is None:
+            term = self._chain.segment(*row)
+        if written and len(self._terms) < _KEPT_TERMS:
+            self._terms[row] = term
         return term
 
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
@@ -991,11 +1077,16 @@ class DurableLedger(Ledger):
         self._absent_keys.discard(key)
         return pid
 
-    def _write_pieces(self, pieces: list[tuple[int, int, str, int | None]], rows: list[tuple]) -> None:
+    def _layout(self, pieces: list[tuple[int, int, str, int | None]], rows: list[tuple],
+                pid_of: Callable[[str], int | None]) -> tuple[list[int], list[list[int]]] | None:
+        """(the starts of the segments ``pieces`` replace, the segments written), with each piece's
+        profile id from ``pid_of``; None if it has none for some key."""
         if not pieces:
-            return
+            return [], []
         old = sorted({p[3] for p in pieces if p[3] is not None})
-        segments = [[start, stop, self._pid(key)] for start, stop, key, _ in pieces]
+        segments = [[start, stop, pid_of(key)] for start, stop, key, _ in pieces]
+        if any(segment[2] is None for segment in segments):
+            return None
         # merge with the untouched neighbours when they carry the same profile (round-robin batches
         # of one guarantee then stay a handful of segments)
         lo, hi = segments[0][0], segments[-1][1]
@@ -1012,12 +1103,16 @@ class DurableLedger(Ledger):
                 merged[-1][1] = segment[1]
             else:
                 merged.append(segment)
-        old = sorted(set(old))
+        return sorted(set(old)), merged
+
+    def _replace_segments(self, layout: tuple[list[int], list[list[int]]], rows: list[tuple]) -> None:
+        """Delete and write the segments of a run's layout (under the lock), updating their digest."""
+        old, merged = layout
         by_start = {row[0]: row for row in rows}
         for start in old:
-            self._sums[0] -= self._segment_term(*by_start[start])
+            self._sums[0] -= self._segment_term(by_start[start], written=False)
         for segment in merged:
-            self._sums[0] += self._segment_term(*segment)
+            self._sums[0] += self._segment_term(tuple(segment), written=True)
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
 

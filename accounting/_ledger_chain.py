@@ -38,7 +38,7 @@ from typing import Any, Iterable, Sequence
 
 from ._validation import AccountingError
 
-__all__ = ["Chain", "KEY_VARIABLE", "WITNESS_VARIABLE", "Witness", "set_hex", "set_of"]
+__all__ = ["Chain", "KEY_VARIABLE", "WITNESS_VARIABLE", "Witness", "encode", "set_hex", "set_of"]
 
 #: the environment variable holding the ledger's key (absent: an unkeyed SHA-256 chain)
 KEY_VARIABLE = "DPVERIFY_LEDGER_KEY"
@@ -50,9 +50,12 @@ _MODULUS = 1 << 256
 EMPTY_SET = "0" * 64
 
 
-def _canonical(fields: Sequence[Any]) -> bytes:
+def encode(fields: Sequence[Any]) -> bytes:
     """Fields as one unambiguous byte string: each as its type (n: None, i: int, f: float, s: str),
-    its length and its text, so no field can bleed into the next whatever text it holds."""
+    its length and its text, so no field can bleed into the next whatever text it holds. Each
+    field's bytes depend on that field alone, so a record's encoding is the concatenation of its
+    parts' encodings: a charge encodes the fields it knows before taking the ledger's lock ahead,
+    and only those known under the lock while holding it."""
     out = []
     for value in fields:
         kind = _KINDS.get(type(value))
@@ -98,7 +101,7 @@ class Chain:
         return hmac.new(self._key, data, hashlib.sha256).digest()
 
     def hex(self, fields: Sequence[Any]) -> str:
-        return self._digest(_canonical(fields)).hex()
+        return self._digest(encode(fields)).hex()
 
     def genesis(self, ledger_id: str, budget_spec: str, name: str, fmt: str) -> str:
         """link_0: the ledger's identity (an edited budget, name or id breaks the first link)."""
@@ -108,8 +111,9 @@ class Chain:
         """Stored with a keyed ledger, so that a wrong key is told apart from tampering."""
         return self.hex(["key-check", ledger_id])
 
-    def link(self, previous: str, content: Sequence[Any]) -> str:
-        return self._digest(previous.encode() + _canonical(content)).hex()
+    def link(self, previous: str, content: Sequence[Any] | bytes) -> str:
+        """``content``: the row's fields, or their :func:`encode` (assembled from parts)."""
+        return self._digest(previous.encode() + (content if isinstance(content, bytes) else encode(content))).hex()
 
     def segment(self, start: int, stop: int, profile: int) -> int:
         """A segment row's term of the segments' set digest (integers only: no separator ambiguity).
