@@ -94,8 +94,6 @@ LEDGER_FORMAT = "dpverify-ledger/1"
 _NO_TRANSACTION: dict = {}  # the pending-profile map outside a charge (never written to)
 #: how many problems of one kind an integrity report lists before "..."
 _REPORTED = 10
-#: most segment terms a handle keeps (see DurableLedger._segment_term)
-_KEPT_TERMS = 100_000
 #: most rows other processes appended that a charge checks while it holds the lock (more wait for its next charge)
 _CHECKED_UNDER_LOCK = 2
 #: most attempts of one charge across lost connections (each reconnect is bounded in time too)
@@ -132,15 +130,16 @@ class _Entry:
 class _RunPlan:
     """What charging ``gid`` on one run of users does, given the segments ``rows`` read around it:
     the spends of the profiles it makes, and (when every one of them is already stored, so its id
-    is known) the segments it deletes (their starts) and writes. A function of ``rows`` and
-    ``gid`` only, since stored guarantees and profiles never change."""
+    is known) its layout: the segments it deletes (their starts) and writes, and the change of the
+    segments' set digest. A function of ``rows`` and ``gid`` only, since stored guarantees and
+    profiles never change."""
 
     rows: list[tuple]
     gid: int
     pieces: list[tuple[int, int, str, int | None]]
     keys: list[str]  # the profiles it makes
     spends: list[float]
-    layout: tuple[list[int], list[list[int]]] | None = None
+    layout: tuple[list[int], list[list[int]], int] | None = None
 
 
 def _runs(participants: Any) -> list[tuple[int, int]]:
@@ -317,8 +316,6 @@ class DurableLedger(Ledger):
         self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
-        self._terms: dict[tuple[int, int, int], int] = {}  # see _segment_term
-        self._ready: dict[tuple[int, int, int], int] = {}  # terms hashed ahead of the lock (see _plan_ahead)
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -732,7 +729,7 @@ class DurableLedger(Ledger):
                         prospective = max([prospective, *plan.spends])
                         if prospective > self._limit:
                             break
-                        self._replace_segments(plan.layout if plan.layout is not None else self._layout(plan.pieces, rows, self._pid), rows)
+                        self._replace_segments(*(plan.layout if plan.layout is not None else self._layout(plan.pieces, rows, self._pid)))
                     if prospective > self._limit:
                         raise BudgetExceeded(
                             f"charge {entry.charge.label or entry.spec} would raise a user's spend to {prospective:.6g} against a "
@@ -765,7 +762,7 @@ class DurableLedger(Ledger):
                 self._pid_of_key[key] = (pid, spend)
                 self._profile_of_pid[pid] = (key, spend)
         self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
-        self._absent_keys, self._ready = set(), {}
+        self._absent_keys = set()
 
     def _write_charge(self, entry: _Entry, gid: int, seq: int, after: float, count: int, previous: str) -> tuple[str, tuple[str, str]]:
         """The charge row, chained to ``previous`` (inside the charge's transaction); its link and
@@ -987,56 +984,34 @@ class DurableLedger(Ledger):
         return _RunPlan(rows, gid, pieces, keys, [self._profile_spend(k) for k in keys])
 
     def _plan_ahead(self, entries: list[_Entry]) -> list[dict[tuple[int, int], _RunPlan]]:
-        """Each run's plan made before the lock is taken, from the segments stored now, with the
-        terms of the segments it deletes and writes hashed (into ``_ready``): under the lock a
-        charge then only reads the rows again and, when no other charge changed them meanwhile,
-        writes. Every check that decides the charge is still made under the lock (see
-        _charge_transaction): this moves work out of the lock, not decisions. Work done under
-        SQLite's lock costs far more than the same work outside it: waiting writers poll the lock
-        with sleeps of 1 ms and more (the busy handler), so each microsecond the lock is held is
-        paid again in handovers; outside the lock it runs beside the holder, on another core."""
-        self._ready = {}
-        ahead: list[dict[tuple[int, int], _RunPlan]] = []
+        """The first charge's plan for each of its runs, made before the lock is taken from the
+        segments stored now (segment terms hashed, new profiles composed): under the lock the charge
+        then only reads the rows again and, when no other charge changed them meanwhile, writes.
+        Every check that decides the charge is still made under the lock (_charge_transaction):
+        this moves work out of the lock, not decisions. Why: with 8 processes on SQLite, 100 us of
+        work added under the lock cost 0.13-0.20 ms per charge, outside it 0-0.08 ms (waiters
+        sleep 1 ms and more between tries of the lock, so time the lock is held is paid again in
+        handovers). Only the first charge: the later ones of a transaction (a round's batches, on
+        adjacent users) read segments the earlier ones write, so their plans would be discarded."""
+        ahead: list[dict[tuple[int, int], _RunPlan]] = [{} for _ in entries]
         with self._store.guard("planning the charge"):
-            for entry in entries:
-                plans: dict[tuple[int, int], _RunPlan] = {}
-                ahead.append(plans)
-                gid = self._stored_gid(entry.spec)
-                if gid is None:  # a new guarantee gets its id under the lock
-                    continue
-                for a, b in entry.runs:
-                    rows = self._segments_near(a, b)
-                    plan = plans[(a, b)] = self._plan_run(rows, a, b, gid)
-                    if max(plan.spends) > self._limit:
-                        continue  # refused under the lock, where it is decided
-                    plan.layout = self._layout(plan.pieces, rows, self._committed_pid)
-                    if plan.layout is not None:
-                        # every profile is stored now: its stored spend, as the lock's plan would read it
-                        plan.spends = [self._profile_spend(k) for k in plan.keys]
-                        old, merged = plan.layout
-                        by_start = {row[0]: row for row in rows}
-                        for row in [by_start[start] for start in old] + [tuple(m) for m in merged]:
-                            if row not in self._terms:
-                                self._ready[row] = self._chain.segment(*row)
+            gid = self._stored_gid(entries[0].spec)
+            if gid is None:  # a new guarantee gets its id under the lock
+                return ahead
+            for a, b in entries[0].runs:
+                rows = self._segments_near(a, b)
+                plan = ahead[0][(a, b)] = self._plan_run(rows, a, b, gid)
+                if max(plan.spends) > self._limit:
+                    continue  # refused under the lock, where it is decided
+                plan.layout = self._layout(plan.pieces, rows, self._committed_pid)
+                if plan.layout is not None:
+                    # every profile is stored now: its stored spend, as the lock's plan would read it
+                    plan.spends = [self._profile_spend(k) for k in plan.keys]
         return ahead
 
     def _committed_pid(self, key: str) -> int | None:
         stored = self._stored_profile(key)
         return None if stored is None else stored[0]
-
-    def _segment_term(self, row: tuple[int, int, int], *, written: bool) -> int:
-        """A segment's term of the set digest: kept from when this handle wrote the segment (it is
-        deleted by a later charge, and its term subtracted then: one hash per segment, not two),
-        or hashed ahead of the lock (_plan_ahead), or now. A term is a pure function of the row,
-        so a kept one is never stale."""
-        term = self._terms.pop(row, None)
-        if term is None:
-            term = self._ready.get(row)
-        if term is None:
-            term = self._chain.segment(*row)
-        if written and len(self._terms) < _KEPT_TERMS:
-            self._terms[row] = term
-        return term
 
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
         """(id, spend) of a profile already in the database (committed, or written by this
@@ -1078,11 +1053,12 @@ class DurableLedger(Ledger):
         return pid
 
     def _layout(self, pieces: list[tuple[int, int, str, int | None]], rows: list[tuple],
-                pid_of: Callable[[str], int | None]) -> tuple[list[int], list[list[int]]] | None:
-        """(the starts of the segments ``pieces`` replace, the segments written), with each piece's
-        profile id from ``pid_of``; None if it has none for some key."""
+                pid_of: Callable[[str], int | None]) -> tuple[list[int], list[list[int]], int] | None:
+        """(the starts of the segments ``pieces`` replace, the segments written, the change of the
+        segments' set digest), with each piece's profile id from ``pid_of``; None if it has none
+        for some key."""
         if not pieces:
-            return [], []
+            return [], [], 0
         old = sorted({p[3] for p in pieces if p[3] is not None})
         segments = [[start, stop, pid_of(key)] for start, stop, key, _ in pieces]
         if any(segment[2] is None for segment in segments):
@@ -1103,16 +1079,14 @@ class DurableLedger(Ledger):
                 merged[-1][1] = segment[1]
             else:
                 merged.append(segment)
-        return sorted(set(old)), merged
-
-    def _replace_segments(self, layout: tuple[list[int], list[list[int]]], rows: list[tuple]) -> None:
-        """Delete and write the segments of a run's layout (under the lock), updating their digest."""
-        old, merged = layout
+        old = sorted(set(old))
         by_start = {row[0]: row for row in rows}
-        for start in old:
-            self._sums[0] -= self._segment_term(by_start[start], written=False)
-        for segment in merged:
-            self._sums[0] += self._segment_term(tuple(segment), written=True)
+        change = sum(self._chain.segment(*segment) for segment in merged) - sum(self._chain.segment(*by_start[start]) for start in old)
+        return old, merged, change
+
+    def _replace_segments(self, old: list[int], merged: list[list[int]], change: int) -> None:
+        """Delete and write the segments of a run's layout (under the lock), updating their digest."""
+        self._sums[0] += change
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
 
