@@ -94,6 +94,8 @@ LEDGER_FORMAT = "dpverify-ledger/1"
 _NO_TRANSACTION: dict = {}  # the pending-profile map outside a charge (never written to)
 #: how many problems of one kind an integrity report lists before "..."
 _REPORTED = 10
+#: most segment terms a handle keeps (see DurableLedger._segment_term)
+_KEPT_TERMS = 100_000
 #: most rows other processes appended that a charge checks while it holds the lock (more wait for its next charge)
 _CHECKED_UNDER_LOCK = 2
 #: most attempts of one charge across lost connections (each reconnect is bounded in time too)
@@ -115,7 +117,7 @@ class _Head:
 
 @dataclass
 class _Entry:
-    """One charge of a transaction, with what can be known of its row before the lock is taken."""
+    """One charge of a transaction, with the fields of its row known before the lock is taken."""
 
     charge: Charge
     spec: str
@@ -124,22 +126,6 @@ class _Entry:
     participants: str | None  # as stored (JSON)
     users: int | None
     content: bytes  # the link's fields between seq and spent_after, encoded (see _ledger_chain.encode)
-
-
-@dataclass
-class _RunPlan:
-    """What charging ``gid`` on one run of users does, given the segments ``rows`` read around it:
-    the spends of the profiles it makes, and (when every one of them is already stored, so its id
-    is known) its layout: the segments it deletes (their starts) and writes, and the change of the
-    segments' set digest. A function of ``rows`` and ``gid`` only, since stored guarantees and
-    profiles never change."""
-
-    rows: list[tuple]
-    gid: int
-    pieces: list[tuple[int, int, str, int | None]]
-    keys: list[str]  # the profiles it makes
-    spends: list[float]
-    layout: tuple[list[int], list[list[int]], int] | None = None
 
 
 def _runs(participants: Any) -> list[tuple[int, int]]:
@@ -316,6 +302,7 @@ class DurableLedger(Ledger):
         self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
+        self._terms: dict[tuple[int, int, int], int] = {}  # see _segment_term
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -704,7 +691,6 @@ class DurableLedger(Ledger):
 
     def _charge_transaction(self, entries: list[_Entry]) -> None:
         self._check_appended()  # rows other processes appended, queued at this handle's last charge
-        ahead = self._plan_ahead(entries)
         self._begin_pending()
         committed = False
         try:
@@ -714,22 +700,17 @@ class DurableLedger(Ledger):
                 self._catch_up(state)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
                 self._sums = [int(state[3], 16), int(state[4], 16)]
-                for entry, plans in zip(entries, ahead):
+                for entry in entries:
                     gid = self._gid(entry.spec)
                     prospective = -math.inf
                     # runs are disjoint: each is planned after the previous one is written (a write
                     # may merge segments the next run reads); a refusal rolls all of it back
                     for a, b in entry.runs:
-                        rows = self._segments_near(a, b)
-                        plan = plans.get((a, b))
-                        # the plan made before the lock holds iff it was made from these same rows;
-                        # otherwise (another charge changed them meanwhile) plan again, under the lock
-                        if plan is None or plan.layout is None or plan.rows != rows or plan.gid != gid:
-                            plan = self._plan_run(rows, a, b, gid)
-                        prospective = max([prospective, *plan.spends])
+                        pieces, spends, rows = self._plan(a, b, gid)
+                        prospective = max([prospective, *spends])
                         if prospective > self._limit:
                             break
-                        self._replace_segments(*(plan.layout if plan.layout is not None else self._layout(plan.pieces, rows, self._pid)))
+                        self._write_pieces(pieces, rows)
                     if prospective > self._limit:
                         raise BudgetExceeded(
                             f"charge {entry.charge.label or entry.spec} would raise a user's spend to {prospective:.6g} against a "
@@ -787,7 +768,7 @@ class DurableLedger(Ledger):
             if gid == -1:
                 self._guarantee_of_gid[-1] = entry.guarantee
             try:
-                spends = [s for a, b in _runs(entry.participants) for s in self._plan_run(self._segments_near(a, b), a, b, gid).spends]
+                spends = [s for a, b in _runs(entry.participants) for s in self._plan(a, b, gid)[1]]
             finally:
                 self._guarantee_of_gid.pop(-1, None)
                 for key in [k for k in self._spend_of_key if "-1:" in k]:
@@ -892,9 +873,7 @@ class DurableLedger(Ledger):
 
     # ---- the segment map ----------------------------------------------------------------------
 
-    def _stored_gid(self, spec: str) -> int | None:
-        """The id of a guarantee already in the database (committed, or written by this
-        transaction), or None."""
+    def _gid(self, spec: str) -> int:
         gid = self._gid_of_spec.get(spec)
         if gid is not None:
             return gid
@@ -902,16 +881,10 @@ class DurableLedger(Ledger):
             if pending_spec == spec:
                 return pending
         row = self._store.one("SELECT id FROM dpverify_guarantees WHERE spec = ?", (spec,))
-        if row is None:
-            return None
-        self._gid_of_spec[spec] = row[0]
-        self._spec_of_gid[row[0]] = spec
-        return row[0]
-
-    def _gid(self, spec: str) -> int:
-        gid = self._stored_gid(spec)
-        if gid is not None:
-            return gid
+        if row is not None:
+            self._gid_of_spec[spec] = row[0]
+            self._spec_of_gid[row[0]] = spec
+            return row[0]
         gid = self._store.one("INSERT INTO dpverify_guarantees (spec) VALUES (?) RETURNING id", (spec,))[0]
         # uncommitted: its id may be reused after a rollback, so it is cached only once committed
         self._pending_gids[gid] = (spec, guarantee_from_dict(json.loads(spec)))
@@ -939,21 +912,19 @@ class DurableLedger(Ledger):
             self._pid_of_key[key] = (pid, spend)
         return known
 
-    def _segments_near(self, a: int, b: int) -> list[tuple]:
-        """The segments a charge on [a, b) reads: those overlapping it plus their neighbours (for
-        merging), sorted. One indexed query: the two segments starting at or before a (the one
-        holding a and its left neighbour), those starting in (a, b], and the first one after b."""
-        return sorted(self._store.all(
+    def _plan(self, a: int, b: int, gid: int) -> tuple[list[tuple[int, int, str, int | None]], list[float], list[tuple]]:
+        """The pieces that replace the segments overlapping [a, b) once ``gid`` touches [a, b):
+        (start, stop, profile key, old segment start or None); the new profiles' spends; and the
+        segments read (those overlapping plus their neighbours, for merging)."""
+        # one indexed query: the two segments starting at or before a (the one holding a and its
+        # left neighbour), those starting in (a, b], and the first one after b
+        rows = sorted(self._store.all(
             "SELECT start, stop, profile FROM (SELECT start, stop, profile FROM dpverify_segments WHERE start <= ? "
             "ORDER BY start DESC LIMIT 2) AS l UNION ALL SELECT start, stop, profile FROM dpverify_segments "
             "WHERE start > ? AND start <= ? UNION ALL SELECT start, stop, profile FROM (SELECT start, stop, profile "
             "FROM dpverify_segments WHERE start > ? ORDER BY start LIMIT 1) AS r",
             (a, a, b, b),
         ))
-
-    def _plan_run(self, rows: list[tuple], a: int, b: int, gid: int) -> _RunPlan:
-        """The pieces that replace the segments ``rows`` overlapping [a, b) once ``gid`` touches
-        [a, b): (start, stop, profile key, old segment start or None), and the new profiles' spends."""
         pieces: list[tuple[int, int, str, int | None]] = []
         touched: list[str] = []
 
@@ -980,38 +951,19 @@ class DurableLedger(Ledger):
             position = inner_stop
         if position < b:
             pieces.append((position, b, plus(""), None))
-        keys = list(dict.fromkeys(touched))
-        return _RunPlan(rows, gid, pieces, keys, [self._profile_spend(k) for k in keys])
+        return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
 
-    def _plan_ahead(self, entries: list[_Entry]) -> list[dict[tuple[int, int], _RunPlan]]:
-        """The first charge's plan for each of its runs, made before the lock is taken from the
-        segments stored now (segment terms hashed, new profiles composed): under the lock the charge
-        then only reads the rows again and, when no other charge changed them meanwhile, writes.
-        Every check that decides the charge is still made under the lock (_charge_transaction):
-        this moves work out of the lock, not decisions. Why: with 8 processes on SQLite, 100 us of
-        work added under the lock cost 0.13-0.20 ms per charge, outside it 0-0.08 ms (waiters
-        sleep 1 ms and more between tries of the lock, so time the lock is held is paid again in
-        handovers). Only the first charge: the later ones of a transaction (a round's batches, on
-        adjacent users) read segments the earlier ones write, so their plans would be discarded."""
-        ahead: list[dict[tuple[int, int], _RunPlan]] = [{} for _ in entries]
-        with self._store.guard("planning the charge"):
-            gid = self._stored_gid(entries[0].spec)
-            if gid is None:  # a new guarantee gets its id under the lock
-                return ahead
-            for a, b in entries[0].runs:
-                rows = self._segments_near(a, b)
-                plan = ahead[0][(a, b)] = self._plan_run(rows, a, b, gid)
-                if max(plan.spends) > self._limit:
-                    continue  # refused under the lock, where it is decided
-                plan.layout = self._layout(plan.pieces, rows, self._committed_pid)
-                if plan.layout is not None:
-                    # every profile is stored now: its stored spend, as the lock's plan would read it
-                    plan.spends = [self._profile_spend(k) for k in plan.keys]
-        return ahead
-
-    def _committed_pid(self, key: str) -> int | None:
-        stored = self._stored_profile(key)
-        return None if stored is None else stored[0]
+    def _segment_term(self, start: int, stop: int, pid: int) -> int:
+        """A segment's term of the set digest; the terms of the segments this handle wrote are kept
+        (each is deleted by a later charge, and its term subtracted then: one hash per segment,
+        not two). A term is a pure function of the row, so a kept one is never stale."""
+        row = (start, stop, pid)
+        term = self._terms.pop(row, None)
+        if term is None:
+            term = self._chain.segment(start, stop, pid)
+            if len(self._terms) < _KEPT_TERMS:
+                self._terms[row] = term
+        return term
 
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
         """(id, spend) of a profile already in the database (committed, or written by this
@@ -1052,17 +1004,11 @@ class DurableLedger(Ledger):
         self._absent_keys.discard(key)
         return pid
 
-    def _layout(self, pieces: list[tuple[int, int, str, int | None]], rows: list[tuple],
-                pid_of: Callable[[str], int | None]) -> tuple[list[int], list[list[int]], int] | None:
-        """(the starts of the segments ``pieces`` replace, the segments written, the change of the
-        segments' set digest), with each piece's profile id from ``pid_of``; None if it has none
-        for some key."""
+    def _write_pieces(self, pieces: list[tuple[int, int, str, int | None]], rows: list[tuple]) -> None:
         if not pieces:
-            return [], [], 0
+            return
         old = sorted({p[3] for p in pieces if p[3] is not None})
-        segments = [[start, stop, pid_of(key)] for start, stop, key, _ in pieces]
-        if any(segment[2] is None for segment in segments):
-            return None
+        segments = [[start, stop, self._pid(key)] for start, stop, key, _ in pieces]
         # merge with the untouched neighbours when they carry the same profile (round-robin batches
         # of one guarantee then stay a handful of segments)
         lo, hi = segments[0][0], segments[-1][1]
@@ -1081,12 +1027,10 @@ class DurableLedger(Ledger):
                 merged.append(segment)
         old = sorted(set(old))
         by_start = {row[0]: row for row in rows}
-        change = sum(self._chain.segment(*segment) for segment in merged) - sum(self._chain.segment(*by_start[start]) for start in old)
-        return old, merged, change
-
-    def _replace_segments(self, old: list[int], merged: list[list[int]], change: int) -> None:
-        """Delete and write the segments of a run's layout (under the lock), updating their digest."""
-        self._sums[0] += change
+        for start in old:
+            self._sums[0] -= self._segment_term(*by_start[start])
+        for segment in merged:
+            self._sums[0] += self._segment_term(*segment)
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
 

@@ -373,59 +373,6 @@ def test_each_charge_checks_the_rows_other_processes_appended(tmp_path):
     b.close()
 
 
-class _TrustsItsPlan(DurableLedger):
-    """The wrong variant: under the lock it reuses the segments it read before taking the lock
-    instead of reading them again."""
-
-    def _plan_ahead(self, entries):
-        self._stale = {}
-        ahead = super()._plan_ahead(entries)
-        self._stale = {run: plan.rows for plans in ahead for run, plan in plans.items()}
-        return ahead
-
-    def _segments_near(self, a, b):
-        stale = getattr(self, "_stale", {}).get((a, b))
-        return stale if stale is not None else super()._segments_near(a, b)
-
-
-@pytest.mark.parametrize("ledger_class", [DurableLedger, _TrustsItsPlan], ids=["rereads", "wrong-trusts-its-plan"])
-def test_a_charge_planned_before_the_lock_is_decided_on_the_rows_read_under_it(ledger_class, new_url):
-    """A charge plans before it takes the lock (from the segments stored then) and reads them
-    again under it. Here B charges the same users in between: A's plan (0.3 + 0.6 = 0.9, fits)
-    is discarded and A is refused on what B left (0.3 + 0.3 + 0.6 = 1.2 > 1), leaving the ledger
-    exactly as B left it. The control: a charge nobody interleaves is planned once, ahead. The
-    wrong variant (deciding on the rows read before the lock) accepts A: a user at 1.2."""
-    url = new_url()
-    Ledger.open(url, PureDP(1.0), create=True).close()
-    a, b = ledger_class.connect(url), Ledger.open(url)
-    for users, guarantees in ((range(100, 110), (0.3, 0.6)), (range(0, 10), (0.3,))):
-        for eps in guarantees:  # stores every profile A's charge makes, so its plan ahead is complete
-            a.charge(PureDP(eps), users)
-    planned, left_by_b = [], []
-    plan_run, plan_ahead = a._plan_run, a._plan_ahead
-    a._plan_run = lambda *args: planned.append(args[1:3]) or plan_run(*args)
-
-    def b_charges_meanwhile(entries):
-        ahead = plan_ahead(entries)
-        b.charge(PureDP(0.3), range(0, 10), label="B, between A's plan and A's lock")
-        left_by_b.append(_contents(url))
-        return ahead
-
-    a.charge(PureDP(0.3), range(200, 210), label="control")
-    assert planned == [(200, 210)]  # once, before the lock
-    a._plan_ahead = b_charges_meanwhile
-    if ledger_class is _TrustsItsPlan:
-        a.charge(PureDP(0.6), range(0, 10), label="A")
-        assert "exceeds the budget" in " ".join(a.verify().disagreements)
-    else:
-        with pytest.raises(BudgetExceeded, match=r"spend to 1\.2"):
-            a.charge(PureDP(0.6), range(0, 10), label="A")
-        assert _contents(url) == left_by_b[0]
-        assert a.verify().ok
-    a.close()
-    b.close()
-
-
 def test_a_link_encoded_in_parts_is_the_link_of_the_whole_row():
     """A charge encodes the fields of its row it knows before the lock ahead and the rest under
     it; the on-disk format is unchanged: the link is the one the check on open recomputes from
