@@ -79,7 +79,7 @@ from ._ledger import (
     canonical_multiset,
     compose_canonical,
 )
-from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, set_hex, set_of
+from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, encode, set_hex, set_of
 from ._ledger_codec import guarantee_from_dict, guarantee_spec
 from ._ledger_store import ConnectionLost, Store, connect, redacted
 from ._validation import AccountingError, BudgetExceeded, check_positive_int
@@ -113,6 +113,19 @@ class _Head:
     segments: str
     profiles: str
     worst: float | None
+
+
+@dataclass
+class _Entry:
+    """One charge of a transaction, with the fields of its row known before the lock is taken."""
+
+    charge: Charge
+    spec: str
+    runs: list[tuple[int, int]]
+    cid: str
+    participants: str | None  # as stored (JSON)
+    users: int | None
+    content: bytes  # the link's fields between seq and spent_after, encoded (see _ledger_chain.encode)
 
 
 def _runs(participants: Any) -> list[tuple[int, int]]:
@@ -651,7 +664,10 @@ class DurableLedger(Ledger):
             entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
-            entries.append((entry, guarantee_spec(entry.guarantee), _runs(entry.participants), _charge_id()))
+            spec, cid = guarantee_spec(entry.guarantee), _charge_id()
+            stored = json.dumps(_stored_participants(entry.participants))
+            users = None if entry.participants is None else len(entry.participants)
+            entries.append(_Entry(entry, spec, _runs(entry.participants), cid, stored, users, encode([cid, entry.label, spec, stored, users])))
         if not entries:
             return []
         floor = self._known.last_seq  # this charge's rows, if committed, come after it
@@ -663,9 +679,9 @@ class DurableLedger(Ledger):
                 if attempt == _ATTEMPTS - 1:
                     raise
                 self._store.reconnect()
-                if self._recorded(entries[0][3], floor):  # the commit went through before the connection broke
+                if self._recorded(entries[0].cid, floor):  # the commit went through before the connection broke
                     break
-        return [cid for *_, cid in entries]
+        return [e.cid for e in entries]
 
     def _recorded(self, cid: str, floor: int) -> bool:
         """Whether the charge with this id committed: it can only be among the rows after ``floor``,
@@ -673,7 +689,7 @@ class DurableLedger(Ledger):
         with self._store.guard("looking up an interrupted charge"):
             return self._store.one("SELECT seq FROM dpverify_charges WHERE seq > ? AND cid = ?", (floor, cid)) is not None
 
-    def _charge_transaction(self, entries: list[tuple]) -> None:
+    def _charge_transaction(self, entries: list[_Entry]) -> None:
         self._check_appended()  # rows other processes appended, queued at this handle's last charge
         self._begin_pending()
         committed = False
@@ -684,12 +700,12 @@ class DurableLedger(Ledger):
                 self._catch_up(state)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
                 self._sums = [int(state[3], 16), int(state[4], 16)]
-                for entry, spec, runs, cid in entries:
-                    gid = self._gid(spec)
+                for entry in entries:
+                    gid = self._gid(entry.spec)
                     prospective = -math.inf
                     # runs are disjoint: each is planned after the previous one is written (a write
                     # may merge segments the next run reads); a refusal rolls all of it back
-                    for a, b in runs:
+                    for a, b in entry.runs:
                         pieces, spends, rows = self._plan(a, b, gid)
                         prospective = max([prospective, *spends])
                         if prospective > self._limit:
@@ -697,13 +713,13 @@ class DurableLedger(Ledger):
                         self._write_pieces(pieces, rows)
                     if prospective > self._limit:
                         raise BudgetExceeded(
-                            f"charge {entry.label or spec} would raise a user's spend to {prospective:.6g} against a budget of "
-                            f"{_fmt(self._budget)}; the worst user's spend is {_fmt(None if worst is None else self._wrap(worst))}; "
-                            "the ledger is unchanged"
+                            f"charge {entry.charge.label or entry.spec} would raise a user's spend to {prospective:.6g} against a "
+                            f"budget of {_fmt(self._budget)}; the worst user's spend is "
+                            f"{_fmt(None if worst is None else self._wrap(worst))}; the ledger is unchanged"
                         )
                     worst = prospective if worst is None else max(worst, prospective)
                     count, seq = count + 1, seq + 1
-                    link, sums = self._write_charge(entry, spec, gid, cid, seq, worst, count, link)
+                    link, sums = self._write_charge(entry, gid, seq, worst, count, link)
                 self._store.run("UPDATE dpverify_state SET worst = ?, charges = ?, head = ?, segments = ?, profiles = ?, last_seq = ? "
                                 "WHERE id = 1", (worst, count, link, *sums, seq))
             committed = True
@@ -729,18 +745,15 @@ class DurableLedger(Ledger):
         self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
         self._absent_keys = set()
 
-    def _write_charge(self, entry: Charge, spec: str, gid: int, cid: str, seq: int, after: float, count: int,
-                      previous: str) -> tuple[str, tuple[str, str]]:
+    def _write_charge(self, entry: _Entry, gid: int, seq: int, after: float, count: int, previous: str) -> tuple[str, tuple[str, str]]:
         """The charge row, chained to ``previous`` (inside the charge's transaction); its link and
-        the set digests it commits to."""
-        users = None if entry.participants is None else len(entry.participants)
-        participants = json.dumps(_stored_participants(entry.participants))
+        the set digests it commits to. Only the fields known under the lock are encoded here."""
         at = _now()
         sums = (set_hex(self._sums[0]), set_hex(self._sums[1]))
         derived = self._chain.derived(*sums, after, count)
-        link = self._chain.link(previous, [seq, cid, entry.label, spec, participants, users, after, at, derived])
+        link = self._chain.link(previous, encode([seq]) + entry.content + encode([after, at, derived]))
         self._store.run(f"INSERT INTO dpverify_charges ({_CHARGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (seq, cid, entry.label, gid, participants, users, after, at, derived, link))
+                        (seq, entry.cid, entry.charge.label, gid, entry.participants, entry.users, after, at, derived, link))
         return link, sums
 
     @_reconnecting

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Sequence
 
 from ._validation import AccountingError
 
-__all__ = ["Chain", "KEY_VARIABLE", "WITNESS_VARIABLE", "Witness", "set_hex", "set_of"]
+__all__ = ["Chain", "KEY_VARIABLE", "WITNESS_VARIABLE", "Witness", "encode", "set_hex", "set_of"]
 
 #: the environment variable holding the ledger's key (absent: an unkeyed SHA-256 chain)
 KEY_VARIABLE = "DPVERIFY_LEDGER_KEY"
@@ -50,9 +50,12 @@ _MODULUS = 1 << 256
 EMPTY_SET = "0" * 64
 
 
-def _canonical(fields: Sequence[Any]) -> bytes:
+def encode(fields: Sequence[Any]) -> bytes:
     """Fields as one unambiguous byte string: each as its type (n: None, i: int, f: float, s: str),
-    its length and its text, so no field can bleed into the next whatever text it holds."""
+    its length and its text, so no field can bleed into the next whatever text it holds. Each
+    field's bytes depend on that field alone, so a record's encoding is the concatenation of its
+    parts' encodings: a charge encodes the fields it knows before taking the ledger's lock ahead,
+    and only those known under the lock while holding it."""
     out = []
     for value in fields:
         kind = _KINDS.get(type(value))
@@ -76,7 +79,9 @@ class Chain:
         self._key = key
         self.kind = "sha256" if key is None else "hmac-sha256"
         # BLAKE2b takes keys of at most 64 bytes: a longer key enters through its SHA-256
-        self._term_key = b"" if key is None else (key if len(key) <= 64 else hashlib.sha256(key).digest())
+        term_key = b"" if key is None else (key if len(key) <= 64 else hashlib.sha256(key).digest())
+        # keyed once: each term copies this state instead of processing the key block again
+        self._term_hash = hashlib.blake2b(key=term_key, digest_size=32)
 
     @classmethod
     def from_environment(cls) -> "Chain":
@@ -98,7 +103,7 @@ class Chain:
         return hmac.new(self._key, data, hashlib.sha256).digest()
 
     def hex(self, fields: Sequence[Any]) -> str:
-        return self._digest(_canonical(fields)).hex()
+        return self._digest(encode(fields)).hex()
 
     def genesis(self, ledger_id: str, budget_spec: str, name: str, fmt: str) -> str:
         """link_0: the ledger's identity (an edited budget, name or id breaks the first link)."""
@@ -108,18 +113,24 @@ class Chain:
         """Stored with a keyed ledger, so that a wrong key is told apart from tampering."""
         return self.hex(["key-check", ledger_id])
 
-    def link(self, previous: str, content: Sequence[Any]) -> str:
-        return self._digest(previous.encode() + _canonical(content)).hex()
+    def link(self, previous: str, content: Sequence[Any] | bytes) -> str:
+        """``content``: the row's fields, or their :func:`encode` (assembled from parts)."""
+        return self._digest(previous.encode() + (content if isinstance(content, bytes) else encode(content))).hex()
 
     def segment(self, start: int, stop: int, profile: int) -> int:
         """A segment row's term of the segments' set digest (integers only: no separator ambiguity).
         Terms are BLAKE2b, keyed with the ledger's key when there is one (a MAC by its design, and
         faster than HMAC for the ~20 terms a charge touches)."""
-        return int.from_bytes(hashlib.blake2b(b"s|%d|%d|%d" % (start, stop, profile), key=self._term_key, digest_size=32).digest(), "big")
+        return self._term(b"s|%d|%d|%d" % (start, stop, profile))
 
     def profile(self, pid: int, key: str, spend: float, releases: int) -> int:
         """A profile row's term of the profiles' set digest (a key holds digits, ':' and ',' only)."""
-        return int.from_bytes(hashlib.blake2b(f"p|{pid}|{key}|{spend!r}|{releases}".encode(), key=self._term_key, digest_size=32).digest(), "big")
+        return self._term(f"p|{pid}|{key}|{spend!r}|{releases}".encode())
+
+    def _term(self, data: bytes) -> int:
+        h = self._term_hash.copy()
+        h.update(data)
+        return int.from_bytes(h.digest(), "big")
 
     def derived(self, segments: str, profiles: str, worst: float | None, charges: int) -> str:
         """What a charge row commits to about the derived tables after it (fixed-format fields: two

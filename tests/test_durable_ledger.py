@@ -373,6 +373,18 @@ def test_each_charge_checks_the_rows_other_processes_appended(tmp_path):
     b.close()
 
 
+def test_a_link_encoded_in_parts_is_the_link_of_the_whole_row():
+    """A charge encodes the fields of its row it knows before the lock ahead and the rest under
+    it; the on-disk format is unchanged: the link is the one the check on open recomputes from
+    the whole row (every field kind, keyed and unkeyed)."""
+    from accounting._ledger_chain import Chain, encode
+
+    row = [7, "c1d", "label with | and : in it", '{"epsilon":0.5,"type":"pure"}', '{"range": [0, 10]}', None, 0.1 + 0.2,
+           "2026-01-01T00:00:00.000000+00:00", "d" * 64]
+    for chain in (Chain(None), Chain(b"k" * 32)):
+        assert chain.link("p" * 64, encode(row[:1]) + encode(row[1:6]) + encode(row[6:])) == chain.link("p" * 64, row)
+
+
 # ---- concurrency ----------------------------------------------------------------------------------
 
 STRESS_EPS = (0.05, 0.1, 0.25)
