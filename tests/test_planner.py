@@ -357,3 +357,6 @@ def test_every_label_names_the_code_path_taken():
     # subsampled and fallback curves are bounds, and say so
     sub = acc.epsilon_routes(acc.PoissonSampled(acc.Gaussian(2.0), 0.05), DELTA, compose=10, include_pld=False)
     assert _by_route(sub)["rdp-cks"].detail.startswith("RDP upper bound")
+    # snapping is certified through pure DP only: its curve is pure DP's, a bound of the mechanism's
+    snapping = _by_route(acc.epsilon_routes(acc.Snapping(4.0, 64.0), DELTA, compose=3))["rdp-cks"]
+    assert snapping.detail.startswith("RDP upper bound") and "exact" not in snapping.detail

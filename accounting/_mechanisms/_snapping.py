@@ -45,6 +45,9 @@ class Snapping(Mechanism):
 
     family = "snapping"
 
+    #: the curve is pure DP's (an upper bound of the mechanism's own): routes label it a bound
+    rdp_is_exact = False
+
     def __post_init__(self) -> None:
         check_scale("scale", self.scale)
         check_scale("bound", self.bound)
