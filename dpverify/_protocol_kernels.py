@@ -27,6 +27,7 @@ import functools
 import math
 from fractions import Fraction
 from numbers import Integral
+from typing import Any
 
 import numba
 import numpy as np
@@ -420,18 +421,28 @@ def _call_compiled(kernel, args: tuple) -> None:
     numba's per-call type dispatch on a ``Generator`` argument costs about as much as a small
     kernel's work (measured ~30 us), so the hot callers (one call per release or per curator
     chunk, always with the same argument types) call the entry point of the first call's types
-    directly. The dispatcher is used whenever that entry point is not available: the draws are
-    the same either way (tested)."""
-    entry = _ENTRIES.get(kernel)
+    directly. The entry point is keyed by the arguments' Python types and array layouts, since
+    an entry point called with other types would reinterpret them unchecked. The dispatcher is
+    used whenever that entry point is not available: the draws are the same either way (tested)."""
+    shape = (kernel, *(_layout(a) for a in args))
+    entry = _ENTRIES.get(shape)
     if entry is not None:
         entry(*args)
         return
     kernel(*args)
     try:
         key = tuple(kernel.typeof_pyval(a) for a in args)
-        _ENTRIES[kernel] = kernel.overloads[key].entry_point
+        _ENTRIES[shape] = kernel.overloads[key].entry_point
     except (AttributeError, KeyError, TypeError):  # another numba: keep the dispatcher
-        _ENTRIES[kernel] = kernel
+        _ENTRIES[shape] = kernel
+
+
+def _layout(value: Any) -> Any:
+    """What decides numba's type of an argument: an array's dtype, rank, contiguity and
+    writability; any other value's Python type."""
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.ndim, value.flags.c_contiguous, value.flags.writeable)
+    return type(value)
 
 
 def draw_summed_noise(rng: np.random.Generator, xhat_sum: int, m: int, kind: int, s: int, t: int, half_mu: float, out: np.ndarray) -> int:

@@ -219,3 +219,21 @@ def test_direct_entry_point_draws_what_the_dispatcher_draws():
             pk._aggregate_views(b, 77, pk._NO_FRACTIONS, 100_003, kind, s, t, half_mu, out)
             slow.append(int(out[0]))
         assert fast == slow and len(set(fast)) > 20
+
+
+def test_entry_points_are_kept_per_argument_layout():
+    """The cached entry point of one argument layout is never called with another (it would
+    reinterpret the bytes unchecked): a kernel called with an int64, then a float64 output gets
+    one entry each and writes each correctly."""
+    import numba
+
+    @numba.njit
+    def fill(out, value):
+        out[:] = value
+
+    ints, floats = np.zeros(3, dtype=np.int64), np.zeros(3)
+    pk._call_compiled(fill, (ints, 7))
+    pk._call_compiled(fill, (ints, 8))  # through the cached entry point
+    pk._call_compiled(fill, (floats, 2.5))
+    assert ints.tolist() == [8, 8, 8] and floats.tolist() == [2.5, 2.5, 2.5]
+    assert sum(key[0] is fill for key in pk._ENTRIES) == 2
