@@ -48,6 +48,7 @@ from accounting import Ledger
 from accounting._validation import AccountingError, check_positive_int
 
 from .. import _protocol_kernels as pk
+from .._privatizer import private_stream
 from .._protocols import DistributedProtocol
 from ._elimination import EliminationSetup, UserPool, algorithm1_rules, dp_se_rules, run_batch_elimination, run_dp_se
 from ._environments import ArmLaw, BanditInstance, children
@@ -406,7 +407,7 @@ class EliminationEngine(TranscriptEngine):
 
     def plain_streams(self, seeds: dict[str, np.random.SeedSequence]) -> list[np.random.Generator]:
         """The plain runner's privatizer streams for these seeds (one per arm, as ``_build`` makes them)."""
-        return [np.random.Generator(np.random.PCG64(s)) for s in children(seeds["privatizer"], self.arms)]
+        return [private_stream(s) for s in children(seeds["privatizer"], self.arms)]
 
     # ---- the steps a planted variant may change --------------------------------------------------
 

@@ -27,6 +27,7 @@ import numpy as np
 from accounting import Ledger
 from accounting._validation import AccountingError
 
+from .._privatizer import private_stream
 from ._results import RunRecord
 from ._transcripts import VIEWS, Placement, TableInstance, TranscriptEngine
 from ._ucb import UCB_ALGORITHMS, LocalCurator, UCBSetup, run_ucb
@@ -105,7 +106,7 @@ class UCBEngine(TranscriptEngine):
         return list(rng.spawn(2))  # the privatizer's and the learner's
 
     def plain_streams(self, seeds: dict[str, np.random.SeedSequence]) -> list[np.random.Generator]:
-        return [np.random.Generator(np.random.PCG64(seeds["privatizer"])), np.random.Generator(np.random.PCG64(seeds["learner"]))]
+        return [private_stream(seeds["privatizer"]), np.random.Generator(np.random.PCG64(seeds["learner"]))]
 
     def run(self, table: np.ndarray, rngs: Sequence[np.random.Generator], reps: int, *, ledger: Any = None) -> dict[str, np.ndarray]:
         K, T = self.arms, self.horizon

@@ -29,6 +29,7 @@ import numpy as np
 from accounting import ApproxDP, Ledger
 from accounting._validation import AccountingError
 
+from ..._privatizer import private_stream
 from .._transcripts import NOT_RELEASED, VIEWS, Placement, TranscriptEngine
 from ._design import g_optimal_design
 from ._dpe import _PRIVATE, DPEConfig, LinearRunResult, _clients_in_phase, linear_streams, run_linear
@@ -133,7 +134,7 @@ class DPEEngine(TranscriptEngine):
         return [rng]
 
     def plain_streams(self, seed: int, run_index: int = 0) -> list[np.random.Generator]:
-        return [np.random.Generator(np.random.PCG64(linear_streams(seed, run_index)["privatizer"]))]
+        return [private_stream(linear_streams(seed, run_index)["privatizer"])]
 
     def run(self, table: np.ndarray, rngs: Sequence[np.random.Generator], reps: int, *, ledger: Any = None) -> dict[str, np.ndarray]:
         inst, cfg = self.instance, self.config
