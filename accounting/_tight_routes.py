@@ -24,8 +24,8 @@ from typing import Any, Sequence
 from ._conversions import EpsilonResult
 from ._guarantees import PureDP
 from ._optimal_composition import OptimalComposition, _groups, exact_support, kov_heterogeneous_bound
-from ._planner import DEFAULT_TIME_BUDGET, Query, run_plan
-from ._routes import ANALYTIC_GAUSSIAN_DETAIL, _AnalyticGaussianRoute, _is_gaussian, _KovRoute, _OptimalCompositionRoute, _rr_surrogate
+from ._planner import DEFAULT_TIME_BUDGET, NotApplicable, Query, run_plan
+from ._routes import ANALYTIC_GAUSSIAN_DETAIL, _AnalyticGaussianRoute, _is_gaussian, _KovRoute, _OptimalCompositionRoute, _pure_groups, _rr_surrogate
 from ._pld_route import PldRoute
 from ._validation import check_positive, check_probability
 
@@ -76,11 +76,9 @@ def tight_routes(parts: Sequence[tuple[Any, int]], delta: float) -> list[Epsilon
     """
     delta = float(check_probability("delta", delta))
     query = Query(tuple((s, int(n)) for s, n in parts), delta)
-    routes = [_AnalyticGaussianRoute(), *_optimal_routes(query)]
-    try:
-        report = run_plan(routes, query)
-    except ValueError:  # neither class applies
-        return []
+    if not all(_is_gaussian(s) for s, _ in query.parts) and isinstance(_pure_groups(query), NotApplicable):
+        return []  # neither class applies; a failure of a route that does apply is raised, not hidden
+    report = run_plan([_AnalyticGaussianRoute(), *_optimal_routes(query)], query)
     out = [r for r in report.alternatives if r.status in ("run", "answer") and r.route == "analytic-gaussian"]  # type: ignore[attr-defined]
     optimal = [r for r in report.alternatives if r.status in ("run", "answer") and r.route != "analytic-gaussian"]  # type: ignore[attr-defined]
     if optimal:
