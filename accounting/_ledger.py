@@ -255,22 +255,24 @@ class Ledger:
         """Reload a trail; every charge is re-checked against the budget as it is replayed.
 
         With ``url``, the charges are replayed into the durable ledger there (created with the
-        trail's budget if the database is new, or an existing one with the same budget)."""
+        trail's budget if the database is new, or an existing one with the same budget) in one
+        transaction: all of them or, if one is refused, none (a retry after a fix records each once)."""
         data = json.loads(text)
         if data.get("format") != "dpverify-ledger/1":
             raise AccountingError("format", data.get("format"), "'dpverify-ledger/1'")
         budget = _guarantee_from_dict(data["budget"])
-        ledger = cls(budget, name=data.get("name", "")) if url is None else cls.open(url, budget, name=data.get("name", ""), create=True)
+        items = [(_guarantee_from_dict(c["guarantee"]), _participants_from_json(c["participants"]), c.get("label", "")) for c in data["charges"]]
+        if url is None:
+            ledger = cls(budget, name=data.get("name", ""))
+            for guarantee, participants, label in items:
+                ledger.charge(guarantee, participants, label=label)
+            return ledger
+        ledger = cls.open(url, budget, name=data.get("name", ""), create=True)
         try:
-            for charge in data["charges"]:
-                ledger.charge(
-                    _guarantee_from_dict(charge["guarantee"]),
-                    _participants_from_json(charge["participants"]),
-                    label=charge.get("label", ""),
-                )
+            if items:
+                ledger.charge_many(items)  # type: ignore[attr-defined]
         except BaseException:
-            if url is not None:  # the durable ledger keeps the charges replayed so far; release its connection
-                ledger.close()
+            ledger.close()
             raise
         return ledger
 

@@ -125,6 +125,26 @@ def test_json_trail_imports_and_exports_losslessly(new_url):
     reopened.close()
 
 
+def test_json_trail_import_is_all_or_nothing(new_url):
+    """A trail whose last charge the budget refuses (edited to a larger epsilon) is imported as
+    one transaction: nothing is recorded, so importing the fixed trail records each charge once."""
+    memory = Ledger(PureDP(1.0))
+    for i in range(3):
+        memory.charge(PureDP(0.3), range(10), label=f"c{i}")
+    good = memory.to_json()
+    data = json.loads(good)
+    data["charges"][2]["guarantee"]["epsilon"] = 0.5  # 0.3 + 0.3 + 0.5 > 1
+    url = new_url()
+    with pytest.raises(BudgetExceeded):
+        Ledger.from_json(json.dumps(data), url=url)
+    empty = Ledger.open(url)
+    assert len(empty.charges) == 0
+    empty.close()
+    imported = Ledger.from_json(good, url=url)
+    assert imported.to_json() == good
+    imported.close()
+
+
 def _dump(path) -> list[str]:
     with _sqlite(path) as connection:
         return list(connection.iterdump())
