@@ -72,25 +72,27 @@ class OptimalComposition:
     delta: float
     exact: bool
     outcomes: int
-    #: the PLD grid when the value is the randomized-response product's pessimistic PLD
+    #: the PLD grid when the value is the randomized-response product's PLD off its lattice
     pld_grid: float | None = None
+    #: the route that computed the value (the planner's name)
+    route: str = "optimal-composition"
 
     @property
     def method(self) -> str:
-        return "exact" if self.exact else "rr-pld" if self.pld_grid is not None else "kov-bound"
+        return {"optimal-composition": "exact", "optimal-composition-pld": "rr-pld", "kov-heterogeneous-bound": "kov-bound"}[self.route]
 
     def as_result(self):
         from ._conversions import EpsilonResult
 
-        route = {"exact": "optimal-composition", "rr-pld": "optimal-composition-pld", "kov-bound": "kov-heterogeneous-bound"}[self.method]
-        return EpsilonResult(self.epsilon, self.delta, route, None, self.detail)
+        return EpsilonResult(self.epsilon, self.delta, self.route, None, self.detail)
 
     @property
     def detail(self) -> str:
-        if self.exact:
+        if self.route == "optimal-composition":
             return f"optimal composition of pure DP (Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan 2016), exact over {self.outcomes} losses (tails < delta 2^-40, bounded), rounded up"
-        if self.pld_grid is not None:
-            return f"optimal composition of pure DP through the randomized-response product's PLD (Murtagh-Vadhan 2016), grid h = {self.pld_grid:.3g}, connect-the-dots"
+        if self.route == "optimal-composition-pld":
+            where = "exact lattice" if self.pld_grid is None else f"grid h = {self.pld_grid:.3g}, connect-the-dots"
+            return f"optimal composition of pure DP through the randomized-response product's PLD (Murtagh-Vadhan 2016), {where}"
         return "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"
 
 

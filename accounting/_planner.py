@@ -128,7 +128,8 @@ class RouteResult(EpsilonResult):
     """One route of a query, run or not: ``status`` is ``"answer"`` (the smallest certified
     value), ``"run"``, ``"not run"``, ``"not applicable"`` or ``"failed"``; ``epsilon`` is inf
     unless the route ran. ``seconds`` is the measured time, ``estimated_seconds`` the planner's
-    estimate; ``reason`` and ``how`` say why a route did not run and which argument runs it."""
+    estimate; ``reason`` and ``how`` say why a route did not run and which argument runs it;
+    ``grid`` is the PLD grid h a value was computed on (None: an exact lattice, or no PLD)."""
 
     status: str = "run"
     seconds: float | None = None
@@ -138,6 +139,7 @@ class RouteResult(EpsilonResult):
     reason: str = ""
     how: str = ""
     setting: str = ""
+    grid: float | None = None
 
     def as_dict(self) -> dict:
         out = super().as_dict()
@@ -177,7 +179,8 @@ def _timed(plan: Plan, budget: float, delta: float, planning: float) -> RouteRes
     # a route may learn that it was exact only by running (a PLD whose losses sat on a lattice)
     exact = (result.exact if isinstance(result, RouteResult) else plan.exact) and math.isfinite(result.epsilon)
     return RouteResult(result.epsilon, delta, result.route or plan.route, result.alpha, result.detail, status="run", seconds=spent,
-                       estimated_seconds=plan.cost.seconds, exact=exact, comparison=plan.comparison, how=plan.how, setting=plan.setting)
+                       estimated_seconds=plan.cost.seconds, exact=exact, comparison=plan.comparison, how=plan.how, setting=plan.setting,
+                       grid=getattr(result, "grid", None))
 
 
 def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:

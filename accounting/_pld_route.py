@@ -277,6 +277,7 @@ class PldRoute:
             None,
             f"{self._label}, {grid}; worse direction {result.direction}; +inf atom and truncations {result.truncated_mass:.2g}",
             exact=on_lattice and self._exact_for_lattice,
+            grid=None if on_lattice else float(result.discretisation),
         )
 
 

@@ -59,12 +59,7 @@ def optimal_composition_epsilon(
     report = run_plan(_optimal_routes(query), query)
     best = next(r for r in report.alternatives if r.status == "answer")  # type: ignore[attr-defined]
     support = exact_support(groups, delta)
-    if best.route == "optimal-composition":
-        return OptimalComposition(best.epsilon, delta, True, support)
-    if best.route == "optimal-composition-pld":
-        grid = None if "exact lattice" in best.detail else float(best.detail.split("grid h = ")[1].split(",")[0])
-        return OptimalComposition(best.epsilon, delta, grid is None, support, pld_grid=grid)
-    return OptimalComposition(best.epsilon, delta, False, support)
+    return OptimalComposition(best.epsilon, delta, best.exact, support, pld_grid=best.grid, route=best.route)
 
 
 def tight_routes(parts: Sequence[tuple[Any, int]], delta: float) -> list[EpsilonResult]:

@@ -337,3 +337,12 @@ def test_the_issue_15_command_answers_with_a_certified_value():
     mean, sd = k * t, mpmath.sqrt(k * (1 - t * t))
     assert mean - 2 * sd - 1 <= payload["epsilon"] <= mean * (1 + 1e-4)
     assert any(r["route"] == "pld" and r["status"] == "not run" and r["reason"] for r in payload["routes"])
+
+
+def test_an_exact_lattice_pld_answer_is_labelled_by_its_route():
+    """One epsilon: the randomized responses' PLD sits on one lattice and answers exactly; the
+    result names that route and its lattice, not the enumeration (which did not run)."""
+    result = optimal_composition_epsilon([(0.01, 60_000)], 1e-5, time_budget=1.0)
+    assert result.method == "rr-pld" and result.exact and result.pld_grid is None
+    assert result.as_result().route == "optimal-composition-pld"
+    assert "exact lattice" in result.detail and "losses" not in result.detail
