@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from flint import arb
 
 import accounting as acc
+from accounting._analytic_gaussian import gdp_mu
 from accounting._ledger import Charge, _normalise_participants, _user_groups
 from accounting._validation import AccountingError
 
@@ -140,8 +140,7 @@ class RecordedGuarantee:
                     raise AccountingError("epsilon", epsilon, f">= {total.epsilon!r}, the composed epsilon of the (eps, delta) charges the ledger records")
                 deltas.append(total.delta)
             elif all(isinstance(g, acc.Gaussian) for g in group):
-                mu = sum((arb(float(g.sensitivity)) / arb(float(g.sigma))) ** 2 for g in group).sqrt()
-                deltas.append(acc.gdp_delta(mu, epsilon))
+                deltas.append(acc.gdp_delta(gdp_mu((g.sensitivity, g.sigma, 1) for g in group), epsilon))
             else:
                 curve = group[0].rdp() if len(group) == 1 else group[0].rdp().compose(*(g.rdp() for g in group[1:]))
                 deltas.append(acc.rdp_to_delta(curve, epsilon).delta)
