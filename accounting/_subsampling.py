@@ -470,6 +470,18 @@ class PoissonSubsampledLoss(MonotoneLossPair):
     def hockey_stick_reverse_series(self, t):
         return self._series(t, reverse=True)
 
+    def survival_q_series(self, t):
+        # Q = mu_0, under which the loss exceeds t iff the base loss exceeds (c / q).log()
+        of = getattr(self.base, "survival_q_of", None)
+        c = t.exp() - (1 - self._q())
+        return of((c / self._q()).log()) if callable(of) and self._off_kink(c) else None
+
+    @staticmethod
+    def _off_kink(c) -> bool:
+        """Whether the series c = e^t - (1 - q) (or its reverse) is positive at the expansion point:
+        at or past the kink the loss transform has no series."""
+        return bool(c.coeffs()[0] > 0)
+
     def _series(self, t, reverse: bool):
         of = getattr(self.base, "hockey_stick_of", None)
         if not callable(of) or not self.base.symmetric:
@@ -477,7 +489,7 @@ class PoissonSubsampledLoss(MonotoneLossPair):
         q = self._q()
         e = t.exp()
         c = (1 - (1 - q) * e) if reverse else (e - (1 - q))
-        if not bool(c.coeffs()[0] > 0):  # at or past the kink: no series here
+        if not self._off_kink(c):
             return None
         return c * of((q * e / c).log()) if reverse else q * of((c / q).log())
 
