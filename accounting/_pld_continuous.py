@@ -442,11 +442,12 @@ _MASS_REL_ERROR = 5e-14
 _U = 2.0**-53
 
 
-def _horner_bounds(mids: np.ndarray, rads: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _horner_bounds(mids: np.ndarray, coefficient_error: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(value, error), row by row: floats with |p_r(x) - value| <= error for polynomials p_r whose
-    exact coefficients lie within ``rads[r]`` of the floats ``mids[r]`` (lowest degree first),
-    |x| <= 1 (x exact floats), from IEEE basic operations only; all blocks in one numpy pass, since
-    per-block calls cost more in numpy overhead than in arithmetic.
+    exact coefficients are the floats ``mids[r]`` (lowest degree first) up to a total of
+    ``coefficient_error[r]`` (:func:`_float_coefficients`), |x| <= 1 (x exact floats), from IEEE
+    basic operations only; all blocks in one numpy pass, since per-block calls cost more in numpy
+    overhead than in arithmetic.
 
     Running error bound (Higham, Accuracy and Stability, Alg. 5.1, made rigorous): the step
     y_i = fl(fl(x y_{i+1}) + a_i) is x y_{i+1} + a_i + pi_i with |pi_i| <= u' (|fl(x y_{i+1})| +
@@ -454,8 +455,7 @@ def _horner_bounds(mids: np.ndarray, rads: np.ndarray, x: np.ndarray) -> tuple[n
     itself accumulated by Horner over non-negative terms (3 roundings a step, each at most a factor
     1 - u low: the factor 1 + 1e-6 covers them for any degree below 10^8). For Taylor blocks, whose
     terms decay, mu is about 2 |p(x)|, against the a-priori gamma_2K sum |c_i| |x|^i, ~80 times
-    larger. The coefficients' errors add at most sum_i rad_i (|x| <= 1), summed in floats (a factor
-    1 + 2 K u over it)."""
+    larger. The coefficients' errors add at most their total (|x| <= 1)."""
     k = mids.shape[1]
     y = np.repeat(mids[:, -1:], x.shape[1], axis=1)
     ax = np.abs(x)
@@ -464,17 +464,22 @@ def _horner_bounds(mids: np.ndarray, rads: np.ndarray, x: np.ndarray) -> tuple[n
         xy = x * y
         y = xy + mids[:, i : i + 1]
         mu = mu * ax + (np.abs(xy) + np.abs(y))
-    coefficient_error = np.sum(rads, axis=1, keepdims=True) * (1 + 2 * k * _U)
     # subnormal products are off by up to 2^-1075 each, absolutely: the 1e-300 covers them
-    return y, (mu * (_U * (1 + 1e-6)) + coefficient_error) * (1 + 4 * _U) + 1e-300
+    return y, (mu * (_U * (1 + 1e-6)) + coefficient_error[:, None]) * (1 + 4 * _U) + 1e-300
 
 
-def _float_coefficients(balls: list[arb]) -> tuple[np.ndarray, np.ndarray]:
-    """(mids, rads): floats with every ball's values within rads of mids (the midpoint's rounding
-    to a double, u' |mid|, and the radius's rounding up included)."""
-    mids = np.array([float(c.mid()) for c in balls])
-    rads = np.array([float(c.rad()) for c in balls]) * (1 + 4 * _U) + (_U / (1 - _U)) * np.abs(mids) + 5e-324
-    return mids, rads
+def _float_coefficients(balls: list[arb]) -> tuple[np.ndarray, float]:
+    """(mids, error): floats, and a float >= sum_i |c_i - mids_i| over every c_i in the balls.
+
+    float(ball) is its midpoint as a double (whatever the rounding direction, within 2u of it,
+    or 2^-1074 when subnormal); the radii are summed by Arb itself: the ball of the sum
+    sum_i c_i (the polynomial at 1) contains every such sum, so its radius is at least the sum of
+    the radii (one C call instead of a conversion per coefficient)."""
+    from flint import arb_poly
+
+    mids = np.array([float(c) for c in balls])
+    radius = float(arb_poly(balls)(arb(1)).rad())
+    return mids, (radius + float(np.sum(np.abs(mids))) * 2 * _U + len(balls) * 5e-324) * (1 + 4 * len(balls) * _U)
 
 
 def _mass_matrix(h: arb, terms: int):
@@ -486,7 +491,7 @@ def _mass_matrix(h: arb, terms: int):
 
     ep, em1 = h.exp(), h.expm1()
     a = [arb(0)] + [h**j * (1 + ep if j % 2 == 0 else 1 - ep) / em1 for j in range(1, terms)]
-    entries = [math.comb(k, i) * a[k - i] if k > i else arb(0) for i in range(terms) for k in range(terms)]
+    entries = [math.comb(k, i) * a[k - i] if k > i else 0 for i in range(terms) for k in range(terms)]
     return arb_mat(terms, terms, entries)
 
 
@@ -514,7 +519,9 @@ class _Series:
             pair = self.directions[reverse]
             slope = pair.survival_q_series(arg)
             if slope is not None:  # delta = delta(t0) + the integral of -e^t Q(L > t)
-                coeffs = [pair.hockey_stick(t0)] + arb_poly((-(arg.exp() * slope)).coeffs()).integral().coeffs()[1:]
+                # on a ball only the top coefficient is read (a remainder): delta in [0, 1] there
+                value = pair.hockey_stick(t0) if t0.rad() == 0 else arb(0.5, 0.5)
+                coeffs = [value] + arb_poly((-(arg.exp() * slope)).coeffs()).integral().coeffs()[1:]
             else:
                 ctx.cap = terms
                 value = pair.hockey_stick_series(arb_series([t0, 1]))
@@ -612,28 +619,28 @@ def _masses_by_blocks(series: _Series, reverse: bool, h: arb, n_lo: int, count: 
     mass_map = _mass_matrix(h, _SERIES_TERMS)
     pointwise: list[tuple[int, int]] = []
     while todo:
-        blocks, polys, remainders = [], [], []
+        blocks, polys, errors = [], [], []
         for a, b in todo:
             block = _block_polynomial(series, reverse, h, mass_map, n_lo, a, b) if b - a + 1 >= _MIN_BLOCK else None
             if block is None:
+                # e.g. its ball reaches a kink: halving costs more series than it saves points
                 pointwise.append((a, b))
             else:
+                mids_ab, coefficient_error = _float_coefficients(block[0])
                 blocks.append((a, b))
-                polys.append(_float_coefficients(block[0]))
-                remainders.append(block[1])
+                polys.append(mids_ab)
+                errors.append(coefficient_error + block[1])  # both bounds are added: rounding-safe below
         todo = []
         if not blocks:
             break
         # one padded Horner pass: x = 0 beyond a block's end (values there are ignored)
         size = max(b - a + 1 for a, b in blocks)
-        terms = max(len(m) for m, _ in polys)
-        mids, rads, x = np.zeros((len(blocks), terms)), np.zeros((len(blocks), terms)), np.zeros((len(blocks), size))
-        for row, ((a, b), (m, rad)) in enumerate(zip(blocks, polys)):
+        mids, x = np.zeros((len(blocks), max(len(m) for m in polys))), np.zeros((len(blocks), size))
+        for row, ((a, b), m) in enumerate(zip(blocks, polys)):
             c = (a + b) // 2
-            mids[row, : len(m)], rads[row, : len(m)] = m, rad
+            mids[row, : len(m)] = m
             x[row, : b - a + 1] = np.arange(a - c, b - c + 1, dtype=np.float64) / max(c - a, b - c, 1)
-        value, error = _horner_bounds(mids, rads, x)
-        error += np.array(remainders)[:, None]
+        value, error = _horner_bounds(mids, np.array(errors) * (1 + 2 * _U), x)
         for row, (a, b) in enumerate(blocks):
             v, e = value[row, : b - a + 1], error[row, : b - a + 1]
             if np.all(e <= _MASS_REL_ERROR * v + 1e-30 / count) and np.all(np.isfinite(v)):
