@@ -210,8 +210,10 @@ _LOGS: dict[int, tuple] = {}  # id(factor) -> (factor, its losses, log masses) (
 _LOGS_MAX = 32
 
 
-def _log_mgf(f: Factor, s: float, h: float) -> float:
-    """Float estimate of log M(s) = log sum_n a(n) e^{s L_n} (placement only)."""
+def _log_mgf(f: Factor, s, h: float):
+    """Float estimate of log M(s) = log sum_n a(n) e^{s L_n} (placement only), for a float s or an
+    array of them (a scan of tilts: a few at a time, whose temporaries stay in cache, ~2x faster
+    than one by one; all at once is slower again)."""
     cached = _LOGS.get(id(f))
     if cached is None or cached[0] is not f:
         nz = np.flatnonzero(f.vec)
@@ -220,11 +222,21 @@ def _log_mgf(f: Factor, s: float, h: float) -> float:
             _LOGS.clear()
         _LOGS[id(f)] = cached
     _, losses, log_a = cached
+    if np.ndim(s) == 0:
+        return float(_log_mgf_rows(losses, log_a, np.array([s]))[0])
+    rows = max(1, _SCAN_ELEMENTS // max(len(losses), 1))
+    return np.concatenate([_log_mgf_rows(losses, log_a, s[i : i + rows]) for i in range(0, len(s), rows)])
+
+
+_SCAN_ELEMENTS = 1 << 15
+
+
+def _log_mgf_rows(losses: np.ndarray, log_a: np.ndarray, s: np.ndarray) -> np.ndarray:
     if len(losses) == 0:
-        return -math.inf
-    logs = log_a + s * losses
-    top = float(np.max(logs))
-    return top + math.log(float(np.sum(np.exp(logs - top))))
+        return np.full(len(s), -math.inf)
+    logs = log_a + s[:, None] * losses
+    top = np.max(logs, axis=1)
+    return top + np.log(np.sum(np.exp(logs - top[:, None]), axis=1))
 
 
 def _mgf_upper(f: Factor, s: float, h_ball: arb) -> arb:
@@ -258,14 +270,11 @@ def _s_max(factors: tuple[Factor, ...], h: float) -> float:
 def _best_tail(factors: tuple[Factor, ...], h: float, tail: float, upper: bool) -> tuple[int, float]:
     """(edge index, s) with the Chernoff tail beyond edge about <= tail (float estimate)."""
     sign = 1.0 if upper else -1.0
-    best = None
-    for s in np.geomspace(1e-3, _s_max(factors, h), 60):
-        logm = sum(f.k * _log_mgf(f, sign * s, h) for f in factors)
-        edge = (logm - math.log(tail)) / s  # L beyond which the bound is <= tail (times sign)
-        if best is None or edge < best[0]:
-            best = (edge, sign * s)
-    assert best is not None
-    edge, s = best
+    scan = np.geomspace(1e-3, _s_max(factors, h), 60)
+    logm = sum(f.k * _log_mgf(f, sign * scan, h) for f in factors)
+    edges = (logm - math.log(tail)) / scan  # L beyond which the bound is <= tail (times sign)
+    best = int(np.argmin(np.where(np.isnan(edges), math.inf, edges)))  # the first smallest
+    edge, s = float(edges[best]), float(sign * scan[best])
     idx = math.ceil(edge / h) + 1 if upper else -math.ceil(edge / h) - 1
     return idx, s
 
@@ -359,11 +368,10 @@ class PowerRecipe:
         full = scipy.fft.next_fast_len(hi_full - lo_full + 1, real=True)
         if b == lo_full and n >= full:
             return n  # the window holds the whole support: no wrap-around
-        best = math.inf
-        for s in lam * np.geomspace(1.05, 64.0, 40):
-            logm = self.log_chernoff(float(s))
-            if math.isfinite(logm):
-                best = min(best, (logm - math.log(WRAP_TAIL)) / ((s - lam) * self.h))
+        scan = lam * np.geomspace(1.05, 64.0, 40)
+        logm = self.log_chernoff(scan)
+        finite = np.isfinite(logm)
+        best = float(np.min((logm[finite] - math.log(WRAP_TAIL)) / ((scan[finite] - lam) * self.h), initial=math.inf))
         need = n if best <= n else (math.ceil(best) if math.isfinite(best) else MAX_WINDOW + 1)
         if need >= hi_full - b + 1:  # cover everything above b: only the lower tail wraps (upwards)
             need = hi_full - b + 1
@@ -371,7 +379,8 @@ class PowerRecipe:
             raise ArithmeticError(f"a pass tilted by {lam:.3g} needs {need} points")
         return scipy.fft.next_fast_len(max(need, n), real=True)
 
-    def log_chernoff(self, s: float) -> float:
+    def log_chernoff(self, s):
+        """log prod M(s)^k, estimated in floats, for a float s or an array of them."""
         return sum(f.k * _log_mgf(f, s, self.h) for f in self.factors)
 
     def rdp_lambda(self, delta: float) -> float:
