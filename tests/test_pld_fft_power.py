@@ -237,3 +237,22 @@ def test_skellam_at_the_same_grid_is_tighter_than_dp_accounting():
     ours = PrivacyLossDistribution.from_pair(SkellamPair(100, 1), discretisation=1e-4).self_compose(1000).epsilon(1e-5)
     assert ours.epsilon < theirs * (1 - 1e-3)
     assert ours.epsilon_lower < ours.epsilon
+
+
+def test_certified_powers_bracket_arb_powers():
+    """The doubling table of certified powers: lo_j <= ratio^j <= hi_j against Arb's powers
+    (ratios below and above 1, lengths around powers of 2) within 1e-14 relative."""
+    import numpy as np
+    from flint import arb
+
+    from accounting import working_precision
+    from accounting._pld_measure import _certified_powers
+
+    with working_precision(96):
+        for ratio in ((-arb("0.001")).exp(), arb("1.0003"), arb(3) / 7):
+            for count in (1, 2, 3, 1024, 1025, 5000):
+                lo, hi = _certified_powers(ratio, count)
+                assert len(lo) == len(hi) == count
+                for j in sorted({0, count // 2, count - 1} | set(range(0, count, 37))):
+                    assert arb(lo[j]) <= ratio**j <= arb(hi[j])
+                assert np.all(hi <= lo * (1 + 1e-14) + 1e-300)
