@@ -692,16 +692,16 @@ def _twiddle_tables(n: int) -> tuple[np.ndarray, np.ndarray, int]:
     hit = _TWIDDLE_CACHE.get(n)
     if hit is not None:
         return hit
-    from flint import acb
-
     block = 1024
     two_pi_over_n = 2 * arb.pi() / n
 
     def table(count: int, stride: int) -> np.ndarray:
         out = np.empty(count, dtype=np.complex128)
         for r in range(count):
-            z = acb(0, -two_pi_over_n * (r * stride)).exp()
-            out[r] = complex(float(z.real.mid()), float(z.imag.mid()))
+            # (cos x, -sin x) by one sin_cos and float(ball), its midpoint as a double: the same
+            # floats as acb's exp and .mid() (tested), half the time
+            sin, cos = (two_pi_over_n * (r * stride)).sin_cos()
+            out[r] = complex(float(cos), -float(sin))
         return out
 
     hit = (table(n // block + 1, block), table(block, 1), block)

@@ -256,3 +256,21 @@ def test_certified_powers_bracket_arb_powers():
                 for j in sorted({0, count // 2, count - 1} | set(range(0, count, 37))):
                     assert arb(lo[j]) <= ratio**j <= arb(hi[j])
                 assert np.all(hi <= lo * (1 + 1e-14) + 1e-300)
+
+
+def test_twiddle_tables_are_the_rounded_arb_values():
+    """Both twiddle tables hold e^{-2 pi i r s / n} with each component the double nearest
+    Arb's midpoint (the claim _direct_dft's error bound rests on), checked against acb's exp."""
+    from flint import acb, arb
+
+    from accounting import working_precision
+    from accounting._pld_fft_power import _TWIDDLE_CACHE, _twiddle_tables
+
+    with working_precision(96):
+        for n in (4096, 12000):
+            _TWIDDLE_CACHE.pop(n, None)
+            coarse, fine, block = _twiddle_tables(n)
+            for table, stride in ((coarse, block), (fine, 1)):
+                for r in range(0, len(table), 7):
+                    z = acb(0, -2 * arb.pi() / n * (r * stride)).exp()
+                    assert table[r] == complex(float(z.real.mid()), float(z.imag.mid()))
