@@ -345,8 +345,6 @@ def test_fast_build_mirror_without_its_rounding_is_caught(monkeypatch):
     """The wrong variant of the mirrored direction: w_{Q||P}(t) = e^t w_{P||Q}(-t) with e^t taken
     from the lower certified powers and the products not rounded up; masses fall below the exact
     values."""
-    import numpy as np
-
     import accounting._pld_continuous as continuous
     from accounting._certified import lower_float
     from accounting._pld_measure import _certified_powers
