@@ -692,16 +692,26 @@ def _twiddle_tables(n: int) -> tuple[np.ndarray, np.ndarray, int]:
     hit = _TWIDDLE_CACHE.get(n)
     if hit is not None:
         return hit
+    from flint import acb
+
     block = 1024
     two_pi_over_n = 2 * arb.pi() / n
 
     def table(count: int, stride: int) -> np.ndarray:
+        # entry r = e(32 (r // 32)) e(r % 32), a product of two of 64 Arb exponentials: a ball
+        # around the exact value ~1e-27 wide, so its midpoint as a double (float(ball)) is within
+        # one rounding of exact plus that width, inside the u (absolute) per component counted
+        # below (tested); ~60 % of the time of one exponential per entry
+        def e(r: int) -> acb:
+            return acb(0, -two_pi_over_n * (r * stride)).exp()
+
+        fine = [e(j) for j in range(32)]
         out = np.empty(count, dtype=np.complex128)
-        for r in range(count):
-            # (cos x, -sin x) by one sin_cos and float(ball), its midpoint as a double: the same
-            # floats as acb's exp and .mid() (tested), half the time
-            sin, cos = (two_pi_over_n * (r * stride)).sin_cos()
-            out[r] = complex(float(cos), -float(sin))
+        for i in range(-(-count // 32)):
+            coarse = e(32 * i)
+            for j in range(min(32, count - 32 * i)):
+                z = coarse * fine[j]
+                out[32 * i + j] = complex(float(z.real), float(z.imag))
         return out
 
     hit = (table(n // block + 1, block), table(block, 1), block)
