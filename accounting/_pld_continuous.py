@@ -562,6 +562,14 @@ class _Series:
         return coeffs if len(coeffs) == terms and all(c.is_finite() for c in coeffs) else None
 
 
+def _block_span(a: int, b: int) -> int:
+    """The power of 2 at least the half-width of block a..b: its points j sit at x = j / span, exact
+    floats in [-1, 1] (a rounded x, as j / half-width would be, evaluates the polynomial a relative
+    u away from the grid point, outside every bound)."""
+    c = (a + b) // 2
+    return 1 << (max(c - a, b - c, 1) - 1).bit_length()
+
+
 def _block_polynomial(series: _Series, reverse: bool, h: arb, mass_map, n_lo: int, a: int, b: int):
     """(scaled mass coefficients, remainder float) of the block a..b (module-level doc of
     :func:`_masses_by_blocks`), or None where no series is available on it."""
@@ -578,7 +586,7 @@ def _block_polynomial(series: _Series, reverse: bool, h: arb, mass_map, n_lo: in
         return None
     rho = top[-1].abs_upper() * r**_SERIES_TERMS
     w = (mass_map * arb_mat(_SERIES_TERMS, 1, coeffs)).entries()
-    scaled = arb_poly(w)(arb_poly([0, (half * h) if half else arb(1)])).coeffs() or [arb(0)]
+    scaled = arb_poly(w)(arb_poly([0, _block_span(a, b) * h])).coeffs() or [arb(0)]
     two = (2 + 2 * h.exp()) / h.expm1()
     return scaled, float((two * rho).upper().mid()) * (1 + 1e-12) + 5e-324
 
@@ -639,7 +647,7 @@ def _masses_by_blocks(series: _Series, reverse: bool, h: arb, n_lo: int, count: 
         for row, ((a, b), m) in enumerate(zip(blocks, polys)):
             c = (a + b) // 2
             mids[row, : len(m)] = m
-            x[row, : b - a + 1] = np.arange(a - c, b - c + 1, dtype=np.float64) / max(c - a, b - c, 1)
+            x[row, : b - a + 1] = np.arange(a - c, b - c + 1, dtype=np.float64) / _block_span(a, b)
         value, error = _horner_bounds(mids, np.array(errors) * (1 + 2 * _U), x)
         for row, (a, b) in enumerate(blocks):
             v, e = value[row, : b - a + 1], error[row, : b - a + 1]
