@@ -388,8 +388,10 @@ class PowerRecipe:
         eps(delta); for a near-Gaussian PLD it is the tilt that centres the tilted law at the true
         eps(delta), so one pass serves both the search and the certification."""
         target = math.log(1 / delta)
+        # 32 steps leave a bracket below 1e-5 relative in s (log s spans at most ~26): passes are
+        # cached by lambda to 3 significant digits (tilted), so more steps only cost evaluations
         a, b = _golden_section(lambda u: (self.log_chernoff(math.exp(u)) + target) / math.exp(u),
-                               math.log(1e-3), math.log(_s_max(self.factors, self.h)), 50)
+                               math.log(1e-3), math.log(_s_max(self.factors, self.h)), 32)
         return math.exp(0.5 * (a + b))
 
     def best_lambda(self, eps: float) -> float:
