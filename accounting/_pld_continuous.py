@@ -505,11 +505,12 @@ class _Series:
         self.directions = (pair, pair.reversed())
         self.memo: dict = {}
 
-    def raw(self, reverse: bool, t0: arb, terms: int) -> list[arb] | None:
-        """Coefficients of delta_{P||Q}(t0 + s) (reverse: delta_{Q||P}), or None."""
+    def raw(self, reverse: bool, t0: arb, terms: int, constant: bool = True) -> list[arb] | None:
+        """Coefficients of delta_{P||Q}(t0 + s) (reverse: delta_{Q||P}), or None; without the
+        ``constant`` term (0 in its place: delta(t0 + s) - delta(t0)) when the caller reads none."""
         from flint import arb_poly, arb_series, ctx
 
-        key = (reverse, t0.mid().str(40), t0.rad().str(10), terms, ctx.prec)
+        key = (reverse, t0.mid().str(40), t0.rad().str(10), terms, ctx.prec, constant)
         if key in self.memo:
             return self.memo[key]
         saved = ctx.cap
@@ -520,12 +521,14 @@ class _Series:
             slope = pair.survival_q_series(arg)
             if slope is not None:  # delta = delta(t0) + the integral of -e^t Q(L > t)
                 # on a ball only the top coefficient is read (a remainder): delta in [0, 1] there
-                value = pair.hockey_stick(t0) if t0.rad() == 0 else arb(0.5, 0.5)
+                value = arb(0) if not constant else pair.hockey_stick(t0) if t0.rad() == 0 else arb(0.5, 0.5)
                 coeffs = [value] + arb_poly((-(arg.exp() * slope)).coeffs()).integral().coeffs()[1:]
             else:
                 ctx.cap = terms
                 value = pair.hockey_stick_series(arb_series([t0, 1]))
                 coeffs = None if value is None else value.coeffs()
+                if coeffs and not constant:
+                    coeffs[0] = arb(0)
         except (ArithmeticError, ValueError, ZeroDivisionError):
             coeffs = None
         finally:
@@ -544,11 +547,12 @@ class _Series:
         1 and e^t. The second is e^t delta'(-t), delta' the other direction's hockey stick
         (delta_{Q||P}(t) = 1 - e^t + e^t delta_{P||Q}(-t): integrate (q - e^t p) = (q - e^t p)_+ -
         (e^t p - q)_+). Below t = 0, where delta is about 1 - e^t and the masses are its tiny
-        remainder, that form carries no cancellation; above 0, delta itself."""
+        remainder, that form carries no cancellation; above 0, delta itself less the constant
+        delta(t0) (no masses either; one Arb evaluation fewer)."""
         from flint import arb_series, ctx
 
         if not bool(t0 < 0):
-            return self.raw(reverse, t0, terms)
+            return self.raw(reverse, t0, terms, constant=False)
         other = self.raw(not reverse, -t0, terms)  # delta'(-t0 + s'), s' = -s: odd terms change sign
         if other is None:
             return None
