@@ -573,24 +573,21 @@ class _Evaluator:
                 self._table = _powers_table(self.step, min(_BLOCK, n, max(1, int(600.0 / max(self.step_float, 1e-300)))))
             g_lo, g_hi = self._table
             block = len(g_lo)
-            parts = []
-            for start in range(i0, n, block):
-                stop = min(n, start + block)
-                a = (t - start * self.step).exp()
-                if upper:
-                    a_f = lower_float(a)
-                    with np.errstate(invalid="ignore"):  # inf * 0 (an underflowed table entry): f <= 1 holds
-                        x = a_f * g_lo[: stop - start]
-                    f = np.minimum(1.0, np.maximum(0.0, 1.0 - x) + 3 * _U)
-                    f = np.nan_to_num(f, nan=1.0)
-                else:
-                    a_f = upper_float(a)
-                    with np.errstate(over="ignore", invalid="ignore"):
-                        x = a_f * g_hi[: stop - start]
-                    f = np.maximum(0.0, (1.0 - x) - 3 * _U)
-                    f = np.nan_to_num(f, nan=0.0)
-                parts.append(vec[start:stop] * f)
-            terms = np.concatenate(parts)
+            # per block of the table's length, e^{t - start step} in Arb (rounded down for the
+            # upper side, up for the lower) times the table: every product formed in one numpy
+            # pass (a loop of short ones cost more in overhead than in arithmetic)
+            starts = range(i0, n, block)
+            rounded = lower_float if upper else upper_float
+            factors = np.repeat([rounded((t - start * self.step).exp()) for start in starts], block)[:count]
+            table = np.tile(g_lo if upper else g_hi, len(starts))[:count]
+            with np.errstate(over="ignore", invalid="ignore"):  # inf * 0 (an underflowed table entry)
+                x = factors * table
+            if upper:
+                # f <= 1 holds: a NaN (inf * 0) passes np.maximum and becomes 1 in np.fmin
+                f = np.fmin(1.0, np.maximum(0.0, 1.0 - x) + 3 * _U)
+            else:
+                f = np.fmax(0.0, (1.0 - x) - 3 * _U)  # NaN (inf * 0) becomes 0
+            terms = vec[i0:] * f
             # products c*f each round (relative u): folded into the summation margin
             total = _sum_upper(terms * (1 + 2 * _U)) if upper else _sum_lower(terms * (1 - 2 * _U))
         if upper:

@@ -195,6 +195,14 @@ class MonotoneLossPair(ABC):
     def hockey_stick_reverse_series(self, t):
         return self.hockey_stick_series(t) if self.symmetric else None
 
+    def survival_q_series(self, t):
+        """Q(L > t) at an Arb power series argument, or None. Where L has a density,
+        delta'(t) = -e^t Q(L > t) (differentiate delta = P(L > t) - e^t Q(L > t) with
+        dP = e^l dQ), so a pair giving this series gives delta's series from one special function
+        instead of two, and without delta's cancellation between its two terms, which on a ball
+        argument makes the remainder bounds of :func:`_masses_by_blocks` ~100x tighter."""
+        return None
+
     def describe(self) -> str:
         return type(self).__name__
 
@@ -329,16 +337,23 @@ class GaussianLoss(MonotoneLossPair):
         m = self._m()
         return _phi(-m / 2 - t / m)
 
+    def _phi_of(self, t, offset: arb):
+        """Phi(offset - t/m) = erfc((t/m - offset)/sqrt 2)/2 for an Arb ball or power series t."""
+        return ((t * (1 / self._m()) - offset) * (1 / arb(2).sqrt())).erfc() * arb(0.5)
+
+    def survival_q_of(self, t):
+        """Q(L > t) for an Arb ball or an Arb power series t (the same formula)."""
+        return self._phi_of(t, -self._m() / 2)
+
     def hockey_stick_of(self, t):
         """delta(t) for an Arb ball or an Arb power series t (the same formula)."""
-        m = self._m()
-        s2 = arb(2).sqrt()
-        a = (t * (1 / m) - m / 2) * (1 / s2)  # -(m/2 - t/m)/sqrt2: Phi(x) = erfc(-x/sqrt2)/2
-        b = (t * (1 / m) + m / 2) * (1 / s2)
-        return a.erfc() * arb(0.5) - t.exp() * (b.erfc() * arb(0.5))
+        return self._phi_of(t, self._m() / 2) - t.exp() * self.survival_q_of(t)
 
     def hockey_stick_series(self, t):
         return self.hockey_stick_of(t)
+
+    def survival_q_series(self, t):
+        return self.survival_q_of(t)
 
     def has_series(self) -> bool:
         return True
@@ -427,26 +442,57 @@ _MASS_REL_ERROR = 5e-14
 _U = 2.0**-53
 
 
-def _horner_bounds(coeffs: list[arb], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(value, error): floats with |p(x) - value| <= error for the polynomial with Arb
-    coefficients, |x| <= 1 (x exact floats), from IEEE basic operations only.
+def _horner_bounds(mids: np.ndarray, coefficient_error: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(value, error), row by row: floats with |p_r(x) - value| <= error for polynomials p_r whose
+    exact coefficients are the floats ``mids[r]`` (lowest degree first) up to a total of
+    ``coefficient_error[r]`` (:func:`_float_coefficients`), |x| <= 1 (x exact floats), from IEEE
+    basic operations only; all blocks in one numpy pass, since per-block calls cost more in numpy
+    overhead than in arithmetic.
 
-    Horner in floats is within gamma_{2K} sum |c_i| |x|^i of the polynomial of the float
-    coefficients (Higham, Accuracy and Stability, eq. (5.3)); the coefficients are within
-    rad_i + u |mid_i| of the Arb values. The bound A = sum |c_i| |x|^i is itself formed by Horner
-    on |c|, |x| (non-negative terms: within gamma_{2K} of itself, hence the factor 1 + 2 gamma)."""
-    k = len(coeffs)
-    mids = np.array([float(c.mid()) for c in coeffs])
-    rads = np.array([float(c.rad()) for c in coeffs]) * (1 + 4 * _U) + _U * np.abs(mids) + 5e-324
-    value = np.full_like(x, mids[-1])
-    absolute = np.full_like(x, abs(mids[-1]))
+    Running error bound (Higham, Accuracy and Stability, Alg. 5.1, made rigorous): the step
+    y_i = fl(fl(x y_{i+1}) + a_i) is x y_{i+1} + a_i + pi_i with |pi_i| <= u' (|fl(x y_{i+1})| +
+    |y_i|), u' = u / (1 - u), so |p(x) - y_0| <= u' mu, mu = sum_i |x|^i (|fl(x y_{i+1})| + |y_i|),
+    itself accumulated by Horner over non-negative terms (3 roundings a step, each at most a factor
+    1 - u low: the factor 1 + 1e-6 covers them for any degree below 10^8). For Taylor blocks, whose
+    terms decay, mu is about 2 |p(x)|, against the a-priori gamma_2K sum |c_i| |x|^i, ~80 times
+    larger. The coefficients' errors add at most their total (|x| <= 1)."""
+    k = mids.shape[1]
+    y = np.repeat(mids[:, -1:], x.shape[1], axis=1)
     ax = np.abs(x)
+    mu = np.zeros_like(x)
     for i in range(k - 2, -1, -1):
-        value = value * x + mids[i]
-        absolute = absolute * ax + abs(mids[i])
-    gamma = 2 * k * _U / (1 - 2 * k * _U)
-    error = gamma * absolute * (1 + 2 * gamma) + float(np.sum(rads)) * (1 + 2 * k * _U)
-    return value, error * (1 + 4 * _U) + 1e-300
+        xy = x * y
+        y = xy + mids[:, i : i + 1]
+        mu = mu * ax + (np.abs(xy) + np.abs(y))
+    # subnormal products are off by up to 2^-1075 each, absolutely: the 1e-300 covers them
+    return y, (mu * (_U * (1 + 1e-6)) + coefficient_error[:, None]) * (1 + 4 * _U) + 1e-300
+
+
+def _float_coefficients(balls: list[arb]) -> tuple[np.ndarray, float]:
+    """(mids, error): floats, and a float >= sum_i |c_i - mids_i| over every c_i in the balls.
+
+    float(ball) is its midpoint as a double (whatever the rounding direction, within 2u of it,
+    or 2^-1074 when subnormal); the radii are summed by Arb itself: the ball of the sum
+    sum_i c_i (the polynomial at 1) contains every such sum, so its radius is at least the sum of
+    the radii (one C call instead of a conversion per coefficient)."""
+    from flint import arb_poly
+
+    mids = np.array([float(c) for c in balls])
+    radius = float(arb_poly(balls)(arb(1)).rad())
+    return mids, (radius + float(np.sum(np.abs(mids))) * 2 * _U + len(balls) * 5e-324) * (1 + 4 * len(balls) * _U)
+
+
+def _mass_matrix(h: arb, terms: int):
+    """The connect-the-dots mass map w(t) = (phi(t + h) - (1 + e^h) phi(t) + e^h phi(t - h)) /
+    (e^h - 1) on Taylor coefficients, as an Arb matrix (one C product per block, where composing
+    the polynomial with t +- h costs ~20x more): w_i = sum_{k > i} C(k, i) A_{k-i} c_k with
+    A_j = h^j (1 + (-1)^j e^h) / (e^h - 1) (the diagonal cancels exactly)."""
+    from flint import arb_mat
+
+    ep, em1 = h.exp(), h.expm1()
+    a = [arb(0)] + [h**j * (1 + ep if j % 2 == 0 else 1 - ep) / em1 for j in range(1, terms)]
+    entries = [math.comb(k, i) * a[k - i] if k > i else 0 for i in range(terms) for k in range(terms)]
+    return arb_mat(terms, terms, entries)
 
 
 class _Series:
@@ -456,21 +502,33 @@ class _Series:
 
     def __init__(self, pair: MonotoneLossPair) -> None:
         self.pair = pair
+        self.directions = (pair, pair.reversed())
         self.memo: dict = {}
 
-    def raw(self, reverse: bool, t0: arb, terms: int) -> list[arb] | None:
-        """Coefficients of delta_{P||Q}(t0 + s) (reverse: delta_{Q||P}), or None."""
-        from flint import arb_series, ctx
+    def raw(self, reverse: bool, t0: arb, terms: int, constant: bool = True) -> list[arb] | None:
+        """Coefficients of delta_{P||Q}(t0 + s) (reverse: delta_{Q||P}), or None; without the
+        ``constant`` term (0 in its place: delta(t0 + s) - delta(t0)) when the caller reads none."""
+        from flint import arb_poly, arb_series, ctx
 
-        key = (reverse, t0.mid().str(40), t0.rad().str(10), terms, ctx.prec)
+        key = (reverse, t0.mid().str(40), t0.rad().str(10), terms, ctx.prec, constant)
         if key in self.memo:
             return self.memo[key]
         saved = ctx.cap
         try:
-            ctx.cap = terms
+            ctx.cap = terms - 1
             arg = arb_series([t0, 1])
-            value = (self.pair.hockey_stick_reverse_series if reverse else self.pair.hockey_stick_series)(arg)
-            coeffs = None if value is None else value.coeffs()
+            pair = self.directions[reverse]
+            slope = pair.survival_q_series(arg)
+            if slope is not None:  # delta = delta(t0) + the integral of -e^t Q(L > t)
+                # on a ball only the top coefficient is read (a remainder): delta in [0, 1] there
+                value = arb(0) if not constant else pair.hockey_stick(t0) if t0.rad() == 0 else arb(0.5, 0.5)
+                coeffs = [value] + arb_poly((-(arg.exp() * slope)).coeffs()).integral().coeffs()[1:]
+            else:
+                ctx.cap = terms
+                value = pair.hockey_stick_series(arb_series([t0, 1]))
+                coeffs = None if value is None else value.coeffs()
+                if coeffs and not constant:
+                    coeffs[0] = arb(0)
         except (ArithmeticError, ValueError, ZeroDivisionError):
             coeffs = None
         finally:
@@ -489,11 +547,12 @@ class _Series:
         1 and e^t. The second is e^t delta'(-t), delta' the other direction's hockey stick
         (delta_{Q||P}(t) = 1 - e^t + e^t delta_{P||Q}(-t): integrate (q - e^t p) = (q - e^t p)_+ -
         (e^t p - q)_+). Below t = 0, where delta is about 1 - e^t and the masses are its tiny
-        remainder, that form carries no cancellation; above 0, delta itself."""
+        remainder, that form carries no cancellation; above 0, delta itself less the constant
+        delta(t0) (no masses either; one Arb evaluation fewer)."""
         from flint import arb_series, ctx
 
         if not bool(t0 < 0):
-            return self.raw(reverse, t0, terms)
+            return self.raw(reverse, t0, terms, constant=False)
         other = self.raw(not reverse, -t0, terms)  # delta'(-t0 + s'), s' = -s: odd terms change sign
         if other is None:
             return None
@@ -507,6 +566,35 @@ class _Series:
         return coeffs if len(coeffs) == terms and all(c.is_finite() for c in coeffs) else None
 
 
+def _block_span(a: int, b: int) -> int:
+    """The power of 2 at least the half-width of block a..b: its points j sit at x = j / span, exact
+    floats in [-1, 1] (a rounded x, as j / half-width would be, evaluates the polynomial a relative
+    u away from the grid point, outside every bound)."""
+    c = (a + b) // 2
+    return 1 << (max(c - a, b - c, 1) - 1).bit_length()
+
+
+def _block_polynomial(series: _Series, reverse: bool, h: arb, mass_map, n_lo: int, a: int, b: int):
+    """(scaled mass coefficients, remainder float) of the block a..b (module-level doc of
+    :func:`_masses_by_blocks`), or None where no series is available on it."""
+    from flint import arb_mat, arb_poly
+
+    c = (a + b) // 2
+    half = max(c - a, b - c)
+    t_c = (n_lo + c) * h
+    r = (half + 1) * h
+    ball = t_c + arb(0, r.upper())
+    coeffs = series.coefficients(reverse, t_c, _SERIES_TERMS)
+    top = series.coefficients(reverse, ball, _SERIES_TERMS + 1) if coeffs is not None else None
+    if top is None or bool(t_c < 0) != bool(ball.upper() < 0):
+        return None
+    rho = top[-1].abs_upper() * r**_SERIES_TERMS
+    w = (mass_map * arb_mat(_SERIES_TERMS, 1, coeffs)).entries()
+    scaled = arb_poly(w)(arb_poly([0, _block_span(a, b) * h])).coeffs() or [arb(0)]
+    two = (2 + 2 * h.exp()) / h.expm1()
+    return scaled, float((two * rho).upper().mid()) * (1 + 1e-12) + 5e-324
+
+
 def _masses_by_blocks(series: _Series, reverse: bool, h: arb, n_lo: int, count: int) -> np.ndarray | None:
     """Upper floats of the interior connect-the-dots masses w_1 .. w_{count-2}, or None when the
     pair gives no Taylor series (then every delta is evaluated in Arb, point by point).
@@ -517,22 +605,18 @@ def _masses_by_blocks(series: _Series, reverse: bool, h: arb, n_lo: int, count: 
     Taylor coefficient enclosed on the whole ball [t_c - r, t_c + r] (Lagrange's remainder). The
     masses are the linear map w(t) = (phi(t + h) - (1 + e^h) phi(t) + e^h phi(t - h)) /
     (e^h - 1), so on the block w = W + L[R] with W = L[P] formed exactly in Arb (the second
-    difference's cancellation happens there, in balls) and |L[R]| <= (2 + 2e^h) rho / (e^h - 1).
-    W is evaluated at every point of the block by Horner in floats with the bound of
-    :func:`_horner_bounds`. A block whose error exceeds ``_MASS_REL_ERROR`` of its masses (or an
-    absolute 1e-30 per release) is halved; below ``_MIN_BLOCK`` points (near a kink of delta,
-    e.g. the subsampled loss's lower end) its deltas are evaluated point by point. The result is
-    an upper float of every exact mass: the same measure as the pointwise route, computed
-    ~10-20x faster."""
-    from flint import arb_poly
-
+    difference's cancellation happens there, in balls: :func:`_mass_matrix`) and
+    |L[R]| <= (2 + 2e^h) rho / (e^h - 1). W is evaluated at every point of the block by Horner in
+    floats with the bound of :func:`_horner_bounds` (all blocks of a round in one pass). A block
+    whose error exceeds ``_MASS_REL_ERROR`` of its masses (or an absolute 1e-30 per release) is
+    halved; below ``_MIN_BLOCK`` points (near a kink of delta, e.g. the subsampled loss's lower
+    end) its deltas are evaluated point by point. The result is an upper float of every exact
+    mass: the same measure as the pointwise route, computed ~10-20x faster."""
     probe = (n_lo + count // 2) * h
     if series.coefficients(reverse, probe, 2) is None and series.coefficients(reverse, -probe, 2) is None:
         return None
-    pair = series.pair.reversed() if reverse else series.pair
+    pair = series.directions[reverse]
     out = np.zeros(count)
-    em1, ep = h.expm1(), h.exp()
-    two = (2 + 2 * ep) / em1
     h_float = float(h.mid())
     width = max(_MIN_BLOCK, int(_BLOCK_RADIUS / h_float))
     # blocks centred on absolute grid indices that are multiples of 2 width + 1: the reverse
@@ -544,65 +628,93 @@ def _masses_by_blocks(series: _Series, reverse: bool, h: arb, n_lo: int, count: 
         a, b = max(start - n_lo, 1), min(start + period - 1 - n_lo, count - 2)
         if a <= b:
             todo.append((a, b))
+    mass_map = _mass_matrix(h, _SERIES_TERMS)
     pointwise: list[tuple[int, int]] = []
-    shift = arb_poly([0, 1])
     while todo:
-        a, b = todo.pop()
-        if b < a:
-            continue
-        c = (a + b) // 2
-        half = max(c - a, b - c)
-        accepted = False
-        if b - a + 1 >= _MIN_BLOCK:
-            t_c = (n_lo + c) * h
-            r = (half + 1) * h
-            coeffs = series.coefficients(reverse, t_c, _SERIES_TERMS)
-            top = series.coefficients(reverse, t_c + arb(0, r.upper()), _SERIES_TERMS + 1) if coeffs is not None else None
-            if top is not None and bool(t_c < 0) == bool((t_c + arb(0, r.upper())).upper() < 0):
-                rho = top[-1].abs_upper() * r ** _SERIES_TERMS
-                poly = arb_poly(coeffs)
-                w = (poly(shift + h) - (1 + ep) * poly + ep * poly(shift - h)) * (1 / em1)
-                scale = (half * h) if half else arb(1)
-                scaled = [ci * scale**i for i, ci in enumerate(w.coeffs())] or [arb(0)]
-                x = np.arange(a - c, b - c + 1, dtype=np.float64) / max(half, 1)
-                value, error = _horner_bounds(scaled, x)
-                error = error + float((two * rho).upper().mid()) * (1 + 1e-12) + 5e-324
-                if np.all(error <= _MASS_REL_ERROR * value + 1e-30 / count) and np.all(np.isfinite(value)):
-                    out[a : b + 1] = (value + error) * (1 + 2 * _U)
-                    accepted = True
-        if accepted:
-            continue
-        if b - a + 1 >= 2 * _MIN_BLOCK:
-            todo += [(a, c), (c + 1, b)]
-        else:
-            pointwise.append((a, b))
+        blocks, polys, errors = [], [], []
+        for a, b in todo:
+            block = _block_polynomial(series, reverse, h, mass_map, n_lo, a, b) if b - a + 1 >= _MIN_BLOCK else None
+            if block is None:
+                # e.g. its ball reaches a kink: halving costs more series than it saves points
+                pointwise.append((a, b))
+            else:
+                mids_ab, coefficient_error = _float_coefficients(block[0])
+                blocks.append((a, b))
+                polys.append(mids_ab)
+                errors.append(coefficient_error + block[1])  # both bounds are added: rounding-safe below
+        todo = []
+        if not blocks:
+            break
+        # one padded Horner pass: x = 0 beyond a block's end (values there are ignored)
+        size = max(b - a + 1 for a, b in blocks)
+        mids, x = np.zeros((len(blocks), max(len(m) for m in polys))), np.zeros((len(blocks), size))
+        for row, ((a, b), m) in enumerate(zip(blocks, polys)):
+            c = (a + b) // 2
+            mids[row, : len(m)] = m
+            x[row, : b - a + 1] = np.arange(a - c, b - c + 1, dtype=np.float64) / _block_span(a, b)
+        value, error = _horner_bounds(mids, np.array(errors) * (1 + 2 * _U), x)
+        for row, (a, b) in enumerate(blocks):
+            v, e = value[row, : b - a + 1], error[row, : b - a + 1]
+            if np.all(e <= _MASS_REL_ERROR * v + 1e-30 / count) and np.all(np.isfinite(v)):
+                out[a : b + 1] = (v + e) * (1 + 4 * _U)
+            elif b - a + 1 >= 2 * _MIN_BLOCK:
+                c = (a + b) // 2
+                todo += [(a, c), (c + 1, b)]
+            else:
+                pointwise.append((a, b))
+    ep, em1 = h.exp(), h.expm1()
     for a, b in pointwise:
         deltas = pair.hockey_stick_many([(n_lo + j) * h for j in range(a - 1, b + 2)])
-        masses = [((deltas[i + 1] - deltas[i]) - ep * (deltas[i] - deltas[i - 1])) / em1 for i in range(1, len(deltas) - 1)]
-        out[a : b + 1] = _floats_of_balls(masses, upper=True)
+        masses_ab = [((deltas[i + 1] - deltas[i]) - ep * (deltas[i] - deltas[i - 1])) / em1 for i in range(1, len(deltas) - 1)]
+        out[a : b + 1] = _floats_of_balls(masses_ab, upper=True)
     return out
 
 
+def _mirrored_masses(mirror: np.ndarray, h: arb, n_lo: int) -> np.ndarray | None:
+    """Upper floats of one direction's interior masses on (n_lo..n_lo + len - 1) h from ``mirror``,
+    upper floats of the other direction's masses on the mirror grid, or None (e^t overflows).
+
+    delta_{Q||P}(t) = 1 - e^t + e^t delta_{P||Q}(-t) (:meth:`_Series.coefficients`) and the mass
+    map kills 1 and e^t, so w_{Q||P}(t) = e^t w_{P||Q}(-t) exactly: the second direction costs
+    one product per point instead of a build. e^{t_j} = e^{t_top} e^{-h (top - j)}, bounded above
+    by certified powers of e^{-h} (no overflow below t_top); each float product is rounded up by
+    the factor 1 + 4u (exact as a float) and 1e-300 covers an underflow."""
+    from ._certified import upper_float
+    from ._pld_measure import _certified_powers
+
+    count = len(mirror)
+    e_top = upper_float(((n_lo + count - 1) * h).exp())
+    if not math.isfinite(e_top):
+        return None
+    _, powers = _certified_powers((-h).exp(), count)
+    with np.errstate(under="ignore"):
+        e_t = (e_top * powers[::-1]) * (1 + 4 * _U)
+        return (e_t * mirror[::-1]) * (1 + 4 * _U) + 1e-300
+
+
 def _connect_the_dots(pair: MonotoneLossPair, h: arb, n_lo: int, n_hi: int, series: _Series | None = None,
-                      reverse: bool = False) -> tuple[np.ndarray, arb]:
+                      reverse: bool = False, mirror: np.ndarray | None = None) -> tuple[np.ndarray, arb]:
     """Upper endpoints of the connect-the-dots masses on (n_lo..n_hi) h, and the +inf atom ball
-    (the interior masses blockwise from Taylor series when the pair gives them; ``series`` holds
-    them for both directions of the pair ``pair`` is, or is the reverse of)."""
+    (the interior masses from ``mirror``, the other direction's upper masses on the mirror grid
+    (:func:`_mirrored_masses`), when given, else blockwise from Taylor series when the pair gives
+    them; ``series`` holds them for both directions of the pair ``pair`` is, or is the reverse
+    of)."""
     count = n_hi - n_lo + 1
     if series is None:
         series, reverse = _Series(pair), False
-    if count >= 4 * _MIN_BLOCK:
+    interior = _mirrored_masses(mirror, h, n_lo) if mirror is not None and len(mirror) == count >= 3 else None
+    if interior is None and count >= 4 * _MIN_BLOCK:
         interior = _masses_by_blocks(series, reverse, h, n_lo, count)
-        if interior is not None:
-            ends = pair.hockey_stick_many([n_lo * h, (n_lo + 1) * h, (n_hi - 1) * h, n_hi * h])
-            for d in ends:
-                if not d.is_finite():
-                    raise ArithmeticError("a hockey-stick enclosure is not finite: raise the precision")
-            em1 = h.expm1()
-            first = (1 - ends[0]) + (ends[1] - ends[0]) / em1
-            last = (ends[3] - ends[2]) / (-h).expm1()
-            interior[0], interior[-1] = _floats_of_balls([first, last], upper=True)
-            return interior, ends[3]
+    if interior is not None:
+        ends = pair.hockey_stick_many([n_lo * h, (n_lo + 1) * h, (n_hi - 1) * h, n_hi * h])
+        for d in ends:
+            if not d.is_finite():
+                raise ArithmeticError("a hockey-stick enclosure is not finite: raise the precision")
+        em1 = h.expm1()
+        first = (1 - ends[0]) + (ends[1] - ends[0]) / em1
+        last = (ends[3] - ends[2]) / (-h).expm1()
+        interior[0], interior[-1] = _floats_of_balls([first, last], upper=True)
+        return interior, ends[3]
     deltas = pair.hockey_stick_many([n * h for n in range(n_lo, n_hi + 1)])
     for d in deltas:
         if not d.is_finite():
@@ -639,9 +751,11 @@ def monotone_loss_directions(pair: MonotoneLossPair, h_value, tail: float, lower
     directions = []
     named = [("P||Q = Q||P", pair, False)] if pair.symmetric else [("P||Q", pair, False), ("Q||P", pair.reversed(), True)]
     series = _Series(pair)
+    mirror, mirror_grid = None, None
     for name, p, reverse in named:
         n_lo, n_hi = _grid(p, h_float, tail)
-        vec, inf_atom = _connect_the_dots(p, h, n_lo, n_hi, series, reverse)
+        vec, inf_atom = _connect_the_dots(p, h, n_lo, n_hi, series, reverse, mirror if mirror_grid == (-n_hi, -n_lo) else None)
+        mirror, mirror_grid = vec, (n_lo, n_hi)
         inf_up = arb(0).union(inf_atom.upper())
         up = _Side(True, n_lo, None, vec, 0.0, inf_up, arb(0), arb(0), arb(inf_atom.upper()))
         low = None

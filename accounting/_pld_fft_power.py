@@ -210,8 +210,10 @@ _LOGS: dict[int, tuple] = {}  # id(factor) -> (factor, its losses, log masses) (
 _LOGS_MAX = 32
 
 
-def _log_mgf(f: Factor, s: float, h: float) -> float:
-    """Float estimate of log M(s) = log sum_n a(n) e^{s L_n} (placement only)."""
+def _log_mgf(f: Factor, s, h: float):
+    """Float estimate of log M(s) = log sum_n a(n) e^{s L_n} (placement only), for a float s or an
+    array of them (a scan of tilts: a few at a time, whose temporaries stay in cache, ~2x faster
+    than one by one; all at once is slower again)."""
     cached = _LOGS.get(id(f))
     if cached is None or cached[0] is not f:
         nz = np.flatnonzero(f.vec)
@@ -220,11 +222,21 @@ def _log_mgf(f: Factor, s: float, h: float) -> float:
             _LOGS.clear()
         _LOGS[id(f)] = cached
     _, losses, log_a = cached
+    if np.ndim(s) == 0:
+        return float(_log_mgf_rows(losses, log_a, np.array([s]))[0])
+    rows = max(1, _SCAN_ELEMENTS // max(len(losses), 1))
+    return np.concatenate([_log_mgf_rows(losses, log_a, s[i : i + rows]) for i in range(0, len(s), rows)])
+
+
+_SCAN_ELEMENTS = 1 << 15
+
+
+def _log_mgf_rows(losses: np.ndarray, log_a: np.ndarray, s: np.ndarray) -> np.ndarray:
     if len(losses) == 0:
-        return -math.inf
-    logs = log_a + s * losses
-    top = float(np.max(logs))
-    return top + math.log(float(np.sum(np.exp(logs - top))))
+        return np.full(len(s), -math.inf)
+    logs = log_a + s[:, None] * losses
+    top = np.max(logs, axis=1)
+    return top + np.log(np.sum(np.exp(logs - top[:, None]), axis=1))
 
 
 def _mgf_upper(f: Factor, s: float, h_ball: arb) -> arb:
@@ -258,14 +270,11 @@ def _s_max(factors: tuple[Factor, ...], h: float) -> float:
 def _best_tail(factors: tuple[Factor, ...], h: float, tail: float, upper: bool) -> tuple[int, float]:
     """(edge index, s) with the Chernoff tail beyond edge about <= tail (float estimate)."""
     sign = 1.0 if upper else -1.0
-    best = None
-    for s in np.geomspace(1e-3, _s_max(factors, h), 60):
-        logm = sum(f.k * _log_mgf(f, sign * s, h) for f in factors)
-        edge = (logm - math.log(tail)) / s  # L beyond which the bound is <= tail (times sign)
-        if best is None or edge < best[0]:
-            best = (edge, sign * s)
-    assert best is not None
-    edge, s = best
+    scan = np.geomspace(1e-3, _s_max(factors, h), 60)
+    logm = sum(f.k * _log_mgf(f, sign * scan, h) for f in factors)
+    edges = (logm - math.log(tail)) / scan  # L beyond which the bound is <= tail (times sign)
+    best = int(np.argmin(np.where(np.isnan(edges), math.inf, edges)))  # the first smallest
+    edge, s = float(edges[best]), float(sign * scan[best])
     idx = math.ceil(edge / h) + 1 if upper else -math.ceil(edge / h) - 1
     return idx, s
 
@@ -359,11 +368,10 @@ class PowerRecipe:
         full = scipy.fft.next_fast_len(hi_full - lo_full + 1, real=True)
         if b == lo_full and n >= full:
             return n  # the window holds the whole support: no wrap-around
-        best = math.inf
-        for s in lam * np.geomspace(1.05, 64.0, 40):
-            logm = self.log_chernoff(float(s))
-            if math.isfinite(logm):
-                best = min(best, (logm - math.log(WRAP_TAIL)) / ((s - lam) * self.h))
+        scan = lam * np.geomspace(1.05, 64.0, 40)
+        logm = self.log_chernoff(scan)
+        finite = np.isfinite(logm)
+        best = float(np.min((logm[finite] - math.log(WRAP_TAIL)) / ((scan[finite] - lam) * self.h), initial=math.inf))
         need = n if best <= n else (math.ceil(best) if math.isfinite(best) else MAX_WINDOW + 1)
         if need >= hi_full - b + 1:  # cover everything above b: only the lower tail wraps (upwards)
             need = hi_full - b + 1
@@ -371,7 +379,8 @@ class PowerRecipe:
             raise ArithmeticError(f"a pass tilted by {lam:.3g} needs {need} points")
         return scipy.fft.next_fast_len(max(need, n), real=True)
 
-    def log_chernoff(self, s: float) -> float:
+    def log_chernoff(self, s):
+        """log prod M(s)^k, estimated in floats, for a float s or an array of them."""
         return sum(f.k * _log_mgf(f, s, self.h) for f in self.factors)
 
     def rdp_lambda(self, delta: float) -> float:
@@ -379,8 +388,10 @@ class PowerRecipe:
         eps(delta); for a near-Gaussian PLD it is the tilt that centres the tilted law at the true
         eps(delta), so one pass serves both the search and the certification."""
         target = math.log(1 / delta)
+        # 32 steps leave a bracket below 1e-5 relative in s (log s spans at most ~26): passes are
+        # cached by lambda to 3 significant digits (tilted), so more steps only cost evaluations
         a, b = _golden_section(lambda u: (self.log_chernoff(math.exp(u)) + target) / math.exp(u),
-                               math.log(1e-3), math.log(_s_max(self.factors, self.h)), 50)
+                               math.log(1e-3), math.log(_s_max(self.factors, self.h)), 32)
         return math.exp(0.5 * (a + b))
 
     def best_lambda(self, eps: float) -> float:
@@ -689,10 +700,20 @@ def _twiddle_tables(n: int) -> tuple[np.ndarray, np.ndarray, int]:
     two_pi_over_n = 2 * arb.pi() / n
 
     def table(count: int, stride: int) -> np.ndarray:
+        # entry r = e(32 (r // 32)) e(r % 32), a product of two of 64 Arb exponentials: a ball
+        # around the exact value ~1e-27 wide, so its midpoint as a double (float(ball)) is within
+        # one rounding of exact plus that width, inside the u (absolute) per component counted
+        # below (tested); ~60 % of the time of one exponential per entry
+        def e(r: int) -> acb:
+            return acb(0, -two_pi_over_n * (r * stride)).exp()
+
+        fine = [e(j) for j in range(32)]
         out = np.empty(count, dtype=np.complex128)
-        for r in range(count):
-            z = acb(0, -two_pi_over_n * (r * stride)).exp()
-            out[r] = complex(float(z.real.mid()), float(z.imag.mid()))
+        for i in range(-(-count // 32)):
+            coarse = e(32 * i)
+            for j in range(min(32, count - 32 * i)):
+                z = coarse * fine[j]
+                out[32 * i + j] = complex(float(z.real), float(z.imag))
         return out
 
     hit = (table(n // block + 1, block), table(block, 1), block)

@@ -78,21 +78,24 @@ def _certified_powers(ratio: arb, count: int) -> tuple[np.ndarray, np.ndarray]:
     certified float bound from Arb: bit_length(count) Arb squarings, not count products), and a
     float product of b factors is within (1 + u)^b - 1 <= 1.01 b u of the exact product of those
     floats; both ends are widened by that. An upper end that underflows is raised to 1e-300 (a
-    valid, negligible bound)."""
+    valid, negligible bound). The products are formed by doubling the table (entries m..2m-1 are
+    entries 0..m-1 times ratio^m): the same factors as per bit, in contiguous slices instead of
+    masked updates (~5x faster)."""
     bits = max(1, (count - 1).bit_length())
-    j = np.arange(count, dtype=np.int64)
     lo = np.ones(count)
     hi = np.ones(count)
     factor = ratio
     from ._certified import lower_float, upper_float
 
-    for i in range(bits):
-        mask = ((j >> i) & 1).astype(bool)
+    m = 1
+    for _ in range(bits):
         f_lo, f_hi = lower_float(factor), upper_float(factor)
+        top = min(2 * m, count)
         with np.errstate(over="ignore", under="ignore"):
-            lo[mask] *= f_lo
-            hi[mask] *= f_hi
+            lo[m:top] = lo[: top - m] * f_lo
+            hi[m:top] = hi[: top - m] * f_hi
         factor = factor * factor
+        m *= 2
     margin = 1.01 * (bits + 1) * _U
     lo = np.maximum(lo * (1 - margin), 0.0)
     hi = hi * (1 + margin)

@@ -12,8 +12,8 @@ eps(delta). The grid is :func:`accounting._pld.grid_for` of the total number of 
 Cost model (seconds on one core of the reference machine; the constants below were measured on
 the project's 2-core machine, as stated beside each; ``benchmarks/bench_planner.py`` prints the
 estimates next to the measured times): building costs a constant per output
-of an integer pair's window, per atom of a closed form, per block of Taylor series (or per grid
-point, point by point) and direction of a connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
+of an integer pair's window, per atom of a closed form, per block of Taylor series and per grid
+point (or per grid point and direction, point by point) of a connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
 whose width is estimated, before anything is built, from the releases' RDP curves by the Chernoff
 bound the FFT pass itself uses to place its window: the composed loss exceeds
 min_alpha (sum_i n_i (alpha - 1) D_alpha(M_i) + log(1/tail)) / (alpha - 1) with probability below
@@ -45,10 +45,14 @@ __all__ = ["PldRoute", "pld_for_parts"]
 #: seconds per grid point and direction of a connect-the-dots build, point by point (Arb
 #: hockey-stick values; ~2.0 s for the 110,000 points of the subsampled Gaussian at h = 1e-4)
 COST_CONTINUOUS_POINT = 2.0e-5
-#: ... blockwise from Taylor series (pairs that give them): per block of radius 0.1 and direction
-#: (two Arb series of 40 terms, ~1 ms each), plus the float evaluation per point
-COST_SERIES_BLOCK = 2.0e-3
-COST_SERIES_POINT = 2.0e-7
+#: ... blockwise from Taylor series (pairs that give them): per block of radius 0.1 (two Arb
+#: series of 40 terms, ~0.2 ms each, and their matrix and float conversions), plus the float
+#: evaluation per point, both for one direction; every further direction of an asymmetric pair
+#: is its mirror image (one certified product per point). Measured on a loaded 2-core machine
+#: (load ~4): subsampled Gaussians 0.04 s at h = 1e-3 and 0.07-0.11 s at h = 1e-4
+COST_SERIES_BLOCK = 8.0e-4
+COST_SERIES_POINT = 7.0e-7
+COST_MIRROR_POINT = 4.0e-7
 #: seconds per output of an integer pair's window (two log-masses in Arb, both directions;
 #: measured 7.5e-5 on the discrete Gaussian, 1.2e-5 on Skellam's recurrence); a pair may say
 #: better (``output_cost()``)
@@ -182,7 +186,7 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
                 h_r *= 2
             n = int(r.width / h_r) + 1
             if r.series and n >= 32:  # (fewer points are taken one by one)
-                build += (COST_SERIES_BLOCK * min(r.width / 0.2 + 20, n / 8) + COST_SERIES_POINT * n) * r.directions
+                build += COST_SERIES_BLOCK * min(r.width / 0.2 + 20, n / 8) + (COST_SERIES_POINT + COST_MIRROR_POINT * (r.directions - 1)) * n
             else:
                 build += COST_CONTINUOUS_POINT * n * r.directions
             points_single = max(points_single, n)

@@ -470,15 +470,28 @@ class PoissonSubsampledLoss(MonotoneLossPair):
     def hockey_stick_reverse_series(self, t):
         return self._series(t, reverse=True)
 
+    def survival_q_series(self, t):
+        # Q = mu_0, under which the loss exceeds t iff the base loss exceeds (c / q).log()
+        of = getattr(self.base, "survival_q_of", None)
+        if not callable(of) or not self._off_kink(t, reverse=False):
+            return None
+        return of(((t.exp() - (1 - self._q())) / self._q()).log())
+
+    def _off_kink(self, t, reverse: bool) -> bool:
+        """Whether c = e^t - (1 - q) (reverse: 1 - (1 - q) e^t) is positive at the series t's
+        expansion point (read from t, two coefficients, not from c): at or past the kink the
+        loss transform has no series."""
+        e0 = t.coeffs()[0].exp()
+        q = self._q()
+        return bool(((1 - (1 - q) * e0) if reverse else (e0 - (1 - q))) > 0)
+
     def _series(self, t, reverse: bool):
         of = getattr(self.base, "hockey_stick_of", None)
-        if not callable(of) or not self.base.symmetric:
+        if not callable(of) or not self.base.symmetric or not self._off_kink(t, reverse):
             return None
         q = self._q()
         e = t.exp()
         c = (1 - (1 - q) * e) if reverse else (e - (1 - q))
-        if not bool(c.coeffs()[0] > 0):  # at or past the kink: no series here
-            return None
         return c * of((q * e / c).log()) if reverse else q * of((c / q).log())
 
     def loss_window(self, tail: float) -> tuple[float, float]:

@@ -264,3 +264,44 @@ def test_direct_dft_on_a_sparse_vector_is_within_its_bound():
     dropped[atoms[-1]] = 0.0  # a block the engine must not skip
     g_wrong, _ = fp._direct_dft(dropped, n, freqs, float(t.sum()), 0.0)
     assert np.any(np.abs(g_wrong - exact) > eta)
+
+def test_certified_powers_bracket_arb_powers():
+    """The doubling table of certified powers: lo_j <= ratio^j <= hi_j against Arb's powers
+    (ratios below and above 1, lengths around powers of 2) within 1e-14 relative."""
+    import numpy as np
+    from flint import arb
+
+    from accounting import working_precision
+    from accounting._pld_measure import _certified_powers
+
+    with working_precision(96):
+        for ratio in ((-arb("0.001")).exp(), arb("1.0003"), arb(3) / 7):
+            for count in (1, 2, 3, 1024, 1025, 5000):
+                lo, hi = _certified_powers(ratio, count)
+                assert len(lo) == len(hi) == count
+                for j in sorted({0, count // 2, count - 1} | set(range(0, count, 37))):
+                    assert arb(lo[j]) <= ratio**j <= arb(hi[j])
+                assert np.all(hi <= lo * (1 + 1e-14) + 1e-300)
+
+
+def test_twiddle_tables_are_within_one_rounding_of_exact():
+    """Both twiddle tables hold e^{-2 pi i r s / n} with each component within one rounding of
+    the exact value plus 1e-25 (the Arb ball's width): within the u per component (absolute:
+    the entries have modulus 1) that _direct_dft's error bound counts. Checked against acb's exp
+    at 192 bits, every entry."""
+    from flint import acb, arb
+
+    from accounting import working_precision
+    from accounting._pld_fft_power import _TWIDDLE_CACHE, _twiddle_tables
+
+    u = 2.0**-53
+    for n in (4096, 12000, 65536 + 7):
+        with working_precision(96):
+            _TWIDDLE_CACHE.pop(n, None)
+            coarse, fine, block = _twiddle_tables(n)
+        with working_precision(192):
+            for table, stride in ((coarse, block), (fine, 1)):
+                for r in range(len(table)):
+                    z = acb(0, -2 * arb.pi() / n * (r * stride)).exp()
+                    for got, exact in ((table[r].real, z.real), (table[r].imag, z.imag)):
+                        assert abs(arb(got) - exact) <= u * abs(exact) + 1e-25
