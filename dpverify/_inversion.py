@@ -24,8 +24,8 @@ CKS's loop of ~5 exact Bernoulli trials (``benchmarks/float_safe.md``).
 
 The discrete Gaussian (CKS Algorithm 3, unchanged): a candidate Y ~ Lap_Z(t) from the tables above,
 accepted with probability e^{-A^2/D}, A = |Y| q t - p, D = 2 p q t^2, by one 64-bit comparison against
-c_{|Y|} = floor(e^{-A^2/D} 2^64) (the same tie rule) for |Y| < 8 t, and by CKS Algorithm 1 beyond
-(a candidate there has probability < e^{-8}); A = 0 accepts. The law is the kernel's: exactly
+c_{|Y|} = floor(e^{-A^2/D} 2^64) (the same tie rule) for |Y| < min(8 t, 4096), and by CKS Algorithm 1
+beyond (for sigma < 512 a candidate there has probability < e^{-8}); A = 0 accepts. The law is the kernel's: exactly
 N_Z(0, p/q) conditioned on |X| <= ymax (``_samplers.discrete_gaussian_range``).
 """
 
@@ -104,17 +104,20 @@ def laplace_tables(s: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return c, guide, prm, (xmax - 1) // s + 1, key
 
 
-#: acceptance thresholds are tabulated for |Y| < ACCEPT_TABLE_SCALES * t (beyond: CKS Algorithm 1)
+#: acceptance thresholds are tabulated for |Y| < min(ACCEPT_TABLE_SCALES t, ACCEPT_TABLE_MAX) (beyond: CKS
+#: Algorithm 1, exact as well): a table costs ~10 us per entry in Arb, so a large sigma (the central
+#: DP-DPE noise, sigma ~ 10^4, a few dozen draws per release) keeps Algorithm 1 for most candidates
 ACCEPT_TABLE_SCALES = 8
+ACCEPT_TABLE_MAX = 4096
 
 
 @functools.lru_cache(maxsize=256)
 def gaussian_tables(p: int, q: int, t: int, ymax: int) -> tuple[np.ndarray, int]:
     """(c, key) for ``_kernels._discrete_gaussian_inv``: c[a] = floor(e^{-A^2/D} 2^64), A = a q t - p,
-    D = 2 p q t^2, for a = 0 .. min(ymax, 8 t - 1) (entries with A = 0 are never read: the kernel
+    D = 2 p q t^2, for a = 0 .. min(ymax, 8 t - 1, 4095) (entries with A = 0 are never read: the kernel
     accepts them); the tie path reads e^{-A^2/D} as row 0 of ``key`` at v = A^2."""
     d = 2 * p * q * t * t
-    size = min(ymax + 1, ACCEPT_TABLE_SCALES * t)
+    size = min(ymax + 1, ACCEPT_TABLE_SCALES * t, ACCEPT_TABLE_MAX)
     squares = [(a * q * t - p) ** 2 for a in range(size)]
     # e^{-A^2/D} = S_v of tail_words with rate 1/D at v = A^2; A = 0 (S = 1, no 64-bit word) is skipped
     words = dict(zip((v for v in squares if v), K.tail_words(1, d, 0, [v for v in squares if v], 1)))

@@ -526,6 +526,28 @@ def rounded_sums(rng: np.random.Generator, x, g: int, reps: int) -> np.ndarray:
     return out
 
 
+@numba.njit(cache=True)
+def _add_box_codes(rng, y, scale, g, out):
+    # out[i] += the randomised rounding of clamp(y[i] scale, -g, g) (``_round``); one pass, no copies
+    bits = rng.bit_generator
+    word = np.int64(0)
+    left = 0
+    for i in range(y.size):
+        xhat, word, left = _round(bits, word, left, min(max(y[i] * scale, -g), g))
+        out[i] += xhat
+
+
+def add_box_codes(rng: np.random.Generator, y: np.ndarray, scale: float, g: int, out: np.ndarray) -> None:
+    """out += xhat elementwise, xhat = floor(x) + Bernoulli(x - floor(x)) exactly, x = clamp(y scale,
+    -g, g): the DP-DPE float-safe encoder into {-g, ..., g} (``dpverify._bandits.linear._privatizers``;
+    the clamp keeps float rounding inside the box). ``y`` float64 and ``out`` int64 of the same shape,
+    both C-contiguous (the compiled entry point takes them flat)."""
+    _check_rng(rng)
+    if y.shape != out.shape or y.dtype != np.float64 or out.dtype != np.int64 or not (y.flags.c_contiguous and out.flags.c_contiguous):
+        raise AccountingError("y", f"{y.dtype} {y.shape} into {out.dtype} {out.shape}", "C-contiguous float64 reports and int64 codes of one shape")
+    _call_compiled(_add_box_codes, (rng, y.reshape(-1), float(scale), float(g), out.reshape(-1)))
+
+
 def _total_noise_args(total_noise: str, scale, variance) -> tuple[int, int, int, float]:
     """Kernel arguments (kind, s, t, half_mu) of the one-draw summed noise."""
     kinds = ("none", "discrete_laplace", "skellam")
