@@ -142,14 +142,14 @@ def _laplace_messages(rng, xg, m, c, guide, prm, gmax, key, out):
 
 
 @numba.njit(cache=True)
-def _rounded_sums(rng, x, g, reps, out):
-    """out[j] = sum_i xhat_i of run j, xhat_i the randomised rounding of clamp(x_i, 0, 1) g (``_round``),
-    in one pass (no clamped or scaled copy of the batch); returns the index of the first NaN, or -1."""
+def _noisy_rounded_sums(rng, x, g, c, guide, prm, gmax, key, out):
+    """out[j] = Lap_Z(b) + sum_i xhat_i for each of out.size independent runs, xhat_i the randomised
+    rounding of clamp(x_i, 0, 1) g (``_round``), in one pass per run (no clamped or scaled copy of the
+    batch; the noise first, in one block); returns the index of the first NaN, or -1."""
     bits = rng.bit_generator
-    word = np.int64(0)
-    left = 0
-    for j in range(reps):
-        total = np.int64(0)
+    word, left = K._discrete_laplace_block(bits, np.int64(0), 0, c, guide, prm, gmax, key, out)
+    for j in range(out.size):
+        total = out[j]
         for i in range(x.size):
             v = x[i]
             if v != v:
@@ -344,7 +344,7 @@ def randomize(rng: np.random.Generator, x, g: int, m: int | None, noise: str = "
     kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2, scale)
     out = np.empty(xg.size, dtype=np.int64)
     if noise == "discrete_laplace":
-        _laplace_messages(rng, xg, m, *_inversion.laplace_tables(q, t), out)
+        _laplace_messages(rng, xg, m, *_laplace_tables(scale), out)
     else:
         _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
@@ -487,9 +487,15 @@ def draw_summed_noise(rng: np.random.Generator, xhat_sum: int, m: int, kind: int
     return int(out[0])
 
 
+def _laplace_tables(scale) -> tuple:
+    """The inversion tables of Lap_Z(scale), validated and built once per scale (hot callers: per
+    release, per curator chunk)."""
+    return _laplace_tables_of(scale if type(scale) is Fraction else Fraction(scale))
+
+
 @functools.lru_cache(maxsize=256)
-def _laplace_message_args(g: int, scale: Fraction) -> tuple:
-    _, _, _, _, _, q, t, _ = _noise_params("discrete_laplace", None, g, 1, None, scale)
+def _laplace_tables_of(scale: Fraction) -> tuple:
+    _, _, _, _, _, q, t, _ = _noise_params("discrete_laplace", None, 1, 1, None, scale)
     return _inversion.laplace_tables(q, t)
 
 
@@ -501,16 +507,16 @@ def laplace_messages(rng: np.random.Generator, x, g: int, scale) -> np.ndarray:
     _check_rng(rng)
     g = _check_int("g", g, 1, 1 << 52)
     xg = _encode(x, g)
-    tables = _laplace_message_args(g, scale if type(scale) is Fraction else Fraction(scale))
     out = np.empty(xg.size, dtype=np.int64)
-    _call_compiled(_laplace_messages, (rng, xg, 0, *tables, out))
+    _call_compiled(_laplace_messages, (rng, xg, 0, *_laplace_tables(scale), out))
     return out
 
 
-def rounded_sums(rng: np.random.Generator, x, g: int, reps: int) -> np.ndarray:
-    """sum_i xhat_i for ``reps`` independent roundings of the batch: xhat_i = floor(x_i g) +
-    Bernoulli(frac(x_i g)), x_i clamped to [0, 1] (the float-safe central Laplace's encoder; the same
-    law as :func:`server_views` with no noise and a modulus above every sum). NaN is refused."""
+def noisy_rounded_sums(rng: np.random.Generator, x, g: int, reps: int, scale) -> np.ndarray:
+    """sum_i xhat_i + Z for ``reps`` independent runs: xhat_i = floor(x_i g) + Bernoulli(frac(x_i g)), x_i
+    clamped to [0, 1], Z ~ Lap_Z(scale) (exact inversion): the float-safe central Laplace's integer
+    release (the law of :func:`server_views` with no noise and a modulus above every sum, plus one
+    discrete Laplace). One kernel call per release, through its compiled entry point. NaN is refused."""
     _check_rng(rng)
     arr = np.ascontiguousarray(x, dtype=np.float64)  # the compiled entry point takes C-contiguous arrays only
     if arr.ndim != 1 or arr.size == 0:
@@ -520,7 +526,7 @@ def rounded_sums(rng: np.random.Generator, x, g: int, reps: int) -> np.ndarray:
     if arr.size * g >= _MAX_M:
         raise AccountingError("x", f"{arr.size} rewards", f"a batch with n g < 2**62 (g = {g})")
     out = np.empty(reps, dtype=np.int64)
-    bad = _call_compiled(_rounded_sums, (rng, arr, float(g), reps, out))
+    bad = _call_compiled(_noisy_rounded_sums, (rng, arr, float(g), *_laplace_tables(scale), out))
     if bad >= 0:
         raise AccountingError("rewards", "an array containing NaN", "rewards (NaN has no clamped value)")
     return out

@@ -407,8 +407,8 @@ class CentralGridLaplaceProtocol(BatchProtocol):
 
     The central model of ICLR 2023 App. H.1 (Algorithms 2 and 3) without the secure-aggregation
     modulus (DP-SE's curator sees the users' rewards): the encoder is the protocols' randomised
-    rounding (``_protocol_kernels.rounded_sums``: clamp, round and sum in one pass, the exact integer
-    sum), the noise the exact discrete Laplace (``_samplers.discrete_laplace``, by inversion). Its guarantee is ``GridDiscreteLaplace(g, b)``:
+    rounding and the exact discrete Laplace by inversion (``_protocol_kernels.noisy_rounded_sums``:
+    clamp, round and sum in one pass, the exact integer sum, plus Lap_Z(b)). Its guarantee is ``GridDiscreteLaplace(g, b)``:
     exactly eps-DP per user (b rounded up to a rational the sampler takes when g/eps is not one:
     then (g/b)-DP, which is what is charged). ``grid`` defaults to 2^16 (``dpverify._noise``).
     """
@@ -461,9 +461,8 @@ class CentralGridLaplaceProtocol(BatchProtocol):
         each run rounds every user afresh and draws its own Lap_Z."""
         if path not in _PATHS:
             raise AccountingError("path", path, f"one of {_PATHS}")
-        # the users' clamped rewards' randomised roundings, summed exactly in one pass (pk.rounded_sums)
-        xhat_sums = pk.rounded_sums(rng, rewards, self.grid, reps)
-        return (xhat_sums + _samplers.discrete_laplace(rng, self.scale, size=reps, method="inversion")) / self.grid
+        # the users' clamped rewards' randomised roundings summed exactly, plus Lap_Z(b): one kernel call
+        return pk.noisy_rounded_sums(rng, rewards, self.grid, reps, self.scale) / self.grid
 
     def describe(self) -> str:
         return (f"DP-SE privatizer, float-safe (rewards clamped to [0, 1], randomised rounding to the grid 1/{self.grid}, "
