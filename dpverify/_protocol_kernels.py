@@ -118,14 +118,19 @@ ROUNDING_BITS = 8
 
 @numba.njit(cache=True, inline="always")
 def _round(bits, word, left, xg):
-    """(floor(xg) + Bernoulli(xg - floor(xg)), word, left), exactly: ROUNDING_BITS bits of the buffer
-    decide unless they tie with the fraction's (then ``_split_bernoulli`` draws more); no draw on the grid."""
-    head = math.floor(xg)
-    xhat = np.int64(head)
-    if xg != head:
-        w, word, left = K._take_bits(bits, word, left, ROUNDING_BITS)
-        if _split_bernoulli(w, ROUNDING_BITS, xg - head, bits):
-            xhat += 1
+    """(floor(xg) + Bernoulli(xg - floor(xg)), word, left) exactly, for |xg| < 2^52: with X =
+    floor(xg 2^8) (exact: a power-of-two scaling), floor(xg) = X >> 8 and the fraction's first 8 bits
+    are X & 255; 8 uniform bits w round up when w < X & 255, and a tie (w equal to them) goes on with
+    fresh draws against the rest of the fraction. Branch-free but for the tie: the rewards' on- and
+    off-grid values alternate at random, and a mispredicted branch cost more than the 8 bits."""
+    scaled = xg * 256.0
+    big = math.floor(scaled)
+    x = np.int64(big)
+    w, word, left = K._take_bits(bits, word, left, ROUNDING_BITS)
+    low = x & 255
+    xhat = (x >> 8) + (1 if w < low else 0)
+    if w == low and scaled != big and _bernoulli_dyadic(bits, scaled - big):
+        xhat += 1
     return xhat, word, left
 
 

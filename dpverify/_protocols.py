@@ -421,8 +421,9 @@ class CentralGridLaplaceProtocol(BatchProtocol):
         check_positive("epsilon", self.epsilon)
         self.scale  # validated once: the exact sampler must take g/eps
 
-    @property
+    @functools.cached_property
     def scale(self) -> Fraction:
+        # cached: every release asks for it (guarantee, noise), and eps -> g/eps is exact Fraction work
         return _noise.grid_laplace_scale(self.epsilon, self.grid)
 
     def guarantee(self, n: int) -> Any:

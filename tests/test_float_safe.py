@@ -584,3 +584,23 @@ def test_inversion_discrete_gaussian_edge_paths():
         assert not res.rejected, (sigma2, str(res))
         _, alt, alt_lo, alt_hi = naive.discrete_gaussian_pmf(sigma2 * Fraction(102, 100) ** 2, 25)
         assert res.power_against(alt, alt_lo, alt_hi) > 0.999
+
+
+def test_randomised_rounding_is_exact_including_its_tie_path():
+    """_protocol_kernels._round, through add_box_codes: x = -2.5 + 2^-9 rounds to -2 with probability
+    frac(x) = 0.501953125 exactly; 8 uniform bits decide unless they equal the fraction's first 8
+    (128, probability 2^-8), and then the rest of the fraction (1/2) decides. 10^7 draws, two-sided
+    binomial test at level 1e-6; a tie path that always says no (0.5) or yes (0.50390625) is 12
+    standard deviations away (power > 0.999999)."""
+    from scipy import stats
+
+    x = -2.5 + 2.0**-9
+    n = 10**7
+    out = np.zeros(n, dtype=np.int64)
+    pk.add_box_codes(np.random.default_rng(12), np.full(n, x), 1.0, 10, out)
+    assert set(np.unique(out)) <= {-3, -2}
+    ups = int((out == -2).sum())
+    p = x - math.floor(x)
+    assert stats.binomtest(ups, n, p).pvalue > 1e-6, (ups / n, p)
+    for wrong in (0.5, 0.50390625):
+        assert stats.binomtest(ups, n, wrong).pvalue < 1e-6
