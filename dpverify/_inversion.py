@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
+from typing import Callable
 
 import numpy as np
 
 from . import _kernels as K
 
-__all__ = ["MAX_WIDTH", "gaussian_tables", "laplace_tables"]
+__all__ = ["MAX_WIDTH", "gaussian_magnitude_tables", "gaussian_tables", "gaussian_tail_words", "laplace_tables"]
 
 #: digits per low group: 2^10 thresholds (8 KiB) per group keep a table in the L1 cache
 MAX_WIDTH = 10
@@ -52,33 +54,34 @@ def _row(num: int, den: int, trunc: int, n: int) -> list[int]:
     return K.tail_words(num, den, trunc, range(1, n + 1), 1)
 
 
-def _register(rows: list[tuple[int, int, int, int]]) -> int:
+def _register(rows: list[tuple[Callable[[int, int], int], int]]) -> int:
     """A key under which the tie path finds these rows' laws (``_kernels.TABLE_ROWS``)."""
     key = len(K.TABLE_ROWS)
     K.TABLE_ROWS[key] = rows
     return key
 
 
-def _tables(rows: list[tuple[list[int], tuple[int, int, int, int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(c, guide, prm, key) for ``_kernels._count_below`` from rows (thresholds, (num, den, N, digit shift))."""
-    width = max(len(c) for c, _ in rows) + 2  # c[j, 0] unused, c[j, n + 1] = 0: the scan's sentinel
+def _tables(rows: list[tuple[list[int], Callable[[int, int], int], int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(c, guide, prm, key) for ``_kernels._count_below`` from rows (thresholds c_1..c_n, the word
+    function of their S_v for the tie path, digit shift); prm[j] = (n, digit shift, guide shift)."""
+    width = max(len(c) for c, _, _ in rows) + 2  # c[j, 0] unused, c[j, n + 1] = 0: the scan's sentinel
     # ~8 buckets per threshold: the scan from the guide's count then rarely moves (a mispredicted
     # branch costs more than the 64-bit draw)
-    gbits = max(1, min(13, max(len(c) for c, _ in rows).bit_length() + 3))
+    gbits = max(1, min(13, max(len(c) for c, _, _ in rows).bit_length() + 3))
     c_arr = np.zeros((len(rows), width), dtype=np.uint64)
     guide = np.zeros((len(rows), 1 << gbits), dtype=np.int32)
-    prm = np.zeros((len(rows), 6), dtype=np.int64)
-    for j, (c, (num, den, trunc, shift)) in enumerate(rows):
+    prm = np.zeros((len(rows), 3), dtype=np.int64)
+    tops = [((b + 1) << (64 - gbits)) - 1 for b in range(1 << gbits)]
+    for j, (c, _, shift) in enumerate(rows):
         if any(a <= b for a, b in zip(c, c[1:])):
             raise AssertionError(f"thresholds of row {j} are not strictly decreasing")  # the tie rule needs it
         c_arr[j, 0] = _NO_THRESHOLD
         c_arr[j, 1:len(c) + 1] = c
         # the count at a bucket's largest W: the thresholds above it (c is decreasing, so a prefix)
-        tops = [((b + 1) << (64 - gbits)) - 1 for b in range(1 << gbits)]
         neg = [-x for x in c]
         guide[j] = [bisect.bisect_left(neg, -m) for m in tops]
-        prm[j] = (num, den, trunc, len(c), shift, 64 - gbits)
-    return c_arr, guide, prm, _register([(num, den, trunc, len(c)) for c, (num, den, trunc, _) in rows])
+        prm[j] = (len(c), shift, 64 - gbits)
+    return c_arr, guide, prm, _register([(word, len(c)) for c, word, _ in rows])
 
 
 @functools.lru_cache(maxsize=64)
@@ -93,11 +96,11 @@ def laplace_tables(s: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     rows = []
     shift = 0
     for w in widths:
-        rows.append((_row(s << shift, t, 1 << w, (1 << w) - 1), (s << shift, t, 1 << w, shift)))
+        rows.append((_row(s << shift, t, 1 << w, (1 << w) - 1), functools.partial(K.tail_word, s << shift, t, 1 << w), shift))
         shift += w
     tail = _row(s << j_bits, t, 0, 64)
     length = max(1, sum(1 for x in tail if x >= _TAIL_FLOOR))
-    rows.append((tail[:length], (s << j_bits, t, 0, j_bits)))
+    rows.append((tail[:length], functools.partial(K.tail_word, s << j_bits, t, 0), j_bits))
     c, guide, prm, key = _tables(rows)
     # CKS Algorithm 2's conditioning U + t V < t (vmax + 1), as a bound on the magnitude (kernel docstring)
     xmax = t * (K._vmax(t) + 1)
@@ -122,4 +125,64 @@ def gaussian_tables(p: int, q: int, t: int, ymax: int) -> tuple[np.ndarray, int]
     # e^{-A^2/D} = S_v of tail_words with rate 1/D at v = A^2; A = 0 (S = 1, no 64-bit word) is skipped
     words = dict(zip((v for v in squares if v), K.tail_words(1, d, 0, [v for v in squares if v], 1)))
     c = np.array([words.get(v, 0) for v in squares], dtype=np.uint64)
-    return c, _register([(1, d, 0, 1 << 62)])
+    return c, _register([(functools.partial(K.tail_word, 1, d, 0), 1 << 62)])
+
+
+#: the magnitude table serves sigma^2 <= GAUSS_TABLE_MAX_SIGMA2 (its ~7 sigma thresholds and the ~16 sigma
+#: terms summed in Arb stay small); larger sigma^2 (the central DP-DPE noise) use :func:`gaussian_tables`
+GAUSS_TABLE_MAX_SIGMA2 = 1 << 20
+
+
+def gaussian_tail_words(p: int, q: int, vs, k: int) -> list[int]:
+    """The k-th 64-bit word (k >= 1) of S_v = P[|X| >= v], X ~ N_Z(0, p/q), for each v >= 1 in ``vs``:
+    floor(S_v 2^(64 k)) mod 2^64, exactly. S_v = 2 T_v / (1 + 2 T_1), T_v = sum_{u >= v} e^{-a u^2},
+    a = q/(2p): the sum to K in Arb, the rest bounded by e^{-a (K+1)^2} / (1 - e^{-a (2K+3)}) (the terms'
+    ratios beyond K) and carried as the ball's radius; precision doubled until every floor is certain
+    (S_v is irrational: a transcendental number's value under a nonzero power series, so it always is)."""
+    from flint import arb, ctx
+
+    words: dict[int, int] = {}
+    pending = sorted(set(vs))
+    prec = 64 * k + 64
+    while pending:
+        with ctx.workprec(prec):
+            a = arb(q) / arb(2 * p)
+            top = pending[-1]
+            reach = math.isqrt(math.ceil((prec + 32) * 2 * p / q)) + 2  # a reach^2 >= (prec + 32) ln 2
+            big = top + reach
+            rest = (-a * (big + 1) ** 2).exp() / (1 - (-a * (2 * big + 3)).exp())
+            tail = arb(0, rest.upper())  # [0, 2 rest] contains the sum beyond K
+            suffix = [arb(0)] * (big + 2)
+            for u in range(big, 0, -1):
+                suffix[u] = suffix[u + 1] + (-a * u * u).exp()
+            z = 1 + 2 * (suffix[1] + tail)
+            scale = arb(2) ** (64 * k)
+            uncertain = []
+            for v in pending:
+                x = 2 * (suffix[v] + tail) / z * scale
+                lo, hi = x.lower().floor(), x.upper().floor()
+                if lo != hi:
+                    uncertain.append(v)
+                    continue
+                m, e = (int(w) for w in lo.man_exp())
+                words[v] = (m << e if e >= 0 else m >> -e) % (1 << 64)
+        pending = uncertain
+        prec *= 2
+    return [words[v] for v in vs]
+
+
+@functools.lru_cache(maxsize=256)
+def gaussian_magnitude_tables(p: int, q: int, ymax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(c, guide, prm, key) for ``_kernels._discrete_gaussian_magnitude_block``: one row, S_v =
+    P[|X| >= v] for X ~ N_Z(0, p/q), v = 1..n, n the last v <= ymax + 1 with S_v >= 2^-32 (past it the
+    kernel draws |X| given |X| >= n exactly, by rejection from a geometric)."""
+    sigma = math.isqrt(p // q) + 1
+    reach = min(ymax + 1, 8 * sigma + 8)
+    c = gaussian_tail_words(p, q, range(1, reach + 1), 1)
+    n = max(1, sum(1 for x in c if x >= _TAIL_FLOOR))
+    return _tables([(c[:n], functools.partial(gaussian_tail_words_one, p, q), 0)])
+
+
+def gaussian_tail_words_one(p: int, q: int, v: int, k: int) -> int:
+    """One word of :func:`gaussian_tail_words` (the tie path's word function)."""
+    return gaussian_tail_words(p, q, (v,), k)[0]

@@ -48,6 +48,7 @@ exp(-eps/g) is irrational anyway): see ``_polya`` for its law and its deviation 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numba
 import numpy as np
@@ -292,20 +293,20 @@ def exp_neg_word(v: int, k: int) -> int:
     return tail_word(1, 1, 0, v, k)
 
 
-#: The laws behind the inversion tables, for the tie path: TABLE_ROWS[key][j] = (num, den, N, n) of
-#: row j of the tables registered under ``key`` (``dpverify._inversion``; key 0: e^{-v}, any v >= 1).
-#: The kernels pass (key, row, v), plain integers, to the tie path: passing values loaded from the
-#: tables instead made every draw 15-20 ns slower (measured), although the path is almost never taken.
-TABLE_ROWS: dict[int, list[tuple[int, int, int, int]]] = {0: [(1, 1, 0, 1 << 62)]}
+#: The laws behind the inversion tables, for the tie path: TABLE_ROWS[key][j] = (word, n) for row j of
+#: the tables registered under ``key`` (``dpverify._inversion``): word(v, k) is the k-th 64-bit word of
+#: its S_v, n its last v. Key 0: e^{-v}, any v >= 1. The kernels pass (key, row, v), plain integers,
+#: to the tie path: passing values loaded from the tables instead made every draw 15-20 ns slower
+#: (measured), although the path is almost never taken.
+TABLE_ROWS: dict[int, list[tuple[Callable[[int, int], int], int]]] = {0: [(exp_neg_word, 1 << 62)]}
 
 
 def _tie_word(key: int, j: int, v: int, k: int) -> int:
-    num, den, trunc, _ = TABLE_ROWS[key][j]
-    return tail_word(num, den, trunc, v, k)
+    return TABLE_ROWS[key][j][0](v, k)
 
 
 def _in_row(key: int, j: int, v: int) -> bool:
-    return v <= TABLE_ROWS[key][j][3]
+    return v <= TABLE_ROWS[key][j][1]
 
 
 @numba.njit(cache=True)
@@ -340,13 +341,13 @@ def _count_below(bits, c, guide, prm, j, key):
     """#{v in 1..n : U < S_v} for one uniform U, exactly: row j of the inversion tables registered under
     ``key`` (``dpverify._inversion``).
 
-    c[j, v] = floor(S_v 2^64) for v = 1..n, strictly decreasing, then a zero sentinel; prm[j] = (num,
-    den, N, n, digit shift, guide shift), S_v as in ``tail_words``. U's first 64 bits W decide W < c_v
+    c[j, v] = floor(S_v 2^64) for v = 1..n, strictly decreasing, then a zero sentinel; prm[j] = (n,
+    digit shift, guide shift). U's first 64 bits W decide W < c_v
     (then U < S_v) and W > c_v (then U > S_v); W = c_v (probability 2^-64) goes on to U's next words
     (``_tie_below``). The guide gives, for W's top bits, the count at the largest W of that bucket,
     so the scan from it rarely moves."""
     w = next_uint64(bits)
-    i = np.int64(guide[j, w >> np.uint64(prm[j, 5])])
+    i = np.int64(guide[j, w >> np.uint64(prm[j, 2])])
     while w < c[j, i + 1]:
         i += 1
     if w == c[j, i + 1] and _tie_below(bits, key, j, i + 1):
@@ -373,14 +374,14 @@ def _discrete_laplace_block(bits, word, left, c, guide, prm, gmax, key, out):
     ran at half the speed of the same loop written out here (measured; the nested inlining of
     ``_count_below`` is lost), so callers draw their noise in blocks: iid draws, the same law in any order."""
     top = prm.shape[0] - 1
-    ntop = prm[top, 3]
-    shift = prm[top, 4]
+    ntop = prm[top, 0]
+    shift = prm[top, 1]
     hmax = gmax >> shift
     for i in range(out.size):
         while True:
             y = np.int64(0)
             for j in range(top):
-                y += _count_below(bits, c, guide, prm, j, key) << prm[j, 4]
+                y += _count_below(bits, c, guide, prm, j, key) << prm[j, 1]
             h = np.int64(0)
             while True:
                 v = _count_below(bits, c, guide, prm, top, key)
@@ -455,6 +456,42 @@ def _discrete_gaussian_block(bits, word, left, p, q, t, ymax, c, guide, prm, gma
             if ok:
                 out[i] = y
                 break
+    return word, left
+
+
+@numba.njit(cache=True)
+def _discrete_gaussian_magnitude_block(bits, word, left, p, q, ymax, c, guide, prm, key, out):
+    """out[:] = iid N_Z(0, p/q) conditioned on |X| <= ymax (``_discrete_gaussian``'s law) by exact
+    inversion of |X|: one 64-bit uniform against floor(P[|X| >= v] 2^64), v = 1..n
+    (``_inversion.gaussian_magnitude_tables``), and a fair sign for |X| > 0. Past the table (|X| >= n,
+    probability < 2^-32) |X| = n + G exactly, G by rejection: P[G = g | |X| >= n] is proportional to
+    e^{-n g/sigma^2} e^{-g^2/(2 sigma^2)}, so G ~ geometric of scale sigma^2/n (CKS Algorithm 2's
+    half, ``_geometric_exp``) accepted with probability e^{-g^2 q/(2p)} (CKS Algorithm 1). Draws past
+    ymax restart (exact conditioning)."""
+    n = prm[0, 0]
+    s = n * q  # the tail's geometric: scale p/(n q) = sigma^2/n
+    tbits = _bit_length(p)
+    vmax = _vmax(p)
+    for i in range(out.size):
+        while True:
+            v = _count_below(bits, c, guide, prm, 0, key)
+            if v == n:
+                while True:
+                    g, word, left = _geometric_exp(bits, word, left, s, p, tbits, vmax)
+                    if g > ymax:
+                        break  # past ymax: restarted below whatever the acceptance would say
+                    ok, word, left = _bernoulli_exp(bits, word, left, g * g * q, 2 * p)
+                    if ok:
+                        break
+                v = n + g
+            if v > ymax:
+                continue
+            if v == 0:
+                out[i] = 0
+                break
+            b, word, left = _take_bits(bits, word, left, 1)
+            out[i] = -v if b == 1 else v
+            break
     return word, left
 
 
@@ -606,6 +643,12 @@ def _fill_discrete_gaussian_inv(rng, p, q, t, ymax, lap, accept, out):
     c, guide, prm, gmax, key = lap
     table, table_key = accept
     _discrete_gaussian_block(rng.bit_generator, np.int64(0), 0, p, q, t, ymax, c, guide, prm, gmax, key, table, table_key, out)
+
+
+@numba.njit(cache=True)
+def _fill_discrete_gaussian_magnitude(rng, p, q, ymax, tables, out):
+    c, guide, prm, key = tables
+    _discrete_gaussian_magnitude_block(rng.bit_generator, np.int64(0), 0, p, q, ymax, c, guide, prm, key, out)
 
 
 @numba.njit(cache=True)

@@ -235,11 +235,15 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
 def discrete_gaussian(rng: np.random.Generator, sigma2: object, size: object = None, *, method: str = "cks"):
     """N_Z(0, sigma^2): P[X = x] proportional to exp(-x^2 / (2 sigma^2)), sigma^2 rational (CKS
     Algorithm 3, exact up to a truncation costing < 2**-100 in total variation; see
-    :func:`discrete_gaussian_range` for the accepted range). ``method="inversion"``: the same law,
-    Algorithm 3 with its candidates and acceptances by exact inversion (``dpverify._inversion``)."""
+    :func:`discrete_gaussian_range` for the accepted range). ``method="inversion"``: the same law by
+    exact inversion of |X| (``dpverify._inversion``) for sigma^2 <= 2^20, else Algorithm 3 with its
+    candidates and acceptances by exact inversion."""
     _check_rng(rng)
     p, q, t, ymax = discrete_gaussian_range(sigma2)
     if _check_method(method) == "inversion":
+        if p <= _inversion.GAUSS_TABLE_MAX_SIGMA2 * q:  # |X| by one inversion
+            tables = _inversion.gaussian_magnitude_tables(p, q, ymax)
+            return _run(_kernels._fill_discrete_gaussian_magnitude, rng, (p, q, ymax, tables), size, np.int64)
         tables = (_inversion.laplace_tables(1, t), _inversion.gaussian_tables(p, q, t, ymax))
         return _run(_kernels._fill_discrete_gaussian_inv, rng, (p, q, t, ymax, *tables), size, np.int64)
     return _run(_kernels._fill_discrete_gaussian, rng, (p, q, t, ymax), size, np.int64)

@@ -496,16 +496,32 @@ def test_inversion_thresholds_are_certified():
         assert K.exp_neg_word(v, k) == word(1, 1, 0, v, k)
     for s_, t in ((1, 2**16), (3, 7), (1, 5 * 2**20)):
         c, guide, prm, gmax, key = I.laplace_tables(s_, t)
-        for j, (num, den, trunc, n, _, gshift) in enumerate(prm.tolist()):
+        for j, (n, shift, gshift) in enumerate(prm.tolist()):
+            # row j: digits [shift, shift + w) of the magnitude (a truncated geometric), or the block count
+            num, den, trunc = s_ << shift, t, (0 if j == prm.shape[0] - 1 else n + 1)
             row = [int(x) for x in c[j, 1:n + 1]]
             assert row == [word(num, den, trunc, v, 1) for v in range(1, n + 1)]
             assert all(a > b for a, b in zip(row, row[1:])) and c[j, n + 1] == 0
-            assert K.TABLE_ROWS[key][j] == (num, den, trunc, n)
+            assert K.TABLE_ROWS[key][j][1] == n and K.TABLE_ROWS[key][j][0](n, 2) == word(num, den, trunc, n, 2)
             for bucket in range(0, guide.shape[1], 37):
                 top = ((bucket + 1) << gshift) - 1  # the bucket's largest 64-bit word
                 assert guide[j, bucket] == sum(1 for x in row if x > top)
     table, key = I.gaussian_tables(9, 1, 4, 100)
     assert [int(x) for x in table[1:]] == [word(1, 2 * 9 * 16, 0, (a * 4 - 9) ** 2, 1) for a in range(1, table.size)]
+
+    def gauss_word(p, q, v, k):  # P[|X| >= v] for X ~ N_Z(0, p/q), the sum to 60 sigma in mpmath
+        terms = [ctx.exp(-ctx.mpf(q) * u * u / (2 * p)) for u in range(0, 60 * (math.isqrt(p // q) + 1) + 60)]
+        tail = 2 * ctx.fsum(terms[v:])
+        return int(ctx.floor(tail / (terms[0] + 2 * ctx.fsum(terms[1:])) * 2 ** (64 * k))) % 2**64
+
+    for p, q in ((10, 3), (3000, 1)):
+        vs = (1, 2, 5, 40)
+        assert I.gaussian_tail_words(p, q, vs, 1) == [gauss_word(p, q, v, 1) for v in vs]
+        assert I.gaussian_tail_words(p, q, vs, 2) == [gauss_word(p, q, v, 2) for v in vs]
+    c, guide, prm, key = I.gaussian_magnitude_tables(3000, 1, 10**6)
+    n = int(prm[0, 0])
+    assert [int(x) for x in c[0, 1:n + 1]] == I.gaussian_tail_words(3000, 1, range(1, n + 1), 1)
+    assert c[0, n] >= 2**32 and I.gaussian_tail_words(3000, 1, (n + 1,), 1)[0] < 2**32 and c[0, n + 1] == 0
 
 
 def test_tie_path_is_exact():
@@ -563,8 +579,34 @@ def test_inversion_discrete_laplace_at_the_privatizers_scales():
         assert counts_gof(wrong_counts, probs, alpha=1e-6).rejected, b
 
 
+def test_inversion_discrete_gaussian_magnitude_tail_path():
+    """The magnitude sampler past its table (|X| >= n: a geometric proposal accepted by CKS Algorithm 1),
+    driven by cutting the table to n = 2 at sigma^2 = 10/3 (|X| >= 2 has probability 0.24) and n = 1 at
+    sigma^2 = 2 (0.52). Chi-square against the exact pmf, 10^6 draws each, level 1e-6; power > 0.999
+    against sigma 2% off (computed)."""
+    import naive
+
+    from dpverify import _inversion as I
+    from dpverify import _kernels as K
+
+    for sigma2, cut in ((Fraction(10, 3), 2), (Fraction(2), 1)):
+        p, q, t, ymax = _samplers.discrete_gaussian_range(sigma2)
+        c, guide, prm, key = I.gaussian_magnitude_tables(p, q, ymax)
+        c, guide, prm = c.copy(), np.minimum(guide, cut), prm.copy()
+        c[0, cut + 1:] = 0  # the scan's sentinel after the cut
+        prm[0, 0] = cut
+        out = np.empty(10**6, dtype=np.int64)
+        K._fill_discrete_gaussian_magnitude(np.random.default_rng(p + cut), p, q, ymax, (c, guide, prm, key), out)
+        lo, probs, lower, upper = naive.discrete_gaussian_pmf(sigma2, 25)
+        res = integer_gof(out, lo, probs, alpha=1e-6, lower_tail=lower, upper_tail=upper)
+        assert not res.rejected, (sigma2, str(res))
+        _, alt, alt_lo, alt_hi = naive.discrete_gaussian_pmf(sigma2 * Fraction(102, 100) ** 2, 25)
+        assert res.power_against(alt, alt_lo, alt_hi) > 0.999
+
+
 def test_inversion_discrete_gaussian_edge_paths():
-    """The inversion discrete Gaussian's two rare paths, driven: sigma^2 = 2 (t = 2: |Y| = 1 has A = 0,
+    """The Algorithm-3 inversion discrete Gaussian (sigma^2 > 2^20 in use; driven here at small sigma
+    through its kernel) and its two rare paths: sigma^2 = 2 (t = 2: |Y| = 1 has A = 0,
     accepted without a draw) and sigma^2 = 10/3 with its acceptance table cut to 3 entries (every
     candidate with |Y| >= 3 decided by CKS Algorithm 1 instead). Chi-square against the exact pmf,
     10^6 draws each, level 1e-6; power > 0.999 against sigma 2% off (computed)."""
