@@ -41,6 +41,11 @@ inversion sampler applies the same bound to its magnitude), and
 conditioned on |X| <= ymax; ``_samplers.discrete_gaussian`` only accepts parameters for which that
 conditioning moves the law by less than 2**-100 in total variation.
 
+numba's on-disk cache (``cache=True``) keys a kernel on its own source file only: a kernel of another
+module that calls or inlines one of these (``_protocol_kernels``) is not recompiled when this file
+changes. After editing this file, clear the cache directory (``NUMBA_CACHE_DIR``): a stale caller once
+read the inversion tables in their previous layout and crashed.
+
 The Polya sampler is the one float sampler among the discrete laws (its parameter beta =
 exp(-eps/g) is irrational anyway): see ``_polya`` for its law and its deviation bound.
 """
