@@ -22,19 +22,25 @@ digits of g). So G = sum_j G_j 2^{a_j} + H 2^J with independent parts:
 At the curator's scale 2^16 that is three 64-bit uniforms and a few comparisons per draw instead of
 CKS's loop of ~5 exact Bernoulli trials (``benchmarks/float_safe.md``).
 
-The discrete Gaussian (CKS Algorithm 3, unchanged): a candidate Y ~ Lap_Z(t) from the tables above,
+The discrete Gaussian N_Z(0, sigma^2), sigma^2 = p/q (CKS 2020, Algorithm 3's law). For sigma^2 <= 2^20
+(the local DP-DPE noise): |X| by one inversion against S_v = P[|X| >= v] = 2 T_v / (1 + 2 T_1),
+T_v = sum_{u >= v} e^{-u^2/(2 sigma^2)} (``gaussian_tail_words``: the sum in Arb with a rigorous bound
+on its tail), v = 1..n with S_n >= 2^-32; past the table, |X| = n + G exactly by rejection from a
+geometric (``_kernels._discrete_gaussian_magnitude_block``), then a fair sign. Larger sigma^2 (the
+central DP-DPE noise, ~10^8): Algorithm 3 itself, a candidate Y ~ Lap_Z(t) from the tables above,
 accepted with probability e^{-A^2/D}, A = |Y| q t - p, D = 2 p q t^2, by one 64-bit comparison against
 c_{|Y|} = floor(e^{-A^2/D} 2^64) (the same tie rule) for |Y| < min(8 t, 4096), and by CKS Algorithm 1
-beyond (for sigma < 512 a candidate there has probability < e^{-8}); A = 0 accepts. The law is the kernel's: exactly
-N_Z(0, p/q) conditioned on |X| <= ymax (``_samplers.discrete_gaussian_range``).
+beyond; A = 0 accepts. Either way the law is exactly N_Z(0, p/q) conditioned on |X| <= ymax
+(``_samplers.discrete_gaussian_range``), the law of ``_kernels._discrete_gaussian``.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -73,7 +79,7 @@ def _tables(rows: list[tuple[list[int], Callable[[int, int], int], int]]) -> tup
     prm = np.zeros((len(rows), 3), dtype=np.int64)
     tops = [((b + 1) << (64 - gbits)) - 1 for b in range(1 << gbits)]
     for j, (c, _, shift) in enumerate(rows):
-        if any(a <= b for a, b in zip(c, c[1:])):
+        if any(a <= b for a, b in itertools.pairwise(c)):
             raise AssertionError(f"thresholds of row {j} are not strictly decreasing")  # the tie rule needs it
         c_arr[j, 0] = _NO_THRESHOLD
         c_arr[j, 1:len(c) + 1] = c

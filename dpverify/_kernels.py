@@ -53,7 +53,7 @@ exp(-eps/g) is irrational anyway): see ``_polya`` for its law and its deviation 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numba
 import numpy as np

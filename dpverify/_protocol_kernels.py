@@ -157,7 +157,7 @@ def _noisy_rounded_sums(rng, x, g, c, guide, prm, gmax, key, out):
         total = out[j]
         for i in range(x.size):
             v = x[i]
-            if v != v:
+            if math.isnan(v):
                 return i
             xhat, word, left = _round(bits, word, left, min(max(v, 0.0), 1.0) * g)
             total += xhat

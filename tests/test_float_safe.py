@@ -26,6 +26,7 @@ The same check, run with ``noise="idealised"``, fails LDP-UCB-L, -LS and DP-SE: 
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import math
 import re
@@ -495,13 +496,13 @@ def test_inversion_thresholds_are_certified():
     for v, k in ((1, 2), (3, 2), (7, 4)):
         assert K.exp_neg_word(v, k) == word(1, 1, 0, v, k)
     for s_, t in ((1, 2**16), (3, 7), (1, 5 * 2**20)):
-        c, guide, prm, gmax, key = I.laplace_tables(s_, t)
+        c, guide, prm, _, key = I.laplace_tables(s_, t)
         for j, (n, shift, gshift) in enumerate(prm.tolist()):
             # row j: digits [shift, shift + w) of the magnitude (a truncated geometric), or the block count
             num, den, trunc = s_ << shift, t, (0 if j == prm.shape[0] - 1 else n + 1)
             row = [int(x) for x in c[j, 1:n + 1]]
             assert row == [word(num, den, trunc, v, 1) for v in range(1, n + 1)]
-            assert all(a > b for a, b in zip(row, row[1:])) and c[j, n + 1] == 0
+            assert all(a > b for a, b in itertools.pairwise(row)) and c[j, n + 1] == 0
             assert K.TABLE_ROWS[key][j][1] == n and K.TABLE_ROWS[key][j][0](n, 2) == word(num, den, trunc, n, 2)
             for bucket in range(0, guide.shape[1], 37):
                 top = ((bucket + 1) << gshift) - 1  # the bucket's largest 64-bit word
@@ -510,7 +511,7 @@ def test_inversion_thresholds_are_certified():
     assert [int(x) for x in table[1:]] == [word(1, 2 * 9 * 16, 0, (a * 4 - 9) ** 2, 1) for a in range(1, table.size)]
 
     def gauss_word(p, q, v, k):  # P[|X| >= v] for X ~ N_Z(0, p/q), the sum to 60 sigma in mpmath
-        terms = [ctx.exp(-ctx.mpf(q) * u * u / (2 * p)) for u in range(0, 60 * (math.isqrt(p // q) + 1) + 60)]
+        terms = [ctx.exp(-ctx.mpf(q) * u * u / (2 * p)) for u in range(60 * (math.isqrt(p // q) + 1) + 60)]
         tail = 2 * ctx.fsum(terms[v:])
         return int(ctx.floor(tail / (terms[0] + 2 * ctx.fsum(terms[1:])) * 2 ** (64 * k))) % 2**64
 
@@ -590,7 +591,7 @@ def test_inversion_discrete_gaussian_magnitude_tail_path():
     from dpverify import _kernels as K
 
     for sigma2, cut in ((Fraction(10, 3), 2), (Fraction(2), 1)):
-        p, q, t, ymax = _samplers.discrete_gaussian_range(sigma2)
+        p, q, _, ymax = _samplers.discrete_gaussian_range(sigma2)
         c, guide, prm, key = I.gaussian_magnitude_tables(p, q, ymax)
         c, guide, prm = c.copy(), np.minimum(guide, cut), prm.copy()
         c[0, cut + 1:] = 0  # the scan's sentinel after the cut
