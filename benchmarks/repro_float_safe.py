@@ -11,9 +11,9 @@ under either choice), its configurations of ICLR Fig. 1-3 and 5 directly, 20 ins
 
     python benchmarks/repro_float_safe.py --dp-se [--workers 2]
 
-and LDP-UCB-L's final regrets run by run (paired over the common random numbers):
+and LDP-UCB-L's (or LDP-UCB-LS's) final regrets run by run (paired over the common random numbers):
 
-    python benchmarks/repro_float_safe.py --paired [--workers 2]
+    python benchmarks/repro_float_safe.py --paired [--workers 2] [--algorithm ldp-ucb-ls] [--seeds 50]
 
 For every curve (panel, curve label) and every decade t = 10^3, 10^4, ... up to the horizon (the
 checkpoint nearest below it), it prints the mean regret of both runs (same seeds: the instance and
@@ -97,16 +97,16 @@ def dp_se(workers: int) -> None:
             print(f"| {label} | {inst}, {eps:g} | {fs.times[j]:.0e} | {a / fs.times[j]:.5f} | {b / fs.times[j]:.5f} | {ratio} | {z:+.2f} |", flush=True)
 
 
-def paired(workers: int) -> None:
-    """LDP-UCB-L at the final horizon, run by run: the same seeds (instance, rewards, learner's ties:
-    common random numbers) under both choices, so the paired difference's standard error is the
+def paired(workers: int, algorithm: str = "ldp-ucb-l", seeds: int = 50) -> None:
+    """LDP-UCB-L (or -LS) at the final horizon, run by run: the same seeds (instance, rewards, learner's
+    ties: common random numbers) under both choices, so the paired difference's standard error is the
     sharp one (the figure CSVs give only each curve's own standard error)."""
     import statistics
 
     from dpverify._bandits import RunConfig, sweep
 
     settings = [(inst, eps) for inst in ("ren-bernoulli", "ren-mixed") for eps in (2.0, 0.2)] + [("ren-bernoulli", 0.5), ("ren-bernoulli", 1.0)]
-    configs = [RunConfig("ldp-ucb-l", inst, 10**6, epsilon=eps, seeds=50, seed=0, noise=noise) for inst, eps in settings for noise in ("float-safe", "idealised")]
+    configs = [RunConfig(algorithm, inst, 10**6, epsilon=eps, seeds=seeds, seed=0, noise=noise) for inst, eps in settings for noise in ("float-safe", "idealised")]
     results = sweep(configs, workers=workers, progress=False)
     print("| instance, eps | float-safe mean final regret | idealised | ratio | paired mean difference +- se | paired z |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -119,10 +119,16 @@ def paired(workers: int) -> None:
 
 
 if __name__ == "__main__":
+    def option(name: str, default):
+        return type(default)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+    if len(sys.argv) < 2 or "--help" in sys.argv or "-h" in sys.argv:
+        print(__doc__)
+        sys.exit()
     if sys.argv[1:2] == ["--paired"]:
-        paired(int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 2)
+        paired(option("--workers", 2), option("--algorithm", "ldp-ucb-l"), option("--seeds", 50))
         sys.exit()
     if sys.argv[1:2] == ["--dp-se"]:
-        dp_se(int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 2)
+        dp_se(option("--workers", 2))
     else:
         main(sys.argv[1], sys.argv[2])

@@ -12,11 +12,13 @@ Exact discrete samplers follow Canonne, Kamath & Steinke 2020 (arXiv:2004.00010)
 * ``_bernoulli_exp_unit`` / ``_bernoulli_exp``: Bernoulli(exp(-num/den)), CKS Algorithm 1, with
   gamma > 1 split into floor(gamma) Bernoulli(exp(-1)) trials and one for the fractional part.
 * ``_geometric_exp`` / ``_discrete_laplace``: CKS Algorithm 2 for Lap_Z(t/s), t <= 2**61, s <= 2**62.
-* ``_discrete_laplace_fast``: the same law, with Algorithm 2's block count V (P[V >= v] = e^{-v})
-  drawn by inverting one uniform against exact thresholds (``_exp_tail_count``) instead of
-  Bernoulli(e^{-1}) trials: 0.81-0.85x the time, a different bit stream (the float-safe curator's hot path;
-  the other samplers keep theirs, so every earlier seeded result stands).
 * ``_discrete_gaussian``: CKS Algorithm 3 for N_Z(0, p/q) with t = floor(sigma) + 1.
+* ``_discrete_laplace_block`` / ``_discrete_gaussian_block``: the same two laws by exact inversion
+  against certified 64-bit thresholds (``dpverify._inversion``: the geometric magnitude's independent
+  binary digit groups, one 64-bit uniform each; CKS Algorithm 3's acceptance by one comparison):
+  3.7x and 3.3x faster than Algorithms 2 and 3 at the privatizers' scales (``benchmarks/float_safe.md``),
+  a different bit stream. The float-safe privatizers use them; the public samplers keep CKS's streams
+  unless asked (``method="inversion"``), so every earlier seeded result of theirs stands.
 
 Random bits come from the generator's bit generator, ``bits = rng.bit_generator`` (53 uniform bits
 per ``next_double(bits)``, the very draw ``rng.random()`` makes, so the streams are those of
@@ -33,10 +35,16 @@ discrete-Gaussian throughput at no extra compile time.
 
 Outputs are int64, so an unbounded law can only be sampled conditioned on a bounded range. Where
 that matters the kernel restarts the draw (exact conditioning) instead of wrapping around:
-``_geometric_exp`` restarts if U + t V would exceed 2**62 (probability below exp(-2**62/t)), and
+``_geometric_exp`` restarts if U + t V would exceed 2**62 (probability below exp(-2**62/t); the
+inversion sampler applies the same bound to its magnitude), and
 ``_discrete_gaussian`` restarts a candidate with |Y| > ymax, so its law is exactly N_Z(0, sigma^2)
 conditioned on |X| <= ymax; ``_samplers.discrete_gaussian`` only accepts parameters for which that
 conditioning moves the law by less than 2**-100 in total variation.
+
+numba's on-disk cache (``cache=True``) keys a kernel on its own source file only: a kernel of another
+module that calls or inlines one of these (``_protocol_kernels``) is not recompiled when this file
+changes. After editing this file, clear the cache directory (``NUMBA_CACHE_DIR``): a stale caller once
+read the inversion tables in their previous layout and crashed.
 
 The Polya sampler is the one float sampler among the discrete laws (its parameter beta =
 exp(-eps/g) is irrational anyway): see ``_polya`` for its law and its deviation bound.
@@ -45,6 +53,7 @@ exp(-eps/g) is irrational anyway): see ``_polya`` for its law and its deviation 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -248,45 +257,77 @@ def _discrete_laplace(bits, word, left, s, t, tbits, vmax):
         return (-y if b == 1 else y), word, left
 
 
-#: floor(e^{-v} 2^64) for v = 1..40: the first 64 bits of e^{-v} (certified with Arb, tested), strictly
-#: decreasing. Beyond v = 40 (probability e^{-40}) the count continues by Bernoulli(e^{-1}) trials.
-EXP_NEG_WORDS = np.array([
-    6786177901268885274, 2496495334008788799, 918409308362266468, 337863903126961437,
-    124293183874348897, 45724907025114798, 16821253244015389, 6188193243211692, 2276509072173612,
-    837480885292947, 308092000073334, 113340712816370, 41695718092859, 15338997471243,
-    5642901817851, 2075907567336, 763683715795, 280943538598, 103353351980, 38021573369,
-    13987355163, 5145660401, 1892982672, 696389407, 256187346, 94246057, 34671187, 12754816,
-    4692234, 1726176, 635024, 233612, 85941, 31616, 11630, 4278, 1574, 579, 213, 78,
-], dtype=np.uint64)
+def tail_words(num: int, den: int, trunc: int, vs, k: int) -> list[int]:
+    """The k-th 64-bit word (k >= 1) of the binary expansion of S_v = (e^{-a v} - e^{-a N})/(1 - e^{-a N})
+    for each v in ``vs``, a = num/den > 0, N = ``trunc`` (N = 0: S_v = e^{-a v}): floor(S_v 2^(64 k))
+    mod 2^64, exactly (Arb balls at increasing precision until each floor is certain; S_v is irrational
+    for 0 < v < N, or any v >= 1 when N = 0, since e^{-a} is transcendental, so it always is). S_v =
+    P[value >= v] of a geometric law of ratio e^{-a}, truncated to [0, N) or not: the thresholds of
+    ``_count_below`` (``dpverify._inversion``)."""
+    from flint import arb, ctx
+
+    words: dict[int, int] = {}
+    pending = list(vs)
+    prec = 64 * k + 64
+    while pending:
+        with ctx.workprec(prec):
+            a = arb(num) / arb(den)
+            tail = (-a * trunc).exp() if trunc else arb(0)
+            scale = arb(2) ** (64 * k)
+            uncertain = []
+            for v in pending:
+                x = ((-a * v).exp() - tail) / (1 - tail) * scale
+                lo, hi = x.lower().floor(), x.upper().floor()
+                if lo != hi:
+                    uncertain.append(v)
+                    continue
+                m, e = (int(z) for z in lo.man_exp())
+                words[v] = (m << e if e >= 0 else m >> -e) % (1 << 64)
+        pending = uncertain
+        prec *= 2
+    return [words[v] for v in vs]
+
+
+def tail_word(num: int, den: int, trunc: int, v: int, k: int) -> int:
+    """One word of ``tail_words``."""
+    return tail_words(num, den, trunc, (v,), k)[0]
 
 
 def exp_neg_word(v: int, k: int) -> int:
-    """The k-th 64-bit word of the binary expansion of e^{-v}: floor(e^{-v} 2^(64 k)) mod 2^64,
-    exactly (Arb balls at increasing precision until the floor is certain; e^{-v} is irrational, so
-    it always is). Python; the kernels call it only on a 64-bit tie (probability 2^-64)."""
-    from flint import arb, ctx
+    """The k-th 64-bit word of the binary expansion of e^{-v} (``tail_word`` with a = 1, no truncation)."""
+    return tail_word(1, 1, 0, v, k)
 
-    prec = 64 * k + 64
-    while True:
-        with ctx.workprec(prec):
-            x = arb(-v).exp() * arb(2) ** (64 * k)
-            lo, hi = x.lower().floor(), x.upper().floor()
-            if lo == hi:
-                m, e = (int(z) for z in lo.man_exp())
-                n = m << e if e >= 0 else m >> -e
-                return n % (1 << 64)
-        prec *= 2
+
+#: The laws behind the inversion tables, for the tie path: TABLE_ROWS[key][j] = (word, n) for row j of
+#: the tables registered under ``key`` (``dpverify._inversion``): word(v, k) is the k-th 64-bit word of
+#: its S_v, n its last v. Key 0: e^{-v}, any v >= 1. The kernels pass (key, row, v), plain integers,
+#: to the tie path: passing values loaded from the tables instead made every draw 15-20 ns slower
+#: (measured), although the path is almost never taken.
+TABLE_ROWS: dict[int, list[tuple[Callable[[int, int], int], int]]] = {0: [(exp_neg_word, 1 << 62)]}
+
+
+def _tie_word(key: int, j: int, v: int, k: int) -> int:
+    return TABLE_ROWS[key][j][0](v, k)
+
+
+def _in_row(key: int, j: int, v: int) -> bool:
+    return v <= TABLE_ROWS[key][j][1]
 
 
 @numba.njit(cache=True)
-def _exp_neg_tie(bits, v):
-    """W < e^{-v}, for a uniform W whose first 64 bits equal e^{-v}'s: compare W's next words (fresh
-    draws) with e^{-v}'s next words (``exp_neg_word``, in Python: this path has probability 2^-64)."""
+def _tie_below(bits, key, j, v):
+    """U < S_v (row j of table ``key``, ``TABLE_ROWS``) for a uniform U whose first 64 bits equal
+    floor(S_v 2^64): compare U's next words (fresh draws) with S_v's next words, computed in Python
+    (probability 2^-64 per draw). False for v past the row (W met the row's zero sentinel)."""
+    with numba.objmode(inside="boolean"):
+        inside = _in_row(key, j, v)
+    if not inside:
+        return False
     k = 2
     while True:
         w = next_uint64(bits)
         with numba.objmode(d="uint64"):
-            d = exp_neg_word(v, k)
+            d = _tie_word(key, j, v, k)
         if w < d:
             return True
         if w > d:
@@ -295,55 +336,74 @@ def _exp_neg_tie(bits, v):
 
 
 @numba.njit(cache=True)
-def _exp_tail_count(bits, word, left):
-    """V with P[V >= v] = e^{-v}, v >= 0 (the block count of CKS Algorithm 2), exactly, by inversion:
-    V = #{v >= 1 : W < e^{-v}} for one uniform W. W's first 64 bits decide each comparison with
-    ``EXP_NEG_WORDS[v - 1]`` unless equal to it (then ``_exp_neg_tie``); the thresholds decrease, so
-    once W's first word exceeds one it exceeds the rest. Past the table (W < e^{-40}) V continues as
-    40 + the count of Bernoulli(e^{-1}) successes (memoryless)."""
+def _exp_neg_tie(bits, v):
+    """W < e^{-v} for a uniform W whose first 64 bits equal e^{-v}'s."""
+    return _tie_below(bits, np.int64(0), np.int64(0), v)
+
+
+@numba.njit(cache=True, inline="always")
+def _count_below(bits, c, guide, prm, j, key):
+    """#{v in 1..n : U < S_v} for one uniform U, exactly: row j of the inversion tables registered under
+    ``key`` (``dpverify._inversion``).
+
+    c[j, v] = floor(S_v 2^64) for v = 1..n, strictly decreasing, then a zero sentinel; prm[j] = (n,
+    digit shift, guide shift). U's first 64 bits W decide W < c_v
+    (then U < S_v) and W > c_v (then U > S_v); W = c_v (probability 2^-64) goes on to U's next words
+    (``_tie_below``). The guide gives, for W's top bits, the count at the largest W of that bucket,
+    so the scan from it rarely moves."""
     w = next_uint64(bits)
-    n = EXP_NEG_WORDS.size
-    v = 0
-    while v < n:
-        c = EXP_NEG_WORDS[v]
-        if w > c:
-            return np.int64(v), word, left
-        if w == c:
-            if not _exp_neg_tie(bits, v + 1):
-                return np.int64(v), word, left
-            # W < e^{-(v+1)} and W >= c 2^-64 > e^{-(v+2)}: V = v + 1 (or past the table)
-            v += 1
-            if v < n:
-                return np.int64(v), word, left
-            break
-        v += 1
-    while True:
-        a, word, left = _bernoulli_exp_minus_one(bits, word, left)
-        if not a:
-            return np.int64(v), word, left
-        v += 1
+    i = np.int64(guide[j, w >> np.uint64(prm[j, 2])])
+    while w < c[j, i + 1]:
+        i += 1
+    if w == c[j, i + 1] and _tie_below(bits, key, j, i + 1):
+        i += 1  # U < S_{i+1} with W = c_{i+1} > c_{i+2}: U > S_{i+2}, the count stops here
+    return i
 
 
 @numba.njit(cache=True)
-def _discrete_laplace_fast(bits, word, left, s, t, tbits, vmax):
-    """Lap_Z(t/s) (the law of ``_discrete_laplace``): CKS Algorithm 2 with its block count V drawn by
-    ``_exp_tail_count`` (one 64-bit uniform and ~1.6 comparisons instead of ~2.7 Bernoulli trials;
-    measured 0.81-0.85x the time of ``_discrete_laplace`` at scale 2^16)."""
-    while True:
+def _discrete_laplace_block(bits, word, left, c, guide, prm, gmax, key, out):
+    """out[:] = iid Lap_Z(t/s) by exact inversion of its geometric magnitude's binary digit groups
+    (``dpverify._inversion``); returns the bit buffer (word, left).
+
+    G with P[G = g] proportional to e^{-lambda g} (lambda = s/t) has independent binary digits, so G is
+    the sum of independent groups, each drawn by inverting one 64-bit uniform against certified
+    thresholds (``_count_below``): rows 0..r-2 are the low groups (digits [a, a + w), a truncated
+    geometric of ratio e^{-lambda 2^a} on [0, 2^w)), row r-1 the count H of blocks of 2^J (geometric of
+    ratio e^{-lambda 2^J}, continued past its table by memorylessness). Then CKS Algorithm 2's sign:
+    (b, G) = (1, 0) restarts. Draws with G >= gmax restart (exact conditioning): gmax = the number of y
+    with s y < t (vmax + 1), so for s = 1 the law is exactly ``_discrete_laplace``'s (which restarts
+    U + t V >= t (vmax + 1)); for s > 1 the two conditionings differ at one point of probability below
+    e^{-(2^62/t - 2)}. (c, guide, prm, gmax, key): ``_inversion.laplace_tables``.
+
+    A block, not one draw: this loop inlined into a caller's per-draw loop (numba ``inline="always"``)
+    ran at half the speed of the same loop written out here (measured; the nested inlining of
+    ``_count_below`` is lost), so callers draw their noise in blocks: iid draws, the same law in any order."""
+    top = prm.shape[0] - 1
+    ntop = prm[top, 0]
+    shift = prm[top, 1]
+    hmax = gmax >> shift
+    for i in range(out.size):
         while True:
-            u, word, left = _uniform_int(bits, word, left, t, tbits)
-            d, word, left = _bernoulli_exp_unit(bits, word, left, u, t)
-            if d:
-                break
-        v, word, left = _exp_tail_count(bits, word, left)
-        if v > vmax:
-            continue  # U + t V would reach 2**62: restart (exact conditioning, as _geometric_exp)
-        x = u + t * v
-        y = x if s == 1 else x // s
-        b, word, left = _take_bits(bits, word, left, 1)
-        if b == 1 and y == 0:
-            continue
-        return (-y if b == 1 else y), word, left
+            y = np.int64(0)
+            for j in range(top):
+                y += _count_below(bits, c, guide, prm, j, key) << prm[j, 1]
+            h = np.int64(0)
+            while True:
+                v = _count_below(bits, c, guide, prm, top, key)
+                h += v
+                if v < ntop:
+                    break
+            if h > hmax:
+                continue
+            y += h << shift
+            if y >= gmax:
+                continue
+            b, word, left = _take_bits(bits, word, left, 1)
+            if b == 1 and y == 0:
+                continue
+            out[i] = -y if b == 1 else y
+            break
+    return word, left
 
 
 @numba.njit(cache=True)
@@ -364,6 +424,80 @@ def _discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax):
         c, word, left = _bernoulli_exp(bits, word, left, big_a * big_a, d)
         if c:
             return y, word, left
+
+
+@numba.njit(cache=True)
+def _discrete_gaussian_block(bits, word, left, p, q, t, ymax, c, guide, prm, gmax, key, table, table_key, out):
+    """out[:] = iid N_Z(0, p/q) conditioned on |X| <= ymax: ``_discrete_gaussian``'s law (CKS Algorithm
+    3), its candidates Lap_Z(t) drawn in blocks by ``_discrete_laplace_block`` (c .. key: the tables of
+    Lap_Z(t)) and each accepted by one 64-bit comparison with ``table[|Y|]`` = floor(e^{-A^2/D} 2^64)
+    (``_inversion.gaussian_tables``: table, table_key; a tie goes on exactly, ``_tie_below``), or by
+    CKS Algorithm 1 past the table. The candidates are iid and each acceptance uses fresh bits, so
+    taking them from a block leaves every output the first accepted candidate of an iid sequence."""
+    d = 2 * p * q * t * t
+    cand = np.empty(min(4096, out.size + out.size // 2 + 16), dtype=np.int64)  # ~1.3 candidates per output
+    pos = cand.size
+    for i in range(out.size):
+        while True:
+            if pos == cand.size:
+                word, left = _discrete_laplace_block(bits, word, left, c, guide, prm, gmax, key, cand)
+                pos = 0
+            y = cand[pos]
+            pos += 1
+            a = abs(y)
+            if a > ymax:
+                continue
+            big_a = a * q * t - p
+            if big_a == 0:
+                out[i] = y  # e^0: always accepted
+                break
+            if a < table.size:
+                w = next_uint64(bits)
+                if w < table[a] or (w == table[a] and _tie_below(bits, table_key, np.int64(0), big_a * big_a)):
+                    out[i] = y
+                    break
+                continue
+            ok, word, left = _bernoulli_exp(bits, word, left, big_a * big_a, d)
+            if ok:
+                out[i] = y
+                break
+    return word, left
+
+
+@numba.njit(cache=True)
+def _discrete_gaussian_magnitude_block(bits, word, left, p, q, ymax, c, guide, prm, key, out):
+    """out[:] = iid N_Z(0, p/q) conditioned on |X| <= ymax (``_discrete_gaussian``'s law) by exact
+    inversion of |X|: one 64-bit uniform against floor(P[|X| >= v] 2^64), v = 1..n
+    (``_inversion.gaussian_magnitude_tables``), and a fair sign for |X| > 0. Past the table (|X| >= n,
+    probability < 2^-32) |X| = n + G exactly, G by rejection: P[G = g | |X| >= n] is proportional to
+    e^{-n g/sigma^2} e^{-g^2/(2 sigma^2)}, so G ~ geometric of scale sigma^2/n (CKS Algorithm 2's
+    half, ``_geometric_exp``) accepted with probability e^{-g^2 q/(2p)} (CKS Algorithm 1). Draws past
+    ymax restart (exact conditioning)."""
+    n = prm[0, 0]
+    s = n * q  # the tail's geometric: scale p/(n q) = sigma^2/n
+    tbits = _bit_length(p)
+    vmax = _vmax(p)
+    for i in range(out.size):
+        while True:
+            v = _count_below(bits, c, guide, prm, 0, key)
+            if v == n:
+                while True:
+                    g, word, left = _geometric_exp(bits, word, left, s, p, tbits, vmax)
+                    if g > ymax:
+                        break  # past ymax: restarted below whatever the acceptance would say
+                    ok, word, left = _bernoulli_exp(bits, word, left, g * g * q, 2 * p)
+                    if ok:
+                        break
+                v = n + g
+            if v > ymax:
+                continue
+            if v == 0:
+                out[i] = 0
+                break
+            b, word, left = _take_bits(bits, word, left, 1)
+            out[i] = -v if b == 1 else v
+            break
+    return word, left
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,14 +627,9 @@ def _fill_discrete_laplace(rng, s, t, out):
 
 
 @numba.njit(cache=True)
-def _fill_discrete_laplace_fast(rng, s, t, out):
-    bits = rng.bit_generator
-    tbits = _bit_length(t)
-    vmax = _vmax(t)
-    word = np.int64(0)
-    left = 0
-    for i in range(out.size):
-        out[i], word, left = _discrete_laplace_fast(bits, word, left, s, t, tbits, vmax)
+def _fill_discrete_laplace_inv(rng, lap, out):
+    c, guide, prm, gmax, key = lap
+    _discrete_laplace_block(rng.bit_generator, np.int64(0), 0, c, guide, prm, gmax, key, out)
 
 
 @numba.njit(cache=True)
@@ -512,6 +641,19 @@ def _fill_discrete_gaussian(rng, p, q, t, ymax, out):
     left = 0
     for i in range(out.size):
         out[i], word, left = _discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax)
+
+
+@numba.njit(cache=True)
+def _fill_discrete_gaussian_inv(rng, p, q, t, ymax, lap, accept, out):
+    c, guide, prm, gmax, key = lap
+    table, table_key = accept
+    _discrete_gaussian_block(rng.bit_generator, np.int64(0), 0, p, q, t, ymax, c, guide, prm, gmax, key, table, table_key, out)
+
+
+@numba.njit(cache=True)
+def _fill_discrete_gaussian_magnitude(rng, p, q, ymax, tables, out):
+    c, guide, prm, key = tables
+    _discrete_gaussian_magnitude_block(rng.bit_generator, np.int64(0), 0, p, q, ymax, c, guide, prm, key, out)
 
 
 @numba.njit(cache=True)

@@ -20,8 +20,9 @@ between -1/(6 g^2) (rewards on the grid) and +1/(12 g^2) (fractional part 1/2), 
 eps^2/(12 g^2) <= 1.9e-7 (relative, at eps = 100, the largest the runner takes) of the idealised
 2/eps^2; at eps = 1 within 1.9e-11. A power of two keeps the encoding x g exact in floating point (x g - floor(x g) is the exact
 fractional part the rounding draws on); rewards that are already on the grid (Bernoulli rewards,
-all of Ren et al.'s and the ICLR paper's Bernoulli arms) are encoded without any draw. The exact
-sampler's cost does not depend on g.
+all of Ren et al.'s and the ICLR paper's Bernoulli arms) are encoded exactly: their rounding's 8 coin
+bits cannot move them (the coin is drawn anyway, branch-free, ``_protocol_kernels._round``). The
+exact sampler's cost hardly depends on g (its tables do: ``dpverify._inversion``).
 """
 
 from __future__ import annotations

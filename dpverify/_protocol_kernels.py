@@ -35,6 +35,7 @@ from numba.np.random.generator_core import next_double
 
 from accounting._validation import AccountingError, check_nonnegative, check_positive
 
+from . import _inversion
 from . import _kernels as K
 from ._samplers import _MAX_SKELLAM_VARIANCE, _check_polya, _check_rng, _scale, as_rational, discrete_gaussian_range
 
@@ -84,8 +85,8 @@ def _user_noise(bits, word, left, kind, r, beta, p0, q1, p00, c1, c2, p, q, t, y
         return K._polya_difference(bits, r, beta, p0, q1, p00, c1, c2), word, left
     if kind == 3:
         return K._discrete_gaussian(bits, word, left, p, q, t, ymax, tbits, vmax)
-    if kind == 4:  # Lap_Z(t/q), a new kind: the faster sampler (same law; no earlier stream to keep)
-        return K._discrete_laplace_fast(bits, word, left, q, t, tbits, vmax)
+    if kind == 4:  # Lap_Z(t/q); the curator's hot path (laplace_messages) draws it in blocks instead
+        return K._discrete_laplace(bits, word, left, q, t, tbits, vmax)
     return np.int64(0), word, left
 
 
@@ -102,22 +103,67 @@ def _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out):
     for i in range(xg.size):
         head = math.floor(xg[i])
         xhat = np.int64(head)
-        if xg[i] != head:
-            if kind == 4:
-                # the float-safe curator (a new kind, no earlier stream to keep): 32 bits of the buffer
-                # decide the rounding unless they tie with the fraction's (then fresh draws), exactly
-                w, word, left = K._take_bits(bits, word, left, 32)
-                if _split_bernoulli(w, 32, xg[i] - head, bits):
-                    xhat += 1
-            elif _bernoulli_dyadic(bits, xg[i] - head):
-                xhat += 1
-        if kind == 4:  # the float-safe curator's hot path: the sampler directly, not through _user_noise's 17 arguments
-            eta, word, left = K._discrete_laplace_fast(bits, word, left, q, t, tbits, vmax)
-        elif kind == 2:
+        if xg[i] != head and _bernoulli_dyadic(bits, xg[i] - head):
+            xhat += 1
+        if kind == 2:
             eta = K._skellam(rng, half_mu)
         else:
             eta, word, left = _user_noise(bits, word, left, kind, r, beta, p0, q1, p00, c1, c2, p, q, t, ymax, tbits, vmax)
         out[i] = xhat + eta if m == 0 else (xhat + eta) % m
+
+
+#: random bits per randomised rounding from the bit buffer: a tie with the fraction's first bits
+#: (probability 2^-8) goes on with fresh draws, so the law is exact; 6 roundings per 53-bit draw
+ROUNDING_BITS = 8
+
+
+@numba.njit(cache=True, inline="always")
+def _round(bits, word, left, xg):
+    """(floor(xg) + Bernoulli(xg - floor(xg)), word, left) exactly, for |xg| < 2^52: with X =
+    floor(xg 2^8) (exact: a power-of-two scaling), floor(xg) = X >> 8 and the fraction's first 8 bits
+    are X & 255; 8 uniform bits w round up when w < X & 255, and a tie (w equal to them) goes on with
+    fresh draws against the rest of the fraction. Branch-free but for the tie: the rewards' on- and
+    off-grid values alternate at random, and a mispredicted branch cost more than the 8 bits."""
+    scaled = xg * 256.0
+    big = math.floor(scaled)
+    x = np.int64(big)
+    w, word, left = K._take_bits(bits, word, left, ROUNDING_BITS)
+    low = x & 255
+    xhat = (x >> 8) + (1 if w < low else 0)
+    if w == low and scaled != big and _bernoulli_dyadic(bits, scaled - big):
+        xhat += 1
+    return xhat, word, left
+
+
+@numba.njit(cache=True)
+def _laplace_messages(rng, xg, m, c, guide, prm, gmax, key, out):
+    """The float-safe curator's R for every user: out[i] = xhat_i + Lap_Z(b) (mod m unless m = 0).
+    The noise is drawn first, in one block (``_kernels._discrete_laplace_block``): the users' noises
+    and roundings are independent, so their order in the stream does not change the law."""
+    bits = rng.bit_generator
+    word, left = K._discrete_laplace_block(bits, np.int64(0), 0, c, guide, prm, gmax, key, out)
+    for i in range(xg.size):
+        xhat, word, left = _round(bits, word, left, xg[i])
+        out[i] = xhat + out[i] if m == 0 else (xhat + out[i]) % m
+
+
+@numba.njit(cache=True)
+def _noisy_rounded_sums(rng, x, g, c, guide, prm, gmax, key, out):
+    """out[j] = Lap_Z(b) + sum_i xhat_i for each of out.size independent runs, xhat_i the randomised
+    rounding of clamp(x_i, 0, 1) g (``_round``), in one pass per run (no clamped or scaled copy of the
+    batch; the noise first, in one block); returns the index of the first NaN, or -1."""
+    bits = rng.bit_generator
+    word, left = K._discrete_laplace_block(bits, np.int64(0), 0, c, guide, prm, gmax, key, out)
+    for j in range(out.size):
+        total = out[j]
+        for i in range(x.size):
+            v = x[i]
+            if math.isnan(v):
+                return i
+            xhat, word, left = _round(bits, word, left, min(max(v, 0.0), 1.0) * g)
+            total += xhat
+        out[j] = total
+    return -1
 
 
 @numba.njit(cache=True)
@@ -303,7 +349,10 @@ def randomize(rng: np.random.Generator, x, g: int, m: int | None, noise: str = "
     g, m, xg = _protocol_args(x, g, m)
     kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2, scale)
     out = np.empty(xg.size, dtype=np.int64)
-    _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
+    if noise == "discrete_laplace":
+        _laplace_messages(rng, xg, m, *_laplace_tables(scale), out)
+    else:
+        _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
     return out
 
 
@@ -415,7 +464,7 @@ _NO_FRACTIONS = np.empty(0, dtype=np.float64)
 _ENTRIES: dict = {}
 
 
-def _call_compiled(kernel, args: tuple) -> None:
+def _call_compiled(kernel, args: tuple):
     """``kernel(*args)``, through its compiled entry point after the first call.
 
     numba's per-call type dispatch on a ``Generator`` argument costs about as much as a small
@@ -427,14 +476,14 @@ def _call_compiled(kernel, args: tuple) -> None:
     shape = (kernel, *(_layout(a) for a in args))
     entry = _ENTRIES.get(shape)
     if entry is not None:
-        entry(*args)
-        return
-    kernel(*args)
+        return entry(*args)
+    result = kernel(*args)
     try:
         key = tuple(kernel.typeof_pyval(a) for a in args)
         _ENTRIES[shape] = kernel.overloads[key].entry_point
     except (AttributeError, KeyError, TypeError):  # another numba: keep the dispatcher
         _ENTRIES[shape] = kernel
+    return result
 
 
 def _layout(value: Any) -> Any:
@@ -454,23 +503,71 @@ def draw_summed_noise(rng: np.random.Generator, xhat_sum: int, m: int, kind: int
     return int(out[0])
 
 
+def _laplace_tables(scale) -> tuple:
+    """The inversion tables of Lap_Z(scale), validated and built once per scale (hot callers: per
+    release, per curator chunk)."""
+    return _laplace_tables_of(scale if type(scale) is Fraction else Fraction(scale))
+
+
 @functools.lru_cache(maxsize=256)
-def _laplace_message_args(g: int, scale: Fraction) -> tuple:
-    return _noise_params("discrete_laplace", None, g, 1, None, scale)
+def _laplace_tables_of(scale: Fraction) -> tuple:
+    _, _, _, _, _, q, t, _ = _noise_params("discrete_laplace", None, 1, 1, None, scale)
+    return _inversion.laplace_tables(q, t)
 
 
 def laplace_messages(rng: np.random.Generator, x, g: int, scale) -> np.ndarray:
     """y_i = xhat_i + Lap_Z(scale) for rewards x_i in [0, 1], no modulus: :func:`randomize` with
     ``m=None, noise="discrete_laplace"`` (the same draws), for the float-safe local curator, which
-    calls it once per chunk of users: the validated kernel arguments are cached by (g, scale) and
-    the kernel is called through its compiled entry point."""
+    calls it once per chunk of users: the validated kernel arguments and the sampler's tables are
+    cached by (g, scale) and the kernel is called through its compiled entry point."""
     _check_rng(rng)
     g = _check_int("g", g, 1, 1 << 52)
     xg = _encode(x, g)
-    args = _laplace_message_args(g, Fraction(scale))
     out = np.empty(xg.size, dtype=np.int64)
-    _call_compiled(_randomize, (rng, xg, 0, *args, out))
+    _call_compiled(_laplace_messages, (rng, xg, 0, *_laplace_tables(scale), out))
     return out
+
+
+def noisy_rounded_sums(rng: np.random.Generator, x, g: int, reps: int, scale) -> np.ndarray:
+    """sum_i xhat_i + Z for ``reps`` independent runs: xhat_i = floor(x_i g) + Bernoulli(frac(x_i g)), x_i
+    clamped to [0, 1], Z ~ Lap_Z(scale) (exact inversion): the float-safe central Laplace's integer
+    release (the law of :func:`server_views` with no noise and a modulus above every sum, plus one
+    discrete Laplace). One kernel call per release, through its compiled entry point. NaN is refused."""
+    _check_rng(rng)
+    arr = np.ascontiguousarray(x, dtype=np.float64)  # the compiled entry point takes C-contiguous arrays only
+    if arr.ndim != 1 or arr.size == 0:
+        raise AccountingError("x", f"array of shape {arr.shape}", "a non-empty 1-d array of rewards")
+    g = _check_int("g", g, 1, 1 << 52)
+    reps = _check_int("reps", reps, 0, _MAX_M)
+    if arr.size * g >= _MAX_M:
+        raise AccountingError("x", f"{arr.size} rewards", f"a batch with n g < 2**62 (g = {g})")
+    out = np.empty(reps, dtype=np.int64)
+    bad = _call_compiled(_noisy_rounded_sums, (rng, arr, float(g), *_laplace_tables(scale), out))
+    if bad >= 0:
+        raise AccountingError("rewards", "an array containing NaN", "rewards (NaN has no clamped value)")
+    return out
+
+
+@numba.njit(cache=True)
+def _add_box_codes(rng, y, scale, g, out):
+    # out[i] += the randomised rounding of clamp(y[i] scale, -g, g) (``_round``); one pass, no copies
+    bits = rng.bit_generator
+    word = np.int64(0)
+    left = 0
+    for i in range(y.size):
+        xhat, word, left = _round(bits, word, left, min(max(y[i] * scale, -g), g))
+        out[i] += xhat
+
+
+def add_box_codes(rng: np.random.Generator, y: np.ndarray, scale: float, g: int, out: np.ndarray) -> None:
+    """out += xhat elementwise, xhat = floor(x) + Bernoulli(x - floor(x)) exactly, x = clamp(y scale,
+    -g, g): the DP-DPE float-safe encoder into {-g, ..., g} (``dpverify._bandits.linear._privatizers``;
+    the clamp keeps float rounding inside the box). ``y`` float64 and ``out`` int64 of the same shape,
+    both C-contiguous (the compiled entry point takes them flat)."""
+    _check_rng(rng)
+    if y.shape != out.shape or y.dtype != np.float64 or out.dtype != np.int64 or not (y.flags.c_contiguous and out.flags.c_contiguous):
+        raise AccountingError("y", f"{y.dtype} {y.shape} into {out.dtype} {out.shape}", "C-contiguous float64 reports and int64 codes of one shape")
+    _call_compiled(_add_box_codes, (rng, y.reshape(-1), float(scale), float(g), out.reshape(-1)))
 
 
 def _total_noise_args(total_noise: str, scale, variance) -> tuple[int, int, int, float]:

@@ -406,9 +406,9 @@ class CentralGridLaplaceProtocol(BatchProtocol):
     randomised rounding, the integer sum plus one exact Lap_Z(b), b = g/eps, released over g.
 
     The central model of ICLR 2023 App. H.1 (Algorithms 2 and 3) without the secure-aggregation
-    modulus (DP-SE's curator sees the users' rewards): the encoder is the protocols' own
-    (``_protocol_kernels.server_views`` with no noise, reduced mod m = n g + 1, i.e. the exact
-    integer sum), the noise the exact CKS sampler. Its guarantee is ``GridDiscreteLaplace(g, b)``:
+    modulus (DP-SE's curator sees the users' rewards): the encoder is the protocols' randomised
+    rounding and the exact discrete Laplace by inversion (``_protocol_kernels.noisy_rounded_sums``:
+    clamp, round and sum in one pass, the exact integer sum, plus Lap_Z(b)). Its guarantee is ``GridDiscreteLaplace(g, b)``:
     exactly eps-DP per user (b rounded up to a rational the sampler takes when g/eps is not one:
     then (g/b)-DP, which is what is charged). ``grid`` defaults to 2^16 (``dpverify._noise``).
     """
@@ -421,8 +421,9 @@ class CentralGridLaplaceProtocol(BatchProtocol):
         check_positive("epsilon", self.epsilon)
         self.scale  # validated once: the exact sampler must take g/eps
 
-    @property
+    @functools.cached_property
     def scale(self) -> Fraction:
+        # cached: every release asks for it (guarantee, noise), and eps -> g/eps is exact Fraction work
         return _noise.grid_laplace_scale(self.epsilon, self.grid)
 
     def guarantee(self, n: int) -> Any:
@@ -451,7 +452,7 @@ class CentralGridLaplaceProtocol(BatchProtocol):
         return self.grid
 
     def estimate_from_rounded_sum(self, xhat_sum: int, n: int, rng: np.random.Generator) -> float:
-        return (int(xhat_sum) + int(_samplers.discrete_laplace(rng, self.scale))) / self.grid
+        return (int(xhat_sum) + int(_samplers.discrete_laplace(rng, self.scale, method="inversion"))) / self.grid
 
     def estimate_sum(self, rewards: Any, rng: np.random.Generator, *, path: str = "per-user") -> float:
         return float(self.estimate_sums(rewards, rng, 1, path=path)[0])
@@ -461,13 +462,8 @@ class CentralGridLaplaceProtocol(BatchProtocol):
         each run rounds every user afresh and draws its own Lap_Z."""
         if path not in _PATHS:
             raise AccountingError("path", path, f"one of {_PATHS}")
-        x = np.asarray(rewards, dtype=np.float64)
-        if np.isnan(x).any():
-            raise AccountingError("rewards", "an array containing NaN", "rewards (NaN has no clamped value)")
-        x = np.clip(x, 0.0, 1.0)
-        # the users' randomised roundings, summed exactly (mod n g + 1 > every possible sum)
-        xhat_sums = pk.server_views(rng, x, self.grid, x.size * self.grid + 1, reps, "none")
-        return (xhat_sums + _samplers.discrete_laplace(rng, self.scale, size=reps)) / self.grid
+        # the users' clamped rewards' randomised roundings summed exactly, plus Lap_Z(b): one kernel call
+        return pk.noisy_rounded_sums(rng, rewards, self.grid, reps, self.scale) / self.grid
 
     def describe(self) -> str:
         return (f"DP-SE privatizer, float-safe (rewards clamped to [0, 1], randomised rounding to the grid 1/{self.grid}, "

@@ -13,6 +13,10 @@ Exact laws (integer arithmetic, Canonne, Kamath & Steinke 2020, arXiv:2004.00010
   the parameter range is restricted so that the conditioning moves the law by < 2**-100 in total
   variation (see :func:`discrete_gaussian_range`).
 
+:func:`discrete_laplace` and :func:`discrete_gaussian` take ``method="inversion"``: the same laws by
+exact inversion against certified thresholds (``dpverify._inversion``), 3-4x faster, a different bit
+stream (the float-safe privatizers use it); the default ``"cks"`` keeps every earlier seeded stream.
+
 Float laws (parameters are real numbers; deviation from the exact law stated and tested):
 
 - :func:`polya` and :func:`polya_difference`: Polya(r, beta), including r = 2**-24 (ICLR 2023
@@ -37,7 +41,7 @@ import numpy as np
 
 from accounting._validation import AccountingError, check_nonnegative, check_positive, check_probability
 
-from . import _kernels
+from . import _inversion, _kernels
 
 __all__ = [
     "bernoulli",
@@ -170,11 +174,23 @@ def geometric(rng: np.random.Generator, scale: object, size: object = None):
     return _run(_kernels._fill_geometric_exp, rng, (s, t), size, np.int64)
 
 
-def discrete_laplace(rng: np.random.Generator, scale: object, size: object = None):
+_METHODS = ("cks", "inversion")
+
+
+def _check_method(method: object) -> str:
+    if method not in _METHODS:
+        raise AccountingError("method", method, f"one of {_METHODS} (the same law; 'cks' keeps the earlier seeded streams)")
+    return str(method)
+
+
+def discrete_laplace(rng: np.random.Generator, scale: object, size: object = None, *, method: str = "cks"):
     """Lap_Z(scale): P[X = x] = (e^{1/b} - 1)/(e^{1/b} + 1) e^{-|x|/b}, b = scale rational > 0;
-    exact (CKS Algorithm 2). Numerator <= 2**61, denominator <= 2**62."""
+    exact (CKS Algorithm 2, or ``method="inversion"``: ``dpverify._inversion``). Numerator <= 2**61,
+    denominator <= 2**62."""
     _check_rng(rng)
     s, t = _scale("scale", scale)
+    if _check_method(method) == "inversion":
+        return _run(_kernels._fill_discrete_laplace_inv, rng, (_inversion.laplace_tables(s, t),), size, np.int64)
     return _run(_kernels._fill_discrete_laplace, rng, (s, t), size, np.int64)
 
 
@@ -216,12 +232,20 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
     return p, q, t, ymax
 
 
-def discrete_gaussian(rng: np.random.Generator, sigma2: object, size: object = None):
+def discrete_gaussian(rng: np.random.Generator, sigma2: object, size: object = None, *, method: str = "cks"):
     """N_Z(0, sigma^2): P[X = x] proportional to exp(-x^2 / (2 sigma^2)), sigma^2 rational (CKS
     Algorithm 3, exact up to a truncation costing < 2**-100 in total variation; see
-    :func:`discrete_gaussian_range` for the accepted range)."""
+    :func:`discrete_gaussian_range` for the accepted range). ``method="inversion"``: the same law by
+    exact inversion of |X| (``dpverify._inversion``) for sigma^2 <= 2^20, else Algorithm 3 with its
+    candidates and acceptances by exact inversion."""
     _check_rng(rng)
     p, q, t, ymax = discrete_gaussian_range(sigma2)
+    if _check_method(method) == "inversion":
+        if p <= _inversion.GAUSS_TABLE_MAX_SIGMA2 * q:  # |X| by one inversion
+            tables = _inversion.gaussian_magnitude_tables(p, q, ymax)
+            return _run(_kernels._fill_discrete_gaussian_magnitude, rng, (p, q, ymax, tables), size, np.int64)
+        tables = (_inversion.laplace_tables(1, t), _inversion.gaussian_tables(p, q, t, ymax))
+        return _run(_kernels._fill_discrete_gaussian_inv, rng, (p, q, t, ymax, *tables), size, np.int64)
     return _run(_kernels._fill_discrete_gaussian, rng, (p, q, t, ymax), size, np.int64)
 
 

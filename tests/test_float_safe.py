@@ -26,6 +26,7 @@ The same check, run with ``noise="idealised"``, fails LDP-UCB-L, -LS and DP-SE: 
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import math
 import re
@@ -473,69 +474,183 @@ def test_snapping_ln_is_correctly_rounded():
     assert abs(np.mean(e == 1) - 0.5) < 0.05 and abs(np.mean(e == 2) - 0.25) < 0.05
 
 
-# ---- the curator's discrete Laplace: CKS Algorithm 2 with its block count by inversion ---------------
+# ---- the exact inversion samplers (dpverify._inversion) ----------------------------------------------
 
 
-def test_exp_thresholds_are_certified():
-    """EXP_NEG_WORDS[v - 1] = floor(e^{-v} 2^64) exactly (mpmath at 400 bits), strictly decreasing;
-    exp_neg_word gives the next words of the expansion."""
+def test_inversion_thresholds_are_certified():
+    """tail_words against mpmath at 400 bits: the first and later words of S_v for the truncated and the
+    untruncated geometric tails (tables of the curator's scale 2^16, a scale with s > 1, and
+    e^{-A^2/D}); every row of those tables strictly decreasing with its zero sentinel; the guide gives
+    the exact count at each bucket's largest word."""
     import mpmath
 
+    from dpverify import _inversion as I
     from dpverify import _kernels as K
 
     ctx = mpmath.MPContext()
     ctx.prec = 400
-    assert [int(w) for w in K.EXP_NEG_WORDS] == [int(ctx.floor(ctx.exp(-v) * 2**64)) for v in range(1, 41)]
-    assert all(a > b for a, b in zip(K.EXP_NEG_WORDS[:-1], K.EXP_NEG_WORDS[1:]))
+
+    def word(num, den, trunc, v, k):
+        a = ctx.mpf(num) / den
+        s = ctx.exp(-a * v)
+        if trunc:
+            s = (s - ctx.exp(-a * trunc)) / (1 - ctx.exp(-a * trunc))
+        return int(ctx.floor(s * 2 ** (64 * k))) % 2**64
+
+    for num, den, trunc, v, k in ((1, 65536, 256, 1, 1), (1, 65536, 256, 255, 2), (256, 65536, 256, 77, 1),
+                                  (65536, 65536, 0, 3, 3), (7, 3, 0, 1, 1), (1, 2 * 9 * 16, 0, 25, 2)):
+        assert K.tail_word(num, den, trunc, v, k) == word(num, den, trunc, v, k), (num, den, trunc, v, k)
     for v, k in ((1, 2), (3, 2), (7, 4)):
-        assert K.exp_neg_word(v, k) == int(ctx.floor(ctx.exp(-v) * 2 ** (64 * k))) % 2**64
+        assert K.exp_neg_word(v, k) == word(1, 1, 0, v, k)
+    for s_, t in ((1, 2**16), (3, 7), (1, 5 * 2**20)):
+        c, guide, prm, _, key = I.laplace_tables(s_, t)
+        for j, (n, shift, gshift) in enumerate(prm.tolist()):
+            # row j: digits [shift, shift + w) of the magnitude (a truncated geometric), or the block count
+            num, den, trunc = s_ << shift, t, (0 if j == prm.shape[0] - 1 else n + 1)
+            row = [int(x) for x in c[j, 1:n + 1]]
+            assert row == [word(num, den, trunc, v, 1) for v in range(1, n + 1)]
+            assert all(a > b for a, b in itertools.pairwise(row)) and c[j, n + 1] == 0
+            assert K.TABLE_ROWS[key][j][1] == n and K.TABLE_ROWS[key][j][0](n, 2) == word(num, den, trunc, n, 2)
+            for bucket in range(0, guide.shape[1], 37):
+                top = ((bucket + 1) << gshift) - 1  # the bucket's largest 64-bit word
+                assert guide[j, bucket] == sum(1 for x in row if x > top)
+    table, key = I.gaussian_tables(9, 1, 4, 100)
+    assert [int(x) for x in table[1:]] == [word(1, 2 * 9 * 16, 0, (a * 4 - 9) ** 2, 1) for a in range(1, table.size)]
+
+    def gauss_word(p, q, v, k):  # P[|X| >= v] for X ~ N_Z(0, p/q), the sum to 60 sigma in mpmath
+        terms = [ctx.exp(-ctx.mpf(q) * u * u / (2 * p)) for u in range(60 * (math.isqrt(p // q) + 1) + 60)]
+        tail = 2 * ctx.fsum(terms[v:])
+        return int(ctx.floor(tail / (terms[0] + 2 * ctx.fsum(terms[1:])) * 2 ** (64 * k))) % 2**64
+
+    for p, q in ((10, 3), (3000, 1)):
+        vs = (1, 2, 5, 40)
+        assert I.gaussian_tail_words(p, q, vs, 1) == [gauss_word(p, q, v, 1) for v in vs]
+        assert I.gaussian_tail_words(p, q, vs, 2) == [gauss_word(p, q, v, 2) for v in vs]
+    c, guide, prm, key = I.gaussian_magnitude_tables(3000, 1, 10**6)
+    n = int(prm[0, 0])
+    assert [int(x) for x in c[0, 1:n + 1]] == I.gaussian_tail_words(3000, 1, range(1, n + 1), 1)
+    assert c[0, n] >= 2**32 and I.gaussian_tail_words(3000, 1, (n + 1,), 1)[0] < 2**32 and c[0, n + 1] == 0
 
 
-def test_tail_count_tie_path_is_exact():
+def test_tie_path_is_exact():
     """The 64-bit tie path (probability 2^-64 in use, so driven directly here): given W's first word
-    equal to e^{-v}'s, P[W < e^{-v}] = frac(e^{-v} 2^64) = 0.72996... for v = 1. 4,000 calls (each
-    computes e^{-1}'s second word in Arb); two-sided binomial test at level 1e-6; power > 0.999
-    against a tie path that always says yes (or no), or decides by a fair coin (|0.73 - 0.5| = 0.23
-    is 32 standard deviations)."""
+    equal to S_v's, P[U < S_v] = frac(S_v 2^64) (to 2^-64). e^{-1}: 0.72996...; the curator's first
+    low group at v = 100: frac = 0.5237...; 4,000 calls each (each computes the next word in Arb);
+    two-sided binomial tests at level 1e-6; power > 0.999 against a tie path that always says yes
+    (or no), or decides by a fair coin (0.23 from 0.5 is 32 standard deviations; 0.024 from 0.5 only
+    3, so the coin alternative is the e^{-1} case's). Past a row (the zero sentinel) the answer is no,
+    with no draw."""
     from scipy import stats
 
+    from dpverify import _inversion as I
     from dpverify import _kernels as K
 
     bits = np.random.PCG64(31)
     hits = sum(bool(K._exp_neg_tie(bits, 1)) for _ in range(4000))
     p = K.exp_neg_word(1, 2) / 2**64  # frac(e^{-1} 2^64) to 64 bits: the next words move it by < 2^-64
     assert stats.binomtest(hits, 4000, p).pvalue > 1e-6, (hits, p)
+    *_, key = I.laplace_tables(1, 2**16)
+    hits = sum(bool(K._tie_below(bits, key, 0, 100)) for _ in range(4000))
+    p = K.tail_word(1, 2**16, 256, 100, 2) / 2**64
+    assert stats.binomtest(hits, 4000, p).pvalue > 1e-6, (hits, p)
+    state = bits.state
+    assert not K._tie_below(bits, key, 0, 256) and bits.state == state
 
 
-def test_fast_discrete_laplace_has_the_cks_law():
-    """_discrete_laplace_fast against the exact pmf of Lap_Z(t/s): scale 3 (s = 1), 7/3 (s = 3) and
-    65536 (the curator's, binned by multiples of 2^14). Chi-square on 10^6 draws each, level 1e-6;
-    power > 0.999 against a 2% change of the scale (computed). The block count alone: its law is
-    P[V = v] = (1 - e^{-1}) e^{-v}."""
-    from dpverify import _kernels as K
-
-    out = np.empty(10**6, dtype=np.int64)
-    for s, t, lo, hi in ((1, 3, -60, 60), (3, 7, -50, 50)):
-        K._fill_discrete_laplace_fast(np.random.default_rng(t), s, t, out)
-        null = _dlap_pmf(Fraction(t, s), lo, hi)
-        tail = (1 - null.sum()) / 2
-        res = integer_gof(out, lo, null, alpha=1e-6, lower_tail=tail, upper_tail=tail)
-        assert not res.rejected, (s, t, str(res))
-        wrong = _dlap_pmf(Fraction(t, s) * Fraction(102, 100), lo, hi)
-        wrong_tail = (1 - wrong.sum()) / 2
-        assert res.power_against(wrong, wrong_tail, wrong_tail) > 0.999
-    # the curator's scale: |Z| // 2^14 is geometric-like; compare the binned exact law
-    K._fill_discrete_laplace_fast(np.random.default_rng(5), 1, 2**16, out)
-    b, width = 2**16, 2**14
+def _binned_laplace_counts(out, b, width, cells):
     q = math.exp(-1 / b)
-    edges = np.arange(0, 40) * width  # P[|Z| >= k] = 2 q^k / (1 + q) for k >= 1
+    edges = np.arange(0, cells) * width  # P[|Z| >= k] = 2 q^k / (1 + q) for k >= 1
     upper = np.array([1.0] + [2 * q**k / (1 + q) for k in edges[1:]])
-    cells = np.append(upper[:-1] - upper[1:], upper[-1])
-    counts = np.bincount(np.minimum(np.abs(out) // width, cells.size - 1), minlength=cells.size)
+    probs = np.append(upper[:-1] - upper[1:], upper[-1])
+    counts = np.bincount(np.minimum(np.abs(out) // width, cells - 1), minlength=cells)
+    return counts, probs
+
+
+def test_inversion_discrete_laplace_at_the_privatizers_scales():
+    """The inversion sampler at the curator's scale 2^16 (two digit groups of 8) and at 5 2^20 (three
+    groups of 8, 8, 7), |Z| binned by b/4 into 40 cells, plus the sign: chi-square on 10^6 draws each
+    at level 1e-6; power > 0.999 against the same sampler at scale 2% off (computed), and that wrong
+    variant is rejected by the same test. (Small scales, one group and none: tests/test_samplers.py.)"""
     from _gof import counts_gof
 
-    assert not counts_gof(counts, cells, alpha=1e-6).rejected
-    bits = np.random.PCG64(8)
-    v = np.array([K._exp_tail_count(bits, 0, 0)[0] for _ in range(100_000)])
-    geometric = (1 - math.exp(-1)) * np.exp(-np.arange(12.0))
-    assert not integer_gof(v, 0, geometric, alpha=1e-6, upper_tail=math.exp(-12)).rejected
+    for b in (2**16, 5 * 2**20):
+        width = b // 4
+        out = _samplers.discrete_laplace(np.random.default_rng(b), b, 10**6, method="inversion")
+        counts, probs = _binned_laplace_counts(out, b, width, 40)
+        res = counts_gof(counts, probs, alpha=1e-6)
+        assert not res.rejected, (b, str(res))
+        assert abs(int((out > 0).sum()) - int((out < 0).sum())) < 5 * math.sqrt(10**6)
+        _, wrong_probs = _binned_laplace_counts(out, b * 1.02, width, 40)
+        assert res.power_against(wrong_probs) > 0.999
+        wrong = _samplers.discrete_laplace(np.random.default_rng(b + 1), Fraction(b * 102, 100), 10**6, method="inversion")
+        wrong_counts, _ = _binned_laplace_counts(wrong, b, width, 40)
+        assert counts_gof(wrong_counts, probs, alpha=1e-6).rejected, b
+
+
+def test_inversion_discrete_gaussian_magnitude_tail_path():
+    """The magnitude sampler past its table (|X| >= n: a geometric proposal accepted by CKS Algorithm 1),
+    driven by cutting the table to n = 2 at sigma^2 = 10/3 (|X| >= 2 has probability 0.24) and n = 1 at
+    sigma^2 = 2 (0.52). Chi-square against the exact pmf, 10^6 draws each, level 1e-6; power > 0.999
+    against sigma 2% off (computed)."""
+    import naive
+
+    from dpverify import _inversion as I
+    from dpverify import _kernels as K
+
+    for sigma2, cut in ((Fraction(10, 3), 2), (Fraction(2), 1)):
+        p, q, _, ymax = _samplers.discrete_gaussian_range(sigma2)
+        c, guide, prm, key = I.gaussian_magnitude_tables(p, q, ymax)
+        c, guide, prm = c.copy(), np.minimum(guide, cut), prm.copy()
+        c[0, cut + 1:] = 0  # the scan's sentinel after the cut
+        prm[0, 0] = cut
+        out = np.empty(10**6, dtype=np.int64)
+        K._fill_discrete_gaussian_magnitude(np.random.default_rng(p + cut), p, q, ymax, (c, guide, prm, key), out)
+        lo, probs, lower, upper = naive.discrete_gaussian_pmf(sigma2, 25)
+        res = integer_gof(out, lo, probs, alpha=1e-6, lower_tail=lower, upper_tail=upper)
+        assert not res.rejected, (sigma2, str(res))
+        _, alt, alt_lo, alt_hi = naive.discrete_gaussian_pmf(sigma2 * Fraction(102, 100) ** 2, 25)
+        assert res.power_against(alt, alt_lo, alt_hi) > 0.999
+
+
+def test_inversion_discrete_gaussian_edge_paths():
+    """The Algorithm-3 inversion discrete Gaussian (sigma^2 > 2^20 in use; driven here at small sigma
+    through its kernel) and its two rare paths: sigma^2 = 2 (t = 2: |Y| = 1 has A = 0,
+    accepted without a draw) and sigma^2 = 10/3 with its acceptance table cut to 3 entries (every
+    candidate with |Y| >= 3 decided by CKS Algorithm 1 instead). Chi-square against the exact pmf,
+    10^6 draws each, level 1e-6; power > 0.999 against sigma 2% off (computed)."""
+    import naive
+
+    from dpverify import _inversion as I
+    from dpverify import _kernels as K
+
+    for sigma2, cut in ((Fraction(2), None), (Fraction(10, 3), 3)):
+        p, q, t, ymax = _samplers.discrete_gaussian_range(sigma2)
+        table, key = I.gaussian_tables(p, q, t, ymax)
+        out = np.empty(10**6, dtype=np.int64)
+        K._fill_discrete_gaussian_inv(np.random.default_rng(p), p, q, t, ymax, I.laplace_tables(1, t),
+                                      (table[:cut] if cut else table, key), out)
+        lo, probs, lower, upper = naive.discrete_gaussian_pmf(sigma2, 25)
+        res = integer_gof(out, lo, probs, alpha=1e-6, lower_tail=lower, upper_tail=upper)
+        assert not res.rejected, (sigma2, str(res))
+        _, alt, alt_lo, alt_hi = naive.discrete_gaussian_pmf(sigma2 * Fraction(102, 100) ** 2, 25)
+        assert res.power_against(alt, alt_lo, alt_hi) > 0.999
+
+
+def test_randomised_rounding_is_exact_including_its_tie_path():
+    """_protocol_kernels._round, through add_box_codes: x = -2.5 + 2^-9 rounds to -2 with probability
+    frac(x) = 0.501953125 exactly; 8 uniform bits decide unless they equal the fraction's first 8
+    (128, probability 2^-8), and then the rest of the fraction (1/2) decides. 10^7 draws, two-sided
+    binomial test at level 1e-6; a tie path that always says no (0.5) or yes (0.50390625) is 12
+    standard deviations away (power > 0.999999)."""
+    from scipy import stats
+
+    x = -2.5 + 2.0**-9
+    n = 10**7
+    out = np.zeros(n, dtype=np.int64)
+    pk.add_box_codes(np.random.default_rng(12), np.full(n, x), 1.0, 10, out)
+    assert set(np.unique(out)) <= {-3, -2}
+    ups = int((out == -2).sum())
+    p = x - math.floor(x)
+    assert stats.binomtest(ups, n, p).pvalue > 1e-6, (ups / n, p)
+    for wrong in (0.5, 0.50390625):
+        assert stats.binomtest(ups, n, wrong).pvalue < 1e-6

@@ -91,14 +91,17 @@ def test_release_is_a_function_of_integer_codes_and_integer_noise(cls, path: str
     params = protocol.grid_noise(n, s)
     out = protocol.release(reports, np.random.default_rng(77), path=path)
     replay = np.random.default_rng(77)
-    codes = protocol.encode(reports, replay)
     if cls is CentralDiscreteGaussian:
-        noise = discrete_gaussian(replay, params.sigma2, size=s)
+        codes = protocol.encode(reports, replay)
+        noise = discrete_gaussian(replay, params.sigma2, size=s, method="inversion")
     elif path == "aggregate":  # the n clients' noise summed in one certified draw of N_Z(0, n sigma^2)
         assert protocol.summed_noise_in_one_draw(n, s)
-        noise = discrete_gaussian(replay, n * params.sigma2, size=s)
-    else:
-        noise = discrete_gaussian(replay, params.sigma2, size=(n, s)).sum(axis=0)
+        codes = protocol.encode(reports, replay)
+        noise = discrete_gaussian(replay, n * params.sigma2, size=s, method="inversion")
+    else:  # each client's message: its noise drawn first (one block for all clients), then its code added
+        client_noise = discrete_gaussian(replay, params.sigma2, size=(n, s), method="inversion")
+        noise = client_noise.sum(axis=0)
+        codes = protocol.encode(reports, replay)
     assert np.array_equal(out, (codes.sum(axis=0) + noise) * (B / (params.grid * n)))
 
 

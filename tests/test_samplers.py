@@ -23,7 +23,7 @@ import naive
 from _gof import counts_gof, integer_gof
 
 FAMILY_ALPHA = 1e-6
-N_GOF_TESTS = 27
+N_GOF_TESTS = 34
 ALPHA = FAMILY_ALPHA / N_GOF_TESTS
 N = 1_000_000
 
@@ -66,36 +66,55 @@ def test_geometric():
     check_fit(S.geometric(rng_for("geom"), Fraction(10, 3), N), lo, probs, lower, upper)
 
 
+@pytest.mark.parametrize("method", ["cks", "inversion"])
 @pytest.mark.parametrize("scale", [Fraction(1), Fraction(3, 2), Fraction(1000)])
-def test_discrete_laplace(scale):
-    """Lap_Z(scale) against its closed form, N = 1e6."""
+def test_discrete_laplace(scale, method):
+    """Lap_Z(scale) against its closed form, N = 1e6, by CKS Algorithm 2 and by exact inversion (the
+    scales cover the inversion sampler's shapes: no digit group (b = 1), one group of one digit with
+    s = 2 (b = 3/2), one group of ten digits (b = 1000))."""
     half = int(40 * scale) + 5
     lo, probs, lower, upper = naive.discrete_laplace_pmf(scale, half)
-    check_fit(S.discrete_laplace(rng_for(f"lap{scale}"), scale, N), lo, probs, lower, upper)
+    check_fit(S.discrete_laplace(rng_for(f"lap{scale}{method}"), scale, N, method=method), lo, probs, lower, upper)
 
 
+def test_discrete_laplace_inversion_wrong_scale_is_rejected():
+    """The inversion sampler at scale 3% too large (30.9 tested as 30) is rejected at N = 1e6: the
+    same test as above, whose computed power against exactly that alternative is > 1 - 1e-6."""
+    scale = Fraction(30)
+    lo, probs, lower, upper = naive.discrete_laplace_pmf(scale, 1205)
+    wrong = S.discrete_laplace(rng_for("lap-wrong"), scale * Fraction(103, 100), N, method="inversion")
+    res = integer_gof(wrong, lo, probs, alpha=ALPHA, lower_tail=lower, upper_tail=upper)
+    _, alt, alt_lo, alt_hi = naive.discrete_laplace_pmf(scale * Fraction(103, 100), 1205)
+    assert res.power_against(alt, alt_lo, alt_hi) > 1 - 1e-6
+    assert res.rejected, str(res)
+
+
+@pytest.mark.parametrize("method", ["cks", "inversion"])
 @pytest.mark.parametrize("sigma", ["0.5", "3", "1000"])
-def test_discrete_gaussian(sigma):
+def test_discrete_gaussian(sigma, method):
     """N_Z(0, sigma^2) at sigma = 0.5, 3, 1000 against the mpmath pmf, N = 1e6 (2e6 at sigma =
-    1000, where binning costs power against a 1% scale error)."""
+    1000, where binning costs power against a 1% scale error), by CKS Algorithm 3 and with its
+    candidates and acceptances by exact inversion (the acceptance's A = 0 and past-the-table paths
+    are driven in tests/test_float_safe.py)."""
     sigma2 = Fraction(sigma) ** 2
     half = int(8 * Fraction(sigma)) + 3
     lo, probs, lower, upper = naive.discrete_gaussian_pmf(sigma2, half)
-    x = S.discrete_gaussian(rng_for(f"dg{sigma}"), sigma2, 2 * N if sigma == "1000" else N)
+    x = S.discrete_gaussian(rng_for(f"dg{sigma}{method}"), sigma2, 2 * N if sigma == "1000" else N, method=method)
     res = check_fit(x, lo, probs, lower, upper)
     # the same test is sensitive to sigma 1% off: its computed power is essentially 1
     _, alt, alt_lo, alt_hi = naive.discrete_gaussian_pmf(sigma2 * Fraction(101, 100) ** 2, half)
     assert res.power_against(alt, alt_lo, alt_hi) > 0.999
 
 
-def test_discrete_gaussian_wrong_sigma_is_rejected():
+@pytest.mark.parametrize("method", ["cks", "inversion"])
+def test_discrete_gaussian_wrong_sigma_is_rejected(method):
     """A sampler with sigma 1% too large (sigma = 3.03 tested as 3) is rejected at N = 1e6.
 
     The computed power of this test against exactly that alternative is > 1 - 1e-6, so this test
     fails by chance with probability < 1e-6."""
     sigma2 = Fraction(9)
     lo, probs, lower, upper = naive.discrete_gaussian_pmf(sigma2, 30)
-    wrong = S.discrete_gaussian(rng_for("dg-wrong"), sigma2 * Fraction(101, 100) ** 2, N)
+    wrong = S.discrete_gaussian(rng_for(f"dg-wrong{method}"), sigma2 * Fraction(101, 100) ** 2, N, method=method)
     res = integer_gof(wrong, lo, probs, alpha=ALPHA, lower_tail=lower, upper_tail=upper)
     _, alt, alt_lo, alt_hi = naive.discrete_gaussian_pmf(sigma2 * Fraction(101, 100) ** 2, 30)
     assert res.power_against(alt, alt_lo, alt_hi) > 1 - 1e-6

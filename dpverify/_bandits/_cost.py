@@ -11,7 +11,7 @@ Model, per seed:
 - per-user path (and DP-SE, UCB): every pull is simulated, ``T x rate``: 12 ns per pull for
   Algorithm 1 (Dist-DP-SE, T = 1e7 in 0.119 s), 133 ns for the UCB family (the slowest of the five,
   LDP-UCB-LS, was T = 1e6 in 0.078 s with its float Laplace; its float-safe default, one exact
-  discrete Laplace per report, takes 1.5-1.7x that in the same run: ``benchmarks/float_safe.md``); a batch of n users holds ~32 bytes per user (reward, rounding,
+  discrete Laplace per report by inversion, takes 0.9-1.2x that in the same run: ``benchmarks/float_safe.md``); a batch of n users holds ~32 bytes per user (reward, rounding,
   noise share, message), the largest batch being the largest base^b < T;
 - aggregate path: O(g) per release instead of O(n), g = ceil(s eps sqrt(n)) (s = 1 for the
   unscaled kinds): 35 us per release plus ~20 ns per histogram cell, releases <= K per batch, and
