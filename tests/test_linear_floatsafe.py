@@ -221,3 +221,19 @@ def test_tail_verifier_covers_the_float_safe_width() -> None:
         # the same widths up to the rounding term (the float-safe proxy is never smaller)
         for a, b in zip(safe.evaluations, ideal.evaluations):
             assert b.radius <= a.radius <= b.radius * (1 + 1e-4)
+
+
+def test_an_idealised_vector_protocol_needs_the_opt_in_on_a_durable_ledger(tmp_path, monkeypatch) -> None:
+    """As for the scalar protocols: float-Gaussian charges go to a durable ledger only with
+    allow_idealised_charges=True, and are labelled idealised there; the float-safe one needs nothing."""
+    from accounting import DurableLedger
+
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(tmp_path / "witness"))
+    durable = DurableLedger.open(f"sqlite:///{tmp_path}/l.db", ApproxDP(EPS, DELTA), create=True)
+    with pytest.raises(ValueError, match="allow_idealised_charges"):
+        VectorPrivatizer(CentralGaussianIdealised(EPS, DELTA, B), durable, np.random.SeedSequence(4))
+    allowed = VectorPrivatizer(CentralGaussianIdealised(EPS, DELTA, B), durable, np.random.SeedSequence(4), allow_idealised_charges=True)
+    allowed.release_mean(np.zeros((4, 3)), range(4), label="phase 1")
+    assert "not DP in floating point" in durable.charges[0].label
+    VectorPrivatizer(LocalDiscreteGaussian(EPS, DELTA, B), durable, np.random.SeedSequence(5))
+    durable.close()

@@ -191,6 +191,12 @@ class VectorProtocol(ABC):
         """The ``accounting`` mechanism of one release as executed (what the auditor tests)."""
         return self.guarantee(n, s)
 
+    @property
+    def idealised(self) -> bool:
+        """Float noise (not DP in floating point): what ``AccountedReleaser`` reads to refuse its
+        charges on a durable ledger unless allowed, and to label them, as for the scalar protocols."""
+        return self.implementation == "idealised"
+
     def charge_label(self, n: int, s: int) -> str:
         """How the ledger's record names the implementation of a release."""
         return self.implementation
