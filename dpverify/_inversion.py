@@ -145,36 +145,21 @@ def gaussian_tail_words(p: int, q: int, vs, k: int) -> list[int]:
     a = q/(2p): the sum to K in Arb, the rest bounded by e^{-a (K+1)^2} / (1 - e^{-a (2K+3)}) (the terms'
     ratios beyond K) and carried as the ball's radius; precision doubled until every floor is certain
     (S_v is irrational: a transcendental number's value under a nonzero power series, so it always is)."""
-    from flint import arb, ctx
+    from flint import arb
 
-    words: dict[int, int] = {}
-    pending = sorted(set(vs))
-    prec = 64 * k + 64
-    while pending:
-        with ctx.workprec(prec):
-            a = arb(q) / arb(2 * p)
-            top = pending[-1]
-            reach = math.isqrt(math.ceil((prec + 32) * 2 * p / q)) + 2  # a reach^2 >= (prec + 32) ln 2
-            big = top + reach
-            rest = (-a * (big + 1) ** 2).exp() / (1 - (-a * (2 * big + 3)).exp())
-            tail = arb(0, rest.upper())  # [0, 2 rest] contains the sum beyond K
-            suffix = [arb(0)] * (big + 2)
-            for u in range(big, 0, -1):
-                suffix[u] = suffix[u + 1] + (-a * u * u).exp()
-            z = 1 + 2 * (suffix[1] + tail)
-            scale = arb(2) ** (64 * k)
-            uncertain = []
-            for v in pending:
-                x = 2 * (suffix[v] + tail) / z * scale
-                lo, hi = x.lower().floor(), x.upper().floor()
-                if lo != hi:
-                    uncertain.append(v)
-                    continue
-                m, e = (int(w) for w in lo.man_exp())
-                words[v] = (m << e if e >= 0 else m >> -e) % (1 << 64)
-        pending = uncertain
-        prec *= 2
-    return [words[v] for v in vs]
+    def balls(pending: list[int], prec: int) -> list:
+        a = arb(q) / arb(2 * p)
+        reach = math.isqrt(math.ceil((prec + 32) * 2 * p / q)) + 2  # a reach^2 >= (prec + 32) ln 2
+        big = pending[-1] + reach
+        rest = (-a * (big + 1) ** 2).exp() / (1 - (-a * (2 * big + 3)).exp())
+        tail = arb(0, rest.upper())  # [-rest, rest] contains the sum beyond K
+        suffix = [arb(0)] * (big + 2)
+        for u in range(big, 0, -1):
+            suffix[u] = suffix[u + 1] + (-a * u * u).exp()
+        z = 1 + 2 * (suffix[1] + tail)
+        return [2 * (suffix[v] + tail) / z for v in pending]
+
+    return K.certified_words(balls, vs, k)
 
 
 @functools.lru_cache(maxsize=256)

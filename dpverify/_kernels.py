@@ -264,19 +264,31 @@ def tail_words(num: int, den: int, trunc: int, vs, k: int) -> list[int]:
     for 0 < v < N, or any v >= 1 when N = 0, since e^{-a} is transcendental, so it always is). S_v =
     P[value >= v] of a geometric law of ratio e^{-a}, truncated to [0, N) or not: the thresholds of
     ``_count_below`` (``dpverify._inversion``)."""
+    from flint import arb
+
+    def balls(pending: list[int], prec: int) -> list:
+        a = arb(num) / arb(den)
+        tail = (-a * trunc).exp() if trunc else arb(0)
+        return [((-a * v).exp() - tail) / (1 - tail) for v in pending]
+
+    return certified_words(balls, vs, k)
+
+
+def certified_words(balls: Callable[[list[int], int], list], vs, k: int) -> list[int]:
+    """floor(S_v 2^(64 k)) mod 2^64 for each v in ``vs``, S_v given as Arb balls by
+    ``balls(pending, prec)`` (evaluated at working precision ``prec``): the precision is doubled
+    until every floor is certain, which ends when every S_v is irrational."""
     from flint import arb, ctx
 
     words: dict[int, int] = {}
-    pending = list(vs)
+    pending = sorted(set(vs))
     prec = 64 * k + 64
     while pending:
         with ctx.workprec(prec):
-            a = arb(num) / arb(den)
-            tail = (-a * trunc).exp() if trunc else arb(0)
             scale = arb(2) ** (64 * k)
             uncertain = []
-            for v in pending:
-                x = ((-a * v).exp() - tail) / (1 - tail) * scale
+            for v, ball in zip(pending, balls(pending, prec)):
+                x = ball * scale
                 lo, hi = x.lower().floor(), x.upper().floor()
                 if lo != hi:
                     uncertain.append(v)
