@@ -94,7 +94,7 @@ LEDGER_FORMAT = "dpverify-ledger/1"
 _NO_TRANSACTION: dict = {}  # the pending-profile map outside a charge (never written to)
 #: how many problems of one kind an integrity report lists before "..."
 _REPORTED = 10
-#: most segment terms a handle keeps (see DurableLedger._segment_term)
+#: most entries a handle keeps in each of its memo tables (segment terms, profile keys, specs)
 _KEPT_TERMS = 100_000
 #: most rows other processes appended that a charge checks while it holds the lock (more wait for its next charge)
 _CHECKED_UNDER_LOCK = 2
@@ -153,6 +153,14 @@ def _stored_participants(participants: Any) -> Any:
     if isinstance(participants, range):
         return {"range": [participants.start, participants.stop]}
     return {"runs": [list(r) for r in _runs(participants)]}
+
+
+def _stored_text(participants: Any) -> str:
+    """:func:`_stored_participants` as its JSON text (a range written directly: the common case,
+    and json.dumps costs more than the rest of a charge's encoding)."""
+    if isinstance(participants, range):
+        return f'{{"range": [{participants.start}, {participants.stop}]}}'
+    return json.dumps(_stored_participants(participants))
 
 
 def _runs_of_stored(stored: Any) -> list[tuple[int, int]]:
@@ -295,6 +303,8 @@ class DurableLedger(Ledger):
         self._profile_of_pid: dict[int, tuple[str, float]] = {}
         self._pid_of_key: dict[str, tuple[int, float]] = {}
         self._spend_of_key: dict[str, float] = {}  # pure values: safe to keep from a refused charge
+        self._plus_of: dict[tuple[str, int], str] = {}  # see _plus
+        self._spec_by_object: dict[int, tuple[Any, str]] = {}  # see _spec_of_object
         # rows inserted by the transaction under way (never cached: a rollback frees their ids),
         # and profile keys found absent under the lock
         self._pending_gids: dict[int, tuple[str, Any]] = {}
@@ -664,8 +674,8 @@ class DurableLedger(Ledger):
             entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
-            spec, cid = guarantee_spec(entry.guarantee), _charge_id()
-            stored = json.dumps(_stored_participants(entry.participants))
+            spec, cid = self._spec_of_object(entry.guarantee), _charge_id()
+            stored = _stored_text(entry.participants)
             users = None if entry.participants is None else len(entry.participants)
             entries.append(_Entry(entry, spec, _runs(entry.participants), cid, stored, users, encode([cid, entry.label, spec, stored, users])))
         if not entries:
@@ -929,9 +939,7 @@ class DurableLedger(Ledger):
         touched: list[str] = []
 
         def plus(key: str) -> str:
-            multiset = _multiset_of(key)
-            multiset[gid] = multiset.get(gid, 0) + 1
-            new = _key_of(multiset)
+            new = self._plus(key, gid)
             touched.append(new)
             return new
 
@@ -952,6 +960,28 @@ class DurableLedger(Ledger):
         if position < b:
             pieces.append((position, b, plus(""), None))
         return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
+
+    def _plus(self, key: str, gid: int) -> str:
+        """The profile key of ``key``'s multiset with one more ``gid`` (a pure function of its
+        arguments, remembered: a run's charges meet the same few profiles again and again)."""
+        new = self._plus_of.get((key, gid))
+        if new is None:
+            multiset = _multiset_of(key)
+            multiset[gid] = multiset.get(gid, 0) + 1
+            new = _key_of(multiset)
+            if len(self._plus_of) < _KEPT_TERMS:
+                self._plus_of[(key, gid)] = new
+        return new
+
+    def _spec_of_object(self, guarantee: Any) -> str:
+        """:func:`guarantee_spec`, once per guarantee object (guarantees are immutable; keyed by
+        identity, holding the object so that its id cannot be reused)."""
+        known = self._spec_by_object.get(id(guarantee))
+        if known is None or known[0] is not guarantee:
+            known = (guarantee, guarantee_spec(guarantee))
+            if len(self._spec_by_object) < _KEPT_TERMS:
+                self._spec_by_object[id(guarantee)] = known
+        return known[1]
 
     def _segment_term(self, start: int, stop: int, pid: int) -> int:
         """A segment's term of the set digest; the terms of the segments this handle wrote are kept
