@@ -54,7 +54,6 @@ profiles, worst spend and chain.
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
 import json
 import math
@@ -312,7 +311,7 @@ class DurableLedger(Ledger):
         self._pending_keys: dict[str, tuple[int, float]] = _NO_TRANSACTION
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
-        self._terms: dict[tuple[int, int, int], int] = {}  # see _segment_term
+        self._terms: dict[tuple[int, int, int], int] = {}  # see _segments_delta
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -486,7 +485,7 @@ class DurableLedger(Ledger):
                           f"ALTER TABLE dpverify_state ADD COLUMN profiles TEXT NOT NULL DEFAULT '{EMPTY_SET}'",
                           "ALTER TABLE dpverify_state ADD COLUMN last_seq BIGINT NOT NULL DEFAULT 0"):
             store.run(statement)
-        segments = set_of([chain.segment(*row) for row in store.all("SELECT start, stop, profile FROM dpverify_segments")])
+        segments = set_of(chain.segments(store.all("SELECT start, stop, profile FROM dpverify_segments")))
         profiles = set_of([chain.profile(*row) for row in store.all("SELECT id, key, spend, releases FROM dpverify_profiles")])
         specs = dict(store.all("SELECT id, spec FROM dpverify_guarantees"))
         rows = store.all("SELECT seq, label, guarantee, participants, users, spent_after, recorded_at FROM dpverify_charges ORDER BY seq")
@@ -558,7 +557,7 @@ class DurableLedger(Ledger):
                 link, position = stored, seq
                 if witness is not None and seq == witness["seq"]:
                     witnessed = stored
-            seg_sum = set_of(chain.segment(*row) for row in self._store.rows("SELECT start, stop, profile FROM dpverify_segments"))
+            seg_sum = set_of(chain.segments(map(tuple, self._store.rows("SELECT start, stop, profile FROM dpverify_segments"))))
             prof_sum = set_of(chain.profile(*row) for row in self._store.rows("SELECT id, key, spend, releases FROM dpverify_profiles"))
         if seen != count or position != last_seq:
             problems.append(f"table dpverify_state counts {count} charges up to seq {last_seq}, table dpverify_charges holds {seen} up to seq {position}")
@@ -983,17 +982,19 @@ class DurableLedger(Ledger):
                 self._spec_by_object[id(guarantee)] = known
         return known[1]
 
-    def _segment_term(self, start: int, stop: int, pid: int) -> int:
-        """A segment's term of the set digest; the terms of the segments this handle wrote are kept
-        (each is deleted by a later charge, and its term subtracted then: one hash per segment,
-        not two). A term is a pure function of the row, so a kept one is never stale."""
-        row = (start, stop, pid)
-        term = self._terms.pop(row, None)
-        if term is None:
-            term = self._chain.segment(start, stop, pid)
-            if len(self._terms) < _KEPT_TERMS:
-                self._terms[row] = term
-        return term
+    def _segments_delta(self, removed: list[tuple[int, int, int]], added: list[tuple[int, int, int]]) -> int:
+        """How the segments' set digest moves when ``removed`` rows are deleted and ``added`` ones
+        inserted. The terms of the segments this handle wrote are kept (each is deleted by a later
+        charge, and its term subtracted then: one hash per segment, not two). A term is a pure
+        function of the row, so a kept one is never stale."""
+        kept = self._terms
+        delta = -sum(self._chain.segments([row for row in removed if row not in kept]))
+        for row in removed:
+            delta -= kept.pop(row, 0)
+        terms = self._chain.segments(added)
+        if len(kept) < _KEPT_TERMS:
+            kept.update(zip(added, terms))
+        return delta + sum(terms)
 
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
         """(id, spend) of a profile already in the database (committed, or written by this
@@ -1057,10 +1058,7 @@ class DurableLedger(Ledger):
                 merged.append(segment)
         old = sorted(set(old))
         by_start = {row[0]: row for row in rows}
-        for start in old:
-            self._sums[0] -= self._segment_term(*by_start[start])
-        for segment in merged:
-            self._sums[0] += self._segment_term(*segment)
+        self._sums[0] += self._segments_delta([tuple(by_start[start]) for start in old], [tuple(m) for m in merged])
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
 
@@ -1292,5 +1290,16 @@ def _charge_id() -> str:
     return f"{time.time_ns():016x}{os.urandom(8).hex()}"
 
 
+_MINUTE: tuple[int, str] = (-1, "")  # the current UTC minute and its "YYYY-MM-DDTHH:MM:" text
+
+
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+    """The UTC time as ``datetime.isoformat(timespec="microseconds")`` writes it, the date, hour
+    and minute formatted once a minute (every charge row records one; formatting a datetime cost
+    more than hashing the row). The cache is one tuple, replaced whole, so threads agree."""
+    global _MINUTE
+    minute, rest = divmod(time.time_ns() // 1000, 60_000_000)
+    cached = _MINUTE
+    if cached[0] != minute:
+        cached = _MINUTE = (minute, time.strftime("%Y-%m-%dT%H:%M:", time.gmtime(minute * 60)))
+    return f"{cached[1]}{rest // 1_000_000:02d}.{rest % 1_000_000:06d}+00:00"

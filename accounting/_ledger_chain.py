@@ -121,7 +121,16 @@ class Chain:
         """A segment row's term of the segments' set digest (integers only: no separator ambiguity).
         Terms are BLAKE2b, keyed with the ledger's key when there is one (a MAC by its design, and
         faster than HMAC for the ~20 terms a charge touches)."""
-        return self._term(b"s|%d|%d|%d" % (start, stop, profile))
+        return self.segments([(start, stop, profile)])[0]
+
+    def segments(self, rows: Iterable[tuple[int, int, int]]) -> list[int]:
+        """:meth:`segment` of each (start, stop, profile) row, in one loop (a charge hashes ~10)."""
+        base, out = self._term_hash, []
+        for row in rows:
+            h = base.copy()
+            h.update(b"s|%d|%d|%d" % row)
+            out.append(int.from_bytes(h.digest(), "big"))
+        return out
 
     def profile(self, pid: int, key: str, spend: float, releases: int) -> int:
         """A profile row's term of the profiles' set digest (a key holds digits, ':' and ',' only)."""

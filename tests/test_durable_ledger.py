@@ -405,6 +405,50 @@ def test_a_link_encoded_in_parts_is_the_link_of_the_whole_row():
         assert chain.link("p" * 64, encode(row[:1]) + encode(row[1:6]) + encode(row[6:])) == chain.link("p" * 64, row)
 
 
+
+@pytest.mark.parametrize("ns", [0, 1_764_000_000_123_456_789, 1_764_000_059_999_999_999, 1_764_000_060_000_000_000, 4_102_444_799_999_999_000])
+def test_a_rows_time_is_the_text_datetime_writes_across_minutes(ns, monkeypatch):
+    """recorded_at is formatted from a per-minute cache; its text must be what
+    datetime.isoformat(timespec="microseconds") writes for the same instant, including the
+    instants either side of a minute's end (the cache's refresh). The wrong variant, a cache
+    kept across a minute, is rejected: the first call after a minute must not reuse the old
+    prefix."""
+    import datetime as dt
+
+    from accounting import _durable
+
+    expected = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=ns // 1000)).isoformat(timespec="microseconds")
+    monkeypatch.setattr(_durable.time, "time_ns", lambda: ns)
+    assert _durable._now() == expected
+    monkeypatch.setattr(_durable.time, "time_ns", lambda: ns + 60 * 10**9)  # one minute later
+    later = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=ns // 1000 + 60 * 10**6)).isoformat(timespec="microseconds")
+    assert _durable._now() == later != expected
+
+
+@pytest.mark.parametrize("participants", [None, range(3, 17), range(0, 1), range(5, 5), np.array([1, 2, 3, 7, 8], dtype=np.int64)])
+def test_participants_text_is_json_dumps_of_the_stored_form(participants):
+    """A range's stored JSON is written directly (faster than json.dumps); its text must be
+    exactly json.dumps's, which the check on open and earlier ledgers' rows use."""
+    from accounting._durable import _stored_participants, _stored_text
+
+    assert _stored_text(participants) == json.dumps(_stored_participants(participants))
+
+
+def test_remembered_specs_and_profile_keys_follow_the_object_and_the_key(tmp_path):
+    """The handle remembers each guarantee object's spec (by identity) and each (profile, guarantee)
+    successor key; equal but distinct objects, and a different guarantee, must still get their
+    own rows and spends: the ledger's spends equal the in-memory ledger's for the same charges."""
+    url = f"sqlite:///{tmp_path}/l.db"
+    durable, memory = Ledger.open(url, PureDP(10.0), create=True), Ledger(PureDP(10.0))
+    a, b = PureDP(0.25), PureDP(0.5)
+    for g, users in [(a, range(0, 10)), (PureDP(0.25), range(5, 15)), (b, range(0, 3)), (a, range(2, 12)), (b, range(9, 20))]:
+        durable.charge(g, users)
+        memory.charge(g, users)
+    assert durable.spent() == memory.spent() == PureDP(1.25)
+    assert durable.verify().ok
+    durable.close()
+
+
 # ---- concurrency ----------------------------------------------------------------------------------
 
 STRESS_EPS = (0.05, 0.1, 0.25)
