@@ -251,32 +251,34 @@ class PldRoute:
             h_try *= 2
             options.append(_estimate(releases, h_try, DEFAULT_TAIL_MASS, width, False))
         for tail in _TAIL_STEPS[1:]:
-            if options[-1].cost.seconds <= budget or not any(r.kind == "integer" for r in releases) or tail * total > query.delta * 1e-6:
+            # (a delta query has no delta to keep the widened tails below: it keeps the default)
+            if (options[-1].cost.seconds <= budget or not any(r.kind == "integer" for r in releases) or query.asks_delta
+                    or tail * total > query.delta * 1e-6):
                 break
             options.append(_estimate(releases, options[-1].h, tail, width, False))
         chosen = next((o for o in options if o.cost.seconds <= budget), min(options, key=lambda o: o.cost.seconds))
         exact = chosen.exact and self._exact_for_lattice
         if not query.include_pld:
-            return Plan(self.name, lambda left: EpsilonResult(math.inf, query.delta, self.name), chosen.cost, exact, setting=chosen.describe(),
+            return Plan(self.name, lambda left: query.blank(self.name, "switched off"), chosen.cost, exact, setting=chosen.describe(),
                         how="include_pld=True (CLI: without --no-pld)", off="switched off (include_pld=False; CLI: --no-pld)")
         coarsened = "" if chosen is options[0] else f"; the default ({options[0].describe()}) would cost {options[0].cost}"
         return Plan(
             self.name,
-            functools.partial(self._run, tuple(parts), chosen, query.delta, exact),
+            functools.partial(self._run, tuple(parts), chosen, query, exact),
             chosen.cost,
             exact,
             setting=chosen.describe() + coarsened,
             how="" if not coarsened else f"time_budget={math.ceil(options[0].cost.seconds * 1.2) + 1} runs it on h = {h:.3g}",
         )
 
-    def _run(self, parts: tuple, setting: _Setting, delta: float, exact: bool, left: float) -> EpsilonResult:
+    def _run(self, parts: tuple, setting: _Setting, query: Query, exact: bool, left: float) -> EpsilonResult:
         composed = pld_for_parts(parts, None if setting.exact else setting.h, setting.tail, on_grid=not setting.exact)
-        result = composed._epsilon(delta)
+        result = composed.delta(query.epsilon) if query.asks_delta else composed._epsilon(query.delta)
         on_lattice = result.discretisation == "exact lattice"
         grid = "exact lattice" if on_lattice else f"grid h = {_grid_text(result.discretisation)}, connect-the-dots"
         return RouteResult(
             result.epsilon,
-            delta,
+            result.delta,
             self.name,
             None,
             f"{self._label}, {grid}; worse direction {result.direction}; +inf atom and truncations {result.truncated_mass:.2g}",
