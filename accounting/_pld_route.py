@@ -36,7 +36,7 @@ import numpy as np
 from ._conversions import EpsilonResult
 from ._pairs import IntegerPair
 from ._planner import Cost, NotApplicable, Plan, Query, RouteResult
-from ._pld import DEFAULT_TAIL_MASS, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
+from ._pld import DEFAULT_TAIL_MASS, EXACT_TOLERANCE, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
 from ._pld_continuous import AUTO_POINTS, continuous_loss_pair
 from ._pld_fft_power import MAX_WINDOW
 
@@ -281,10 +281,18 @@ class PldRoute:
             result.delta,
             self.name,
             None,
-            f"{self._label}, {grid}; worse direction {result.direction}; +inf atom and truncations {result.truncated_mass:.2g}",
-            exact=on_lattice and self._exact_for_lattice,
+            f"{self._label}, {grid}; worse direction {result.direction}; +inf atom {result.infinite_loss_mass:.2g} (infinite losses), "
+            f"truncated mass {result.truncated_mass:.2g} (in delta){_exactness(on_lattice and self._exact_for_lattice, result)}",
+            # exact only when the lattice PLD's truncations could not have moved the answer
+            exact=on_lattice and self._exact_for_lattice and bool(result.truncation_negligible),
             grid=None if on_lattice else float(result.discretisation),
         )
+
+
+def _exactness(claimable: bool, result: Any) -> str:
+    if not claimable or result.truncation_negligible:
+        return ""
+    return f"; not exact: the truncated mass may move it by more than {EXACT_TOLERANCE:g} relative"
 
 
 def _grid_text(discretisation: Any) -> str:
