@@ -41,11 +41,17 @@ probability mass upwards or adds mass (never lowers E f_eps because f_eps >= 0),
    - **pessimistic discretisation** with width h (Skellam, ...): n = ceil(L / h), decided with
      certified comparisons (n h >= sup of L's ball), so the grid loss is >= the true loss.
 2. *Tails of the output law.* Outputs outside a window [lo, hi] carry P-mass at most the pair's
-   certified ``tail_p(lo, hi)``; that bound is placed on the +inf atom (f_eps(+inf) = 1 >= any
-   f_eps value). Outputs with Q(k) = 0 go to the +inf atom exactly.
+   certified ``tail_p(lo, hi)``; that bound is placed at +inf (f_eps(+inf) = 1 >= any f_eps
+   value) as *truncated mass*. Outputs with Q(k) = 0 go to the genuine +inf atom, exactly.
 3. *Truncation after each convolution.* Mass dropped from the low-loss end is added to the
-   lowest kept grid point (moved up); mass dropped from the high end is added to the +inf atom.
+   lowest kept grid point (moved up); mass dropped from the high end (and, in the single-FFT
+   route, the Chernoff bound of the mass outside the window) is truncated mass at +inf.
    The rounding of these sums is covered (Arb balls, or an l1 error term in the float engine).
+   The two +inf masses are kept apart (``_Side.inf``, ``_Side.truncated``) and composed apart
+   (an outcome with a truncated part is truncated); delta adds both. The genuine atom belongs
+   to the mechanism; the truncated mass (with the mass moved up) bounds how far the computed
+   delta is from the measure's own, so it decides whether a lattice PLD may be called exact
+   (``PLDResult.truncation_negligible``; :mod:`accounting._pld_route`).
 4. *Masses.* The exact engine keeps masses as Arb balls; evaluating delta uses their upper
    endpoints (a pointwise larger measure, so a larger E f_eps since f_eps >= 0). The float
    engine keeps floats c_hat and a certified l1 distance E to a dominating measure c, and

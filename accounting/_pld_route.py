@@ -7,7 +7,16 @@ loss atoms (the discrete Laplace: no output window at all), or a monotone privac
 once (:func:`accounting._pld.release_pld`, the same PLD :func:`accounting.pld_epsilon` builds),
 composes them in one FFT pass (:mod:`accounting._pld_fft_power`; releases on different grids are
 first put on one, :meth:`~accounting.PrivacyLossDistribution.regrid`) and reads the certified
-eps(delta). The grid is :func:`accounting._pld.grid_for` of the total number of releases.
+eps(delta) (or delta(eps), for a delta query: :func:`accounting._routes.delta_routes`). The grid
+is :func:`accounting._pld.grid_for` of the total number of releases.
+
+Exactness: a PLD on the exact lattice of its losses is planned as exact, but the answer says
+exact only if its truncated mass (outputs outside the window, the mass outside the FFT window:
+at +inf, counted in delta) is certified not to move it by more than 1e-9 relative
+(``PLDResult.truncation_negligible``); otherwise it says "not exact" and the planner runs the
+other routes as for any inexact one. (1000 discrete Gaussians, sigma = 2, at delta = 9e-21: the
+FFT window leaves 8.3e-21 outside; the route used to call its eps = 281.85 exact, 4 % above the
+true 270.84, and stop there.)
 
 Cost model (seconds on one core of the reference machine; the constants below were measured on
 the project's 2-core machine, as stated beside each; ``benchmarks/bench_planner.py`` prints the
@@ -19,8 +28,8 @@ bound the FFT pass itself uses to place its window: the composed loss exceeds
 min_alpha (sum_i n_i (alpha - 1) D_alpha(M_i) + log(1/tail)) / (alpha - 1) with probability below
 ``tail``. When the estimate exceeds the time left, the route coarsens its grid (a factor 2 at a
 time: connect-the-dots stays sound on any grid, looser by O(h^2) per release) and widens the
-output windows of integer pairs (the mass left outside goes to the +inf atom, so it must stay far
-below delta), and says so; it refuses only when no setting fits, naming the time budget that
+output windows of integer pairs (the mass left outside is truncated mass at +inf, counted in delta,
+so it must stay far below delta), and says so; it refuses only when no setting fits, naming the time budget that
 would run it.
 """
 
