@@ -472,3 +472,21 @@ def test_a_lattice_pld_is_exact_only_when_its_truncation_cannot_matter(discrete_
         assert pld.epsilon > reference.epsilon * (1 + 1e-6)
         assert not pld.exact and "not exact" in pld.detail
         assert next(r for r in report.alternatives if r.route == "rdp-cks").status in ("run", "answer")
+
+
+@pytest.mark.parametrize("epsilon", [191.6, 275.0])
+def test_a_delta_query_is_exact_only_when_its_truncation_cannot_matter(discrete_gaussian_1000, epsilon):
+    """The same rule for delta(eps) through the planner (get_delta's road): at eps = 191.6
+    (delta ~ 1e-5) the lattice PLD's delta is exact (within 1e-9 of the reference); at eps = 275
+    (delta ~ 1e-20, the size of the truncated mass) it is certified but not exact."""
+    from accounting import DiscreteGaussian
+    from accounting._routes import delta_routes
+
+    reference = discrete_gaussian_1000.delta(epsilon)
+    report = delta_routes(DiscreteGaussian(2.0), epsilon, compose=1000)
+    pld = next(r for r in report.alternatives if r.route == "pld")
+    assert pld.delta >= reference.delta_lower
+    if epsilon < 200:
+        assert pld.exact and pld.delta <= reference.delta * (1 + 1e-9)
+    else:
+        assert pld.delta > reference.delta * (1 + 1e-6) and not pld.exact
