@@ -9,9 +9,10 @@ The class implements dp_accounting's abstract ``PrivacyAccountant`` (``compose``
 ``get_epsilon``, ``get_delta``, ``ledger``): events are translated by
 :func:`accounting.from_dp_event` and every ``get_epsilon`` is one query of the route planner
 (:func:`accounting.epsilon_routes`: the analytic Gaussian, optimal composition, the certified PLD,
-the RDP curves, ..., the tightest that fits ``time_budget``). ``get_delta`` takes the smallest of
-the certified delta(eps) routes that apply (the composed PLD, the analytic Gaussian, the RDP curves
-converted by CKS). Supported, mirroring dp_accounting's own relations: under ADD_OR_REMOVE_ONE the
+the RDP curves, ..., the tightest that fits ``time_budget``). ``get_delta`` is one query of the same planner
+the other way round (:func:`accounting._routes.delta_routes`: the smallest certified delta(eps) of
+the analytic Gaussian, the composed PLD and the RDP curves converted by CKS, under the same cost
+guard and ``time_budget``). Supported, mirroring dp_accounting's own relations: under ADD_OR_REMOVE_ONE the
 Gaussian, Laplace and discrete Laplace events, Poisson sampling of those, compositions, no-ops and
 non-private events; under REPLACE_ONE randomized response, sampling without replacement (of a
 Gaussian), compositions, no-ops and non-private events.
@@ -60,7 +61,8 @@ def _build(dp_event: Any, pa: Any) -> type:
     class CertifiedAccountant(pa.PrivacyAccountant):
         """dp_accounting's ``PrivacyAccountant`` answered by the certified route planner
         (module :mod:`accounting._dp_accounting_compat`). ``time_budget``: seconds on one core
-        each ``get_epsilon`` may spend."""
+        each ``get_epsilon`` or ``get_delta`` may spend (both go through the route planner's
+        cost guard)."""
 
         def __init__(self, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, time_budget: float = DEFAULT_TIME_BUDGET) -> None:
             super().__init__(neighboring_relation)
@@ -139,30 +141,21 @@ def _build(dp_event: Any, pa: Any) -> type:
                 return 1.0
             if not self._parts:
                 return 0.0
-            return certified_delta(self._subject(), float(target_epsilon))
+            return certified_delta(self._subject(), float(target_epsilon), self._time_budget)
 
     CertifiedAccountant.__module__ = "accounting"
     return CertifiedAccountant
 
 
-def certified_delta(subject: Any, epsilon: float) -> float:
-    """The smallest certified delta(epsilon) of ``subject`` over the routes that give one."""
-    from ._analytic_gaussian import gdp_delta, gdp_mu
-    from ._certified import working_precision
-    from ._conversions import rdp_to_delta
-    from ._guarantees import RDP
-    from ._pld import release_kind
-    from ._pld_route import pld_for_parts
-    from ._routes import _is_gaussian, query_of
+def certified_delta(subject: Any, epsilon: float, time_budget: float | None = None) -> float:
+    """The smallest certified delta(epsilon) of ``subject`` over the routes that give one (the
+    analytic Gaussian, the composed PLD, the RDP curves by CKS), chosen and run by the route
+    planner under ``time_budget`` (:func:`accounting._routes.delta_routes`): the PLD's cost is
+    estimated before it is built, so a composition too large for the budget is coarsened or
+    skipped with its reason (another route answers), or refused naming the time budget that
+    would run it, as :meth:`get_epsilon` does; never started and left running."""
+    from ._planner import DEFAULT_TIME_BUDGET
+    from ._routes import delta_routes
 
-    query = query_of(subject, 0.5)
-    candidates = [1.0]
-    if all(_is_gaussian(s) for s, _ in query.parts):
-        with working_precision(None):
-            candidates.append(gdp_delta(gdp_mu((s.sensitivity, s.sigma, n) for s, n in query.parts), epsilon))
-    if all(release_kind(s) is not None for s, _ in query.parts):
-        candidates.append(pld_for_parts(query.parts).delta(epsilon).delta)
-    if epsilon > 0:
-        curve = RDP.sequence([s.rdp() for s, _ in query.parts], [n for _, n in query.parts])
-        candidates.append(rdp_to_delta(curve, epsilon).delta)
-    return min(candidates)
+    budget = DEFAULT_TIME_BUDGET if time_budget is None else time_budget
+    return min(1.0, delta_routes(subject, epsilon, time_budget=budget).delta)

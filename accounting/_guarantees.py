@@ -31,6 +31,7 @@ from ._certified import check_precision, exact, upper_float, working_precision
 from ._validation import (
     AccountingError,
     check_alpha,
+    check_nonnegative,
     check_positive,
     check_positive_int,
     check_probability,
@@ -116,13 +117,18 @@ class PureDP:
 
 @dataclass(frozen=True)
 class ApproxDP:
-    """(eps, delta)-differential privacy."""
+    """(eps, delta)-differential privacy: P[M(D) in E] <= e^eps P[M(D') in E] + delta.
+
+    ``epsilon`` is a finite real >= 0 (eps = 0 is a valid guarantee: the two output laws are
+    within delta in total variation); ``delta`` a probability in (0, 1) (delta = 0 is
+    :class:`PureDP`, delta = 1 says nothing)."""
 
     epsilon: float
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _float_up(check_positive("epsilon", self.epsilon)))
+        # + 0.0: a -0.0 is stored as 0.0 (one zero, one str, one JSON value)
+        object.__setattr__(self, "epsilon", _float_up(check_nonnegative("epsilon", self.epsilon)) + 0.0)
         object.__setattr__(self, "delta", _float_up(check_probability("delta", self.delta)))
 
     def compose(self, *others: "ApproxDP") -> "ApproxDP":

@@ -67,7 +67,11 @@ def _seconds(value: float) -> str:
 @dataclass(frozen=True)
 class Query:
     """One (eps, delta) question: ``parts`` = ((release, count), ...) composed (equal releases
-    merged), at a ``delta`` validated once, here at the boundary."""
+    merged), at a ``delta`` validated once, here at the boundary.
+
+    ``epsilon`` set: the question is the other way round, delta(epsilon) (``delta`` is then
+    unused): routes answer with results whose ``delta`` is their certified value at that
+    epsilon, and the planner minimises delta instead of epsilon, under the same cost guard."""
 
     parts: tuple[tuple[Any, int], ...]
     delta: float
@@ -75,6 +79,21 @@ class Query:
     include_pld: bool = True
     comparisons: bool = True
     exhaustive: bool = False
+    epsilon: float | None = None
+
+    @property
+    def asks_delta(self) -> bool:
+        return self.epsilon is not None
+
+    def value(self, result: EpsilonResult) -> float:
+        """What the planner minimises: the result's epsilon, or its delta for a delta query."""
+        return result.delta if self.epsilon is not None else result.epsilon
+
+    def blank(self, route: str, detail: str, **fields: Any) -> "RouteResult":
+        """A result with no value (inf epsilon; delta 1 for a delta query)."""
+        if self.epsilon is None:
+            return RouteResult(math.inf, self.delta, route, None, detail, **fields)
+        return RouteResult(self.epsilon, 1.0, route, None, detail, **fields)
 
     @property
     def releases(self) -> int:
@@ -167,18 +186,24 @@ class _Slot:
     planning: float = 0.0  # measured seconds of planning (part of the route's reported time)
 
 
-def _not_run(plan: Plan, delta: float, reason: str, how: str) -> RouteResult:
-    return RouteResult(math.inf, delta, plan.route, None, f"not run: {reason}", status="not run", estimated_seconds=plan.cost.seconds,
+def _not_run(plan: Plan, query: Query, reason: str, how: str) -> RouteResult:
+    return query.blank(plan.route, f"not run: {reason}", status="not run", estimated_seconds=plan.cost.seconds,
                        exact=plan.exact, comparison=plan.comparison, reason=reason, how=how, setting=plan.setting)
 
 
-def _timed(plan: Plan, budget: float, delta: float, planning: float) -> RouteResult:
+def _timed(plan: Plan, budget: float, query: Query, planning: float) -> RouteResult:
     start = time.perf_counter()
     result = plan.run(budget)
     spent = planning + time.perf_counter() - start
     # a route may learn that it was exact only by running (a PLD whose losses sat on a lattice)
-    exact = (result.exact if isinstance(result, RouteResult) else plan.exact) and math.isfinite(result.epsilon)
-    return RouteResult(result.epsilon, delta, result.route or plan.route, result.alpha, result.detail, status="run", seconds=spent,
+    if query.asks_delta:
+        epsilon, delta = query.epsilon, result.delta
+        informative = delta < 1
+    else:
+        epsilon, delta = result.epsilon, query.delta
+        informative = math.isfinite(epsilon)
+    exact = (result.exact if isinstance(result, RouteResult) else plan.exact) and informative
+    return RouteResult(epsilon, delta, result.route or plan.route, result.alpha, result.detail, status="run", seconds=spent,  # type: ignore[arg-type]
                        estimated_seconds=plan.cost.seconds, exact=exact, comparison=plan.comparison, how=plan.how, setting=plan.setting,
                        grid=getattr(result, "grid", None))
 
@@ -206,7 +231,7 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         plan = slot.plan
         assert isinstance(plan, Plan)
         if plan.off:
-            slot.result = _not_run(plan, query.delta, plan.off, plan.how)
+            slot.result = _not_run(plan, query, plan.off, plan.how)
             return
         if plan.cost.seconds > left:
             replanned = _replan(slot, query, left)
@@ -214,19 +239,19 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
                 plan = slot.plan = replanned
         if plan.cost.seconds > left:
             if not math.isfinite(plan.cost.seconds):
-                slot.result = _not_run(plan, query.delta, f"no setting fits the engine ({plan.setting})",
+                slot.result = _not_run(plan, query, f"no setting fits the engine ({plan.setting})",
                                        "no argument runs it (the composed window exceeds what one FFT pass holds)")
                 return
             need = math.ceil(max(plan.cost.seconds, 1.0) * 1.2 + (budget - left))
-            slot.result = _not_run(plan, query.delta, f"estimated {plan.cost} exceeds the {_seconds(max(left, 0.0))} left of the time budget",
+            slot.result = _not_run(plan, query, f"estimated {plan.cost} exceeds the {_seconds(max(left, 0.0))} left of the time budget",
                                    f"time_budget={need} (CLI: --time-budget {need})")
             return
         start = time.perf_counter()
         try:
-            slot.result = _timed(plan, left, query.delta, slot.planning)
+            slot.result = _timed(plan, left, query, slot.planning)
         except _FAILURES as error:
             slot.error = error
-            slot.result = RouteResult(math.inf, query.delta, plan.route, None, f"failed: {type(error).__name__}: {error}", status="failed",
+            slot.result = query.blank(plan.route, f"failed: {type(error).__name__}: {error}", status="failed",
                                       seconds=slot.planning + time.perf_counter() - start, estimated_seconds=plan.cost.seconds, exact=plan.exact,
                                       comparison=plan.comparison, reason=f"{type(error).__name__}: {error}", setting=plan.setting)
         left -= plan.cost.seconds
@@ -234,7 +259,7 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
     def attempt_unless_answered(slot: _Slot) -> None:
         nonlocal answered_by
         if answered_by is not None and not query.exhaustive:
-            slot.result = _not_run(slot.plan, query.delta, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
+            slot.result = _not_run(slot.plan, query, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
                                    "exhaustive=True (CLI: --all-routes)")
             return
         attempt(slot)
@@ -251,7 +276,7 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         for slot in others:
             if slot.plan.cost.seconds <= CROSS_CHECK_COST and slot.result is None:  # type: ignore[union-attr]
                 attempt(slot)
-                if slot.result is not None and slot.result.status == "run" and slot.result.epsilon < answer.result.epsilon * (1 - 1e-9):  # type: ignore[union-attr]
+                if slot.result is not None and slot.result.status == "run" and query.value(slot.result) < query.value(answer.result) * (1 - 1e-9):  # type: ignore[union-attr,arg-type]
                     answer.result = RouteResult(**{**_fields(answer.result), "exact": False,  # type: ignore[arg-type]
                                                    "reason": f"claimed exact, but {slot.route} is tighter: not trusted"})
                     answered_by = None
@@ -279,10 +304,10 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
 
     for slot in slots:
         if isinstance(slot.plan, NotApplicable):
-            slot.result = RouteResult(math.inf, query.delta, slot.route, None, f"not applicable: {slot.plan.reason}", status="not applicable",
+            slot.result = query.blank(slot.route, f"not applicable: {slot.plan.reason}", status="not applicable",
                                       comparison=slot.plan.comparison, reason=slot.plan.reason)
     certified = [s for s in slots if s.result is not None and s.result.status == "run" and not s.result.comparison]
-    if not certified or all(not math.isfinite(s.result.epsilon) for s in certified if s.result is not None):
+    if not certified or all(not math.isfinite(query.value(s.result)) for s in certified if s.result is not None):
         failure = next((s.error for s in slots if s.error is not None and isinstance(s.error, ValueError)), None)
         failure = failure or next((s.error for s in slots if s.error is not None), None)
         if failure is not None and not certified:
@@ -290,7 +315,7 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         if not certified:
             reasons = "; ".join(f"{s.route}: {s.result.reason}" for s in slots if s.result is not None and not s.result.comparison)
             raise AccountingError("subject", _describe(query), "a subject with at least one certified route that runs", reasons)
-    best_slot = min(certified, key=lambda s: (s.result.epsilon, s.order))  # type: ignore[union-attr]
+    best_slot = min(certified, key=lambda s: (query.value(s.result), s.order))  # type: ignore[arg-type]
     best = best_slot.result
     assert best is not None
     ordered = [s.result for s in sorted(slots, key=lambda s: s.order)]
@@ -298,7 +323,7 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         RouteResult(**{**_fields(r), "status": "answer"}) if s is best_slot else r  # type: ignore[arg-type]
         for s, r in zip(sorted(slots, key=lambda s: s.order), ordered)
     )
-    return EpsilonResult(best.epsilon, query.delta, best.route, best.alpha, best.detail, alternatives=results)
+    return EpsilonResult(best.epsilon, best.delta, best.route, best.alpha, best.detail, alternatives=results)
 
 
 def _fields(result: RouteResult) -> dict:

@@ -41,11 +41,17 @@ probability mass upwards or adds mass (never lowers E f_eps because f_eps >= 0),
    - **pessimistic discretisation** with width h (Skellam, ...): n = ceil(L / h), decided with
      certified comparisons (n h >= sup of L's ball), so the grid loss is >= the true loss.
 2. *Tails of the output law.* Outputs outside a window [lo, hi] carry P-mass at most the pair's
-   certified ``tail_p(lo, hi)``; that bound is placed on the +inf atom (f_eps(+inf) = 1 >= any
-   f_eps value). Outputs with Q(k) = 0 go to the +inf atom exactly.
+   certified ``tail_p(lo, hi)``; that bound is placed at +inf (f_eps(+inf) = 1 >= any f_eps
+   value) as *truncated mass*. Outputs with Q(k) = 0 go to the genuine +inf atom, exactly.
 3. *Truncation after each convolution.* Mass dropped from the low-loss end is added to the
-   lowest kept grid point (moved up); mass dropped from the high end is added to the +inf atom.
+   lowest kept grid point (moved up); mass dropped from the high end (and, in the single-FFT
+   route, the Chernoff bound of the mass outside the window) is truncated mass at +inf.
    The rounding of these sums is covered (Arb balls, or an l1 error term in the float engine).
+   The two +inf masses are kept apart (``_Side.inf``, ``_Side.truncated``) and composed apart
+   (an outcome with a truncated part is truncated); delta adds both. The genuine atom belongs
+   to the mechanism; the truncated mass (with the mass moved up) bounds how far the computed
+   delta is from the measure's own, so it decides whether a lattice PLD may be called exact
+   (``PLDResult.truncation_negligible``; :mod:`accounting._pld_route`).
 4. *Masses.* The exact engine keeps masses as Arb balls; evaluating delta uses their upper
    endpoints (a pointwise larger measure, so a larger E f_eps since f_eps >= 0). The float
    engine keeps floats c_hat and a certified l1 distance E to a dominating measure c, and
@@ -167,8 +173,17 @@ class PLDResult:
     the same computation (``None`` if it was not built), so the true value lies in
     [epsilon_lower, epsilon]. ``discretisation`` is the grid width h or ``"exact lattice"``;
     ``direction`` names the worse of the pairs ``"P||Q"``, ``"Q||P"`` (``"P||Q = Q||P"`` when
-    one computation covered both); ``truncated_mass`` is the total mass placed on the +inf atom
-    or moved up by tail truncation (an upper bound of its effect on delta).
+    one computation covered both).
+
+    The +inf mass is reported in two parts: ``infinite_loss_mass`` is the genuine atom (outputs
+    one law gives and the other cannot: the mechanism's, exact), ``truncated_mass`` the mass the
+    computation truncated (outputs outside the window, masses cut after a convolution or outside
+    an FFT window: put at +inf, or raised to the lowest kept point), a certified upper bound,
+    rounded up, of truncation's effect on delta; both are in ``delta`` (and in the delta behind
+    ``epsilon``). ``truncation_negligible``: the truncated mass (with the float error terms)
+    cannot have moved the answer by more than the planner's tolerance, 1e-9 relative
+    (:data:`EXACT_TOLERANCE`): certified at ``epsilon * (1 - 1e-9)`` (for ``epsilon``) or against
+    ``delta`` (for ``delta``); None when not checked. Only then can a lattice PLD be called exact.
     """
 
     epsilon: float
@@ -181,6 +196,8 @@ class PLDResult:
     epsilon_lower: float | None = None
     delta_lower: float | None = None
     detail: str = ""
+    infinite_loss_mass: float = 0.0
+    truncation_negligible: bool | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -194,6 +211,8 @@ class PLDResult:
             "epsilon_lower": self.epsilon_lower,
             "delta_lower": self.delta_lower,
             "detail": self.detail,
+            "infinite_loss_mass": self.infinite_loss_mass,
+            "truncation_negligible": self.truncation_negligible,
         }
 
 
@@ -297,24 +316,31 @@ def _multiply(s1: _Side, s2: _Side) -> _Side:
     if s1.engine != s2.engine:
         s1, s2 = s1.to_float(), s2.to_float()
     m1, m2 = s1.finite_mass(), s2.finite_mass()
+    # pairs of outcomes: finite x finite is the product below; a genuine +inf atom with a finite
+    # or genuine outcome is genuine; any pair with a truncated outcome is truncated (and a pair
+    # with a moved outcome is moved: the effect of a truncation scales by the other's mass)
     inf = s1.inf * m2 + s2.inf * m1 + s1.inf * s2.inf
     if s1.upper:
         inf = arb(0).union(inf.upper())
+        total1, total2 = m1 + s1.inf + s1.truncated, m2 + s2.inf + s2.truncated
+        truncated = arb(0).union((s1.truncated * total2 + s2.truncated * (m1 + s1.inf)).upper())
+        moved = arb(0).union((s1.moved * total2 + s2.moved * total1).upper())
     else:
         inf = inf.nonnegative_part()
+        truncated = s1.truncated + s2.truncated
+        moved = arb(0)
     offset = s1.offset + s2.offset
     shift = s1.shift + s2.shift
     origin = s1.origin + s2.origin
-    truncated = s1.truncated + s2.truncated
     if s1.poly is not None:
         poly = s1.poly * s1.poly if s1 is s2 else s1.poly * s2.poly
-        return _Side(s1.upper, offset, poly, None, 0.0, inf, shift, origin, truncated)
+        return _Side(s1.upper, offset, poly, None, 0.0, inf, shift, origin, truncated, moved=moved)
     z, fresh = _convolve_split(s1.vec, s2.vec, s1 is s2)
     # whole-measure norms of the computed measures (finite part + +inf atom)
-    a1 = _sum_upper(s1.vec) + upper_float(s1.inf.abs_upper())
-    b1 = _sum_upper(s2.vec) + upper_float(s2.inf.abs_upper())
+    a1 = _sum_upper(s1.vec) + upper_float(s1.atom().abs_upper())
+    b1 = _sum_upper(s2.vec) + upper_float(s2.atom().abs_upper())
     err = s1.err * (b1 + s2.err) + a1 * s2.err + fresh
-    return _Side(s1.upper, offset, None, z, _float_up(err * (1 + 8 * _U)), inf, shift, origin, truncated)
+    return _Side(s1.upper, offset, None, z, _float_up(err * (1 + 8 * _U)), inf, shift, origin, truncated, moved=moved)
 
 
 def _cut_count(values: np.ndarray, tau: float) -> int:
@@ -356,19 +382,19 @@ def _truncate(side: _Side, tau: float) -> _Side:
         return side
     kept_lo, kept_hi = lo_cut, n - hi_cut  # kept slice [kept_lo, kept_hi)
     truncated = side.truncated
-    inf = side.inf
+    moved = side.moved
     if side.poly is not None:
         low_mass = sum(coeffs[:lo_cut], arb(0))
         high_mass = sum(coeffs[kept_hi:], arb(0))
         kept = list(coeffs[kept_lo:kept_hi])
         if side.upper:
             kept[0] = kept[0] + low_mass
-            inf = arb(0).union((inf + high_mass).upper())
-            truncated = truncated + low_mass + high_mass
+            truncated = arb(0).union((truncated + high_mass).upper())  # to +inf, counted in delta
+            moved = arb(0).union((moved + low_mass).upper())
         else:
             kept[-1] = kept[-1] + high_mass
             truncated = truncated + low_mass
-        return _Side(side.upper, side.offset + kept_lo, arb_poly(kept), None, 0.0, inf, side.shift, side.origin, truncated)
+        return _Side(side.upper, side.offset + kept_lo, arb_poly(kept), None, 0.0, side.inf, side.shift, side.origin, truncated, moved=moved)
     vec = side.vec
     low = vec[:lo_cut]
     high = vec[kept_hi:]
@@ -381,8 +407,8 @@ def _truncate(side: _Side, tau: float) -> _Side:
         old = kept[0]
         kept[0] = kept[0] + float(np.sum(low))
         err += 2 * (len(low) + 2) * _U * (low_up + old) + 2 * _SUBNORMAL
-        inf = arb(0).union((inf + arb(high_up)).upper())
-        truncated = truncated + arb(low_up) + arb(high_up)
+        truncated = arb(0).union((truncated + arb(high_up)).upper())  # to +inf, counted in delta
+        moved = arb(0).union((moved + arb(low_up)).upper())
     else:
         high_up = _sum_upper(high)
         low_up = _sum_upper(low)
@@ -390,7 +416,7 @@ def _truncate(side: _Side, tau: float) -> _Side:
         kept[-1] = kept[-1] + float(np.sum(high))
         err += 2 * (len(high) + 2) * _U * (high_up + old) + 2 * _SUBNORMAL
         truncated = truncated + arb(low_up)
-    return _Side(side.upper, side.offset + kept_lo, None, kept, _float_up(err), inf, side.shift, side.origin, truncated)
+    return _Side(side.upper, side.offset + kept_lo, None, kept, _float_up(err), side.inf, side.shift, side.origin, truncated, moved=moved)
 
 
 def _factors_of(side: _Side, step: arb):
@@ -407,14 +433,14 @@ def _factors_of(side: _Side, step: arb):
     if not side.upper or side.vec is None or not side.origin.is_exact():
         return None  # (an Arb side stays in the Arb engine, as asked)
     flat = side
-    if flat.err != 0.0 or len(flat.vec) == 0:
+    if flat.err != 0.0 or len(flat.vec) == 0 or not bool(side.moved == 0):
         return None
     n0 = math.floor(float((side.origin / step).mid()))
     rem = side.origin - n0 * step
     while not bool(rem >= 0):
         n0 -= 1
         rem = side.origin - n0 * step
-    side.factor = (Factor(flat.vec, side.offset + n0, arb(side.inf.upper()), 1, arb((side.shift + rem).upper())),)
+    side.factor = (Factor(flat.vec, side.offset + n0, arb(side.inf.upper()), 1, arb((side.shift + rem).upper()), arb(side.truncated.upper())),)
     return side.factor
 
 
@@ -539,6 +565,8 @@ class _Evaluator:
         self.step_float = step_float
         self.vec, self.err = side.endpoint_vector()
         self.inf = side.inf
+        # an upper side's truncated mass sits at +inf beside the genuine atom: both count in delta
+        self.atom = side.atom()
         # grid loss of entry i, corrected by the shift: L_i = base + i * step
         if side.upper:
             self.base = side.origin + side.offset * step + side.shift
@@ -591,7 +619,7 @@ class _Evaluator:
             # products c*f each round (relative u): folded into the summation margin
             total = _sum_upper(terms * (1 + 2 * _U)) if upper else _sum_lower(terms * (1 - 2 * _U))
         if upper:
-            return upper_float(arb(total) + self.inf.upper() + arb(self.error_term(eps)))
+            return upper_float(arb(total) + self.atom.upper() + arb(self.error_term(eps)))
         return max(0.0, lower_float(arb(total) + self.inf.lower() - arb(self.err)))
 
     def error_term(self, eps: arb) -> float:
@@ -599,8 +627,8 @@ class _Evaluator:
         return self.err
 
     def floor(self) -> float:
-        """A float >= lim_{eps -> inf} of the certified delta(eps) (the +inf atom and errors)."""
-        return upper_float(self.inf.upper() + arb(self.err))
+        """A float >= lim_{eps -> inf} of the certified delta(eps) (the +inf atoms and errors)."""
+        return upper_float(self.atom.upper() + arb(self.err))
 
     # ---- estimate (not certified; used to locate eps before certifying) --------------------
 
@@ -620,7 +648,7 @@ class _Evaluator:
         s0, s1, first = self._suffix
         i = math.floor((eps - self.base_float) / self.step_float) + 1
         i = max(0, max(0, i) - first)
-        extra = float(self.inf.mid()) + (self.estimate_err if self.side.upper else -self.err)
+        extra = float(self.atom.mid()) + (self.estimate_err if self.side.upper else -self.err)
         if i >= len(s0):
             return extra
         value = s0[i] - math.exp(min(700.0, eps + s1[i])) if math.isfinite(s1[i]) else s0[i]
@@ -670,7 +698,7 @@ class _RecipeEvaluator:
             p = self.recipe.tilted(0.0)
         ev = self._passes.get(p.lam)
         if ev is None:
-            side = _Side(True, p.offset, None, p.vec, 0.0, arb(0).union(p.atom.upper()), self.side.shift, arb(0), p.atom)
+            side = _Side(True, p.offset, None, p.vec, 0.0, arb(0).union(p.infinite.upper()), self.side.shift, arb(0), p.truncated)
             ev = _Evaluator(side, self.step, self.step_float)
             ev.error_term = lambda eps, p=p: p.err_on_delta(eps, self.step, self.side.shift)  # type: ignore[method-assign]
             ev.floor = lambda p=p: upper_float(p.atom.upper())  # type: ignore[method-assign]
@@ -690,14 +718,18 @@ class _RecipeEvaluator:
         log_tilted = self.recipe.log_chernoff(lam) - lam * eps + 0.5 * math.log(max(integral, 0.0) / self.step_float + (lam * math.e) ** -2)
         return lam if log_tilted < 0.5 * math.log(above) else 0.0
 
-    def certified(self, eps: arb) -> float:
+    def pass_for(self, eps: arb) -> _Evaluator:
+        """The pass delta(eps) is read from."""
         # the recipe's losses are unshifted (n h): its lambdas are chosen at eps - shift (a lattice
         # origin folded into the shift moves every loss by up to a step per release)
         key = float(f"{float(eps.mid()) - float(self.side.shift.mid()):.4g}")  # nearby eps share one lambda (and one pass)
         lam = self._lambdas.get(key)
         if lam is None:
             lam = self._lambdas[key] = self._worth_tilting(self.recipe.best_lambda(key), key)
-        return self.at(lam).certified(eps)
+        return self.at(lam)
+
+    def certified(self, eps: arb) -> float:
+        return self.pass_for(eps).certified(eps)
 
     def for_delta(self, delta: float) -> _Evaluator:
         lam = self.recipe.rdp_lambda(delta)
@@ -714,8 +746,9 @@ class _RecipeSide(_Side):
 
     def __init__(self, recipe, shift: arb) -> None:
         self._plain = None
-        atom = arb(upper_float(recipe.inf_atom + recipe.tails[0] + recipe.tails[1]))
-        super().__init__(True, recipe.window[0], None, None, 0.0, arb(0).union(atom.upper()), shift, arb(0), atom, recipe)
+        infinite = arb(upper_float(recipe.inf_atom))
+        truncated = arb(upper_float(recipe.trunc_atom + recipe.tails[0] + recipe.tails[1]))
+        super().__init__(True, recipe.window[0], None, None, 0.0, arb(0).union(infinite.upper()), shift, arb(0), truncated, recipe)
 
     def _pass(self):
         if self._plain is None:
@@ -769,6 +802,52 @@ def _certified_epsilon_upper(ev: _Evaluator, delta: float, prec: int) -> tuple[f
             eps = eps + bump
             bump *= 4
         raise ArithmeticError("could not certify an epsilon for this delta (precision too low?)")
+
+
+#: Relative distance from the true value within which a result may be called exact (the
+#: planner's cross-check uses the same: accounting._planner)
+EXACT_TOLERANCE = 1e-9
+
+
+def _truncation_slack(ev: _Evaluator, eps: arb) -> float:
+    """A float >= the amount by which the upper side's certified delta(eps) may exceed the delta
+    of the same measure without its truncations, beyond rounding: the truncated and moved masses
+    and the float error (once in the side, once added). (The lattice shift, a certified excess of
+    the order of 2^-precision per release, is rounding here as in every exact claim; on a side
+    built by one FFT pass it also holds the lattice origin, an exact part of the losses.)"""
+    side = ev.side
+    return upper_float(side.truncation().abs_upper() + arb(2 * ev.error_term(eps)))
+
+
+def _rounding_floor(ev: _Evaluator, eps: arb, certified: float) -> float:
+    """A float <= the exact sum over the side's floats and atoms behind ``certified`` (the
+    evaluator's own rounding up undone: the summation margin 2(n + 3)u relative, the upper floats
+    of the masses 16u relative, and the 3u added to each f_eps of the terms above eps)."""
+    vec = ev.vec
+    n = len(vec)
+    i0 = max(0, min(n, math.floor(lower_float((eps - ev.base) / ev.step)) - 1))
+    above = _sum_upper(vec[i0:]) if i0 < n else 0.0
+    rel = 2 * (n + 3) * _U + 16 * _U
+    return (certified - 4 * _U * above) / (1 + rel) * (1 - 4 * _U)
+
+
+def _epsilon_truncation_negligible(ev: _Evaluator, eps: float, delta: float, prec: int) -> bool:
+    """True when the truncation-free measure's eps(delta) is certified above
+    eps (1 - EXACT_TOLERANCE): so truncation did not move the reported eps beyond that."""
+    if eps == 0.0:
+        return True  # nothing can be below 0
+    if not math.isfinite(eps):
+        return False
+    with working_precision(prec):
+        e = arb(eps * (1 - EXACT_TOLERANCE))
+        floor = _rounding_floor(ev, e, ev.certified(e))
+        return floor - _truncation_slack(ev, e) > delta
+
+
+def _delta_truncation_negligible(ev: _Evaluator, eps: arb, delta_up: float) -> bool:
+    """True when truncation (and the float error) cannot account for more than EXACT_TOLERANCE
+    of the certified delta(eps)."""
+    return _truncation_slack(ev, eps) + (delta_up - _rounding_floor(ev, eps, delta_up)) <= EXACT_TOLERANCE * delta_up
 
 
 def _certified_epsilon_lower(ev: _Evaluator, delta: float, prec: int) -> float:
@@ -999,7 +1078,7 @@ def _regrid_side(side: _Side, step: arb, h: float) -> _Side:
         err = _float_up(err * (1 + 1e-12))  # the spread maps l1 errors to at most themselves (+ weight rounding)
     else:
         offset, out = _round_down_onto(lo[keep], vec[keep], h)
-    return _Side(side.upper, offset, None, out, err, side.inf, arb(0), arb(0), side.truncated)
+    return _Side(side.upper, offset, None, out, err, side.inf, arb(0), arb(0), side.truncated, moved=side.moved)
 
 
 def _discretised_side(atoms, zero_q: arb, tail: arb, upper: bool, h: float, engine: str) -> _Side:
@@ -1010,8 +1089,8 @@ def _discretised_side(atoms, zero_q: arb, tail: arb, upper: bool, h: float, engi
     lo, hi = _bounds_of_balls(losses) if atoms else (np.zeros(0), np.zeros(0))
     if upper:
         offset, vec = _spread(hi, _floats_of_balls(masses, upper=True) if atoms else np.zeros(0), h)
-        inf = arb(0).union((zero_q + tail.upper()).upper())
-        truncated = arb(tail.upper())
+        inf = arb(0).union(zero_q.upper())  # genuine: Q = 0 < P
+        truncated = arb(0).union(tail.upper())  # the outputs outside the window
     else:
         offset, vec = _round_down_onto(lo, _floats_of_balls(masses, upper=False) if atoms else np.zeros(0), h)
         inf = zero_q.nonnegative_part()
@@ -1034,8 +1113,8 @@ def _build_side(
     for n, mass in indexed:
         buckets[n] = buckets.get(n, arb(0)) + mass
     if upper:
-        inf = arb(0).union((zero_q + tail.upper()).upper())
-        truncated = arb(tail.upper())
+        inf = arb(0).union(zero_q.upper())  # genuine: Q = 0 < P
+        truncated = arb(0).union(tail.upper())  # the outputs outside the window
     else:
         inf = zero_q.nonnegative_part()
         truncated = arb(0)
@@ -1230,8 +1309,16 @@ class PrivacyLossDistribution:
 
     @property
     def truncated_mass(self) -> float:
+        """A float >= the mass any direction truncated (put at +inf, counted in delta, or raised
+        to the lowest kept grid point): a bound of truncation's effect on delta."""
         with working_precision(self._precision):
-            return max(upper_float(d.upper.truncated.abs_upper()) for d in self._directions)
+            return max(upper_float(d.upper.truncation().abs_upper()) for d in self._directions)
+
+    @property
+    def infinite_loss_mass(self) -> float:
+        """A float >= the genuine +inf atom (outputs with Q = 0 < P) of the worse direction."""
+        with working_precision(self._precision):
+            return max(upper_float(d.upper.inf.abs_upper()) for d in self._directions)
 
     @property
     def directions(self) -> tuple[str, ...]:
@@ -1349,14 +1436,17 @@ class PrivacyLossDistribution:
         check_nonnegative("epsilon", epsilon)
         with working_precision(self._precision):
             eps_ball = exact(epsilon)
-            best_name, best_up, best_low = "", -1.0, None
+            best_name, best_up, best_low, best_ev = "", -1.0, None, None
             for name, ev_up, ev_low in self._evaluators():
                 up = ev_up.certified(eps_ball)
                 low = ev_low.certified(eps_ball) if ev_low is not None else None
                 if up > best_up:
-                    best_name, best_up = name, up
+                    best_name, best_up, best_ev = name, up, ev_up
                 if low is not None:
                     best_low = low if best_low is None else max(best_low, low)
+            if isinstance(best_ev, _RecipeEvaluator):  # the pass that certified it
+                best_ev = best_ev.pass_for(eps_ball)
+            negligible = _delta_truncation_negligible(best_ev, eps_ball, best_up) if best_ev is not None else None
             return PLDResult(
                 epsilon=float(epsilon) if not isinstance(epsilon, Fraction) else upper_float(eps_ball),
                 delta=min(1.0, best_up),
@@ -1368,6 +1458,8 @@ class PrivacyLossDistribution:
                 epsilon_lower=None,
                 delta_lower=best_low,
                 detail=self._detail(),
+                infinite_loss_mass=self.infinite_loss_mass,
+                truncation_negligible=negligible,
             )
 
     def epsilon(self, delta: float) -> PLDResult:
@@ -1377,13 +1469,13 @@ class PrivacyLossDistribution:
 
     def _epsilon(self, delta: float) -> PLDResult:
         """:meth:`epsilon` for a ``delta`` its caller validated (the route planner, once)."""
-        best_name, best_eps, best_d, best_low = "", -1.0, 1.0, None
+        best_name, best_eps, best_d, best_low, best_ev = "", -1.0, 1.0, None, None
         for name, ev_up, ev_low in self._evaluators():
             if isinstance(ev_up, _RecipeEvaluator):
                 ev_up = ev_up.for_delta(float(delta))
             eps, d = _certified_epsilon_upper(ev_up, float(delta), self._precision)
             if eps > best_eps:
-                best_name, best_eps, best_d = name, eps, d
+                best_name, best_eps, best_d, best_ev = name, eps, d, ev_up
             if ev_low is not None:
                 low = _certified_epsilon_lower(ev_low, float(delta), self._precision)
                 best_low = low if best_low is None else max(best_low, low)
@@ -1398,6 +1490,8 @@ class PrivacyLossDistribution:
             epsilon_lower=best_low,
             delta_lower=None,
             detail=self._detail() + f"; certified delta(epsilon) = {best_d:.6g}",
+            infinite_loss_mass=self.infinite_loss_mass,
+            truncation_negligible=_epsilon_truncation_negligible(best_ev, best_eps, float(delta), self._precision) if best_ev is not None else None,
         )
 
     def _detail(self) -> str:
@@ -1463,11 +1557,12 @@ def _combine(s: _Side, t: _Side) -> _Side | None:
     hi = max(s.offset + s.length(), t.offset + t.length())
     u, eu = _aligned(s, lo, hi)
     v, ev = _aligned(t, lo, hi)
-    diff = float(np.sum(np.abs(u - v))) + abs(float(s.inf.mid()) - float(t.inf.mid()))
+    diff = float(np.sum(np.abs(u - v))) + abs(float(s.inf.mid()) - float(t.inf.mid())) + abs(float(s.truncated.mid()) - float(t.truncated.mid()))
     if diff > _MERGE_L1:
         return None
     shift = arb(max(s.shift.upper(), t.shift.upper()).upper())
     truncated = arb(max(s.truncated.upper(), t.truncated.upper()).upper())
+    moved = arb(max(s.moved.upper(), t.moved.upper()).upper())
     if s.upper:
         inf = arb(0).union(max(s.inf.upper(), t.inf.upper()).upper())
     else:
@@ -1481,9 +1576,9 @@ def _combine(s: _Side, t: _Side) -> _Side | None:
             ct[t.offset - lo + i] = c
         # the union contains both masses, hence their max and their min
         coeffs = [x.union(y) for x, y in zip(cs, ct)]
-        return _Side(s.upper, lo, arb_poly(coeffs), None, 0.0, inf, shift, s.origin, truncated)
+        return _Side(s.upper, lo, arb_poly(coeffs), None, 0.0, inf, shift, s.origin, truncated, moved=moved)
     vec = np.maximum(u, v) if s.upper else np.minimum(u, v)
-    return _Side(s.upper, lo, None, vec, max(eu, ev), inf, shift, s.origin, truncated)
+    return _Side(s.upper, lo, None, vec, max(eu, ev), inf, shift, s.origin, truncated, moved=moved)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -756,8 +756,9 @@ def monotone_loss_directions(pair: MonotoneLossPair, h_value, tail: float, lower
         n_lo, n_hi = _grid(p, h_float, tail)
         vec, inf_atom = _connect_the_dots(p, h, n_lo, n_hi, series, reverse, mirror if mirror_grid == (-n_hi, -n_lo) else None)
         mirror, mirror_grid = vec, (n_lo, n_hi)
-        inf_up = arb(0).union(inf_atom.upper())
-        up = _Side(True, n_lo, None, vec, 0.0, inf_up, arb(0), arb(0), arb(inf_atom.upper()))
+        # the hockey-stick value at the grid's top: the mass beyond the window, put at +inf as a
+        # truncation (counted in delta; a pair's genuine infinite losses are not told apart here)
+        up = _Side(True, n_lo, None, vec, 0.0, arb(0), arb(0), arb(0), arb(0).union(inf_atom.upper()))
         low = None
         if lower_bound:
             low_vec = _round_down(p, h, n_lo, n_hi)

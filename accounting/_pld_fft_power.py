@@ -197,13 +197,15 @@ def _golden_section(g, a: float, b: float, steps: int) -> tuple[float, float]:
 @dataclass(frozen=True)
 class Factor:
     """One release's finite measure a (floats, exact values of the dominating measure) on grid
-    indices offset .. offset + len(a) - 1, its +inf atom (an Arb upper bound) and its power k."""
+    indices offset .. offset + len(a) - 1, its genuine +inf atom and its truncated mass at +inf
+    (Arb upper bounds, kept apart: accounting._pld_measure._Side) and its power k."""
 
     vec: np.ndarray
     offset: int
     inf: arb
     k: int
     shift: arb  # every grid loss of the release is raised by it (accounting._pld, lattice shifts)
+    truncated: arb = field(default_factory=lambda: arb(0))
 
 
 _LOGS: dict[int, tuple] = {}  # id(factor) -> (factor, its losses, log masses) (the factor is kept alive)
@@ -288,7 +290,8 @@ class PowerRecipe:
     h_ball: arb
     window: tuple[int, int] = (0, 0)  # (B, N)
     tails: tuple[arb, arb] = (arb(0), arb(0))  # (above the window, below the window)
-    inf_atom: arb = field(default_factory=lambda: arb(0))
+    inf_atom: arb = field(default_factory=lambda: arb(0))  # genuine (infinite losses)
+    trunc_atom: arb = field(default_factory=lambda: arb(0))  # the releases' truncated masses, composed
     _cache: dict = field(default_factory=dict)
 
     @classmethod
@@ -317,7 +320,7 @@ class PowerRecipe:
             tails = (above, below)
         recipe.window = (b, n)
         recipe.tails = tails
-        recipe.inf_atom = _composed_atom(factors)
+        recipe.inf_atom, recipe.trunc_atom = _composed_atom(factors)
         return recipe
 
     @property
@@ -407,21 +410,28 @@ class PowerRecipe:
         return 0.5 * (a + b)
 
 
-def _composed_atom(factors: tuple[Factor, ...]) -> arb:
-    """prod (m_i + p_i)^{k_i} - prod m_i^{k_i}, an upper bound (m_i: finite masses, certified).
+def _composed_atom(factors: tuple[Factor, ...]) -> tuple[arb, arb]:
+    """(genuine, truncated) +inf atoms of the composition, upper bounds: with m_i the finite
+    masses, g_i the genuine atoms and t_i the truncated masses, the genuine atom is
+    prod (m_i + g_i)^{k_i} - prod m_i^{k_i} (the outcomes with a genuine infinite loss and no
+    truncated part) and the truncated one prod (m_i + g_i + t_i)^{k_i} - prod (m_i + g_i)^{k_i}
+    (the outcomes with at least one truncated part).
 
     m_i is enclosed by math.fsum (correctly rounded, so within one ulp of the exact sum of the
     floats); a looser summation bound would be raised to the power k_i."""
-    # prod (m + p)^k - prod m^k is increasing in every m and p: evaluated at upper endpoints
-    # (points, not balls, so the difference does not cancel two wide balls)
-    atom = arb(1)
+    # prod (x + p)^k - prod x^k is increasing in every x and p >= 0: evaluated at upper
+    # endpoints (points, not balls, so the difference does not cancel two wide balls)
+    total = arb(1)
+    genuine = arb(1)
     rest = arb(1)
     for f in factors:
         s = math.fsum(f.vec.tolist())
         m_up = arb(s) + arb(math.ulp(s) if s > 0 else 5e-324)
-        atom = atom * (m_up + arb(f.inf.upper())) ** f.k
+        g_up = m_up + arb(f.inf.upper())
+        total = total * (g_up + arb(f.truncated.upper())) ** f.k
+        genuine = genuine * g_up**f.k
         rest = rest * m_up**f.k
-    return arb(max(0.0, upper_float(atom - rest)))
+    return arb(max(0.0, upper_float(genuine - rest))), arb(max(0.0, upper_float(total - genuine)))
 
 
 def combined(first: tuple[Factor, ...], second: tuple[Factor, ...]) -> tuple[Factor, ...]:
@@ -430,7 +440,7 @@ def combined(first: tuple[Factor, ...], second: tuple[Factor, ...]) -> tuple[Fac
     for f in second:
         for i, g in enumerate(merged):
             if g.vec is f.vec and g.offset == f.offset and g.shift is f.shift:
-                merged[i] = Factor(g.vec, g.offset, g.inf, g.k + f.k, g.shift)
+                merged[i] = Factor(g.vec, g.offset, g.inf, g.k + f.k, g.shift, g.truncated)
                 break
         else:
             merged.append(f)
@@ -438,7 +448,7 @@ def combined(first: tuple[Factor, ...], second: tuple[Factor, ...]) -> tuple[Fac
 
 
 def powered(factors: tuple[Factor, ...], k: int) -> tuple[Factor, ...]:
-    return tuple(Factor(f.vec, f.offset, f.inf, f.k * k, f.shift) for f in factors)
+    return tuple(Factor(f.vec, f.offset, f.inf, f.k * k, f.shift, f.truncated) for f in factors)
 
 
 @dataclass(frozen=True)
@@ -451,7 +461,9 @@ class TiltedPass:
     offset: int
     err_l2: float
     z: arb
-    atom: arb  # +inf atom of this pass: composed atoms + tails outside the window
+    atom: arb  # all the +inf mass of this pass: infinite + truncated
+    infinite: arb = field(default_factory=lambda: arb(0))  # the genuine atom (infinite losses)
+    truncated: arb = field(default_factory=lambda: arb(0))  # truncated mass: the releases' and the tails outside the window
 
     def err_on_delta(self, eps: arb, h_ball: arb, shift: arb) -> float:
         """A float >= the error term of delta(eps) (module docstring): the grid points read are
@@ -610,8 +622,9 @@ def _tilted_pass(recipe: PowerRecipe, lam: float) -> TiltedPass:
             vec[q0:] = y[q0:] * w_hi * (1 + 2 * _U)
     if not (np.all(np.isfinite(vec)) and math.isfinite(err_l2)):
         raise ArithmeticError("tilted PLD pass overflowed: lambda too large for this window")
-    atom = recipe.inf_atom + recipe.tails[0] + (recipe.tails[1] if lam != 0.0 else arb(0))
-    return TiltedPass(lam, vec, b, err_l2, z, arb(upper_float(atom)))
+    truncated = arb(upper_float(recipe.trunc_atom + recipe.tails[0] + (recipe.tails[1] if lam != 0.0 else arb(0))))
+    infinite = arb(upper_float(recipe.inf_atom))
+    return TiltedPass(lam, vec, b, err_l2, z, arb(upper_float(infinite + truncated)), infinite, truncated)
 
 
 #: Largest number of terms (frequencies x nonzero entries) of the direct DFTs of one pass.

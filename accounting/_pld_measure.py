@@ -150,16 +150,25 @@ def _step_key(value: object, ball: arb) -> str:
 
 
 class _Side:
-    """A measure on the grid {origin + (offset + i) * step} plus an atom at +inf.
+    """A measure on the grid {origin + (offset + i) * step} plus two atoms at +inf.
 
     ``upper=True``: dominates the true PLD (after raising every grid loss by ``shift``);
     ``upper=False``: is dominated by it (after lowering every grid loss by ``shift``).
     Exactly one of ``poly`` (arb engine) and ``vec`` (float engine, l1 error ``err``) is set.
+
+    The +inf mass is kept in two balls, because only one of them belongs to the mechanism:
+    ``inf`` is the *genuine* atom (outputs with Q = 0 < P, composed exactly), ``truncated`` (upper
+    side) the mass put at +inf by truncation (outputs outside the window, masses cut after a
+    convolution, the mass outside an FFT window): an upper bound, added to delta like the atom
+    (f_eps(+inf) = 1), and the measure of how far the side is from exact. ``moved`` (upper side)
+    is the mass raised inside the grid by a low-end truncation (to the lowest kept point): it is
+    in ``poly``/``vec`` already and moves delta by at most its mass. On a lower side
+    ``truncated`` records mass dropped (never added to anything) and ``moved`` is 0.
     """
 
-    __slots__ = ("upper", "offset", "poly", "vec", "err", "inf", "shift", "origin", "truncated", "recipe", "factor")
+    __slots__ = ("upper", "offset", "poly", "vec", "err", "inf", "shift", "origin", "truncated", "moved", "recipe", "factor")
 
-    def __init__(self, upper, offset, poly, vec, err, inf, shift, origin, truncated, recipe=None):
+    def __init__(self, upper, offset, poly, vec, err, inf, shift, origin, truncated, recipe=None, moved=None):
         self.upper = upper
         self.offset = int(offset)
         self.poly = poly
@@ -169,6 +178,7 @@ class _Side:
         self.shift = shift
         self.origin = origin
         self.truncated = truncated
+        self.moved = arb(0) if moved is None else moved
         # a float upper side that is a product of powers of releases (accounting._pld_fft_power):
         # its delta(eps) is certified from the recipe (tilted single-FFT passes), vec/err being
         # the untilted pass, usable as any float side
@@ -193,12 +203,21 @@ class _Side:
         lo = max(0.0, _sum_lower(self.vec) - self.err)
         return _ball_of(lo, _float_up(hi))
 
+    def atom(self) -> arb:
+        """A ball containing all the +inf mass the side's delta counts (genuine + truncated on an
+        upper side; the genuine atom on a lower side, which drops truncations)."""
+        return self.inf + self.truncated if self.upper else self.inf
+
+    def truncation(self) -> arb:
+        """A ball whose upper end bounds the effect of every truncation on delta (upper side)."""
+        return self.truncated + self.moved
+
     def to_float(self) -> "_Side":
         if self.poly is None:
             return self
         coeffs = self.poly.coeffs()
         vec = _floats_of_balls(coeffs, self.upper) if coeffs else np.zeros(0)
-        return _Side(self.upper, self.offset, None, vec, 0.0, self.inf, self.shift, self.origin, self.truncated)
+        return _Side(self.upper, self.offset, None, vec, 0.0, self.inf, self.shift, self.origin, self.truncated, moved=self.moved)
 
     def endpoint_vector(self) -> tuple[np.ndarray, float]:
         """(c_hat, E): floats and an l1 error for evaluating sums against functions in [0, 1]."""

@@ -7,7 +7,16 @@ loss atoms (the discrete Laplace: no output window at all), or a monotone privac
 once (:func:`accounting._pld.release_pld`, the same PLD :func:`accounting.pld_epsilon` builds),
 composes them in one FFT pass (:mod:`accounting._pld_fft_power`; releases on different grids are
 first put on one, :meth:`~accounting.PrivacyLossDistribution.regrid`) and reads the certified
-eps(delta). The grid is :func:`accounting._pld.grid_for` of the total number of releases.
+eps(delta) (or delta(eps), for a delta query: :func:`accounting._routes.delta_routes`). The grid
+is :func:`accounting._pld.grid_for` of the total number of releases.
+
+Exactness: a PLD on the exact lattice of its losses is planned as exact, but the answer says
+exact only if its truncated mass (outputs outside the window, the mass outside the FFT window:
+at +inf, counted in delta) is certified not to move it by more than 1e-9 relative
+(``PLDResult.truncation_negligible``); otherwise it says "not exact" and the planner runs the
+other routes as for any inexact one. (1000 discrete Gaussians, sigma = 2, at delta = 9e-21: the
+FFT window leaves 8.3e-21 outside; the route used to call its eps = 281.85 exact, 4 % above the
+true 270.84, and stop there.)
 
 Cost model (seconds on one core of the reference machine; the constants below were measured on
 the project's 2-core machine, as stated beside each; ``benchmarks/bench_planner.py`` prints the
@@ -19,8 +28,8 @@ bound the FFT pass itself uses to place its window: the composed loss exceeds
 min_alpha (sum_i n_i (alpha - 1) D_alpha(M_i) + log(1/tail)) / (alpha - 1) with probability below
 ``tail``. When the estimate exceeds the time left, the route coarsens its grid (a factor 2 at a
 time: connect-the-dots stays sound on any grid, looser by O(h^2) per release) and widens the
-output windows of integer pairs (the mass left outside goes to the +inf atom, so it must stay far
-below delta), and says so; it refuses only when no setting fits, naming the time budget that
+output windows of integer pairs (the mass left outside is truncated mass at +inf, counted in delta,
+so it must stay far below delta), and says so; it refuses only when no setting fits, naming the time budget that
 would run it.
 """
 
@@ -36,7 +45,7 @@ import numpy as np
 from ._conversions import EpsilonResult
 from ._pairs import IntegerPair
 from ._planner import Cost, NotApplicable, Plan, Query, RouteResult
-from ._pld import DEFAULT_TAIL_MASS, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
+from ._pld import DEFAULT_TAIL_MASS, EXACT_TOLERANCE, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
 from ._pld_continuous import AUTO_POINTS, continuous_loss_pair
 from ._pld_fft_power import MAX_WINDOW
 
@@ -251,38 +260,48 @@ class PldRoute:
             h_try *= 2
             options.append(_estimate(releases, h_try, DEFAULT_TAIL_MASS, width, False))
         for tail in _TAIL_STEPS[1:]:
-            if options[-1].cost.seconds <= budget or not any(r.kind == "integer" for r in releases) or tail * total > query.delta * 1e-6:
+            # (a delta query has no delta to keep the widened tails below: it keeps the default)
+            if (options[-1].cost.seconds <= budget or not any(r.kind == "integer" for r in releases) or query.asks_delta
+                    or tail * total > query.delta * 1e-6):
                 break
             options.append(_estimate(releases, options[-1].h, tail, width, False))
         chosen = next((o for o in options if o.cost.seconds <= budget), min(options, key=lambda o: o.cost.seconds))
         exact = chosen.exact and self._exact_for_lattice
         if not query.include_pld:
-            return Plan(self.name, lambda left: EpsilonResult(math.inf, query.delta, self.name), chosen.cost, exact, setting=chosen.describe(),
+            return Plan(self.name, lambda left: query.blank(self.name, "switched off"), chosen.cost, exact, setting=chosen.describe(),
                         how="include_pld=True (CLI: without --no-pld)", off="switched off (include_pld=False; CLI: --no-pld)")
         coarsened = "" if chosen is options[0] else f"; the default ({options[0].describe()}) would cost {options[0].cost}"
         return Plan(
             self.name,
-            functools.partial(self._run, tuple(parts), chosen, query.delta, exact),
+            functools.partial(self._run, tuple(parts), chosen, query, exact),
             chosen.cost,
             exact,
             setting=chosen.describe() + coarsened,
             how="" if not coarsened else f"time_budget={math.ceil(options[0].cost.seconds * 1.2) + 1} runs it on h = {h:.3g}",
         )
 
-    def _run(self, parts: tuple, setting: _Setting, delta: float, exact: bool, left: float) -> EpsilonResult:
+    def _run(self, parts: tuple, setting: _Setting, query: Query, exact: bool, left: float) -> EpsilonResult:
         composed = pld_for_parts(parts, None if setting.exact else setting.h, setting.tail, on_grid=not setting.exact)
-        result = composed._epsilon(delta)
+        result = composed.delta(query.epsilon) if query.asks_delta else composed._epsilon(query.delta)
         on_lattice = result.discretisation == "exact lattice"
         grid = "exact lattice" if on_lattice else f"grid h = {_grid_text(result.discretisation)}, connect-the-dots"
         return RouteResult(
             result.epsilon,
-            delta,
+            result.delta,
             self.name,
             None,
-            f"{self._label}, {grid}; worse direction {result.direction}; +inf atom and truncations {result.truncated_mass:.2g}",
-            exact=on_lattice and self._exact_for_lattice,
+            f"{self._label}, {grid}; worse direction {result.direction}; +inf atom {result.infinite_loss_mass:.2g} (infinite losses), "
+            f"truncated mass {result.truncated_mass:.2g} (in delta){_exactness(on_lattice and self._exact_for_lattice, result)}",
+            # exact only when the lattice PLD's truncations could not have moved the answer
+            exact=on_lattice and self._exact_for_lattice and bool(result.truncation_negligible),
             grid=None if on_lattice else float(result.discretisation),
         )
+
+
+def _exactness(claimable: bool, result: Any) -> str:
+    if not claimable or result.truncation_negligible:
+        return ""
+    return f"; not exact: the truncated mass may move it by more than {EXACT_TOLERANCE:g} relative"
 
 
 def _grid_text(discretisation: Any) -> str:

@@ -81,18 +81,17 @@ def dist_rdp_se_returning(
         per_batch = epsilon_routes(mechanism, delta / (2 * b), compose=1, include_pld=include_pld, comparisons=False)
         # The approximate-DP route: B batches of (eps_b, delta/(2B)) composed by the better of basic
         # composition (B eps_b, delta/2) and advanced composition (slack delta/2); both total <= delta.
-        advanced_value: float | None
-        if per_batch.epsilon == 0:  # a large delta: each batch is (0, delta/(2B))-DP, and so are B of them, basically
-            advanced_value, advanced_text = 0.0, "0 (basic)"
-        else:
-            basic = ApproxDP(per_batch.epsilon, delta / (2 * b)).times(b)
-            try:
-                advanced = advanced_composition(ApproxDP(per_batch.epsilon, delta / (2 * b)), b, delta / 2)
-            except ValueError:
-                advanced = basic
-            approx_route = min((basic, "basic"), (advanced, "advanced"), key=lambda item: item[0].epsilon)
-            advanced_value = approx_route[0].epsilon
-            advanced_text = f"{approx_route[0].epsilon:.6g} ({approx_route[1]})"
+        # (a large delta gives eps_b = 0: (0, delta/(2B)) is a guarantee like any other, and basic
+        # composition keeps eps = 0 while advanced composition's slack only adds delta)
+        step = ApproxDP(per_batch.epsilon, delta / (2 * b))
+        basic = step.times(b)
+        try:
+            advanced = advanced_composition(step, b, delta / 2)
+        except ValueError:
+            advanced = basic
+        approx_route = min((basic, "basic"), (advanced, "advanced"), key=lambda item: item[0].epsilon)
+        advanced_value = approx_route[0].epsilon
+        advanced_text = f"{approx_route[0].epsilon:.6g} ({approx_route[1]})"
         rows.append(
             {
                 "returns": b,

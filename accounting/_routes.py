@@ -35,9 +35,9 @@ from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run
 from ._pld import PLDResult, release_kind
 from ._pld_route import PldRoute, pld_for_parts
 from ._shuffle import Shuffled, shuffle_routes
-from ._validation import AccountingError, check_positive, check_positive_int, check_probability
+from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
 
-__all__ = ["epsilon_routes", "pld_bracket", "query_of", "rdp_provenance", "routes_for"]
+__all__ = ["delta_routes", "epsilon_routes", "pld_bracket", "query_of", "rdp_provenance", "routes_for"]
 
 #: estimated seconds of the cheap routes (closed forms, basic composition, the analytic Gaussian)
 COST_CLOSED_FORM = 2e-4
@@ -403,6 +403,64 @@ def epsilon_routes(
         return shuffle_routes(subject, delta, compose=compose, include_pld=include_pld, comparisons=comparisons)
     query = query_of(subject, delta, compose=compose, time_budget=time_budget, include_pld=include_pld, comparisons=comparisons, exhaustive=exhaustive)
     return run_plan(routes_for(query), query)
+
+
+# ---- delta(epsilon): the same planner, minimising delta ---------------------------------------------
+
+
+class _AnalyticGaussianDeltaRoute:
+    """delta(eps) of a composition of Gaussians: mu-GDP, Balle & Wang's exact profile (exact)."""
+
+    name = "analytic-gaussian"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        other = next((s for s, _ in query.parts if not _is_gaussian(s)), None)
+        if other is not None:
+            return NotApplicable(self.name, f"{_describe(other)} is not a Gaussian mechanism")
+
+        def run(left: float) -> EpsilonResult:
+            from ._analytic_gaussian import gdp_delta, gdp_mu
+
+            with working_precision(None):
+                delta = gdp_delta(gdp_mu((s.sensitivity, s.sigma, n) for s, n in query.parts), query.epsilon)
+            return EpsilonResult(query.epsilon, delta, self.name, None, ANALYTIC_GAUSSIAN_DETAIL)  # type: ignore[arg-type]
+
+        return Plan(self.name, run, Cost(COST_CLOSED_FORM), exact=True)
+
+
+class _RdpDeltaRoute:
+    """delta(eps) from the RDP curves summed (CKS conversion, optimised over real alpha)."""
+
+    name = "rdp-cks"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        if not query.epsilon:
+            return NotApplicable(self.name, "the CKS conversion is for epsilon > 0")
+
+        def run(left: float) -> EpsilonResult:
+            from ._conversions import rdp_to_delta
+
+            curve = RDP.sequence([_rdp_of(s) for s, _ in query.parts], [n for _, n in query.parts])
+            r = rdp_to_delta(curve, query.epsilon)  # type: ignore[arg-type]
+            return EpsilonResult(query.epsilon, r.delta, self.name, r.alpha, f"RDP curves summed ({r.detail}), CKS conversion")  # type: ignore[arg-type]
+
+        return Plan(self.name, run, Cost(sum(_rdp_cost(s) for s, _ in query.parts)))
+
+
+def delta_routes(subject: Any, epsilon: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET) -> EpsilonResult:
+    """The smallest certified delta at ``epsilon`` over the routes that give one (the analytic
+    Gaussian, the composed PLD, the RDP curves by CKS), through the planner of
+    :func:`epsilon_routes`: the same cost estimates, the same coarsening to fit ``time_budget``
+    and the same report of what did not run and why (``alternatives``); a composition no route
+    can afford is refused with the argument that would run it, never started. The result's
+    ``delta`` is the answer (1.0, vacuous, when no route applies)."""
+    eps = float(check_nonnegative("epsilon", epsilon))
+    query = query_of(subject, 0.5, compose=compose, time_budget=time_budget, comparisons=False)
+    query = Query(query.parts, 1.0, query.time_budget, True, False, False, eps)
+    if eps == 0 and not all(_is_gaussian(s) for s, _ in query.parts) and any(release_kind(s) is None for s, _ in query.parts):
+        # neither the analytic Gaussian nor a PLD applies, and CKS needs eps > 0
+        return EpsilonResult(eps, 1.0, "none", None, "no route gives delta(0) for these releases (no PLD; CKS needs epsilon > 0)")
+    return run_plan([_AnalyticGaussianDeltaRoute(), PldRoute(), _RdpDeltaRoute()], query)
 
 
 def pld_bracket(subject: Any, delta: float, *, compose: int = 1, discretisation: float | None = None) -> PLDResult | None:

@@ -110,6 +110,41 @@ def test_non_private_and_empty_accountants():
         accountant.get_epsilon(2.0)
 
 
+@pytest.mark.parametrize("steps, budget", [(10**5, 0.05), (10**9, 1.0)])
+def test_get_delta_goes_through_the_planners_cost_guard(monkeypatch, steps, budget):
+    """get_delta used to build the composed PLD on the default grid whatever its cost (10^5
+    DP-SGD steps: ~1.2 million grid points, seconds; 10^9: never ends), where get_epsilon's
+    planner coarsens the grid to fit time_budget or skips the PLD with its reason. Both now go
+    through the planner: the PLD is built only on a grid the cost estimate afforded (a spy
+    refuses the default grid), and the answer is the planner's, reported like get_epsilon's."""
+    from accounting import _pld_route
+    from accounting._pld import grid_for
+    from accounting._routes import delta_routes
+
+    built = []
+    real = _pld_route.pld_for_parts
+
+    def spy(parts, h=None, tail=_pld_route.DEFAULT_TAIL_MASS, **kwargs):
+        if h is None or h <= grid_for(steps) * 1.01:
+            raise AssertionError(f"the PLD of {steps} steps was built on the default grid: the cost guard was bypassed")
+        built.append(h)
+        return real(parts, h, tail, **kwargs)
+
+    monkeypatch.setattr(_pld_route, "pld_for_parts", spy)
+    accountant = acc.CertifiedAccountant(time_budget=budget)
+    accountant.compose(E.PoissonSampledDpEvent(0.01, E.GaussianDpEvent(1.0)), steps)
+    eps = accountant.get_epsilon(DELTA)
+    assert math.isfinite(eps)
+    assert accountant.get_delta(eps) <= DELTA * (1 + 1e-6)  # consistent with get_epsilon, same routes
+    report = delta_routes(accountant._subject(), eps, time_budget=budget)
+    pld = next(r for r in report.alternatives if r.route == "pld")
+    if steps == 10**5:  # coarsened to fit, and says which argument runs the default grid
+        assert pld.status in ("run", "answer") and built and "time_budget=" in pld.how
+    else:  # no grid fits: not built, and the report says why
+        assert pld.status in ("not run", "not applicable") and pld.reason
+    assert report.delta == min(r.delta for r in report.alternatives if r.status in ("run", "answer"))
+
+
 def test_without_dp_accounting_the_error_names_the_extra(monkeypatch):
     from accounting import _dp_accounting_compat as compat
 

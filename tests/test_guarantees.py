@@ -1,5 +1,6 @@
 """Value types, certified rounding and the RDP curve algebra."""
 
+import math
 from fractions import Fraction
 
 import mpmath
@@ -132,3 +133,84 @@ def test_errors_survive_pickling_for_process_pools():
     error = AccountingError("epsilon", -1.0, "a real number > 0", "hint")
     again = pickle.loads(pickle.dumps(error))
     assert str(again) == str(error) and again.name == "epsilon"
+
+
+# ---- (0, delta)-DP ------------------------------------------------------------------------------
+
+
+def test_approx_dp_accepts_epsilon_zero():
+    """(0, delta)-DP is a valid guarantee (total variation <= delta): it used to be refused."""
+    g = ApproxDP(0, 1e-5)
+    assert g.epsilon == 0.0 and g.delta == 1e-5
+    assert ApproxDP(0.0, 0.25) == ApproxDP(Fraction(0), 0.25)
+    negative_zero = ApproxDP(-0.0, 0.25)
+    assert math.copysign(1.0, negative_zero.epsilon) == 1.0 and str(negative_zero) == "(0, 0.25)-DP"
+
+
+@pytest.mark.parametrize(
+    "epsilon, delta, name, allowed",
+    [
+        (-1e-300, 1e-5, "epsilon", ">= 0"),
+        (-1, 1e-5, "epsilon", ">= 0"),
+        (float("inf"), 1e-5, "epsilon", "finite"),
+        (float("nan"), 1e-5, "epsilon", ">= 0"),
+        ("0", 1e-5, "epsilon", ">= 0"),
+        (0.0, -0.1, "delta", "(0, 1)"),
+        (0.0, 1.5, "delta", "(0, 1)"),
+        (0.0, float("nan"), "delta", "(0, 1)"),
+    ],
+)
+def test_approx_dp_still_refuses_what_is_not_a_guarantee(epsilon, delta, name, allowed):
+    with pytest.raises(AccountingError) as info:
+        ApproxDP(epsilon, delta)
+    assert isinstance(info.value, ValueError) and info.value.name == name
+    assert f"{name}={epsilon if name == 'epsilon' else delta!r}" in str(info.value) and allowed in str(info.value)
+
+
+def test_epsilon_zero_composes_by_hand():
+    """Expected values computed here in exact rationals, independently of the library's rounding:
+    basic composition adds the epsilons (0 + 0 = 0, 0 + 0.5 = 0.5) and the deltas (rounded up),
+    parallel composition takes the maxima."""
+    a, b = ApproxDP(0.0, 1e-6), ApproxDP(0.5, 2e-6)
+    k = ApproxDP(0.0, 1e-6).times(7)
+    assert k.epsilon == 0.0
+    assert Fraction(k.delta) >= 7 * Fraction(1e-6) and k.delta <= math.nextafter(float(7 * Fraction(1e-6)), 1)
+    both = a.compose(b)
+    assert both.epsilon == 0.5 and Fraction(both.delta) >= Fraction(1e-6) + Fraction(2e-6)
+    assert both.delta <= math.nextafter(float(Fraction(1e-6) + Fraction(2e-6)), 1)
+    assert (a + a).epsilon == 0.0
+    assert a.parallel(b) == ApproxDP(0.5, 2e-6) and a.parallel(a) == a
+    assert a <= b and not b <= a
+
+
+def test_advanced_composition_of_epsilon_zero():
+    """DRV: eps = sqrt(2k log(1/delta')) eps0 + k eps0 (e^eps0 - 1) = 0 for eps0 = 0, and
+    delta = k delta0 + delta' (computed here in rationals)."""
+    from accounting import advanced_composition
+
+    out = advanced_composition(ApproxDP(0.0, 1e-7), 50, 1e-6)
+    exact_delta = 50 * Fraction(1e-7) + Fraction(1e-6)
+    assert out.epsilon == 0.0
+    assert Fraction(out.delta) >= exact_delta and out.delta <= math.nextafter(float(exact_delta), 1)
+
+
+def test_epsilon_zero_survives_the_ledger_and_its_codec():
+    from accounting import Ledger
+    from accounting._ledger_codec import guarantee_from_dict, guarantee_to_dict
+
+    g = ApproxDP(0.0, 1e-7)
+    assert guarantee_from_dict(guarantee_to_dict(g)) == g
+    ledger = Ledger(ApproxDP(1.0, 1e-5))
+    ledger.charge(g)
+    ledger.charge(g)
+    spent = ledger.spent()
+    assert spent.epsilon == 0.0
+
+
+def test_report_composes_a_zero_epsilon_batch_like_any_other():
+    """A delta so large that each batch is (0, delta/2)-DP: the report composes that guarantee
+    (basic composition keeps eps = 0) instead of a special case."""
+    from accounting import dist_rdp_se_returning
+
+    (row,) = dist_rdp_se_returning(0.5, 10, 1024, (1,), 0.9, include_pld=False)
+    assert row["advanced_composition_epsilon"] == 0.0 and row["advanced_composition"] == "0 (basic)"

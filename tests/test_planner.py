@@ -227,15 +227,36 @@ def test_optimal_composition_has_no_size_rule_either():
 
 
 def test_an_exact_claim_is_cross_checked_by_the_cheapest_routes():
-    """Randomized response at eps = 1e300: the lattice PLD claims exactness but its eps search
-    cannot resolve losses of 1e300 (it lands 10x high); basic composition, which costs nothing,
-    runs as a cross-check, shows it, and the claim is withdrawn (the answer is the pure bound,
-    the other exact routes run)."""
+    """Randomized response at eps = 1e300: the lattice PLD's eps search cannot resolve losses of
+    1e300 (it lands 10x high). It used to claim exactness there, withdrawn only by the
+    cross-check; its exactness certificate (delta at eps (1 - 1e-9) still above delta) now fails
+    by itself, so it claims nothing; the answer is the pure bound and the other exact routes run."""
     report = acc.epsilon_routes(acc.RandomizedResponse(1e300), DELTA)
     routes = _by_route(report)
     assert report.route == "pure" and report.epsilon == 1e300
-    assert not routes["pld"].exact and "not trusted" in routes["pld"].reason
+    assert not routes["pld"].exact and ("not trusted" in routes["pld"].reason or "not exact" in routes["pld"].detail)
     assert routes["optimal-composition-pld"].status == "run"
+
+
+def test_a_wrong_exact_claim_is_withdrawn_by_the_cross_check():
+    """The planner's cross-check itself, on routes made for it: an exact route answering 10x high
+    is contradicted by a route costing next to nothing, its claim is withdrawn and the exact
+    route it had stopped runs."""
+    from accounting._conversions import EpsilonResult
+    from accounting._planner import Cost, Plan, Query, run_plan
+
+    class Fixed:
+        def __init__(self, name, value, exact, seconds):
+            self.name, self.value, self.exact, self.seconds = name, value, exact, seconds
+
+        def plan(self, query, budget):
+            return Plan(self.name, lambda left: EpsilonResult(self.value, query.delta, self.name), Cost(self.seconds), exact=self.exact)
+
+    query = Query(((acc.PureDP(1.0), 1),), DELTA)
+    report = run_plan([Fixed("wrong-exact", 10.0, True, 1e-4), Fixed("other-exact", 1.0, True, 1e-2), Fixed("cheap", 1.0, False, 1e-4)], query)
+    routes = _by_route(report)
+    assert not routes["wrong-exact"].exact and "not trusted" in routes["wrong-exact"].reason
+    assert routes["other-exact"].status in ("run", "answer") and report.epsilon == 1.0
 
 
 def test_an_exact_route_ends_the_search_and_the_others_say_why():

@@ -388,3 +388,105 @@ def test_bad_input_names_the_parameter():
         PrivacyLossDistribution.from_pair(object())
     with pytest.raises(ValueError, match="lattice_step"):
         PrivacyLossDistribution.from_pair(DLPair(Fraction(20), 10), lattice_step=Fraction(1, 3))
+
+
+# ---- the +inf atom: infinite losses and truncated mass apart ------------------------------------
+
+
+def _discrete_gaussian_delta(eps: float, sigma: float = 2.0, reach: int = 300) -> mpmath.mpf:
+    """delta(eps) of N_Z(0, sigma^2) vs N_Z(1, sigma^2), both directions, summed in mpmath over
+    [-reach, reach) (the rest is below 1e-4000): independent of the library."""
+    with mpmath.workdps(50):
+        w = {c: [mpmath.exp(-mpmath.mpf(x - c) ** 2 / (2 * sigma**2)) for x in range(-reach, reach)] for c in (0, 1)}
+        z = sum(w[0])
+        e = mpmath.exp(eps)
+        return max(sum(max(0, (a - e * b) / z) for a, b in zip(w[p], w[1 - p])) for p in (0, 1))
+
+
+def test_truncated_mass_is_its_own_field_and_counts_in_delta():
+    """A window leaving up to 1e-3 of P's mass outside: that mass is truncated, not an infinite
+    loss (the discrete Gaussian has none); it sits in its own field and delta counts it: with it
+    the certified delta is above the exact one, without it (the wrong variant: the field ignored)
+    below, at every eps probed."""
+    from accounting import DiscreteGaussian
+
+    pld = PrivacyLossDistribution.from_pair(DiscreteGaussian(2.0), tail_mass=1e-3)
+    assert pld.infinite_loss_mass == 0.0 and 1e-6 < pld.truncated_mass <= 1e-3
+    for eps in (1.0, 1.5, 2.0):
+        truth = _discrete_gaussian_delta(eps)
+        assert pld.delta(eps).delta >= truth
+        saved = [d.upper.truncated for d in pld._directions]
+        try:
+            for d in pld._directions:
+                d.upper.truncated = arb(0)
+            assert pld.delta(eps).delta < truth
+        finally:
+            for d, t in zip(pld._directions, saved):
+                d.upper.truncated = t
+
+
+def test_infinite_losses_are_not_reported_as_truncation():
+    """Binomial(20, 1/2) shifted by 1: the output 0 (probability 2^-20) is impossible under the
+    shifted law, a genuine infinite loss; five releases have the atom 1 - (1 - 2^-20)^5. It is
+    the infinite-loss mass; the truncated mass is only what the computation cut (it was reported
+    as the sum of both)."""
+    from accounting import Binomial
+    from accounting._pld_route import pld_for_parts
+
+    result = pld_for_parts(((Binomial(20, 0.5), 5),))._epsilon(1e-5)
+    atom = 1 - (1 - Fraction(1, 2**20)) ** 5
+    assert atom <= Fraction(result.infinite_loss_mass) <= atom * (1 + Fraction(1, 10**7))  # (upper floats of the masses)
+    assert result.truncated_mass < 1e-12
+
+
+@pytest.fixture(scope="module")
+def discrete_gaussian_1000():
+    """1000 discrete Gaussians (sigma = 2) composed in Arb balls on their lattice with no
+    truncation to speak of (window tail 1e-60, cuts of 1e-300): a bracket of the true eps."""
+    from accounting import DiscreteGaussian
+
+    pld = PrivacyLossDistribution.from_pair(DiscreteGaussian(2.0), engine="arb", truncation=1e-300, tail_mass=1e-60, precision=128)
+    return pld.self_compose(1000)
+
+
+@pytest.mark.parametrize("delta", [1e-5, 1e-19, 9e-21])
+def test_a_lattice_pld_is_exact_only_when_its_truncation_cannot_matter(discrete_gaussian_1000, delta):
+    """The planner's PLD of 1000 discrete Gaussians sits on the exact lattice, but its single FFT
+    pass puts the mass outside its window (8e-21) at +inf. At delta = 1e-5 that is nothing: the
+    answer is exact (within 1e-9 of the reference bracket). At delta = 1e-19 and 9e-21 it is
+    most of delta: the answer (certified, above the true eps) is 5e-4 and 1.5e-3 relative above
+    it (the route used to call 266.95 and 281.85 exact there, 0.09 % and 4 % high, and stopped
+    the other routes); so it must not be called exact."""
+    from accounting import DiscreteGaussian, epsilon_routes
+
+    reference = discrete_gaussian_1000.epsilon(delta)
+    report = epsilon_routes(DiscreteGaussian(2.0), delta, compose=1000, comparisons=False)
+    pld = next(r for r in report.alternatives if r.route == "pld")
+    assert reference.epsilon_lower <= pld.epsilon  # certified either way
+    if pld.exact:
+        assert pld.epsilon <= reference.epsilon * (1 + 1e-9)
+    if delta == 1e-5:
+        assert pld.exact and report.route == "pld"
+    else:
+        # what an exact claim would assert is false here (the wrong variant: truncation ignored)
+        assert pld.epsilon > reference.epsilon * (1 + 1e-6)
+        assert not pld.exact and "not exact" in pld.detail
+        assert next(r for r in report.alternatives if r.route == "rdp-cks").status in ("run", "answer")
+
+
+@pytest.mark.parametrize("epsilon", [191.6, 275.0])
+def test_a_delta_query_is_exact_only_when_its_truncation_cannot_matter(discrete_gaussian_1000, epsilon):
+    """The same rule for delta(eps) through the planner (get_delta's road): at eps = 191.6
+    (delta ~ 1e-5) the lattice PLD's delta is exact (within 1e-9 of the reference); at eps = 275
+    (delta ~ 1e-20, the size of the truncated mass) it is certified but not exact."""
+    from accounting import DiscreteGaussian
+    from accounting._routes import delta_routes
+
+    reference = discrete_gaussian_1000.delta(epsilon)
+    report = delta_routes(DiscreteGaussian(2.0), epsilon, compose=1000)
+    pld = next(r for r in report.alternatives if r.route == "pld")
+    assert pld.delta >= reference.delta_lower
+    if epsilon < 200:
+        assert pld.exact and pld.delta <= reference.delta * (1 + 1e-9)
+    else:
+        assert pld.delta > reference.delta * (1 + 1e-6) and not pld.exact

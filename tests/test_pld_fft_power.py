@@ -84,9 +84,9 @@ def test_certified_delta_of_a_pass_is_at_least_the_exact_delta(lam):
     recipe = fp.PowerRecipe.build(factors, H, arb(H))
     exact = _exact_power(factors)
     first = sum(f.k * f.offset for f in factors)
-    atom = float(fp._composed_atom(factors).mid())
+    atom = float(sum(fp._composed_atom(factors), arb(0)).mid())  # (genuine, truncated)
     p = recipe.tilted(lam)
-    side = _Side(True, p.offset, None, p.vec, 0.0, arb(0).union(p.atom.upper()), arb(0), arb(0), p.atom)
+    side = _Side(True, p.offset, None, p.vec, 0.0, p.infinite, arb(0), arb(0), p.truncated)  # (the evaluator adds both)
     ev = _Evaluator(side, arb(H), H)
     ev.error_term = lambda eps: p.err_on_delta(eps, arb(H), arb(0))
     mpmath.mp.dps = 40
@@ -122,7 +122,7 @@ def test_wrap_around_window_keeps_the_bound_and_the_lost_tail_is_needed():
     exact = _exact_power(factors, 1 << 80)  # the entries are >= 2^-20: multiples of 2^-80
     first = k * -30
     p = recipe.tilted(0.0)
-    side = _Side(True, p.offset, None, p.vec, 0.0, arb(0).union(p.atom.upper()), arb(0), arb(0), p.atom)
+    side = _Side(True, p.offset, None, p.vec, 0.0, p.infinite, arb(0), arb(0), p.truncated)  # (the evaluator adds both)
     ev = _Evaluator(side, arb(1e-3), 1e-3)
     ev.error_term = lambda eps: p.err_on_delta(eps, arb(1e-3), arb(0))
     top_loss = (b + n - 1) * 1e-3
