@@ -33,12 +33,14 @@ Float laws (parameters are real numbers; deviation from the exact law stated and
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from numbers import Integral, Rational
 
 import numpy as np
 
+from accounting._certified import exact, upper_float, working_precision
 from accounting._validation import AccountingError, check_nonnegative, check_positive, check_probability
 
 from . import _inversion, _kernels
@@ -63,6 +65,11 @@ _MAX_INT62 = 1 << 62
 _DG_MAX_A = (1 << 31) - 1
 #: Bound on the total-variation distance between the truncated and the exact discrete Gaussian.
 DG_TRUNCATION_LOG2_TV = -100
+#: The same bound as a float: TV(one draw of :func:`discrete_gaussian`, N_Z(0, sigma^2)) <= this for
+#: every accepted sigma^2 (certified in Arb by :func:`discrete_gaussian_range`). Not zero: a
+#: privatizer that releases these draws under an (eps, delta) guarantee charges (1 + e^eps) times
+#: its total (``accounting._total_variation``); no zCDP or Renyi guarantee absorbs it.
+DG_TRUNCATION_TV = 2.0**DG_TRUNCATION_LOG2_TV
 #: numpy's Poisson sampler refuses lam above about 9.2e18; Sk(0, mu) needs lam = mu / 2.
 _MAX_SKELLAM_VARIANCE = 2.0**62
 
@@ -202,7 +209,10 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
     |A| <= 2**31 - 1 (so A^2 < 2**62) and D <= 2**62; it restarts candidates with
     |Y| > ymax = floor((2**31 - 1 + p) / (q t)), so its law is N_Z(0, sigma^2) conditioned on
     |X| <= ymax. Accepted parameters satisfy p <= 2**31 - 1, D <= 2**62 and
-    P[|X| > ymax] <= 2 e^{-(ymax+1)^2/(2 sigma^2)} / (1 - e^{-(ymax+1)/sigma^2}) <= 2**-100.
+    P[|X| > ymax] <= 2 e^{-(ymax+1)^2/(2 sigma^2)} / (1 - e^{-(ymax+1)/sigma^2}) <= 2**-100
+    (:data:`DG_TRUNCATION_TV`; the bound is evaluated in Arb and rounded up). That probability is
+    the total variation between a draw and N_Z(0, sigma^2): small, not zero, and charged in delta by
+    the privatizers that release these draws (``accounting._total_variation``).
     With q = 1 this admits integer sigma^2 up to about 1.7e8 (sigma ~ 13000; the truncation
     condition binds first); sigma^2 with a large denominator should be rounded up to a coarser
     rational (more noise is still private).
@@ -219,10 +229,7 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
             "sigma2", sigma2, range_msg, "outside the exact int64 range; round sigma2 up to a rational with a smaller denominator"
         )
     ymax = (_DG_MAX_A + p) // (q * t)
-    sig2 = p / q
-    x = ymax + 1
-    log2_tv = (math.log(2.0) - x * x / (2.0 * sig2) - math.log1p(-math.exp(-x / sig2))) / math.log(2.0)
-    if not log2_tv <= DG_TRUNCATION_LOG2_TV:
+    if not _truncation_tv_upper(p, q, ymax) <= DG_TRUNCATION_TV:
         raise AccountingError(
             "sigma2",
             sigma2,
@@ -230,6 +237,18 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
             "round sigma2 up to a rational with a smaller denominator",
         )
     return p, q, t, ymax
+
+
+@functools.lru_cache(maxsize=4096)
+def _truncation_tv_upper(p: int, q: int, ymax: int) -> float:
+    """Certified upper bound (Arb, rounded up) on P[|X| > ymax] for X ~ N_Z(0, p/q), which is the
+    total variation between N_Z(0, p/q) and its conditioning on |X| <= ymax:
+    2 e^{-x^2/(2 sigma^2)} / (1 - e^{-x/sigma^2}) with x = ymax + 1 (the normaliser is >= 1 and
+    e^{-k^2/(2 sigma^2)} <= e^{-x^2/(2 sigma^2)} e^{-(k - x) x/sigma^2} for k >= x)."""
+    with working_precision(None):
+        sig2 = exact(Fraction(p, q))
+        x = exact(ymax + 1)
+        return upper_float(2 * (-(x * x) / (2 * sig2)).exp() / (1 - (-x / sig2).exp()))
 
 
 def discrete_gaussian(rng: np.random.Generator, sigma2: object, size: object = None, *, method: str = "cks"):

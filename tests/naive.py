@@ -201,3 +201,38 @@ def naive_server_view(rnd: random.Random, x, g: int, m: int, noise) -> int:
         xhat = base + (1 if naive_bernoulli(rnd, xg - base) else 0) if xg != base else base
         total = (total + (xhat + noise(rnd)) % m) % m
     return total
+
+
+# ------------------------------------------------------------------------------------------------
+# The (eps, delta) slack of a sampler within total variation t of the analysed law
+# ------------------------------------------------------------------------------------------------
+
+
+def _slack(epsilon: float, delta: float, tv: float, sign: int):
+    """delta + sign (1 + e^eps) tv as an mpmath number at 400 bits (every input a float: exact)."""
+    ctx = mpmath.MPContext()
+    ctx.prec = 400
+    return ctx, ctx.mpf(delta) + sign * (1 + ctx.exp(ctx.mpf(epsilon))) * ctx.mpf(tv)
+
+
+def delta_plus_tv_slack(epsilon: float, delta: float, tv: float) -> float:
+    """The least float >= delta + (1 + e^eps) tv: the delta of a mechanism within total variation
+    tv of an (eps, delta)-DP one (P[M'(x) in E] <= e^eps P[M'(x') in E] + delta + (1 + e^eps) tv)."""
+    ctx, value = _slack(epsilon, delta, tv, +1)
+    x = float(value)
+    while ctx.mpf(x) < value:
+        x = math.nextafter(x, math.inf)
+    while ctx.mpf(math.nextafter(x, -math.inf)) >= value:
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def delta_minus_tv_slack(epsilon: float, delta: float, tv: float) -> float:
+    """The greatest float <= delta - (1 + e^eps) tv."""
+    ctx, value = _slack(epsilon, delta, tv, -1)
+    x = float(value)
+    while ctx.mpf(x) > value:
+        x = math.nextafter(x, -math.inf)
+    while ctx.mpf(math.nextafter(x, math.inf)) <= value:
+        x = math.nextafter(x, math.inf)
+    return x

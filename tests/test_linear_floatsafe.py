@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+import naive
 from accounting import ApproxDP, Ledger
+from accounting._mechanisms import DiscreteGaussianVector
 from dpverify._bandits.linear import (
     CentralDiscreteGaussian,
     CentralGaussianIdealised,
@@ -28,7 +30,7 @@ from dpverify._bandits.linear import (
 )
 from dpverify._bandits.linear._privatizers import SIGMA2_TARGET
 from dpverify._bandits.linear._registration import run_for_registry
-from dpverify._samplers import discrete_gaussian
+from dpverify._samplers import DG_TRUNCATION_TV, discrete_gaussian, discrete_gaussian_range
 
 EPS, DELTA, B = 10.0, 0.25, 2.5
 SMALL = dict(d=5, k=40)
@@ -157,7 +159,11 @@ def test_float_safe_budget_refusal_leaves_the_ledger_unchanged() -> None:
     ledger = Ledger(ApproxDP(EPS, DELTA))
     privatizer = VectorPrivatizer(protocol, ledger, np.random.SeedSequence(3))
     privatizer.release_mean(np.zeros((4, 3)), range(4), label="phase 1")
-    assert ledger.charges[0].guarantee == ApproxDP(protocol.grid_noise(4, 3).epsilon, DELTA)
+    # the local charge pays 2 * s * 2^-100 of sampler total variation in delta (test below)
+    tv = 2 * 3 * 2.0**-100
+    ideal = naive.delta_minus_tv_slack(EPS, DELTA, tv)
+    eps_l = protocol.mechanism(4, 3).epsilon(ideal)
+    assert ledger.charges[0].guarantee == ApproxDP(eps_l, naive.delta_plus_tv_slack(eps_l, ideal, tv))
     with pytest.raises(Exception, match="budget"):
         privatizer.release_mean(np.zeros((4, 3)), range(4), label="phase 2")  # the same users again: 2 eps > EPS
     assert len(ledger.charges) == 1 and privatizer.releases == 1
@@ -237,3 +243,43 @@ def test_an_idealised_vector_protocol_needs_the_opt_in_on_a_durable_ledger(tmp_p
     assert "not DP in floating point" in durable.charges[0].label
     VectorPrivatizer(LocalDiscreteGaussian(EPS, DELTA, B), durable, np.random.SeedSequence(5))
     durable.close()
+
+
+#: delta small enough that the samplers' total variation (2^-100 per draw) is visible in float
+#: arithmetic: (1 + e^1) * 2 * 2 * 2^-100 = 1.2e-29, a relative 1.2e-4 of it
+TINY_DELTA = 1e-25
+
+
+@pytest.mark.parametrize("cls, draws", [(CentralDiscreteGaussian, 1), (LocalDiscreteGaussian, 2)])
+def test_charged_delta_pays_the_samplers_total_variation(cls, draws: int) -> None:
+    """What executes is within total variation t of DiscreteGaussianVector(sigma^2, 2g, s): each exact
+    draw is N_Z(0, sigma^2) conditioned on |X| <= ymax (TV <= 2^-100), and LDP-DPE's aggregate path
+    draws the n clients' summed noise as one N_Z(0, n sigma^2) (another 2^-100 per coordinate). So the
+    release is (eps, delta(eps) + (1 + e^eps) t)-DP, and the charged delta must cover that, with
+    t = draws * s * 2^-100 computed here, not read from the code. The charge that left t out (the
+    charged delta equal to the mechanism's own certified delta at eps) fails: at TINY_DELTA the slack
+    is a relative 6e-5 (central) or 1.2e-4 (local) of delta, far above the certified epsilon's
+    1e-10 relative width. Deterministic (no sampling)."""
+    n, s = 4, 2
+    protocol = cls(1.0, TINY_DELTA, B)
+    ledger = Ledger(ApproxDP(1.0, TINY_DELTA))
+    VectorPrivatizer(protocol, ledger, np.random.SeedSequence(3), path="aggregate").release_mean(np.zeros((n, s)), range(n))
+    charged = ledger.charges[0].guarantee
+    params = protocol.grid_noise(n, s)
+    mechanism = DiscreteGaussianVector(params.sigma2, 2 * params.grid, s)
+    assert protocol.mechanism(n, s) == mechanism
+    tv = draws * s * 2.0**-100
+    # the premises: each draw's truncation, and on the aggregate path the one-draw sum, within 2^-100
+    assert DG_TRUNCATION_TV == 2.0**-100
+    discrete_gaussian_range(params.sigma2)  # accepted: certified truncation TV <= 2^-100
+    if cls is LocalDiscreteGaussian:
+        assert protocol.summed_noise_in_one_draw(n, s)
+    # the conclusion: delta_charged >= delta(eps_charged) + (1 + e^eps_charged) t, within the budget
+    assert charged.delta >= naive.delta_plus_tv_slack(charged.epsilon, mechanism.delta(charged.epsilon), tv)
+    assert charged.delta <= TINY_DELTA and charged.epsilon <= 1.0
+
+
+def test_a_delta_below_the_samplers_slack_is_refused() -> None:
+    """delta <= (1 + e^eps) t leaves nothing for the analysed mechanism: refused, naming delta."""
+    with pytest.raises(ValueError, match="delta"):
+        CentralDiscreteGaussian(1.0, 1e-31, B).grid_noise(4, 2)

@@ -36,10 +36,24 @@ integer noise has been added:
   Renyi curve, tight zCDP rho = s (2g)^2 / (2 sigma^2) (CKS 2020), and a certified (eps, delta)
   profile (the corner of the box dominates; the loss depends on the sum of the coordinates, whose
   law is the one-dimensional discrete Gaussian of variance s sigma^2 up to a certified factor; see
-  that module). Each phase is charged ``ApproxDP(eps_l, delta)`` with eps_l that certified epsilon
+  that module). Each phase is charged ``ApproxDP(eps_l, delta_l)`` with eps_l that certified epsilon
   (as SDP-DPE's phases are): the ledger's own conversion of a mechanism goes through its Renyi
   curve, which at the paper's delta = 0.25 costs 15-32% more noise than the exact profile. The
   charge's label names the mechanism, its sigma^2, Delta and grid.
+- *The samplers' total variation, charged.* What executes is not exactly DiscreteGaussianVector:
+  each draw of the exact sampler is N_Z(0, sigma^2) conditioned on |X| <= ymax, within total
+  variation t_1 = 2^-100 of it (``dpverify._samplers.DG_TRUNCATION_TV``), and LDP-DPE's aggregate
+  path replaces the n clients' summed noise by one N_Z(0, n sigma^2) draw, another <= 2^-100 per
+  coordinate (:data:`AGGREGATE_MAX_TV`, certified by ``sum_total_variation``). A mechanism within
+  total variation t of an (eps, delta)-DP one is (eps, delta + (1 + e^eps) t)-DP
+  (``accounting._total_variation``); there is no such slack in zCDP or Renyi DP (a truncated law's
+  privacy loss is unbounded at the edge of its support), so the slack is paid in delta, and the
+  charge stays within the run's (eps, delta) budget: eps_l is certified for the ideal mechanism at
+  delta_0 = delta - (1 + e^eps) t (rounded down; eps is the target, >= eps_l), and the charge is
+  ``ApproxDP(eps_l, delta_l)``, delta_l = delta_0 + (1 + e^eps_l) t rounded up (<= delta). Here
+  t = s t_1 for CDP-DPE (one draw per coordinate of the sum) and t = 2 s t_1 for LDP-DPE (a client's
+  own s draws on the per-user path, which is all that depends on her report; the summed draw and
+  its truncation on the aggregate path: one charge covers both paths). :attr:`GridNoise.total_variation`.
 - *Choice of g and sigma^2.* With z the analytic-Gaussian noise multiplier of the idealised version
   (below), g = max(1, floor(sqrt(T / s) / (2 z))) and sigma^2 the least integer >= (2 g z)^2 s
   whose certified eps_l meets the target (one or two certified evaluations: the discrete
@@ -103,11 +117,12 @@ from accounting import ApproxDP, Calibration, Gaussian, calibrate
 from accounting._certified import exact, upper_float, working_precision
 from accounting._mechanisms import DiscreteGaussianVector
 from accounting._mechanisms._discrete_gaussian_vector import sum_total_variation
+from accounting._total_variation import delta_after_total_variation, delta_before_total_variation
 from accounting._validation import AccountingError, check_positive, check_probability
 
 from ... import _protocol_kernels as pk
 from ..._privatizer import AccountedReleaser
-from ..._samplers import discrete_gaussian, discrete_gaussian_range
+from ..._samplers import DG_TRUNCATION_TV, discrete_gaussian, discrete_gaussian_range
 from ._design import support_bound
 
 __all__ = [
@@ -310,7 +325,8 @@ SIGMA2_TARGET = 10**8
 #: The aggregate path draws the n clients' summed discrete Gaussians as one N_Z(0, n sigma^2) only
 #: when the certified total variation between the two laws is below this (the sampler's own
 #: truncation bound, ``dpverify._samplers.DG_TRUNCATION_LOG2_TV``); else it draws per client.
-AGGREGATE_MAX_TV = 2.0**-100
+#: That total variation is charged (``draws_per_coordinate`` of :class:`LocalDiscreteGaussian`).
+AGGREGATE_MAX_TV = DG_TRUNCATION_TV
 
 
 def _grid_gaussian(rng: np.random.Generator, sigma2: int, size: Any) -> np.ndarray:
@@ -322,11 +338,15 @@ def _grid_gaussian(rng: np.random.Generator, sigma2: int, size: Any) -> np.ndarr
 
 @dataclass(frozen=True)
 class GridNoise:
-    """The float-safe parameters of one support size s: grid g, integer sigma^2, the certified eps."""
+    """The float-safe parameters of one support size s: grid g, integer sigma^2, and the certified
+    (epsilon, delta) of the mechanism as executed, the samplers' ``total_variation`` included
+    (module docstring, "The samplers' total variation, charged")."""
 
     grid: int
     sigma2: int
     epsilon: float
+    delta: float = 0.0
+    total_variation: float = 0.0
 
     @property
     def sensitivity(self) -> int:
@@ -335,21 +355,26 @@ class GridNoise:
 
 
 @functools.lru_cache(maxsize=1024)
-def grid_noise(epsilon: float, delta: float, noise_multiplier: float, s: int, sigma2_target: int = SIGMA2_TARGET) -> GridNoise:
+def grid_noise(epsilon: float, delta: float, noise_multiplier: float, s: int, sigma2_target: int = SIGMA2_TARGET,
+               draws_per_coordinate: int = 1) -> GridNoise:
     """g and sigma^2 for support size s (module docstring, "Choice of g and sigma^2"), certified.
 
     g = max(1, floor(sqrt(sigma2_target / s) / (2z))); sigma^2 starts at ceil((2 g z)^2 s) and grows
     by 2^-20 relative steps until the certified eps of ``DiscreteGaussianVector(sigma^2, 2g, s)`` at
-    ``delta`` is <= ``epsilon``.
+    delta_0 = delta - (1 + e^epsilon) t is <= ``epsilon``, where t = s * draws_per_coordinate * 2^-100
+    is the samplers' total variation from that mechanism (each draw or one-draw sum within 2^-100);
+    the returned delta is delta_0 + (1 + e^eps) t rounded up, <= ``delta``.
     """
     s = _check_support(s)
+    total_variation = s * draws_per_coordinate * DG_TRUNCATION_TV  # exact: a small integer times 2^-100
+    delta_ideal = delta_before_total_variation(epsilon, delta, total_variation)
     g = max(1, int(math.sqrt(sigma2_target / s) / (2.0 * noise_multiplier)))
     sigma2 = math.ceil((2 * g * noise_multiplier) ** 2 * s * (1 + 1e-12))
     for _ in range(64):
         _check_sampler_range(epsilon, sigma2)
-        achieved = DiscreteGaussianVector(sigma2, 2 * g, s).epsilon(delta)
+        achieved = DiscreteGaussianVector(sigma2, 2 * g, s).epsilon(delta_ideal)
         if achieved <= epsilon:
-            return GridNoise(g, sigma2, achieved)
+            return GridNoise(g, sigma2, achieved, delta_after_total_variation(achieved, delta_ideal, total_variation), total_variation)
         sigma2 += max(1, sigma2 >> 20)
     raise AccountingError("epsilon", epsilon, f"a target the discrete Gaussian reaches near sigma^2 = {sigma2} (s = {s}, delta = {delta})")
 
@@ -374,26 +399,33 @@ class _DiscreteGaussianGrid(VectorProtocol):
     """The float-safe privatizers' shared part: the grid, the rounding, the noise law, the accounting."""
 
     implementation = "float-safe"
+    #: sampler draws (or one-draw sums), each within total variation 2^-100, per coordinate of the
+    #: noise one report's privacy rests on (module docstring, "The samplers' total variation, charged")
+    draws_per_coordinate = 1
 
     def sigma2_target(self, n: int) -> int:
         """The per-coordinate sigma^2 the grid aims at for a release to n clients."""
         return SIGMA2_TARGET
 
     def grid_noise(self, n: int, s: int) -> GridNoise:
-        return grid_noise(self.epsilon, self.delta, self.noise_multiplier, int(s), self.sigma2_target(int(n)))
+        return grid_noise(self.epsilon, self.delta, self.noise_multiplier, int(s), self.sigma2_target(int(n)), self.draws_per_coordinate)
 
     def mechanism(self, n: int, s: int) -> DiscreteGaussianVector:
         params = self.grid_noise(n, s)
         return DiscreteGaussianVector(params.sigma2, params.sensitivity, int(s))
 
     def guarantee(self, n: int, s: int) -> ApproxDP:
-        return ApproxDP(self.grid_noise(n, s).epsilon, self.delta)
+        """(eps_l, delta_l): the certified guarantee of the release as executed, the samplers' total
+        variation from ``mechanism(n, s)`` paid in delta (delta_l <= delta)."""
+        p = self.grid_noise(n, s)
+        return ApproxDP(p.epsilon, p.delta)
 
     def charge_label(self, n: int, s: int) -> str:
         p = self.grid_noise(n, s)
         where = "the sum of the codes (analyzer)" if self.model == "central" else "each client's code"
         return (f"float-safe: exact discrete Gaussian N_Z(0, {p.sigma2}) on {where}, grid B/{p.grid}, "
-                f"DiscreteGaussianVector(sigma2={p.sigma2}, Delta=2g={p.sensitivity}, d={int(s)}), certified eps {p.epsilon!r}")
+                f"DiscreteGaussianVector(sigma2={p.sigma2}, Delta=2g={p.sensitivity}, d={int(s)}), certified eps {p.epsilon!r}, "
+                f"delta {p.delta!r} including (1 + e^eps) * {p.total_variation!r} for the samplers' total variation")
 
     def encode(self, reports: np.ndarray, rng: np.random.Generator, noise: np.ndarray | None = None) -> np.ndarray:
         """R's encoder: randomised rounding of y g / B to {-g, ..., g} (int64), one exact coin per
@@ -413,7 +445,8 @@ class _DiscreteGaussianGrid(VectorProtocol):
             "note": "float-safe: DP as executed (integer codes on the grid B/g, exact discrete Gaussian noise)",
             "grid_rule": f"g = max(1, floor(sqrt(T / s) / (2 z))), T = {SIGMA2_TARGET:.0e} (central) or {SIGMA2_TARGET:.0e} / 2^ceil(log2 n) (local); "
                          "sigma^2 the least integer >= (2 g z)^2 s meeting eps",
-            "accounting": "DiscreteGaussianVector(sigma^2, 2g, s): certified (eps, delta) per phase, charged as ApproxDP",
+            "accounting": "DiscreteGaussianVector(sigma^2, 2g, s): certified (eps, delta) per phase, charged as ApproxDP, "
+                          "with the exact samplers' total variation (2^-100 per draw or one-draw sum) paid in delta",
         }
 
 
@@ -444,10 +477,13 @@ class LocalDiscreteGaussian(_DiscreteGaussianGrid):
     below 2^-100 (``accounting``'s ``sum_total_variation``: the sum's pmf is the discrete Gaussian's
     times a factor in [1/lambda, lambda]; at DP-DPE's sigma^2 >= 10^3, lambda - 1 < 10^-1000), the
     bound the exact sampler already meets for its own truncation; otherwise it draws per client.
+    Both total variations are charged in delta, on either path (module docstring).
     The per-client sigma^2 aims at SIGMA2_TARGET / 2^ceil(log2 n), so n sigma^2 stays in range.
     """
 
     model = "local"
+    #: a client's own draw (per-user path), or the one-draw sum and its truncation (aggregate path)
+    draws_per_coordinate = 2
 
     def sigma2_target(self, n: int) -> int:
         return max(1, SIGMA2_TARGET >> (int(n) - 1).bit_length())
