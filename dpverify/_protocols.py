@@ -150,26 +150,36 @@ class DistributedProtocol(BatchProtocol):
         return found
 
     def _exact_scale(self, params: BatchParameters) -> Fraction:
-        """The discrete Laplace scale g/eps for the exact sampler, refused (naming epsilon) when its
-        int64 arithmetic cannot hold it: a float eps is the binary fraction it stores. (The per-user
-        Polya path draws through e^(-eps/g) and takes any eps.)"""
-        scale = params.noise
-        if scale.numerator > _noise._MAX_T or scale.denominator > _noise._MAX_S:
-            raise AccountingError("epsilon", self.epsilon, f"an eps whose noise scale g/eps = {scale} the exact sampler takes "
-                                  "(numerator <= 2^61, denominator <= 2^62)", "give eps as a short decimal, e.g. 0.0005")
-        return scale
+        """The discrete Laplace scale b of the batch (dist-dp, cdp, ldp), which the exact sampler takes:
+        g/eps, or rounded up by :meth:`_compute_parameters` (``_samplers.sampler_parameter_at_least``)."""
+        return params.noise
+
+    def _noise_epsilon(self, params: BatchParameters) -> Any:
+        """The eps of the batch's discrete Laplace noise (dist-dp, cdp, ldp): eps itself, or g/b when b
+        was rounded up (the per-user Polya path of dist-dp draws through e^(-eps/g) with it, so that
+        both paths sum to Lap_Z(b))."""
+        if params.noise == params.g / Fraction(self.epsilon):
+            return self.epsilon
+        return Fraction(params.g) / params.noise
 
     def _compute_parameters(self, n: int) -> BatchParameters:
         p_tau = self.tau_p if self.tau_p is not None else self.p
         if self.kind == "dist-dp" or self.kind == "cdp":
             d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
+            if noise == d.noise:
+                return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            # tau bounds b log(2/p), linear in b: tau + ceil(tau (b'/b - 1)) covers the rounded-up b'
+            tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
+            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
         if self.kind == "dist-rdp":
             d = acc.theorem2_parameters(self.epsilon, self.s, n, p_tau)
             return BatchParameters(n, d.g, d.tau, d.m, d.noise)
         if self.kind == "dist-cdp":
             d = acc.theorem4_parameters(self.epsilon, self.s, n, p_tau)
-            noise = _sampler_variance_at_least(d.noise)
+            # rounded up if the exact sampler needs it: the protocol then samples, accounts
+            # (guarantee) and bounds (assumption1, tau) with the rounded value, so the three agree
+            noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_gaussian")
             if noise == d.noise:
                 return BatchParameters(n, d.g, d.tau, d.m, d.noise)
             # tau bounds (g/eps) sqrt(2 log(2/p)) = sqrt(2 n v log(2/p)); with v' = v (1 + r) the
@@ -178,12 +188,13 @@ class DistributedProtocol(BatchProtocol):
             return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
         # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
         d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-        b = float(d.noise)
+        noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
+        b = float(noise)
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
         log_term = math.log(2 / p_tau)
         tau = math.ceil(math.sqrt(2 * n * v_b * log_term) + 2 * b * log_term)
-        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, d.noise)
+        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
 
     # ---- privacy -----------------------------------------------------------------------------
 
@@ -213,7 +224,8 @@ class DistributedProtocol(BatchProtocol):
         rounding = math.sqrt(n / 2) / g
         eps = float(self.epsilon)
         if self.kind in ("dist-dp", "cdp"):
-            return rounding, 1 / eps
+            # h = b/g: 1/eps, or 1/eps' = b'/g (rounded up) when the sampler's b' is above g/eps
+            return rounding, (1 / eps if params.noise == g / Fraction(self.epsilon) else _float_up(params.noise / g))
         if self.kind == "dist-rdp":
             return rounding + 2 / eps, math.sqrt(2) / g
         if self.kind == "dist-cdp":
@@ -249,6 +261,8 @@ class DistributedProtocol(BatchProtocol):
                 return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.noise))
             if self.kind == "dist-cdp":
                 return pk.server_views(rng, x, params.g, params.m, reps, "discrete_gaussian", sigma2=params.noise)
+            if self.kind == "dist-dp":
+                return pk.server_views(rng, x, params.g, params.m, reps, "polya", eps=self._noise_epsilon(params))
             return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self.epsilon)
         if self.kind == "cdp":
             if path == "aggregate":
@@ -332,28 +346,10 @@ class DistributedProtocol(BatchProtocol):
         return f"{names[self.kind]}, eps={float(self.epsilon):g}, p={float(self.p):g}"
 
 
-def _sampler_variance_at_least(variance: Fraction) -> Fraction:
-    """``variance`` if the exact discrete Gaussian sampler takes it (int64 range, truncation below
-    2^-100), else the least k/2^j >= variance it takes, j as large as possible.
-
-    Theorem 4's per-user variance g^2/(n eps^2) can have a numerator or denominator too large for
-    the sampler's exact integer arithmetic (e.g. eps = 0.2499); rounding it *up* adds noise, and
-    the protocol then samples, accounts (``guarantee``) and bounds (``assumption1``, tau) with the
-    rounded value, so the three stay consistent.
-    """
-    try:
-        _samplers.discrete_gaussian_range(variance)
-        return variance
-    except AccountingError:
-        pass
-    for j in range(62, -1, -1):
-        candidate = Fraction(math.ceil(variance * 2**j), 2**j)
-        try:
-            _samplers.discrete_gaussian_range(candidate)
-            return candidate
-        except AccountingError:
-            continue
-    raise AccountingError("noise", variance, "a per-user variance the exact discrete Gaussian sampler can take (at most ~1.7e8)")
+def _float_up(value: Fraction) -> float:
+    """The least float >= value."""
+    x = float(value)
+    return x if Fraction(x) >= value else math.nextafter(x, math.inf)
 
 
 @functools.lru_cache(maxsize=4096)

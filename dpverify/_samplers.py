@@ -70,6 +70,14 @@ DG_TRUNCATION_LOG2_TV = -100
 #: privatizer that releases these draws under an (eps, delta) guarantee charges (1 + e^eps) times
 #: its total (``accounting._total_variation``); no zCDP or Renyi guarantee absorbs it.
 DG_TRUNCATION_TV = 2.0**DG_TRUNCATION_LOG2_TV
+#: The exact discrete Laplace and geometric samplers take a scale t/s with s <= MAX_S and t <= MAX_T.
+MAX_S = _MAX_INT62
+#: CKS Algorithm 2 draws X = U + t V (U < t, V geometric with P[V >= k] = e^{-k}) and restarts when
+#: V > vmax = floor((2**62 - t)/t) (int64, ``_kernels._vmax``), so its law is the exact one
+#: conditioned on V <= vmax, within total variation P[V > vmax] = e^{-(vmax + 1)}. t <= floor(2**62/70)
+#: gives vmax >= 69 and e^{-70} < 2**-100, the discrete Gaussian's bar (``DG_TRUNCATION_LOG2_TV``);
+#: the int64 arithmetic alone would allow t <= 2**61, where the law is cut at 2 scales.
+MAX_T = _MAX_INT62 // 70
 #: numpy's Poisson sampler refuses lam above about 9.2e18; Sk(0, mu) needs lam = mu / 2.
 _MAX_SKELLAM_VARIANCE = 2.0**62
 
@@ -123,14 +131,18 @@ def as_rational(name: str, value: object, allowed: str) -> Fraction:
     raise AccountingError(name, value, allowed)
 
 
+def _power_or_int(bound: int) -> str:
+    return f"2**{bound.bit_length() - 1}" if bound & (bound - 1) == 0 else str(bound)
+
+
 def _int64_fraction(name: str, value: Fraction, max_num: int, max_den: int, allowed: str) -> tuple[int, int]:
     if value.numerator > max_num or value.denominator > max_den:
         raise AccountingError(
             name,
             value,
             allowed,
-            f"numerator must be <= 2**{max_num.bit_length() - 1} and denominator <= "
-            f"2**{max_den.bit_length() - 1} for exact int64 arithmetic; pass a Fraction or a decimal "
+            f"numerator must be <= {_power_or_int(max_num)} and denominator <= "
+            f"{_power_or_int(max_den)} for exact int64 arithmetic; pass a Fraction or a decimal "
             "string with a smaller denominator",
         )
     return value.numerator, value.denominator
@@ -168,9 +180,59 @@ def _scale(name: str, scale: object) -> tuple[int, int]:
     value = as_rational(name, scale, allowed)
     if value <= 0:
         raise AccountingError(name, scale, allowed)
-    # scale = t / s: t bounds the uniform U in [0, t) and U + t V (kernel restarts past 2**62)
-    t, s = _int64_fraction(name, value, _kernels.MAX_T, _MAX_INT62, allowed)
+    # scale = t / s: t bounds the uniform U in [0, t) and U + t V (kernel restarts past 2**62; MAX_T)
+    t, s = _int64_fraction(name, value, MAX_T, MAX_S, allowed)
     return s, t
+
+
+def _laplace_takes(scale: Fraction) -> bool:
+    return scale.numerator <= MAX_T and scale.denominator <= MAX_S
+
+
+def _gaussian_takes(sigma2: Fraction) -> bool:
+    try:
+        discrete_gaussian_range(sigma2)
+    except AccountingError:
+        return False
+    return True
+
+
+#: the exact laws :func:`sampler_parameter_at_least` rounds for: what each parameter is, and its range
+_PARAMETER_LAWS = {
+    "discrete_laplace": (_laplace_takes, "scale", "a scale t/s with t <= floor(2**62/70) (about 6.6e16) and s <= 2**62"),
+    "discrete_gaussian": (_gaussian_takes, "sigma2", "a variance the exact sampler takes (see discrete_gaussian_range: up to about 1.7e8)"),
+}
+
+
+def sampler_parameter_at_least(name: str, given: object, value: object, law: str) -> Fraction:
+    """The least parameter >= ``value`` that the exact sampler of ``law`` takes: ``value`` itself when
+    it does, else the least k/2^j >= value it takes, j <= 62 as large as possible (the finest such
+    rounding).
+
+    ``law`` is "discrete_laplace" (``value`` the scale of Lap_Z, or of the geometric law) or
+    "discrete_gaussian" (``value`` the variance sigma^2 of N_Z). Rounding *up* is always sound for
+    privacy: a larger scale or variance is more noise, and a mechanism with more noise is at least as
+    private (the callers charge the rounded parameter, or the requested one, which claims no less
+    privacy loss). A caller's parameter whose exact rational is too long for int64 arithmetic (a
+    float eps is a binary fraction with a 2^55 denominator) thus gets a slightly noisier sampler
+    instead of an error. When no k/2^j >= value is taken (the parameter is above the sampler's
+    range), raises :class:`AccountingError` (a ``ValueError``) naming ``name``=``given`` (the
+    caller's parameter, e.g. epsilon) and the range.
+    """
+    if law not in _PARAMETER_LAWS:
+        raise AccountingError("law", law, f"one of {tuple(_PARAMETER_LAWS)}")
+    takes, what, allowed = _PARAMETER_LAWS[law]
+    target = as_rational(name, value, "a rational number > 0")
+    if not target > 0:
+        raise AccountingError(name, given, f"a parameter giving a {law} {what} > 0")
+    if takes(target):
+        return target
+    for j in range(62, -1, -1):
+        candidate = Fraction(-((-target.numerator * 2**j) // target.denominator), 2**j)  # ceil(target 2^j) / 2^j
+        if takes(candidate):
+            return candidate
+    raise AccountingError(name, given, f"a parameter whose {law} {what} ({float(target):.6g}) the exact sampler can take, "
+                          f"rounded up if need be: {allowed}")
 
 
 def geometric(rng: np.random.Generator, scale: object, size: object = None):
