@@ -12,14 +12,25 @@ a truncated law (the exact samplers' int64 range) has a bounded support, so its 
 unbounded at the edge; the slack can only be paid in delta.
 
 Both helpers compute the slack (1 + e^eps) t in Arb and round in the safe direction.
+
+:class:`WithinTotalVariation` is a charge for a mechanism executed by such a sampler: the analysed
+mechanism plus the total variation t, a labelled field. Its zCDP and Renyi views are the analysed
+law's (what the auditor tests and a zCDP ledger composes; :meth:`accounting.Ledger.total_variation`
+carries the summed t beside that spend), and every conversion to (eps, delta) adds (1 + e^eps) t:
+:meth:`WithinTotalVariation.approx_dp`, ``accounting.epsilon_routes`` and an (eps, delta) ledger.
+It has no pure-DP view (a truncated law is not pure DP), so a pure-DP ledger refuses it.
 """
 
 from __future__ import annotations
 
-from ._certified import exact, lower_float, upper_float, working_precision
-from ._validation import AccountingError, check_nonnegative
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["delta_after_total_variation", "delta_before_total_variation"]
+from ._certified import exact, lower_float, upper_float, working_precision
+from ._guarantees import ApproxDP
+from ._validation import AccountingError, check_nonnegative, check_positive_int
+
+__all__ = ["WithinTotalVariation", "delta_after_total_variation", "delta_before_total_variation", "times_total_variation", "total_variation_of"]
 
 
 def _checked(epsilon: float, delta: float, total_variation: float) -> None:
@@ -48,3 +59,65 @@ def delta_before_total_variation(epsilon: float, delta: float, total_variation: 
             "delta", delta, f"a delta above the samplers' total-variation slack (1 + e^eps) t = (1 + e^{epsilon!r}) * {total_variation!r}",
         )
     return left
+
+
+@dataclass(frozen=True)
+class WithinTotalVariation:
+    """A release whose law is within total variation ``total_variation`` of ``mechanism``'s, for every
+    input (e.g. a sum of truncated exact discrete Gaussians against the untruncated sum).
+
+    ``mechanism`` is the analysed mechanism (an ``accounting`` mechanism with a zCDP or Renyi curve);
+    ``total_variation`` a certified upper bound t. (eps, delta) views add (1 + e^eps) t to delta;
+    zCDP and Renyi views are the analysed mechanism's, with t carried beside them (module docstring).
+    """
+
+    mechanism: Any
+    total_variation: float
+
+    family = "within-total-variation"
+
+    def __post_init__(self) -> None:
+        check_nonnegative("total_variation", self.total_variation)
+        if isinstance(self.mechanism, WithinTotalVariation):
+            raise AccountingError("mechanism", self.mechanism, "an analysed mechanism (add the total variations instead of nesting)")
+        object.__setattr__(self, "total_variation", float(self.total_variation))
+
+    def pure(self) -> None:
+        """None: a law within total variation t > 0 of a pure-DP one need not be pure DP."""
+        return None
+
+    def zcdp(self) -> Any:
+        """The analysed mechanism's zCDP (the executed law is within ``total_variation`` of it)."""
+        return self.mechanism.zcdp()
+
+    def rdp(self) -> Any:
+        """The analysed mechanism's Renyi curve (the executed law is within ``total_variation`` of it)."""
+        return self.mechanism.rdp()
+
+    def approx_dp(self, epsilon: float) -> ApproxDP:
+        """(eps, delta(eps) + (1 + e^eps) t)-DP: the analysed mechanism's certified delta plus the slack."""
+        if not hasattr(self.mechanism, "approx_dp"):
+            raise AccountingError("mechanism", self.mechanism, "a mechanism with a certified approx_dp(epsilon) (or use epsilon_routes)")
+        inner = self.mechanism.approx_dp(epsilon)
+        return ApproxDP(inner.epsilon, delta_after_total_variation(inner.epsilon, inner.delta, self.total_variation))
+
+    def closed_forms(self) -> dict:
+        return {}
+
+    def output_pair(self) -> Any:
+        return None
+
+    def describe(self) -> str:
+        return f"{self.mechanism.describe()}, executed within total variation {self.total_variation!r} of it"
+
+
+def total_variation_of(guarantee: Any) -> float:
+    """The total variation a charge carries (0 for every guarantee but :class:`WithinTotalVariation`)."""
+    return guarantee.total_variation if isinstance(guarantee, WithinTotalVariation) else 0.0
+
+
+def times_total_variation(total_variation: float, count: int) -> float:
+    """count * t rounded up (t of ``count`` releases, composed)."""
+    check_positive_int("count", count)
+    with working_precision(None):
+        return upper_float(exact(total_variation) * count)

@@ -18,7 +18,9 @@ ICLR 2023 (Chowdhury & Zhou), Algorithm 1 with
 
 Each protocol's per-user guarantee at batch size n is an ``accounting`` mechanism — the same
 object the auditor tests and the ledger spends: DiscreteLaplace(g/eps, g) for Theorems 1, 5, 6,
-Skellam(g^2/eps^2, g) for Theorem 2, DiscreteGaussianSum(n, g/(eps sqrt(n)), g) for Theorem 4,
+Skellam(g^2/eps^2, g) for Theorem 2, DiscreteGaussianSum(n, g/(eps sqrt(n)), g) for Theorem 4 (as
+``WithinTotalVariation(..., n 2^-100)``: the exact samplers' truncation, carried beside its zCDP and
+paid in delta by every (eps, delta) conversion, ``accounting._total_variation``),
 GridDiscreteLaplace(g, g/eps) for the float-safe DP-SE, Laplace(1/eps, 1) for the idealised one.
 
 Assumption 1 constants (sigma, h): with probability >= 1 - 2p the batch noise in reward units,
@@ -55,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 
 import accounting as acc
+from accounting._total_variation import WithinTotalVariation
 from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 from . import _noise
@@ -213,9 +216,13 @@ class DistributedProtocol(BatchProtocol):
             return acc.DiscreteLaplace(scale=params.noise, sensitivity=g)
         if self.kind == "dist-rdp":
             return acc.Skellam(variance=params.noise, l1_sensitivity=g, l2_sensitivity=g)
-        # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim)
+        # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim). The n users'
+        # exact samplers each draw N_Z(0, sigma^2) conditioned on |X| <= ymax, within total variation
+        # 2^-100 of it (_samplers.DG_TRUNCATION_TV), so the server's view is within n 2^-100 of the
+        # analysed sum's: carried beside its zCDP, paid in delta by every (eps, delta) conversion
         sigma = sigma_at_most(params.noise)
-        return acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
+        analysed = acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
+        return WithinTotalVariation(analysed, n * _samplers.DG_TRUNCATION_TV)
 
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
         """(sigma, h) for which |n_a(b)| <= sigma sqrt(log(2/p)) + h log(2/p) w.p. >= 1 - 2p (module docstring)."""
