@@ -313,6 +313,17 @@ def _truncation_tv_upper(p: int, q: int, ymax: int) -> float:
         return upper_float(2 * (-(x * x) / (2 * sig2)).exp() / (1 - (-x / sig2).exp()))
 
 
+def discrete_gaussian_tail(sigma2: object, k: int) -> float:
+    """Certified upper bound on P[|X| > k] for the exact X ~ N_Z(0, sigma2), k an integer (1.0 for k < 0):
+    2 e^{-(k+1)^2/(2 sigma^2)} / (1 - e^{-(k+1)/sigma^2}) in Arb, rounded up, capped at 1."""
+    value = as_rational("sigma2", sigma2, "a rational number > 0")
+    if not value > 0:
+        raise AccountingError("sigma2", sigma2, "a rational number > 0")
+    if k < 0:
+        return 1.0
+    return min(1.0, _truncation_tv_upper(value.numerator, value.denominator, int(k)))
+
+
 def discrete_gaussian(rng: np.random.Generator, sigma2: object, size: object = None, *, method: str = "cks"):
     """N_Z(0, sigma^2): P[X = x] proportional to exp(-x^2 / (2 sigma^2)), sigma^2 rational (CKS
     Algorithm 3, exact up to a truncation costing < 2**-100 in total variation; see

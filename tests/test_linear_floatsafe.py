@@ -9,6 +9,7 @@ import dataclasses
 from fractions import Fraction
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -30,7 +31,7 @@ from dpverify._bandits.linear import (
 )
 from dpverify._bandits.linear._privatizers import SIGMA2_TARGET
 from dpverify._bandits.linear._registration import run_for_registry
-from dpverify._samplers import DG_TRUNCATION_TV, discrete_gaussian, discrete_gaussian_range
+from dpverify._samplers import discrete_gaussian, discrete_gaussian_range
 
 EPS, DELTA, B = 10.0, 0.25, 2.5
 SMALL = dict(d=5, k=40)
@@ -159,11 +160,11 @@ def test_float_safe_budget_refusal_leaves_the_ledger_unchanged() -> None:
     ledger = Ledger(ApproxDP(EPS, DELTA))
     privatizer = VectorPrivatizer(protocol, ledger, np.random.SeedSequence(3))
     privatizer.release_mean(np.zeros((4, 3)), range(4), label="phase 1")
-    # the local charge pays 2 * s * 2^-100 of sampler total variation in delta (test below)
-    tv = 2 * 3 * 2.0**-100
-    ideal = naive.delta_minus_tv_slack(EPS, DELTA, tv)
-    eps_l = protocol.mechanism(4, 3).epsilon(ideal)
-    assert ledger.charges[0].guarantee == ApproxDP(eps_l, naive.delta_plus_tv_slack(eps_l, ideal, tv))
+    # the local charge pays the exact sampler's truncation (and the one-draw sum's factor) (test below)
+    m = protocol.mechanism(4, 3)
+    delta0, charged_delta = naive.truncation_charge(m.sigma2, m.sensitivity, 3, DELTA, True)
+    eps_l = naive.aggregate_epsilon(m.epsilon(delta0), 3)
+    assert ledger.charges[0].guarantee == ApproxDP(eps_l, charged_delta)
     with pytest.raises(Exception, match="budget"):
         privatizer.release_mean(np.zeros((4, 3)), range(4), label="phase 2")  # the same users again: 2 eps > EPS
     assert len(ledger.charges) == 1 and privatizer.releases == 1
@@ -245,41 +246,51 @@ def test_an_idealised_vector_protocol_needs_the_opt_in_on_a_durable_ledger(tmp_p
     durable.close()
 
 
-#: delta small enough that the samplers' total variation (2^-100 per draw) is visible in float
-#: arithmetic: (1 + e^1) * 2 * 2 * 2^-100 = 1.2e-29, a relative 1.2e-4 of it
-TINY_DELTA = 1e-25
+#: eps = 130 at delta = 0.25 and s = 1: sigma^2 ~ 10^8 grid steps^2 and Delta = 2g ~ 16 sigma, so the exact
+#: sampler's truncation point ymax ~ 22.5 sigma is only ~6.5 sigma beyond a shifted centre: the mass
+#: a neighbour's release puts outside this one's support is tau ~ 9e-8, far above float resolution
+LARGE_EPS = 130.0
 
 
-@pytest.mark.parametrize("cls, draws", [(CentralDiscreteGaussian, 1), (LocalDiscreteGaussian, 2)])
-def test_charged_delta_pays_the_samplers_total_variation(cls, draws: int) -> None:
-    """What executes is within total variation t of DiscreteGaussianVector(sigma^2, 2g, s): each exact
-    draw is N_Z(0, sigma^2) conditioned on |X| <= ymax (TV <= 2^-100), and LDP-DPE's aggregate path
-    draws the n clients' summed noise as one N_Z(0, n sigma^2) (another 2^-100 per coordinate). So the
-    release is (eps, delta(eps) + (1 + e^eps) t)-DP, and the charged delta must cover that, with
-    t = draws * s * 2^-100 computed here, not read from the code. The charge that left t out (the
-    charged delta equal to the mechanism's own certified delta at eps) fails: at TINY_DELTA the slack
-    is a relative 6e-5 (central) or 1.2e-4 (local) of delta, far above the certified epsilon's
-    1e-10 relative width. Deterministic (no sampling)."""
-    n, s = 4, 2
-    protocol = cls(1.0, TINY_DELTA, B)
-    ledger = Ledger(ApproxDP(1.0, TINY_DELTA))
-    VectorPrivatizer(protocol, ledger, np.random.SeedSequence(3), path="aggregate").release_mean(np.zeros((n, s)), range(n))
+def test_charged_delta_pays_the_samplers_truncation() -> None:
+    """What executes is N_Z(0, sigma^2) conditioned on |Z| <= ymax per coordinate (the int64 range of
+    the exact sampler), not DiscreteGaussianVector(sigma^2, 2g, s). For every event E,
+    P'_x[E] <= (P_x[E within both supports] + P[Z + x - x' leaves the box]) / P[box], so the release is
+    (eps, (delta(eps) + s tau) / (1 - s t1))-DP with t1 = P[|Z| > ymax], tau = P[|Z| > ymax - 2g]
+    (bounds computed here in mpmath from the sampler's ymax). The former charge, ApproxDP(eps(delta),
+    delta), left tau out: at LARGE_EPS tau = 9e-8 while delta(eps) is within 1e-10 of delta, so it
+    fails here. Deterministic (no sampling)."""
+    n, s = 4, 1
+    protocol = CentralDiscreteGaussian(LARGE_EPS, DELTA, B)
+    ledger = Ledger(ApproxDP(LARGE_EPS, DELTA))
+    VectorPrivatizer(protocol, ledger, np.random.SeedSequence(3)).release_mean(np.zeros((n, s)), range(n))
     charged = ledger.charges[0].guarantee
     params = protocol.grid_noise(n, s)
     mechanism = DiscreteGaussianVector(params.sigma2, 2 * params.grid, s)
     assert protocol.mechanism(n, s) == mechanism
-    tv = draws * s * 2.0**-100
-    # the premises: each draw's truncation, and on the aggregate path the one-draw sum, within 2^-100
-    assert DG_TRUNCATION_TV == 2.0**-100
-    discrete_gaussian_range(params.sigma2)  # accepted: certified truncation TV <= 2^-100
-    if cls is LocalDiscreteGaussian:
-        assert protocol.summed_noise_in_one_draw(n, s)
-    # the conclusion: delta_charged >= delta(eps_charged) + (1 + e^eps_charged) t, within the budget
-    assert charged.delta >= naive.delta_plus_tv_slack(charged.epsilon, mechanism.delta(charged.epsilon), tv)
-    assert charged.delta <= TINY_DELTA and charged.epsilon <= 1.0
+    ctx = mpmath.MPContext()
+    ctx.prec = 400
+    ymax = naive.discrete_gaussian_ymax(params.sigma2)
+    assert discrete_gaussian_range(params.sigma2)[3] == ymax
+    t1 = naive.discrete_gaussian_tail_bound(ctx, params.sigma2, ymax)
+    tau = naive.discrete_gaussian_tail_bound(ctx, params.sigma2, ymax - 2 * params.grid)
+    assert t1 <= ctx.mpf(2) ** -100 and tau > 1e-8  # the regime this test is about
+    executed = (ctx.mpf(mechanism.delta(charged.epsilon)) + s * tau) / (1 - s * t1)
+    assert ctx.mpf(charged.delta) >= executed
+    assert charged.delta <= DELTA and charged.epsilon <= LARGE_EPS
 
 
 def test_a_delta_below_the_samplers_slack_is_refused() -> None:
-    """delta <= (1 + e^eps) t leaves nothing for the analysed mechanism: refused, naming delta."""
-    with pytest.raises(ValueError, match="delta"):
-        CentralDiscreteGaussian(1.0, 1e-31, B).grid_noise(4, 2)
+    """delta <= s tau leaves nothing for the analysed mechanism: refused, naming delta."""
+    from dpverify._bandits.linear._privatizers import _truncation_slack
+
+    # sigma^2 = 10^8 (sigma = 10^4), ymax = 224,747, a shift of 164,747: tau <= 2 e^{-18} / (1 - e^{-6e-4})
+    # = 5.1e-5 (the bound at x = 60,001 = 6 sigma), above delta = 1e-5
+    ctx = mpmath.MPContext()
+    ctx.prec = 200
+    tau = naive.discrete_gaussian_tail_bound(ctx, 10**8, 224_747 - 164_747)
+    assert 5e-5 < tau < 5.2e-5
+    with pytest.raises(ValueError, match="delta=1e-05"):
+        _truncation_slack(10**8, 164_747, 1, 1e-5, False)
+    delta0, charged, tail = _truncation_slack(10**8, 164_747, 1, 0.25, False)
+    assert tail >= tau and delta0 <= 0.25 - tau and charged <= 0.25

@@ -84,14 +84,13 @@ def test_ledger_equals_the_accountant(algorithm: str, noise: str) -> None:
     # the certified epsilon of the mechanism the protocol samples (float-safe: the discrete
     # Gaussian vector's exact profile; idealised: the Gaussian's analytic one)
     if noise == "float-safe":
-        # the exact samplers' total variation from the analysed law, paid in delta: 2^-100 per draw
-        # of each of the s coordinates (central: the analyzer's draw; local: the client's own draw,
-        # plus 2^-100 for the aggregate path's one-draw sum, one charge for both paths)
-        draws = 1 if algorithm == "cdp-dpe" else 2
-        tvs = [draws * p["support_size"] * 2.0**-100 for p in fed]
-        ideal = [naive.delta_minus_tv_slack(EPS, DELTA, tv) for tv in tvs]
-        per_charge = [m.epsilon(d0) for m, d0 in zip(mechanisms, ideal)]
-        charged = [naive.delta_plus_tv_slack(e, d0, tv) for e, d0, tv in zip(per_charge, ideal, tvs)]
+        # the exact sampler's truncation, paid in the charge (naive.truncation_charge, computed in mpmath)
+        aggregate = algorithm == "ldp-dpe"
+        slack = [naive.truncation_charge(m.sigma2, m.sensitivity, m.dimension, DELTA, aggregate) for m in mechanisms]
+        per_charge = [m.epsilon(d0) for m, (d0, _) in zip(mechanisms, slack)]
+        if aggregate:
+            per_charge = [naive.aggregate_epsilon(e, m.dimension) for e, m in zip(per_charge, mechanisms)]
+        charged = [d for _, d in slack]
         assert [c.guarantee for c in ledger.charges] == [ApproxDP(e, d) for e, d in zip(per_charge, charged)]
         assert all(d <= DELTA for d in charged)
     else:
