@@ -239,11 +239,12 @@ class Ledger:
         touching her may be from the analysed ones (charges made as ``WithinTotalVariation``; 0 if none).
         A zCDP spend is the analysed mechanisms'; an (eps, delta) read from it must add (1 + e^eps) times
         this (``accounting._total_variation``). An (eps, delta) budget pays it in every charge already."""
-        if not any(isinstance(c.guarantee, WithinTotalVariation) for c in self._charges):
+        charges = self.charges  # a durable ledger reads them from its store
+        if not any(isinstance(c.guarantee, WithinTotalVariation) for c in charges):
             return 0.0
         worst = 0.0
-        for multiset in _user_groups(self._charges):
-            parts = [times_total_variation(total_variation_of(self._charges[i].guarantee), n) for i, n in multiset]
+        for multiset in _user_groups(charges):
+            parts = [times_total_variation(total_variation_of(charges[i].guarantee), n) for i, n in multiset]
             worst = max(worst, _sum_up(*parts))
         return worst
 

@@ -90,3 +90,15 @@ def test_approx_ledger_pays_the_total_variation_and_zcdp_ledger_carries_it() -> 
     assert ledger.spent().epsilon > without.spent().epsilon  # t is not free
     with pytest.raises(ValueError, match="pure-DP"):  # a pure-DP budget cannot take a truncated law
         acc.Ledger(acc.PureDP(100.0)).charge(charged, range(N))
+
+
+def test_durable_ledger_keeps_and_reports_the_total_variation(tmp_path) -> None:
+    """The charge round-trips through the durable store, and its total variation is read back."""
+    charged = _protocol().guarantee(N)
+    ledger = acc.Ledger.open(f"sqlite:///{tmp_path}/tv.db", acc.ZCDP(2.0), create=True)
+    try:
+        ledger.charge(charged, range(N))
+        assert ledger.charges[0].guarantee == charged
+        assert ledger.total_variation() == N * 2.0**-100
+    finally:
+        ledger.close()
