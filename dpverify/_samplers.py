@@ -7,11 +7,15 @@ laws return int64 arrays. Bad parameters raise :class:`accounting._validation.Ac
 Exact laws (integer arithmetic, Canonne, Kamath & Steinke 2020, arXiv:2004.00010):
 
 - :func:`bernoulli` (rational p) and :func:`bernoulli_exp` (exp(-gamma), gamma rational; CKS Alg. 1);
-- :func:`geometric` and :func:`discrete_laplace` (rational scale; CKS Alg. 2);
+- :func:`geometric` and :func:`discrete_laplace` (rational scale t/s, t <= :data:`MAX_T`; CKS Alg. 2,
+  exact up to an int64 conditioning costing < 2**-100 in total variation);
 - :func:`discrete_gaussian` (rational sigma^2; CKS Alg. 3), exactly N_Z(0, sigma^2) conditioned on
   |X| <= ymax, where ymax is the largest bound at which the int64 arithmetic cannot overflow and
   the parameter range is restricted so that the conditioning moves the law by < 2**-100 in total
   variation (see :func:`discrete_gaussian_range`).
+
+:func:`sampler_parameter_at_least` is the one rule for a scale or variance these samplers cannot take:
+round it up to the nearest k/2^j they take (more noise, sound for privacy), or refuse naming it.
 
 :func:`discrete_laplace` and :func:`discrete_gaussian` take ``method="inversion"``: the same laws by
 exact inversion against certified thresholds (``dpverify._inversion``), 3-4x faster, a different bit
@@ -254,8 +258,10 @@ def _check_method(method: object) -> str:
 
 def discrete_laplace(rng: np.random.Generator, scale: object, size: object = None, *, method: str = "cks"):
     """Lap_Z(scale): P[X = x] = (e^{1/b} - 1)/(e^{1/b} + 1) e^{-|x|/b}, b = scale rational > 0;
-    exact (CKS Algorithm 2, or ``method="inversion"``: ``dpverify._inversion``). Numerator <= 2**61,
-    denominator <= 2**62."""
+    exact (CKS Algorithm 2, or ``method="inversion"``: ``dpverify._inversion``) up to the int64
+    conditioning described at :data:`MAX_T` (total variation < 2**-100). Numerator <= MAX_T =
+    floor(2**62/70), denominator <= 2**62; :func:`sampler_parameter_at_least` rounds a scale up into
+    that range."""
     _check_rng(rng)
     s, t = _scale("scale", scale)
     if _check_method(method) == "inversion":
