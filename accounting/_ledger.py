@@ -39,6 +39,7 @@ from ._ledger_codec import participants_from_json as _participants_from_json
 from ._ledger_codec import participants_to_json as _participants_to_json
 from ._shuffle import shuffle_routes
 from ._tight_routes import is_gaussian, tight_routes
+from ._total_variation import WithinTotalVariation, delta_before_total_variation, times_total_variation, total_variation_of
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = ["Charge", "Ledger"]
@@ -232,6 +233,20 @@ class Ledger:
                 self._by_object[id(g)] = (g, alone)
             return alone if self._worst is None else max(self._worst, alone)
         return self._spend(self._charges + [entry])
+
+    def total_variation(self) -> float:
+        """The worst user's summed sampler total variation (rounded up): how far the executed releases
+        touching her may be from the analysed ones (charges made as ``WithinTotalVariation``; 0 if none).
+        A zCDP spend is the analysed mechanisms'; an (eps, delta) read from it must add (1 + e^eps) times
+        this (``accounting._total_variation``). An (eps, delta) budget pays it in every charge already."""
+        charges = self.charges  # a durable ledger reads them from its store
+        if not any(isinstance(c.guarantee, WithinTotalVariation) for c in charges):
+            return 0.0
+        worst = 0.0
+        for multiset in _user_groups(charges):
+            parts = [times_total_variation(total_variation_of(charges[i].guarantee), n) for i, n in multiset]
+            worst = max(worst, _sum_up(*parts))
+        return worst
 
     def remaining(self) -> float:
         """What is left of the budget's main parameter (eps for pure and approximate DP, rho for zCDP).
@@ -433,6 +448,16 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
                 z = _mechanism_zcdp(g) or _mechanism_pure(g).to_zcdp()
             parts.append(z.times(n))
         return parts[0].compose(*parts[1:]).rho
+    # (eps, delta) budget. Charges executed within a total variation t of their analysed mechanism
+    # (WithinTotalVariation) pay (1 + e^eps) sum t in delta, eps the budget's (every accepted spend
+    # is below it), and are composed as their analysed mechanisms (accounting._total_variation).
+    if any(isinstance(g, WithinTotalVariation) for g, _ in guarantees):
+        total = _sum_up(*(times_total_variation(g.total_variation, n) for g, n in guarantees if isinstance(g, WithinTotalVariation)))
+        try:
+            left = delta_before_total_variation(budget.epsilon, budget.delta, total)
+        except AccountingError:
+            return math.inf  # the samplers' slack alone uses up delta
+        return _compose_uncached(ApproxDP(budget.epsilon, left), [(g.mechanism if isinstance(g, WithinTotalVariation) else g, n) for g, n in guarantees])
     # (eps, delta) budget: RDP-expressible charges are composed exactly as curves and converted
     # at what is left of delta; approximate-DP charges are added by basic composition.
     if len({g for g, _ in guarantees}) == 1 and getattr(guarantees[0][0], "family", "").startswith("shuffled-"):

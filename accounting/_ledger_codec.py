@@ -27,12 +27,13 @@ from ._dp_event import Composition, KaryRandomizedResponse, NonPrivate
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._shuffle import Shuffled
 from ._subsampling import PoissonSampled, SampledWithoutReplacement
+from ._total_variation import WithinTotalVariation
 from ._validation import AccountingError, check_integer
 
 __all__ = ["guarantee_from_dict", "guarantee_spec", "guarantee_to_dict", "participants_from_json", "participants_to_json"]
 
 #: the mechanism families the trail can name (beyond those of accounting._mechanisms)
-_MORE_FAMILIES = (*Shuffled, PoissonSampled, SampledWithoutReplacement, Composition, KaryRandomizedResponse, NonPrivate)
+_MORE_FAMILIES = (*Shuffled, PoissonSampled, SampledWithoutReplacement, Composition, KaryRandomizedResponse, NonPrivate, WithinTotalVariation)
 
 
 @functools.lru_cache(maxsize=1)

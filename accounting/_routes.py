@@ -25,6 +25,7 @@ smallest.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ._certified import upper_float, working_precision
@@ -35,6 +36,7 @@ from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run
 from ._pld import PLDResult, release_kind
 from ._pld_route import PldRoute, pld_for_parts
 from ._shuffle import Shuffled, shuffle_routes
+from ._total_variation import WithinTotalVariation, delta_before_total_variation, times_total_variation
 from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
 
 __all__ = ["delta_routes", "epsilon_routes", "pld_bracket", "query_of", "rdp_provenance", "routes_for"]
@@ -72,6 +74,8 @@ class _Unhashable:
 
 def _check_release(index: int | None, subject: Any) -> None:
     name = "subject" if index is None else f"subject[{index}]"
+    if index is not None and isinstance(subject, WithinTotalVariation):
+        raise AccountingError(name, subject, "a mechanism without a sampler total variation in a sequence (pass a WithinTotalVariation alone)")
     if isinstance(subject, ApproxDP):
         raise AccountingError(name, subject, "a mechanism, PureDP, ZCDP or RDP (compose ApproxDP with advanced_composition)")
     if not (isinstance(subject, (PureDP, ZCDP, RDP)) or hasattr(subject, "rdp")):
@@ -401,8 +405,29 @@ def epsilon_routes(
     """
     if isinstance(subject, Shuffled):  # amplification by shuffling: its own routes (accounting._shuffle)
         return shuffle_routes(subject, delta, compose=compose, include_pld=include_pld, comparisons=comparisons)
+    if isinstance(subject, WithinTotalVariation):
+        return _within_total_variation(subject, delta, compose, dict(include_pld=include_pld, comparisons=comparisons,
+                                                                     time_budget=time_budget, exhaustive=exhaustive))
     query = query_of(subject, delta, compose=compose, time_budget=time_budget, include_pld=include_pld, comparisons=comparisons, exhaustive=exhaustive)
     return run_plan(routes_for(query), query)
+
+
+def _within_total_variation(subject: WithinTotalVariation, delta: float, compose: int, options: dict) -> EpsilonResult:
+    """eps at ``delta`` of ``compose`` releases within total variation t each of the analysed mechanism:
+    the analysed mechanism's eps at delta' = delta - (1 + e^E) compose t, E its eps at delta/2 (an upper
+    bound on the answer while delta' >= delta/2), so the executed releases are (eps, delta' +
+    (1 + e^eps) compose t <= delta)-DP (``accounting._total_variation``)."""
+    delta = float(check_probability("delta", delta))
+    t = times_total_variation(subject.total_variation, check_positive_int("compose", compose))
+    bound = epsilon_routes(subject.mechanism, delta / 2, compose=compose, **options)
+    ideal = delta_before_total_variation(bound.epsilon, delta, t)
+    if ideal < delta / 2:
+        raise AccountingError("delta", delta, f"a delta at least twice the sampler slack (1 + e^eps) t, t = {t!r}")
+    result = epsilon_routes(subject.mechanism, ideal, compose=compose, **options)
+    if result.epsilon > bound.epsilon:  # the routes are monotone in delta; refuse rather than assume it
+        raise AccountingError("delta", delta, "a delta at which the analysed mechanism's certified eps is monotone")
+    return dataclasses.replace(result, delta=delta, route=f"{result.route} + sampler total variation",
+                               detail=f"{result.detail}; analysed mechanism at delta {ideal!r}, plus (1 + e^eps) * {t!r} for the executed law".lstrip("; "))
 
 
 # ---- delta(epsilon): the same planner, minimising delta ---------------------------------------------

@@ -11,7 +11,9 @@ Exact discrete samplers follow Canonne, Kamath & Steinke 2020 (arXiv:2004.00010)
   probability 2**-16, moves on to the next 16 bits) and bit by bit up to den <= 2**62.
 * ``_bernoulli_exp_unit`` / ``_bernoulli_exp``: Bernoulli(exp(-num/den)), CKS Algorithm 1, with
   gamma > 1 split into floor(gamma) Bernoulli(exp(-1)) trials and one for the fractional part.
-* ``_geometric_exp`` / ``_discrete_laplace``: CKS Algorithm 2 for Lap_Z(t/s), t <= 2**61, s <= 2**62.
+* ``_geometric_exp`` / ``_discrete_laplace``: CKS Algorithm 2 for Lap_Z(t/s), t <= 2**61 (int64),
+  s <= 2**62; the wrappers take t <= ``_samplers.MAX_T`` = floor(2**62 / 70), where the conditioning
+  below moves the law by <= 2**-100 in total variation.
 * ``_discrete_gaussian``: CKS Algorithm 3 for N_Z(0, p/q) with t = floor(sigma) + 1.
 * ``_discrete_laplace_block`` / ``_discrete_gaussian_block``: the same two laws by exact inversion
   against certified 64-bit thresholds (``dpverify._inversion``: the geometric magnitude's independent
@@ -68,8 +70,6 @@ MAX_DEN = 1 << 62
 CHUNK = 16
 CHUNK_MASK = (1 << CHUNK) - 1
 CHUNK_DEN = 1 << (63 - CHUNK)
-#: Largest t for CKS Algorithm 2 (U + t V must stay below 2**62 for V = 0 and 1).
-MAX_T = 1 << 61
 
 
 @numba.njit(cache=True)

@@ -102,7 +102,12 @@ def discrete_laplace_mechanism(scale: float | Fraction, sensitivity: int = 1) ->
 
 
 def discrete_gaussian_mechanism(sigma2: float | Fraction, sensitivity: int = 1) -> NoiseMechanism:
-    """Integer query + N_Z(0, sigma2) for a rational variance, exact sampler (CKS Alg. 3)."""
+    """Integer query + N_Z(0, sigma2) for a rational variance, exact sampler (CKS Alg. 3).
+
+    ``law`` (and so ``guarantee``, an RDP curve) is the analysed N_Z(0, sigma2); the sampler draws it
+    conditioned on |X| <= ymax, within total variation ``_samplers.DG_TRUNCATION_TV`` = 2^-100 of it,
+    which no RDP curve absorbs: a ledger charge for a release of this mechanism is
+    ``accounting._total_variation.WithinTotalVariation(law, 2**-100)`` (as Dist-CDP-SE's is)."""
     variance = Fraction(sigma2)
     law = acc.DiscreteGaussian(sigma=sigma_at_most(variance), sensitivity=sensitivity)
     return NoiseMechanism("discrete Gaussian", law, lambda rng, size: _samplers.discrete_gaussian(rng, variance, size), True)

@@ -33,6 +33,8 @@ from numbers import Rational
 
 from accounting._validation import AccountingError
 
+from ._samplers import sampler_parameter_at_least
+
 __all__ = ["DEFAULT_NOISE", "FLOAT_SAFE_GRID", "IDEALISED_LABEL", "NOISE_CHOICES", "check_noise", "decimal_epsilon", "grid_laplace_scale"]
 
 NOISE_CHOICES = ("float-safe", "idealised")
@@ -41,10 +43,6 @@ DEFAULT_NOISE = "float-safe"
 IDEALISED_LABEL = "idealised: not DP in floating point"
 #: the grid of the float-safe privatizers: values are encoded in units of 1/FLOAT_SAFE_GRID
 FLOAT_SAFE_GRID = 2**16
-
-#: the exact discrete Laplace sampler takes scales t/s with t <= 2^61 (``_kernels.MAX_T``), s <= 2^62
-_MAX_T = 1 << 61
-_MAX_S = 1 << 62
 
 
 def check_noise(noise: object) -> str:
@@ -66,16 +64,9 @@ def decimal_epsilon(epsilon: object) -> Fraction:
 
 def grid_laplace_scale(epsilon: object, grid: int = FLOAT_SAFE_GRID) -> Fraction:
     """The scale b of Lap_Z(b) on the grid 1/``grid`` for eps-DP: b = g/eps when the exact sampler
-    takes it, else the least k/2^j >= g/eps it takes (j as large as possible): more noise, so the
-    executed mechanism is (g/b <= eps)-DP, and the accountant charges that b."""
+    takes it, else the least k/2^j >= g/eps it takes (``_samplers.sampler_parameter_at_least``): more
+    noise, so the executed mechanism is (g/b <= eps)-DP, and the accountant charges that b."""
     eps = decimal_epsilon(epsilon)
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
         raise AccountingError("grid", grid, "an integer g >= 1")
-    scale = Fraction(grid) / eps
-    if scale.numerator <= _MAX_T and scale.denominator <= _MAX_S:
-        return scale
-    for j in range(62, -1, -1):
-        candidate = Fraction(math.ceil(scale * 2**j), 2**j)
-        if candidate.numerator <= _MAX_T:
-            return candidate
-    raise AccountingError("epsilon", epsilon, f"eps with g/eps <= 2^61 (g = {grid})")
+    return sampler_parameter_at_least("epsilon", epsilon, Fraction(grid) / eps, "discrete_laplace")

@@ -18,7 +18,9 @@ ICLR 2023 (Chowdhury & Zhou), Algorithm 1 with
 
 Each protocol's per-user guarantee at batch size n is an ``accounting`` mechanism — the same
 object the auditor tests and the ledger spends: DiscreteLaplace(g/eps, g) for Theorems 1, 5, 6,
-Skellam(g^2/eps^2, g) for Theorem 2, DiscreteGaussianSum(n, g/(eps sqrt(n)), g) for Theorem 4,
+Skellam(g^2/eps^2, g) for Theorem 2, DiscreteGaussianSum(n, g/(eps sqrt(n)), g) for Theorem 4 (as
+``WithinTotalVariation(..., n 2^-100)``: the exact samplers' truncation, carried beside its zCDP and
+paid in delta by every (eps, delta) conversion, ``accounting._total_variation``),
 GridDiscreteLaplace(g, g/eps) for the float-safe DP-SE, Laplace(1/eps, 1) for the idealised one.
 
 Assumption 1 constants (sigma, h): with probability >= 1 - 2p the batch noise in reward units,
@@ -55,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 
 import accounting as acc
+from accounting._total_variation import WithinTotalVariation
 from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 from . import _noise
@@ -150,26 +153,36 @@ class DistributedProtocol(BatchProtocol):
         return found
 
     def _exact_scale(self, params: BatchParameters) -> Fraction:
-        """The discrete Laplace scale g/eps for the exact sampler, refused (naming epsilon) when its
-        int64 arithmetic cannot hold it: a float eps is the binary fraction it stores. (The per-user
-        Polya path draws through e^(-eps/g) and takes any eps.)"""
-        scale = params.noise
-        if scale.numerator > _noise._MAX_T or scale.denominator > _noise._MAX_S:
-            raise AccountingError("epsilon", self.epsilon, f"an eps whose noise scale g/eps = {scale} the exact sampler takes "
-                                  "(numerator <= 2^61, denominator <= 2^62)", "give eps as a short decimal, e.g. 0.0005")
-        return scale
+        """The discrete Laplace scale b of the batch (dist-dp, cdp, ldp), which the exact sampler takes:
+        g/eps, or rounded up by :meth:`_compute_parameters` (``_samplers.sampler_parameter_at_least``)."""
+        return params.noise
+
+    def _noise_epsilon(self, params: BatchParameters) -> Any:
+        """The eps of the batch's discrete Laplace noise (dist-dp, cdp, ldp): eps itself, or g/b when b
+        was rounded up (the per-user Polya path of dist-dp draws through e^(-eps/g) with it, so that
+        both paths sum to Lap_Z(b))."""
+        if params.noise == params.g / Fraction(self.epsilon):
+            return self.epsilon
+        return Fraction(params.g) / params.noise
 
     def _compute_parameters(self, n: int) -> BatchParameters:
         p_tau = self.tau_p if self.tau_p is not None else self.p
         if self.kind == "dist-dp" or self.kind == "cdp":
             d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
+            if noise == d.noise:
+                return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            # tau bounds b log(2/p), linear in b: tau + ceil(tau (b'/b - 1)) covers the rounded-up b'
+            tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
+            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
         if self.kind == "dist-rdp":
             d = acc.theorem2_parameters(self.epsilon, self.s, n, p_tau)
             return BatchParameters(n, d.g, d.tau, d.m, d.noise)
         if self.kind == "dist-cdp":
             d = acc.theorem4_parameters(self.epsilon, self.s, n, p_tau)
-            noise = _sampler_variance_at_least(d.noise)
+            # rounded up if the exact sampler needs it: the protocol then samples, accounts
+            # (guarantee) and bounds (assumption1, tau) with the rounded value, so the three agree
+            noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_gaussian")
             if noise == d.noise:
                 return BatchParameters(n, d.g, d.tau, d.m, d.noise)
             # tau bounds (g/eps) sqrt(2 log(2/p)) = sqrt(2 n v log(2/p)); with v' = v (1 + r) the
@@ -178,12 +191,13 @@ class DistributedProtocol(BatchProtocol):
             return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
         # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
         d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-        b = float(d.noise)
+        noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
+        b = float(noise)
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
         log_term = math.log(2 / p_tau)
         tau = math.ceil(math.sqrt(2 * n * v_b * log_term) + 2 * b * log_term)
-        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, d.noise)
+        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
 
     # ---- privacy -----------------------------------------------------------------------------
 
@@ -202,9 +216,13 @@ class DistributedProtocol(BatchProtocol):
             return acc.DiscreteLaplace(scale=params.noise, sensitivity=g)
         if self.kind == "dist-rdp":
             return acc.Skellam(variance=params.noise, l1_sensitivity=g, l2_sensitivity=g)
-        # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim)
+        # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim). The n users'
+        # exact samplers each draw N_Z(0, sigma^2) conditioned on |X| <= ymax, within total variation
+        # 2^-100 of it (_samplers.DG_TRUNCATION_TV), so the server's view is within n 2^-100 of the
+        # analysed sum's: carried beside its zCDP, paid in delta by every (eps, delta) conversion
         sigma = sigma_at_most(params.noise)
-        return acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
+        analysed = acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
+        return WithinTotalVariation(analysed, n * _samplers.DG_TRUNCATION_TV)
 
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
         """(sigma, h) for which |n_a(b)| <= sigma sqrt(log(2/p)) + h log(2/p) w.p. >= 1 - 2p (module docstring)."""
@@ -213,7 +231,8 @@ class DistributedProtocol(BatchProtocol):
         rounding = math.sqrt(n / 2) / g
         eps = float(self.epsilon)
         if self.kind in ("dist-dp", "cdp"):
-            return rounding, 1 / eps
+            # h = b/g: 1/eps, or 1/eps' = b'/g (rounded up) when the sampler's b' is above g/eps
+            return rounding, (1 / eps if params.noise == g / Fraction(self.epsilon) else _float_up(params.noise / g))
         if self.kind == "dist-rdp":
             return rounding + 2 / eps, math.sqrt(2) / g
         if self.kind == "dist-cdp":
@@ -249,6 +268,8 @@ class DistributedProtocol(BatchProtocol):
                 return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.noise))
             if self.kind == "dist-cdp":
                 return pk.server_views(rng, x, params.g, params.m, reps, "discrete_gaussian", sigma2=params.noise)
+            if self.kind == "dist-dp":
+                return pk.server_views(rng, x, params.g, params.m, reps, "polya", eps=self._noise_epsilon(params))
             return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self.epsilon)
         if self.kind == "cdp":
             if path == "aggregate":
@@ -332,28 +353,10 @@ class DistributedProtocol(BatchProtocol):
         return f"{names[self.kind]}, eps={float(self.epsilon):g}, p={float(self.p):g}"
 
 
-def _sampler_variance_at_least(variance: Fraction) -> Fraction:
-    """``variance`` if the exact discrete Gaussian sampler takes it (int64 range, truncation below
-    2^-100), else the least k/2^j >= variance it takes, j as large as possible.
-
-    Theorem 4's per-user variance g^2/(n eps^2) can have a numerator or denominator too large for
-    the sampler's exact integer arithmetic (e.g. eps = 0.2499); rounding it *up* adds noise, and
-    the protocol then samples, accounts (``guarantee``) and bounds (``assumption1``, tau) with the
-    rounded value, so the three stay consistent.
-    """
-    try:
-        _samplers.discrete_gaussian_range(variance)
-        return variance
-    except AccountingError:
-        pass
-    for j in range(62, -1, -1):
-        candidate = Fraction(math.ceil(variance * 2**j), 2**j)
-        try:
-            _samplers.discrete_gaussian_range(candidate)
-            return candidate
-        except AccountingError:
-            continue
-    raise AccountingError("noise", variance, "a per-user variance the exact discrete Gaussian sampler can take (at most ~1.7e8)")
+def _float_up(value: Fraction) -> float:
+    """The least float >= value."""
+    x = float(value)
+    return x if Fraction(x) >= value else math.nextafter(x, math.inf)
 
 
 @functools.lru_cache(maxsize=4096)

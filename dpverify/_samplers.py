@@ -7,11 +7,15 @@ laws return int64 arrays. Bad parameters raise :class:`accounting._validation.Ac
 Exact laws (integer arithmetic, Canonne, Kamath & Steinke 2020, arXiv:2004.00010):
 
 - :func:`bernoulli` (rational p) and :func:`bernoulli_exp` (exp(-gamma), gamma rational; CKS Alg. 1);
-- :func:`geometric` and :func:`discrete_laplace` (rational scale; CKS Alg. 2);
+- :func:`geometric` and :func:`discrete_laplace` (rational scale t/s, t <= :data:`MAX_T`; CKS Alg. 2,
+  exact up to an int64 conditioning costing < 2**-100 in total variation);
 - :func:`discrete_gaussian` (rational sigma^2; CKS Alg. 3), exactly N_Z(0, sigma^2) conditioned on
   |X| <= ymax, where ymax is the largest bound at which the int64 arithmetic cannot overflow and
   the parameter range is restricted so that the conditioning moves the law by < 2**-100 in total
   variation (see :func:`discrete_gaussian_range`).
+
+:func:`sampler_parameter_at_least` is the one rule for a scale or variance these samplers cannot take:
+round it up to the nearest k/2^j they take (more noise, sound for privacy), or refuse naming it.
 
 :func:`discrete_laplace` and :func:`discrete_gaussian` take ``method="inversion"``: the same laws by
 exact inversion against certified thresholds (``dpverify._inversion``), 3-4x faster, a different bit
@@ -33,12 +37,14 @@ Float laws (parameters are real numbers; deviation from the exact law stated and
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from numbers import Integral, Rational
 
 import numpy as np
 
+from accounting._certified import exact, upper_float, working_precision
 from accounting._validation import AccountingError, check_nonnegative, check_positive, check_probability
 
 from . import _inversion, _kernels
@@ -63,6 +69,19 @@ _MAX_INT62 = 1 << 62
 _DG_MAX_A = (1 << 31) - 1
 #: Bound on the total-variation distance between the truncated and the exact discrete Gaussian.
 DG_TRUNCATION_LOG2_TV = -100
+#: The same bound as a float: TV(one draw of :func:`discrete_gaussian`, N_Z(0, sigma^2)) <= this for
+#: every accepted sigma^2 (certified in Arb by :func:`discrete_gaussian_range`). Not zero: a
+#: privatizer that releases these draws under an (eps, delta) guarantee charges (1 + e^eps) times
+#: its total (``accounting._total_variation``); no zCDP or Renyi guarantee absorbs it.
+DG_TRUNCATION_TV = 2.0**DG_TRUNCATION_LOG2_TV
+#: The exact discrete Laplace and geometric samplers take a scale t/s with s <= MAX_S and t <= MAX_T.
+MAX_S = _MAX_INT62
+#: CKS Algorithm 2 draws X = U + t V (U < t, V geometric with P[V >= k] = e^{-k}) and restarts when
+#: V > vmax = floor((2**62 - t)/t) (int64, ``_kernels._vmax``), so its law is the exact one
+#: conditioned on V <= vmax, within total variation P[V > vmax] = e^{-(vmax + 1)}. t <= floor(2**62/70)
+#: gives vmax >= 69 and e^{-70} < 2**-100, the discrete Gaussian's bar (``DG_TRUNCATION_LOG2_TV``);
+#: the int64 arithmetic alone would allow t <= 2**61, where the law is cut at 2 scales.
+MAX_T = _MAX_INT62 // 70
 #: numpy's Poisson sampler refuses lam above about 9.2e18; Sk(0, mu) needs lam = mu / 2.
 _MAX_SKELLAM_VARIANCE = 2.0**62
 
@@ -116,14 +135,18 @@ def as_rational(name: str, value: object, allowed: str) -> Fraction:
     raise AccountingError(name, value, allowed)
 
 
+def _power_or_int(bound: int) -> str:
+    return f"2**{bound.bit_length() - 1}" if bound & (bound - 1) == 0 else str(bound)
+
+
 def _int64_fraction(name: str, value: Fraction, max_num: int, max_den: int, allowed: str) -> tuple[int, int]:
     if value.numerator > max_num or value.denominator > max_den:
         raise AccountingError(
             name,
             value,
             allowed,
-            f"numerator must be <= 2**{max_num.bit_length() - 1} and denominator <= "
-            f"2**{max_den.bit_length() - 1} for exact int64 arithmetic; pass a Fraction or a decimal "
+            f"numerator must be <= {_power_or_int(max_num)} and denominator <= "
+            f"{_power_or_int(max_den)} for exact int64 arithmetic; pass a Fraction or a decimal "
             "string with a smaller denominator",
         )
     return value.numerator, value.denominator
@@ -161,9 +184,59 @@ def _scale(name: str, scale: object) -> tuple[int, int]:
     value = as_rational(name, scale, allowed)
     if value <= 0:
         raise AccountingError(name, scale, allowed)
-    # scale = t / s: t bounds the uniform U in [0, t) and U + t V (kernel restarts past 2**62)
-    t, s = _int64_fraction(name, value, _kernels.MAX_T, _MAX_INT62, allowed)
+    # scale = t / s: t bounds the uniform U in [0, t) and U + t V (kernel restarts past 2**62; MAX_T)
+    t, s = _int64_fraction(name, value, MAX_T, MAX_S, allowed)
     return s, t
+
+
+def _laplace_takes(scale: Fraction) -> bool:
+    return scale.numerator <= MAX_T and scale.denominator <= MAX_S
+
+
+def _gaussian_takes(sigma2: Fraction) -> bool:
+    try:
+        discrete_gaussian_range(sigma2)
+    except AccountingError:
+        return False
+    return True
+
+
+#: the exact laws :func:`sampler_parameter_at_least` rounds for: what each parameter is, and its range
+_PARAMETER_LAWS = {
+    "discrete_laplace": (_laplace_takes, "scale", "a scale t/s with t <= floor(2**62/70) (about 6.6e16) and s <= 2**62"),
+    "discrete_gaussian": (_gaussian_takes, "sigma2", "a variance the exact sampler takes (see discrete_gaussian_range: up to about 1.7e8)"),
+}
+
+
+def sampler_parameter_at_least(name: str, given: object, value: object, law: str) -> Fraction:
+    """The least parameter >= ``value`` that the exact sampler of ``law`` takes: ``value`` itself when
+    it does, else the least k/2^j >= value it takes, j <= 62 as large as possible (the finest such
+    rounding).
+
+    ``law`` is "discrete_laplace" (``value`` the scale of Lap_Z, or of the geometric law) or
+    "discrete_gaussian" (``value`` the variance sigma^2 of N_Z). Rounding *up* is always sound for
+    privacy: a larger scale or variance is more noise, and a mechanism with more noise is at least as
+    private (the callers charge the rounded parameter, or the requested one, which claims no less
+    privacy loss). A caller's parameter whose exact rational is too long for int64 arithmetic (a
+    float eps is a binary fraction with a 2^55 denominator) thus gets a slightly noisier sampler
+    instead of an error. When no k/2^j >= value is taken (the parameter is above the sampler's
+    range), raises :class:`AccountingError` (a ``ValueError``) naming ``name``=``given`` (the
+    caller's parameter, e.g. epsilon) and the range.
+    """
+    if law not in _PARAMETER_LAWS:
+        raise AccountingError("law", law, f"one of {tuple(_PARAMETER_LAWS)}")
+    takes, what, allowed = _PARAMETER_LAWS[law]
+    target = as_rational(name, value, "a rational number > 0")
+    if not target > 0:
+        raise AccountingError(name, given, f"a parameter giving a {law} {what} > 0")
+    if takes(target):
+        return target
+    for j in range(62, -1, -1):
+        candidate = Fraction(-((-target.numerator * 2**j) // target.denominator), 2**j)  # ceil(target 2^j) / 2^j
+        if takes(candidate):
+            return candidate
+    raise AccountingError(name, given, f"a parameter whose {law} {what} ({float(target):.6g}) the exact sampler can take, "
+                          f"rounded up if need be: {allowed}")
 
 
 def geometric(rng: np.random.Generator, scale: object, size: object = None):
@@ -185,8 +258,10 @@ def _check_method(method: object) -> str:
 
 def discrete_laplace(rng: np.random.Generator, scale: object, size: object = None, *, method: str = "cks"):
     """Lap_Z(scale): P[X = x] = (e^{1/b} - 1)/(e^{1/b} + 1) e^{-|x|/b}, b = scale rational > 0;
-    exact (CKS Algorithm 2, or ``method="inversion"``: ``dpverify._inversion``). Numerator <= 2**61,
-    denominator <= 2**62."""
+    exact (CKS Algorithm 2, or ``method="inversion"``: ``dpverify._inversion``) up to the int64
+    conditioning described at :data:`MAX_T` (total variation < 2**-100). Numerator <= MAX_T =
+    floor(2**62/70), denominator <= 2**62; :func:`sampler_parameter_at_least` rounds a scale up into
+    that range."""
     _check_rng(rng)
     s, t = _scale("scale", scale)
     if _check_method(method) == "inversion":
@@ -202,7 +277,10 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
     |A| <= 2**31 - 1 (so A^2 < 2**62) and D <= 2**62; it restarts candidates with
     |Y| > ymax = floor((2**31 - 1 + p) / (q t)), so its law is N_Z(0, sigma^2) conditioned on
     |X| <= ymax. Accepted parameters satisfy p <= 2**31 - 1, D <= 2**62 and
-    P[|X| > ymax] <= 2 e^{-(ymax+1)^2/(2 sigma^2)} / (1 - e^{-(ymax+1)/sigma^2}) <= 2**-100.
+    P[|X| > ymax] <= 2 e^{-(ymax+1)^2/(2 sigma^2)} / (1 - e^{-(ymax+1)/sigma^2}) <= 2**-100
+    (:data:`DG_TRUNCATION_TV`; the bound is evaluated in Arb and rounded up). That probability is
+    the total variation between a draw and N_Z(0, sigma^2): small, not zero, and charged in delta by
+    the privatizers that release these draws (``accounting._total_variation``).
     With q = 1 this admits integer sigma^2 up to about 1.7e8 (sigma ~ 13000; the truncation
     condition binds first); sigma^2 with a large denominator should be rounded up to a coarser
     rational (more noise is still private).
@@ -219,10 +297,7 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
             "sigma2", sigma2, range_msg, "outside the exact int64 range; round sigma2 up to a rational with a smaller denominator"
         )
     ymax = (_DG_MAX_A + p) // (q * t)
-    sig2 = p / q
-    x = ymax + 1
-    log2_tv = (math.log(2.0) - x * x / (2.0 * sig2) - math.log1p(-math.exp(-x / sig2))) / math.log(2.0)
-    if not log2_tv <= DG_TRUNCATION_LOG2_TV:
+    if not _truncation_tv_upper(p, q, ymax) <= DG_TRUNCATION_TV:
         raise AccountingError(
             "sigma2",
             sigma2,
@@ -230,6 +305,29 @@ def discrete_gaussian_range(sigma2: object) -> tuple[int, int, int, int]:
             "round sigma2 up to a rational with a smaller denominator",
         )
     return p, q, t, ymax
+
+
+@functools.lru_cache(maxsize=4096)
+def _truncation_tv_upper(p: int, q: int, ymax: int) -> float:
+    """Certified upper bound (Arb, rounded up) on P[|X| > ymax] for X ~ N_Z(0, p/q), which is the
+    total variation between N_Z(0, p/q) and its conditioning on |X| <= ymax:
+    2 e^{-x^2/(2 sigma^2)} / (1 - e^{-x/sigma^2}) with x = ymax + 1 (the normaliser is >= 1 and
+    e^{-k^2/(2 sigma^2)} <= e^{-x^2/(2 sigma^2)} e^{-(k - x) x/sigma^2} for k >= x)."""
+    with working_precision(None):
+        sig2 = exact(Fraction(p, q))
+        x = exact(ymax + 1)
+        return upper_float(2 * (-(x * x) / (2 * sig2)).exp() / (1 - (-x / sig2).exp()))
+
+
+def discrete_gaussian_tail(sigma2: object, k: int) -> float:
+    """Certified upper bound on P[|X| > k] for the exact X ~ N_Z(0, sigma2), k an integer (1.0 for k < 0):
+    2 e^{-(k+1)^2/(2 sigma^2)} / (1 - e^{-(k+1)/sigma^2}) in Arb, rounded up, capped at 1."""
+    value = as_rational("sigma2", sigma2, "a rational number > 0")
+    if not value > 0:
+        raise AccountingError("sigma2", sigma2, "a rational number > 0")
+    if k < 0:
+        return 1.0
+    return min(1.0, _truncation_tv_upper(value.numerator, value.denominator, int(k)))
 
 
 def discrete_gaussian(rng: np.random.Generator, sigma2: object, size: object = None, *, method: str = "cks"):

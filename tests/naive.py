@@ -201,3 +201,97 @@ def naive_server_view(rnd: random.Random, x, g: int, m: int, noise) -> int:
         xhat = base + (1 if naive_bernoulli(rnd, xg - base) else 0) if xg != base else base
         total = (total + (xhat + noise(rnd)) % m) % m
     return total
+
+
+# ------------------------------------------------------------------------------------------------
+# The (eps, delta) slack of a sampler within total variation t of the analysed law
+# ------------------------------------------------------------------------------------------------
+
+
+def _slack(epsilon: float, delta: float, tv: float, sign: int):
+    """delta + sign (1 + e^eps) tv as an mpmath number at 400 bits (every input a float: exact)."""
+    ctx = mpmath.MPContext()
+    ctx.prec = 400
+    return ctx, ctx.mpf(delta) + sign * (1 + ctx.exp(ctx.mpf(epsilon))) * ctx.mpf(tv)
+
+
+def delta_plus_tv_slack(epsilon: float, delta: float, tv: float) -> float:
+    """The least float >= delta + (1 + e^eps) tv: the delta of a mechanism within total variation
+    tv of an (eps, delta)-DP one (P[M'(x) in E] <= e^eps P[M'(x') in E] + delta + (1 + e^eps) tv)."""
+    ctx, value = _slack(epsilon, delta, tv, +1)
+    x = float(value)
+    while ctx.mpf(x) < value:
+        x = math.nextafter(x, math.inf)
+    while ctx.mpf(math.nextafter(x, -math.inf)) >= value:
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def delta_minus_tv_slack(epsilon: float, delta: float, tv: float) -> float:
+    """The greatest float <= delta - (1 + e^eps) tv."""
+    ctx, value = _slack(epsilon, delta, tv, -1)
+    x = float(value)
+    while ctx.mpf(x) > value:
+        x = math.nextafter(x, -math.inf)
+    while ctx.mpf(math.nextafter(x, math.inf)) <= value:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _float_down(ctx, value) -> float:
+    x = float(value)
+    while ctx.mpf(x) > value:
+        x = math.nextafter(x, -math.inf)
+    while ctx.mpf(math.nextafter(x, math.inf)) <= value:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _float_up(ctx, value) -> float:
+    x = float(value)
+    while ctx.mpf(x) < value:
+        x = math.nextafter(x, math.inf)
+    while ctx.mpf(math.nextafter(x, -math.inf)) >= value:
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def discrete_gaussian_ymax(sigma2: int) -> int:
+    """The exact sampler's truncation point for an integer sigma^2 (CKS Alg. 3 in int64): candidates
+    with |Y| > floor((2^31 - 1 + sigma^2) / t), t = floor(sigma) + 1, are restarted."""
+    t = math.isqrt(sigma2) + 1
+    return (2**31 - 1 + sigma2) // t
+
+
+def discrete_gaussian_tail_bound(ctx, sigma2: int, k: int):
+    """2 e^{-x^2/(2 sigma^2)} / (1 - e^{-x/sigma^2}), x = k + 1: P[|X| > k] <= this for N_Z(0, sigma^2)."""
+    if k < 0:
+        return ctx.mpf(1)
+    x = ctx.mpf(k + 1)
+    return min(ctx.mpf(1), 2 * ctx.exp(-x * x / (2 * sigma2)) / (1 - ctx.exp(-x / sigma2)))
+
+
+def truncation_charge(sigma2: int, sensitivity: int, s: int, delta: float, aggregate: bool) -> tuple[float, float]:
+    """(delta_0, charged delta) of s coordinates of N_Z(0, sigma^2) truncated at ymax on a query moving
+    by <= sensitivity per coordinate: for every event E, P'[E] <= (P[E in both boxes] + P[Z leaves the
+    shifted box]) / P[box], so the executed release is (eps, (lam^s delta_0 + s tau)/(1 - s t1))-DP when
+    the untruncated one is (eps, delta_0)-DP; t1 = P[|Z| > ymax], tau = P[|Z| > ymax - sensitivity]
+    (lam = 1 + 2^-100 and t1, tau >= 2^-100 where the one-draw sum may replace the draws)."""
+    ctx = mpmath.MPContext()
+    ctx.prec = 400
+    ymax = discrete_gaussian_ymax(sigma2)
+    t1 = discrete_gaussian_tail_bound(ctx, sigma2, ymax)
+    tau = discrete_gaussian_tail_bound(ctx, sigma2, ymax - sensitivity)
+    lam = ctx.mpf(1)
+    if aggregate:
+        t1, tau, lam = max(t1, ctx.mpf(2) ** -100), max(tau, ctx.mpf(2) ** -100), 1 + ctx.mpf(2) ** -100
+    delta0 = _float_down(ctx, (ctx.mpf(delta) * (1 - s * t1) - s * tau) / lam**s)
+    charged = _float_up(ctx, (lam**s * ctx.mpf(delta0) + s * tau) / (1 - s * t1))
+    return delta0, min(charged, delta)
+
+
+def aggregate_epsilon(epsilon: float, s: int) -> float:
+    """The least float >= eps + 2 s log(1 + 2^-100)."""
+    ctx = mpmath.MPContext()
+    ctx.prec = 400
+    return _float_up(ctx, ctx.mpf(epsilon) + 2 * s * ctx.log(1 + ctx.mpf(2) ** -100))

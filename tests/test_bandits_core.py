@@ -270,7 +270,7 @@ def test_dist_cdp_variance_beyond_the_sampler_is_rounded_up_everywhere():
         with pytest.raises(ValueError):
             discrete_gaussian_range(theorem.noise)
         assert params.tau > theorem.tau and params.m == n * params.g + 2 * params.tau + 1
-        assert proto.guarantee(n).sigma == sigma_at_most(params.noise)
+        assert proto.guarantee(n).mechanism.sigma == sigma_at_most(params.noise)
         assert proto.assumption1(n, 0.1)[0] > math.sqrt(n / 2) / params.g + math.sqrt(2) / 0.2499
     exact = P.dist_cdp_protocol(Fraction(1, 2), 10.0, 0.1)
     assert exact.parameters(1024).noise == acc.theorem4_parameters(Fraction(1, 2), 10.0, 1024, 0.1).noise

@@ -9,13 +9,16 @@ import dataclasses
 from fractions import Fraction
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+import naive
 from accounting import ApproxDP, Ledger
+from accounting._mechanisms import DiscreteGaussianVector
 from dpverify._bandits.linear import (
     CentralDiscreteGaussian,
     CentralGaussianIdealised,
@@ -28,7 +31,7 @@ from dpverify._bandits.linear import (
 )
 from dpverify._bandits.linear._privatizers import SIGMA2_TARGET
 from dpverify._bandits.linear._registration import run_for_registry
-from dpverify._samplers import discrete_gaussian
+from dpverify._samplers import discrete_gaussian, discrete_gaussian_range
 
 EPS, DELTA, B = 10.0, 0.25, 2.5
 SMALL = dict(d=5, k=40)
@@ -157,7 +160,11 @@ def test_float_safe_budget_refusal_leaves_the_ledger_unchanged() -> None:
     ledger = Ledger(ApproxDP(EPS, DELTA))
     privatizer = VectorPrivatizer(protocol, ledger, np.random.SeedSequence(3))
     privatizer.release_mean(np.zeros((4, 3)), range(4), label="phase 1")
-    assert ledger.charges[0].guarantee == ApproxDP(protocol.grid_noise(4, 3).epsilon, DELTA)
+    # the local charge pays the exact sampler's truncation (and the one-draw sum's factor) (test below)
+    m = protocol.mechanism(4, 3)
+    delta0, charged_delta = naive.truncation_charge(m.sigma2, m.sensitivity, 3, DELTA, True)
+    eps_l = naive.aggregate_epsilon(m.epsilon(delta0), 3)
+    assert ledger.charges[0].guarantee == ApproxDP(eps_l, charged_delta)
     with pytest.raises(Exception, match="budget"):
         privatizer.release_mean(np.zeros((4, 3)), range(4), label="phase 2")  # the same users again: 2 eps > EPS
     assert len(ledger.charges) == 1 and privatizer.releases == 1
@@ -237,3 +244,53 @@ def test_an_idealised_vector_protocol_needs_the_opt_in_on_a_durable_ledger(tmp_p
     assert "not DP in floating point" in durable.charges[0].label
     VectorPrivatizer(LocalDiscreteGaussian(EPS, DELTA, B), durable, np.random.SeedSequence(5))
     durable.close()
+
+
+#: eps = 130 at delta = 0.25 and s = 1: sigma^2 ~ 10^8 grid steps^2 and Delta = 2g ~ 16 sigma, so the exact
+#: sampler's truncation point ymax ~ 22.5 sigma is only ~6.5 sigma beyond a shifted centre: the mass
+#: a neighbour's release puts outside this one's support is tau ~ 9e-8, far above float resolution
+LARGE_EPS = 130.0
+
+
+def test_charged_delta_pays_the_samplers_truncation() -> None:
+    """What executes is N_Z(0, sigma^2) conditioned on |Z| <= ymax per coordinate (the int64 range of
+    the exact sampler), not DiscreteGaussianVector(sigma^2, 2g, s). For every event E,
+    P'_x[E] <= (P_x[E within both supports] + P[Z + x - x' leaves the box]) / P[box], so the release is
+    (eps, (delta(eps) + s tau) / (1 - s t1))-DP with t1 = P[|Z| > ymax], tau = P[|Z| > ymax - 2g]
+    (bounds computed here in mpmath from the sampler's ymax). The former charge, ApproxDP(eps(delta),
+    delta), left tau out: at LARGE_EPS tau = 9e-8 while delta(eps) is within 1e-10 of delta, so it
+    fails here. Deterministic (no sampling)."""
+    n, s = 4, 1
+    protocol = CentralDiscreteGaussian(LARGE_EPS, DELTA, B)
+    ledger = Ledger(ApproxDP(LARGE_EPS, DELTA))
+    VectorPrivatizer(protocol, ledger, np.random.SeedSequence(3)).release_mean(np.zeros((n, s)), range(n))
+    charged = ledger.charges[0].guarantee
+    params = protocol.grid_noise(n, s)
+    mechanism = DiscreteGaussianVector(params.sigma2, 2 * params.grid, s)
+    assert protocol.mechanism(n, s) == mechanism
+    ctx = mpmath.MPContext()
+    ctx.prec = 400
+    ymax = naive.discrete_gaussian_ymax(params.sigma2)
+    assert discrete_gaussian_range(params.sigma2)[3] == ymax
+    t1 = naive.discrete_gaussian_tail_bound(ctx, params.sigma2, ymax)
+    tau = naive.discrete_gaussian_tail_bound(ctx, params.sigma2, ymax - 2 * params.grid)
+    assert t1 <= ctx.mpf(2) ** -100 and tau > 1e-8  # the regime this test is about
+    executed = (ctx.mpf(mechanism.delta(charged.epsilon)) + s * tau) / (1 - s * t1)
+    assert ctx.mpf(charged.delta) >= executed
+    assert charged.delta <= DELTA and charged.epsilon <= LARGE_EPS
+
+
+def test_a_delta_below_the_samplers_slack_is_refused() -> None:
+    """delta <= s tau leaves nothing for the analysed mechanism: refused, naming delta."""
+    from dpverify._bandits.linear._privatizers import _truncation_slack
+
+    # sigma^2 = 10^8 (sigma = 10^4), ymax = 224,747, a shift of 164,747: tau <= 2 e^{-18} / (1 - e^{-6e-4})
+    # = 5.1e-5 (the bound at x = 60,001 = 6 sigma), above delta = 1e-5
+    ctx = mpmath.MPContext()
+    ctx.prec = 200
+    tau = naive.discrete_gaussian_tail_bound(ctx, 10**8, 224_747 - 164_747)
+    assert 5e-5 < tau < 5.2e-5
+    with pytest.raises(ValueError, match="delta=1e-05"):
+        _truncation_slack(10**8, 164_747, 1, 1e-5, False)
+    delta0, charged, tail = _truncation_slack(10**8, 164_747, 1, 0.25, False)
+    assert tail >= tau and delta0 <= 0.25 - tau and charged <= 0.25

@@ -242,6 +242,9 @@ def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int |
         per_user["pure"] = None
     zs = [v[1] for v in views]
     per_user["zcdp"] = (max(z.rho for z in zs) * multiplicity) if zs and all(z is not None for z in zs) else None
+    # the samplers' total variation from the analysed laws (Dist-CDP-SE's truncated discrete Gaussians):
+    # the zCDP and RDP values above are the analysed laws'; every (eps, delta) here includes it
+    per_user["sampler_total_variation"] = ledger.total_variation()
     if distinct and all(v[2] is not None for v in views):
         values = [max(v[2][i] for v in views) * multiplicity for i in range(len(RDP_ORDERS))]
         per_user["rdp"] = {"orders": list(RDP_ORDERS), "epsilons": values, "note": "worst user's curve at these orders"}

@@ -446,11 +446,18 @@ def run_linear(
 def _privacy_report(protocol: Any, ledger: Ledger, phases: list[dict]) -> dict:
     """The ledger's per-user spend in (eps, delta) and in zCDP, with the calibration and the trail.
 
-    The zCDP spend composes each phase's mechanism as executed (``protocol.mechanism``: the
+    The zCDP spend composes each phase's analysed mechanism (``protocol.mechanism``: the
     float-safe phases are charged to the (eps, delta) ledger as their certified ApproxDP, which a
-    zCDP ledger cannot take) over the same participants; the shuffle's charges have no zCDP form."""
+    zCDP ledger cannot take) over the same participants; the shuffle's charges have no zCDP form.
+    ``sampler_total_variation``: how far the executed float-safe phases may be from those analysed
+    mechanisms (the exact samplers' truncation, LDP-DPE's one-draw sum): zcdp_rho holds for the
+    analysed laws only, and the (eps, delta) charges already pay it in delta."""
     spent = ledger.spent()
     rho = None
+    # the float-safe phases' samplers are within this total variation of the analysed mechanisms whose
+    # zCDP is zcdp_rho (paid in delta by the (eps, delta) charges; clients are fresh in every phase)
+    sampler_tv = max((protocol.total_variation(p["clients"], p["support_size"]) for p in phases if p["clients"] > 0),
+                     default=0.0) if hasattr(protocol, "grid_noise") else 0.0
     if ledger.charges and not isinstance(protocol, ShuffleBits):
         fed = [p for p in phases if p["clients"] > 0]
         zledger = Ledger(ZCDP(1e300))
@@ -463,6 +470,7 @@ def _privacy_report(protocol: Any, ledger: Ledger, phases: list[dict]) -> dict:
         "budget": {"epsilon": ledger.budget.epsilon, "delta": ledger.budget.delta},
         "spent": None if spent is None else {"epsilon": spent.epsilon, "delta": spent.delta},
         "zcdp_rho": rho,
+        "sampler_total_variation": sampler_tv,
         "charges": len(ledger.charges),
         "ledger": _trail(ledger),
     }

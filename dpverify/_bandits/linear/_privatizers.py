@@ -36,10 +36,30 @@ integer noise has been added:
   Renyi curve, tight zCDP rho = s (2g)^2 / (2 sigma^2) (CKS 2020), and a certified (eps, delta)
   profile (the corner of the box dominates; the loss depends on the sum of the coordinates, whose
   law is the one-dimensional discrete Gaussian of variance s sigma^2 up to a certified factor; see
-  that module). Each phase is charged ``ApproxDP(eps_l, delta)`` with eps_l that certified epsilon
+  that module). Each phase is charged ``ApproxDP(eps_l, delta_l)`` with eps_l that certified epsilon
   (as SDP-DPE's phases are): the ledger's own conversion of a mechanism goes through its Renyi
   curve, which at the paper's delta = 0.25 costs 15-32% more noise than the exact profile. The
   charge's label names the mechanism, its sigma^2, Delta and grid.
+- *The samplers' truncation, charged.* What executes is not exactly DiscreteGaussianVector: each
+  draw of the exact sampler is N_Z(0, sigma^2) conditioned on |Z| <= ymax (its int64 range;
+  t_1 = P[|Z| > ymax] <= 2^-100, ``dpverify._samplers.DG_TRUNCATION_TV``). Adding to an integer
+  query x that moves by <= Delta = 2g per coordinate, for every event E (B_x the box of outputs
+  within ymax of x per coordinate)
+
+      P'_x[E] = P_x[E and B_x] / P[box] <= (P_x[E and B_x and B_x'] + P_x[B_x minus B_x']) / P[box]
+              <= (e^eps P'_x'[E] P[box] + delta_0 + s tau) / P[box],
+
+  tau = P[|Z| > ymax - Delta] (certified, ``_samplers.discrete_gaussian_tail``), so the release is
+  (eps, (delta_0 + s tau) / (1 - s t_1))-DP when the untruncated one is (eps, delta_0)-DP. (The
+  generic total-variation fact, delta + (1 + e^eps) s t_1, is too weak at large eps: e^100 2^-100 >
+  1.) LDP-DPE's aggregate path draws the n clients' summed noise as one N_Z(0, n sigma^2), whose pmf
+  is within a factor lambda = 1 + 2^-100 of the sum's per coordinate (:data:`AGGREGATE_MAX_TV`,
+  ``sum_total_variation``), and truncates it: (eps + 2 s log lambda, (lambda^s delta_0 + s tau_n) /
+  (1 - s t_1,n))-DP; it is used only where t_1,n <= 2^-100 and tau_n is within what the charge
+  allows for. Each phase is charged ``ApproxDP(eps_l, delta_l)``: eps_l certified for the ideal
+  mechanism at the largest delta_0 with delta_l <= delta (LDP-DPE: plus 2 s log lambda, one charge for
+  both paths), delta_l that bound rounded up (Arb). Ordinarily tau is below 10^-70 and the charge
+  moves by an ulp; at eps = 130, s = 1, tau ~ 9e-8, which the former charge left out.
 - *Choice of g and sigma^2.* With z the analytic-Gaussian noise multiplier of the idealised version
   (below), g = max(1, floor(sqrt(T / s) / (2 z))) and sigma^2 the least integer >= (2 g z)^2 s
   whose certified eps_l meets the target (one or two certified evaluations: the discrete
@@ -100,14 +120,14 @@ import numpy as np
 from flint import arb
 
 from accounting import ApproxDP, Calibration, Gaussian, calibrate
-from accounting._certified import exact, upper_float, working_precision
+from accounting._certified import exact, lower_float, upper_float, working_precision
 from accounting._mechanisms import DiscreteGaussianVector
 from accounting._mechanisms._discrete_gaussian_vector import sum_total_variation
 from accounting._validation import AccountingError, check_positive, check_probability
 
 from ... import _protocol_kernels as pk
 from ..._privatizer import AccountedReleaser
-from ..._samplers import discrete_gaussian, discrete_gaussian_range
+from ..._samplers import DG_TRUNCATION_TV, discrete_gaussian, discrete_gaussian_range, discrete_gaussian_tail
 from ._design import support_bound
 
 __all__ = [
@@ -310,7 +330,8 @@ SIGMA2_TARGET = 10**8
 #: The aggregate path draws the n clients' summed discrete Gaussians as one N_Z(0, n sigma^2) only
 #: when the certified total variation between the two laws is below this (the sampler's own
 #: truncation bound, ``dpverify._samplers.DG_TRUNCATION_LOG2_TV``); else it draws per client.
-AGGREGATE_MAX_TV = 2.0**-100
+#: That total variation is charged (``draws_per_coordinate`` of :class:`LocalDiscreteGaussian`).
+AGGREGATE_MAX_TV = DG_TRUNCATION_TV
 
 
 def _grid_gaussian(rng: np.random.Generator, sigma2: int, size: Any) -> np.ndarray:
@@ -322,11 +343,16 @@ def _grid_gaussian(rng: np.random.Generator, sigma2: int, size: Any) -> np.ndarr
 
 @dataclass(frozen=True)
 class GridNoise:
-    """The float-safe parameters of one support size s: grid g, integer sigma^2, the certified eps."""
+    """The float-safe parameters of one support size s: grid g, integer sigma^2, and the certified
+    (epsilon, delta) of the mechanism as executed, the exact sampler's truncation included (module
+    docstring, "The samplers' total variation, charged"); ``tail``: tau, the per-coordinate
+    P[|Z| > ymax - 2g] the charge allows for (LDP-DPE's one-draw sum is used only within it)."""
 
     grid: int
     sigma2: int
     epsilon: float
+    delta: float = 0.0
+    tail: float = 0.0
 
     @property
     def sensitivity(self) -> int:
@@ -335,23 +361,57 @@ class GridNoise:
 
 
 @functools.lru_cache(maxsize=1024)
-def grid_noise(epsilon: float, delta: float, noise_multiplier: float, s: int, sigma2_target: int = SIGMA2_TARGET) -> GridNoise:
+def grid_noise(epsilon: float, delta: float, noise_multiplier: float, s: int, sigma2_target: int = SIGMA2_TARGET,
+               aggregate: bool = False) -> GridNoise:
     """g and sigma^2 for support size s (module docstring, "Choice of g and sigma^2"), certified.
 
     g = max(1, floor(sqrt(sigma2_target / s) / (2z))); sigma^2 starts at ceil((2 g z)^2 s) and grows
-    by 2^-20 relative steps until the certified eps of ``DiscreteGaussianVector(sigma^2, 2g, s)`` at
-    ``delta`` is <= ``epsilon``.
+    by 2^-20 relative steps until the charged eps (module docstring, "The samplers' total variation,
+    charged": the certified eps of ``DiscreteGaussianVector(sigma^2, 2g, s)`` at the delta_0 that
+    leaves room for the exact sampler's truncation; ``aggregate``: and for LDP-DPE's one-draw sum)
+    is <= ``epsilon``; the charged delta is <= ``delta``.
     """
     s = _check_support(s)
     g = max(1, int(math.sqrt(sigma2_target / s) / (2.0 * noise_multiplier)))
     sigma2 = math.ceil((2 * g * noise_multiplier) ** 2 * s * (1 + 1e-12))
     for _ in range(64):
         _check_sampler_range(epsilon, sigma2)
-        achieved = DiscreteGaussianVector(sigma2, 2 * g, s).epsilon(delta)
-        if achieved <= epsilon:
-            return GridNoise(g, sigma2, achieved)
+        delta0, charged_delta, tail = _truncation_slack(sigma2, 2 * g, s, delta, aggregate)
+        achieved = DiscreteGaussianVector(sigma2, 2 * g, s).epsilon(delta0)
+        charged_eps = _aggregate_epsilon(achieved, s) if aggregate else achieved
+        if charged_eps <= epsilon:
+            return GridNoise(g, sigma2, charged_eps, charged_delta, tail)
         sigma2 += max(1, sigma2 >> 20)
     raise AccountingError("epsilon", epsilon, f"a target the discrete Gaussian reaches near sigma^2 = {sigma2} (s = {s}, delta = {delta})")
+
+
+def _truncation_slack(sigma2: int, sensitivity: int, s: int, delta: float, aggregate: bool) -> tuple[float, float, float]:
+    """(delta_0, charged delta, tail) for s coordinates of the exact sampler's N_Z(0, sigma^2)
+    conditioned on |Z| <= ymax, on a query moving by <= Delta = ``sensitivity`` per coordinate
+    (module docstring): charged = (lambda^s delta_0 + s tau) / (1 - s t_1) <= delta, with t_1 =
+    P[|Z| > ymax], tau = P[|Z| > ymax - Delta] (certified, ``_samplers.discrete_gaussian_tail``);
+    ``aggregate``: lambda = 1 + 2^-100, and t_1, tau at least 2^-100 (what the one-draw sum may use)."""
+    p, q, _, ymax = discrete_gaussian_range(sigma2)
+    t1 = discrete_gaussian_tail(sigma2, ymax)  # <= 2^-100 (the range check)
+    tail = discrete_gaussian_tail(sigma2, ymax - sensitivity)
+    lam = 1.0
+    if aggregate:
+        t1, tail, lam = max(t1, AGGREGATE_MAX_TV), max(tail, AGGREGATE_MAX_TV), 1.0 + AGGREGATE_MAX_TV
+    with working_precision(None):
+        lam_s = exact(lam) ** s
+        keep = 1 - s * exact(t1)
+        delta0 = lower_float((exact(delta) * keep - s * exact(tail)) / lam_s)
+        if not delta0 > 0:
+            raise AccountingError("delta", delta, f"a delta above the exact sampler's truncation slack (s = {s}, tau = {tail!r})")
+        charged = upper_float((lam_s * exact(delta0) + s * exact(tail)) / keep)
+    return delta0, min(charged, delta), tail
+
+
+def _aggregate_epsilon(epsilon: float, s: int) -> float:
+    """eps + 2 s log(1 + 2^-100) rounded up: the one-draw sum's pmf is within a factor 1 + 2^-100 of the
+    n clients' summed draws per coordinate (``sum_total_variation``), so its eps is at most this."""
+    with working_precision(None):
+        return upper_float(exact(epsilon) + 2 * s * (1 + exact(AGGREGATE_MAX_TV)).log())
 
 
 def _check_support(s: Any) -> int:
@@ -374,26 +434,38 @@ class _DiscreteGaussianGrid(VectorProtocol):
     """The float-safe privatizers' shared part: the grid, the rounding, the noise law, the accounting."""
 
     implementation = "float-safe"
+    #: whether the charge also covers LDP-DPE's one-draw sum (module docstring)
+    aggregate = False
 
     def sigma2_target(self, n: int) -> int:
         """The per-coordinate sigma^2 the grid aims at for a release to n clients."""
         return SIGMA2_TARGET
 
     def grid_noise(self, n: int, s: int) -> GridNoise:
-        return grid_noise(self.epsilon, self.delta, self.noise_multiplier, int(s), self.sigma2_target(int(n)))
+        return grid_noise(self.epsilon, self.delta, self.noise_multiplier, int(s), self.sigma2_target(int(n)), self.aggregate)
 
     def mechanism(self, n: int, s: int) -> DiscreteGaussianVector:
         params = self.grid_noise(n, s)
         return DiscreteGaussianVector(params.sigma2, params.sensitivity, int(s))
 
     def guarantee(self, n: int, s: int) -> ApproxDP:
-        return ApproxDP(self.grid_noise(n, s).epsilon, self.delta)
+        """(eps_l, delta_l): the certified guarantee of the release as executed, the samplers' total
+        variation from ``mechanism(n, s)`` paid in delta (delta_l <= delta)."""
+        p = self.grid_noise(n, s)
+        return ApproxDP(p.epsilon, p.delta)
+
+    def total_variation(self, n: int, s: int) -> float:
+        """An upper bound on the total variation between a release as executed and ``mechanism(n, s)``'s
+        law: s 2^-100 for the truncation, twice that where LDP-DPE's one-draw sum may replace the clients'
+        draws (the charge accounts for it more finely, module docstring; this is what reports show)."""
+        return int(s) * DG_TRUNCATION_TV * (2 if self.aggregate else 1)
 
     def charge_label(self, n: int, s: int) -> str:
         p = self.grid_noise(n, s)
         where = "the sum of the codes (analyzer)" if self.model == "central" else "each client's code"
         return (f"float-safe: exact discrete Gaussian N_Z(0, {p.sigma2}) on {where}, grid B/{p.grid}, "
-                f"DiscreteGaussianVector(sigma2={p.sigma2}, Delta=2g={p.sensitivity}, d={int(s)}), certified eps {p.epsilon!r}")
+                f"DiscreteGaussianVector(sigma2={p.sigma2}, Delta=2g={p.sensitivity}, d={int(s)}), certified eps {p.epsilon!r}, "
+                f"delta {p.delta!r} including the exact sampler's truncation (tail {p.tail!r})")
 
     def encode(self, reports: np.ndarray, rng: np.random.Generator, noise: np.ndarray | None = None) -> np.ndarray:
         """R's encoder: randomised rounding of y g / B to {-g, ..., g} (int64), one exact coin per
@@ -413,7 +485,8 @@ class _DiscreteGaussianGrid(VectorProtocol):
             "note": "float-safe: DP as executed (integer codes on the grid B/g, exact discrete Gaussian noise)",
             "grid_rule": f"g = max(1, floor(sqrt(T / s) / (2 z))), T = {SIGMA2_TARGET:.0e} (central) or {SIGMA2_TARGET:.0e} / 2^ceil(log2 n) (local); "
                          "sigma^2 the least integer >= (2 g z)^2 s meeting eps",
-            "accounting": "DiscreteGaussianVector(sigma^2, 2g, s): certified (eps, delta) per phase, charged as ApproxDP",
+            "accounting": "DiscreteGaussianVector(sigma^2, 2g, s): certified (eps, delta) per phase, charged as ApproxDP, "
+                          "with the exact sampler's truncation (and LDP-DPE's one-draw sum) paid in the charge",
         }
 
 
@@ -444,10 +517,12 @@ class LocalDiscreteGaussian(_DiscreteGaussianGrid):
     below 2^-100 (``accounting``'s ``sum_total_variation``: the sum's pmf is the discrete Gaussian's
     times a factor in [1/lambda, lambda]; at DP-DPE's sigma^2 >= 10^3, lambda - 1 < 10^-1000), the
     bound the exact sampler already meets for its own truncation; otherwise it draws per client.
+    Both total variations are charged in delta, on either path (module docstring).
     The per-client sigma^2 aims at SIGMA2_TARGET / 2^ceil(log2 n), so n sigma^2 stays in range.
     """
 
     model = "local"
+    aggregate = True
 
     def sigma2_target(self, n: int) -> int:
         return max(1, SIGMA2_TARGET >> (int(n) - 1).bit_length())
@@ -470,14 +545,15 @@ class LocalDiscreteGaussian(_DiscreteGaussianGrid):
 
     def summed_noise_in_one_draw(self, n: int, s: int) -> bool:
         """Whether the aggregate path draws the n clients' summed noise at once (class docstring)."""
-        sigma2 = self.grid_noise(n, s).sigma2
-        if sum_total_variation(sigma2, int(n)) > AGGREGATE_MAX_TV:
+        params = self.grid_noise(n, s)
+        if sum_total_variation(params.sigma2, int(n)) > AGGREGATE_MAX_TV:
             return False
         try:
-            discrete_gaussian_range(int(n) * sigma2)
+            _, _, _, ymax = discrete_gaussian_range(int(n) * params.sigma2)
         except AccountingError:
             return False
-        return True
+        # the charge allows for a tail tau at ymax - 2g (and t_1 <= 2^-100: the range check)
+        return discrete_gaussian_tail(int(n) * params.sigma2, ymax - params.sensitivity) <= params.tail
 
     def release(self, reports: np.ndarray, rng: np.random.Generator, *, path: str) -> np.ndarray:
         n, s = reports.shape
