@@ -73,6 +73,7 @@ from ._ledger import (
     _compose_uncached,
     _fmt,
     _guarantee_of,
+    _no_epsilon,
     _normalise_participants,
     _trail_json,
     canonical_multiset,
@@ -301,7 +302,7 @@ class DurableLedger(Ledger):
         self._guarantee_of_gid: dict[int, Any] = {}
         self._profile_of_pid: dict[int, tuple[str, float]] = {}
         self._pid_of_key: dict[str, tuple[int, float]] = {}
-        self._spend_of_key: dict[str, float] = {}  # pure values: safe to keep from a refused charge
+        self._spend_of_key: dict[str, float] = {}  # by profile key (see _end_pending: a refused charge's new ids)
         self._plus_of: dict[tuple[str, int], str] = {}  # see _plus
         self._spec_by_object: dict[int, tuple[Any, str]] = {}  # see _spec_of_object
         # rows inserted by the transaction under way (never cached: a rollback frees their ids),
@@ -722,7 +723,7 @@ class DurableLedger(Ledger):
                         self._write_pieces(pieces, rows)
                     if prospective > self._limit:
                         raise BudgetExceeded(
-                            f"charge {entry.charge.label or entry.spec} would raise a user's spend to {prospective:.6g} against a "
+                            f"charge {entry.charge.label or entry.spec} would raise a user's spend to {prospective:.6g}{_no_epsilon(prospective, self._budget)} against a "
                             f"budget of {_fmt(self._budget)}; the worst user's spend is "
                             f"{_fmt(None if worst is None else self._wrap(worst))}; the ledger is unchanged"
                         )
@@ -751,6 +752,12 @@ class DurableLedger(Ledger):
             for key, (pid, spend) in self._pending_keys.items():
                 self._pid_of_key[key] = (pid, spend)
                 self._profile_of_pid[pid] = (key, spend)
+        elif self._pending_gids:
+            # a spend is a pure function of its key only while the key's guarantee ids mean the
+            # same guarantees: a rolled-back id is given to the next new guarantee (this handle's
+            # or another process's), so spends of keys naming one are forgotten with it
+            gone = set(self._pending_gids)
+            self._spend_of_key = {k: v for k, v in self._spend_of_key.items() if gone.isdisjoint(_multiset_of(k))}
         self._pending_gids, self._pending_pids, self._pending_keys = {}, {}, _NO_TRANSACTION
         self._absent_keys = set()
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._certified import exact, lower_float, working_precision
 from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
-from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up
+from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up, _times_up
 from ._ledger_codec import guarantee_from_dict as _guarantee_from_dict
 from ._ledger_codec import guarantee_spec
 from ._ledger_codec import guarantee_to_dict as _guarantee_to_dict
@@ -188,7 +188,7 @@ class Ledger:
         prospective = self._prospective(entry, fresh)
         if not self._within(prospective):
             raise BudgetExceeded(
-                f"charge {label or entry.guarantee!s} would spend {prospective:.6g} "
+                f"charge {label or entry.guarantee!s} would spend {prospective:.6g}{_no_epsilon(prospective, self._budget)} "
                 f"against a budget of {_fmt(self._budget)}; the ledger is unchanged"
             )
         self._charges.append(entry)
@@ -370,6 +370,13 @@ class Ledger:
         return ApproxDP(value, self._budget.delta)
 
 
+def _no_epsilon(spend: float, budget: Budget) -> str:
+    """Why a spend is infinite, for a refusal's message."""
+    if spend != math.inf or not isinstance(budget, ApproxDP):
+        return ""
+    return f" (no eps holds at delta = {budget.delta:g}: a user's approximate-DP charges and sampler slack use up that delta)"
+
+
 def _trail_json(name: str, budget: Budget, charges: Sequence[Charge], spent: Budget | None) -> str:
     """The JSON trail: budget, every charge (guarantee or mechanism parameters, participants), spend."""
     return json.dumps(
@@ -475,20 +482,24 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
         return _analytic_gaussian(guarantees, budget.delta)
     curves: list[RDP] = []
     counts: list[int] = []
-    approx_parts: list[ApproxDP] = []
+    approx: list[tuple[ApproxDP, int]] = []
     for g, n in guarantees:
         if isinstance(g, ApproxDP):
-            approx_parts.append(g.times(n))
+            approx.append((g, n))
         else:
             curves.append(g.to_rdp() if isinstance(g, (PureDP, ZCDP)) else g if isinstance(g, RDP) else g.rdp())
             counts.append(n)
-    eps_approx, delta_approx = 0.0, 0.0
-    if approx_parts:
-        basic = approx_parts[0].compose(*approx_parts[1:])
-        eps_approx, delta_approx = basic.epsilon, basic.delta
+    # basic composition of the approximate-DP charges, summed in Arb and rounded up (not through
+    # ApproxDP, which refuses a sum of deltas above 1): a delta beyond the budget's leaves no eps
+    # at the budget's delta, so the spend is infinite and the charge is refused
+    eps_approx = _sum_up(*(_times_up(g.epsilon, n) for g, n in approx)) if approx else 0.0
+    delta_approx = _sum_up(*(_times_up(g.delta, n) for g, n in approx)) if approx else 0.0
+    if delta_approx > budget.delta:
+        return math.inf
     if not curves:
         return eps_approx
-    delta_left = budget.delta - delta_approx
+    with working_precision(None):
+        delta_left = lower_float(exact(budget.delta) - exact(delta_approx))
     if delta_left <= 0:
         return math.inf  # the approximate charges alone use up delta
     result = rdp_to_epsilon(RDP.sequence(curves, counts), delta_left)

@@ -36,7 +36,7 @@ from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run
 from ._pld import PLDResult, release_kind
 from ._pld_route import PldRoute, pld_for_parts
 from ._shuffle import Shuffled, shuffle_routes
-from ._total_variation import WithinTotalVariation, delta_before_total_variation, times_total_variation
+from ._total_variation import WithinTotalVariation, delta_after_total_variation, delta_before_total_variation, times_total_variation
 from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
 
 __all__ = ["delta_routes", "epsilon_routes", "pld_bracket", "query_of", "rdp_provenance", "routes_for"]
@@ -480,6 +480,13 @@ def delta_routes(subject: Any, epsilon: float, *, compose: int = 1, time_budget:
     can afford is refused with the argument that would run it, never started. The result's
     ``delta`` is the answer (1.0, vacuous, when no route applies)."""
     eps = float(check_nonnegative("epsilon", epsilon))
+    if isinstance(subject, WithinTotalVariation):
+        # the analysed mechanism's delta(eps) plus the executed law's slack (1 + e^eps) compose t
+        inner = delta_routes(subject.mechanism, eps, compose=compose, time_budget=time_budget)
+        t = times_total_variation(subject.total_variation, check_positive_int("compose", compose))
+        return dataclasses.replace(inner, delta=min(1.0, delta_after_total_variation(eps, inner.delta, t)),
+                                   route=f"{inner.route} + sampler total variation",
+                                   detail=f"{inner.detail}; plus (1 + e^eps) * {t!r} for the executed law".lstrip("; "))
     query = query_of(subject, 0.5, compose=compose, time_budget=time_budget, comparisons=False)
     query = Query(query.parts, 1.0, query.time_budget, True, False, False, eps)
     if eps == 0 and not all(_is_gaussian(s) for s, _ in query.parts) and any(release_kind(s) is None for s, _ in query.parts):

@@ -168,6 +168,41 @@ def test_a_refused_charge_leaves_no_trace(tmp_path):
     ledger.close()
 
 
+
+def test_a_refused_charges_guarantee_id_reused_by_another_guarantee_gets_its_own_spend(tmp_path):
+    """A refused charge rolls back the guarantee row it added, and SQLite gives that id to the next
+    new guarantee. The handle used to keep the spends it had computed for profile keys naming the
+    rolled-back id ("2:1" = 0.5), so PureDP(1.5) on fresh users, given id 2, was charged as 0.5 and
+    accepted against a budget of 1: an overspend that only verify() caught. Refused now."""
+    ledger = Ledger.open(f"sqlite:///{tmp_path}/l.db", PureDP(1.0), create=True)
+    ledger.charge(PureDP(0.9), range(0, 10))
+    with pytest.raises(BudgetExceeded):
+        ledger.charge(PureDP(0.5), range(0, 20))  # users 10..19 fresh: "2:1" = 0.5 computed, then refused
+    with pytest.raises(BudgetExceeded):
+        ledger.charge(PureDP(1.5), range(30, 40))
+    assert ledger.spent() == PureDP(0.9)
+    assert ledger.verify().ok
+    ledger.close()
+
+
+def test_a_guarantee_id_another_handle_reuses_gets_its_own_spend(tmp_path):
+    """The same through two handles: A's refused charge computed "1:1,2:1" = 0.9 + 0.5 for users
+    0..9; B then gives id 2 to PureDP(0.05), charged to users 20..29; A's PureDP(0.05) on users
+    0..9 spends 0.95 <= 1 and must be accepted (A's stale 1.4 refused it)."""
+    url = f"sqlite:///{tmp_path}/l.db"
+    a = Ledger.open(url, PureDP(1.0), create=True)
+    b = Ledger.open(url)
+    a.charge(PureDP(0.9), range(0, 10))
+    with pytest.raises(BudgetExceeded):
+        a.charge(PureDP(0.5), range(0, 20))
+    b.charge(PureDP(0.05), range(20, 30))
+    a.charge(PureDP(0.05), range(0, 10))
+    assert a.spent() == PureDP(0.9).compose(PureDP(0.05))
+    assert a.verify().ok
+    a.close()
+    b.close()
+
+
 def test_newer_schema_is_refused_and_budgets_are_checked(tmp_path):
     url = f"sqlite:///{tmp_path}/l.db"
     Ledger.open(url, PureDP(1.0), create=True).close()

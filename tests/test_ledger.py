@@ -46,6 +46,36 @@ def test_approximate_budget_uses_the_exact_rdp_route():
             ledger.charge(ZCDP(0.005), None)
 
 
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_approximate_dp_charges_cannot_spend_more_delta_than_the_budget(durable, tmp_path):
+    """An (eps, delta) budget bounds delta too: approximate-DP charges compose basically (eps and
+    delta add), and a user whose deltas add up beyond the budget's has no eps at that delta. The
+    former composition returned the summed eps alone, so (0.1, 0.9) fitted a (1, 1e-6) budget and
+    spent() reported (0.1, 1e-6); and deltas summing above 1 crashed instead of refusing. Both
+    ledgers refuse and stay unchanged; charges within delta still fit, users apart compose apart."""
+    budget = ApproxDP(1.0, 1e-6)
+    ledger = Ledger.open(f"sqlite:///{tmp_path}/l.db", budget, create=True) if durable else Ledger(budget)
+    with pytest.raises(BudgetExceeded, match="no eps holds at delta = 1e-06"):
+        ledger.charge(ApproxDP(0.1, 0.9), range(0, 10))
+    assert ledger.spent() is None
+    ledger.charge(ApproxDP(0.1, 4e-7), range(0, 10))
+    ledger.charge(ApproxDP(0.1, 4e-7), range(0, 10))  # delta 8e-7 <= 1e-6: fits
+    assert ledger.spent() == ApproxDP(0.2, 1e-6)
+    with pytest.raises(BudgetExceeded):
+        ledger.charge(ApproxDP(0.1, 4e-7), range(5, 12))  # users 5..9 would reach 1.2e-6
+    ledger.charge(ApproxDP(0.1, 4e-7), range(10, 12))  # users 10, 11 are apart: 4e-7
+    assert ledger.spent() == ApproxDP(0.2, 1e-6)
+    for _ in range(2):  # six charges of 0.2 on fresh users 20..29 would sum delta 1.2 > 1
+        ledger.charge(ApproxDP(0.1, 1e-7), range(20, 30))
+    with pytest.raises(BudgetExceeded):
+        ledger.charge(ApproxDP(0.1, 0.6), range(20, 30))
+    assert ledger.spent() == ApproxDP(0.2, 1e-6)
+    if durable:
+        assert ledger.verify().ok
+        ledger.close()
+
+
 def test_mixed_notions_are_refused_where_they_cannot_compose():
     with pytest.raises(ValueError, match="guarantee"):
         Ledger(PureDP(1.0)).charge(ZCDP(0.1))

@@ -102,3 +102,21 @@ def test_durable_ledger_keeps_and_reports_the_total_variation(tmp_path) -> None:
         assert ledger.total_variation() == N * 2.0**-100
     finally:
         ledger.close()
+
+
+def test_delta_at_epsilon_pays_the_total_variation() -> None:
+    """delta(eps) of the charge (``delta_routes``, what ``CertifiedAccountant.get_delta`` runs): at
+    least the analysed mechanism's certified delta(eps) plus (1 + e^eps) t, t = n 2^-100, recomputed
+    with mpmath. A delta query that ignored t (the analysed mechanism's own delta) fails the bound."""
+    import mpmath
+
+    from accounting._routes import delta_routes
+
+    charged = _protocol().guarantee(N)
+    eps = 8.0
+    result = delta_routes(charged, eps)
+    analysed = delta_routes(charged.mechanism, eps)
+    with mpmath.workdps(50):
+        slack = (1 + mpmath.e ** mpmath.mpf(eps)) * mpmath.mpf(charged.total_variation)
+        assert mpmath.mpf(result.delta) >= mpmath.mpf(analysed.delta) + slack
+        assert not mpmath.mpf(analysed.delta) >= mpmath.mpf(analysed.delta) + slack  # the wrong variant
