@@ -149,22 +149,61 @@ def _minimise_over_alpha(
     return best_value, best_alpha
 
 
+#: prune a scan with the curve's lower approximation when that costs at most this share of a full one
+_LOWER_SHARE_TO_PRUNE = 1 / 4
+
+
+def _scan_scores(curve: RDP, objective: Callable[[np.ndarray, np.ndarray], np.ndarray], alphas: np.ndarray) -> np.ndarray | None:
+    """``objective(alphas, curve.approx(alphas))`` wherever that could be the minimum, +inf
+    where it provably is not (or None if the curve has no approximation).
+
+    When the curve has a much cheaper lower approximation (``RDP.approx_lower``: in float64,
+    <= ``approx`` wherever that is not NaN, e.g. the maximum over a parallel composition's cheap
+    batches), the full approximation is evaluated at the lower bound's best order, giving a
+    score s0, and then only where the lower bound's score is <= s0 (or NaN): elsewhere the full
+    score is > s0 >= the minimum (the objective is monotone in the curve value, under rounding
+    too) or NaN, so it is neither the minimum nor, under ``nanargmin``'s first-index rule, a tie
+    for it. Every approximation here is elementwise in the orders, so ``nanargmin`` of the
+    result is the index a full scan returns: the search finds the same order, only sooner.
+    """
+    full_cost, lower_cost = curve.approx_costs()
+    if lower_cost > full_cost * _LOWER_SHARE_TO_PRUNE or alphas.size < 8:
+        values = curve.approx(alphas)
+        return None if values is None else objective(alphas, values)
+    lower = curve.approx_lower(alphas)
+    if lower is None:
+        values = curve.approx(alphas)
+        return None if values is None else objective(alphas, values)
+    lower_scores = objective(alphas, lower)
+    seed = 0 if np.all(np.isnan(lower_scores)) else int(np.nanargmin(lower_scores))
+    seed_values = curve.approx(alphas[seed : seed + 1])
+    if seed_values is None:
+        return None
+    s0 = float(objective(alphas[seed : seed + 1], seed_values)[0])
+    if not math.isfinite(s0):
+        return objective(alphas, curve.approx(alphas))
+    contenders = np.flatnonzero(~(lower_scores > s0))  # NaN lower scores stay in contention
+    scores = np.full(alphas.shape, np.inf)
+    scores[contenders] = objective(alphas[contenders], curve.approx(alphas[contenders]))
+    return scores
+
+
 def _float_search(
     curve: RDP,
-    objective: Callable[[np.ndarray], np.ndarray],
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
     alpha_min: float,
     alpha_max: float,
 ) -> float | None:
     """Locate the minimising order with the curve's float approximation, or None if it has none.
 
     A dense log-spaced scan of alpha - 1 and two zoom passes, all in float64 and vectorised over
-    the curve's leaves (three calls of ``approx`` in all); the caller certifies the order found.
+    the curve's leaves (three calls of ``approx`` in all, each restricted by ``_scan_scores`` to
+    the orders in contention); the caller certifies the order found.
     """
     grid = 1 + np.exp(np.linspace(math.log(alpha_min - 1), math.log(alpha_max - 1), 2049))
-    values = curve.approx(grid)
-    if values is None:
+    scores = _scan_scores(curve, objective, grid)
+    if scores is None:
         return None
-    scores = objective(grid, values)
     if not np.any(np.isfinite(scores)):
         return None
     t = np.log(grid - 1)
@@ -174,7 +213,7 @@ def _float_search(
         lo, hi = t[max(i - 2, 0)], t[min(i + 2, len(t) - 1)]
         t = np.linspace(lo, hi, 65)
         alphas = 1 + np.exp(t)
-        scores = objective(alphas, curve.approx(alphas))
+        scores = _scan_scores(curve, objective, alphas)
         i = int(np.nanargmin(scores))
     return float(1 + math.exp(t[i]))
 
