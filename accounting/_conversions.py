@@ -32,8 +32,8 @@ import numpy as np
 from flint import arb
 
 from ._certified import check_precision, exact, upper_float, working_precision
-from ._guarantees import RDP, ZCDP
-from ._validation import AccountingError, check_positive, check_probability
+from ._guarantees import RDP, ZCDP, _LeafNode
+from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 __all__ = [
     "Conversion",
@@ -41,6 +41,7 @@ __all__ = [
     "DeltaResult",
     "rdp_to_epsilon",
     "rdp_to_delta",
+    "rdp_conversion_exceeds",
     "mechanism_rdp_epsilon",
     "zcdp_to_epsilon",
     "zcdp_epsilon_closed_form",
@@ -286,6 +287,72 @@ def _rdp_to_epsilon(curve: RDP, delta: float, conversion: str = "cks", alpha_min
         alpha=alpha,
         detail=f"{curve.describe()}; optimal alpha = {alpha:.6g}",
     )
+
+
+def rdp_conversion_exceeds(
+    divergence: RDP,
+    delta: float,
+    target: float,
+    *,
+    compose: int = 1,
+    alpha_min: float = 1.0001,
+    alpha_max: float = 1e6,
+    max_evaluations: int = 400,
+) -> bool:
+    """True only if it is *proven* that converting any RDP curve that dominates ``compose`` x
+    ``divergence`` to (eps, delta) over orders in [alpha_min, alpha_max] gives eps > ``target``.
+
+    ``divergence`` must be a leaf curve whose balls enclose a true Rényi divergence D_alpha(P||Q)
+    of one pair of distributions (a mechanism's exact curve, ``rdp_is_exact``), e.g. the
+    per-batch curve of one batch size inside a maximum over batch sizes: every certified value
+    of the maximum's composition at an order alpha, eps(alpha) + the CKS term (Mironov's term is
+    larger, module docstring), is >= compose * D_alpha + CKS(alpha). D_alpha is non-decreasing in
+    alpha (van Erven & Harremoës 2014, Thm 3), so on a cell [a, b] of orders the bound is at least
+    compose * (lower end of the ball at a) + the lower end of the CKS term evaluated on the
+    interval ball [a, b] (interval arithmetic encloses its range). The range of log(alpha - 1)
+    is cut into cells; a cell whose bound is not above ``target`` is halved, up to
+    ``max_evaluations`` divergence evaluations; if some cell still is not settled, the answer is
+    False (nothing proven), never a guess. A calibration uses it to skip parameters that cannot
+    meet its target without running the full conversion there (:func:`accounting.calibrate`).
+    """
+    if not isinstance(divergence, RDP) or not isinstance(divergence._node, _LeafNode):
+        raise AccountingError("divergence", divergence, "a leaf RDP curve enclosing a Rényi divergence (a mechanism's exact curve)")
+    check_probability("delta", delta)
+    check_positive("target", target)
+    compose = check_positive_int("compose", compose)
+    with working_precision(None):
+        log_inv_delta = -exact(delta).log()
+        goal = exact(target)
+        lower_at: dict[float, arb] = {}
+        evaluations = 0
+
+        def divergence_lower(alpha: float) -> arb:
+            nonlocal evaluations
+            value = lower_at.get(alpha)
+            if value is None:
+                evaluations += 1
+                value = (divergence.ball(exact(alpha)) * compose).lower()
+                lower_at[alpha] = value
+            return value
+
+        def cell_exceeds(a: float, b: float) -> bool:
+            alphas = exact(a).union(exact(b))
+            cks = (log_inv_delta - alphas.log()) / (alphas - 1) + (1 - 1 / alphas).log()
+            return bool(divergence_lower(a) + cks.lower() > goal)
+
+        t_lo, t_hi = math.log(alpha_min - 1), math.log(alpha_max - 1)
+        edges = [1 + math.exp(t_lo + (t_hi - t_lo) * i / 64) for i in range(65)]
+        edges[0], edges[-1] = alpha_min, alpha_max
+        cells = [(edges[i], edges[i + 1]) for i in range(64)]
+        while cells:
+            a, b = cells.pop()
+            if cell_exceeds(a, b):
+                continue
+            mid = 1 + math.sqrt((a - 1) * (b - 1))
+            if evaluations >= max_evaluations or not a < mid < b:
+                return False
+            cells += [(a, mid), (mid, b)]
+    return True
 
 
 def _mechanism_key(subject) -> tuple | None:
