@@ -1,4 +1,5 @@
-"""The returning-users calibration of Dist-CDP-SE, before and after the pruned order scan, in the same run.
+"""The returning-users calibration of Dist-CDP-SE, before and after the pruned order scan and the
+ruled-out parameters, in the same run.
 
 Workload: ``calibrated_batch_epsilon`` as ``returning_users_plan`` calls it for
 ``RunConfig("dist-cdp-se", "easy", 2**15, epsilon=0.5, population=2**14, max_returns=4)`` (the
@@ -87,6 +88,8 @@ def main() -> None:
             print(f"after run {index + 1}: {after[-1]['wall']:.1f} s", file=sys.stderr, flush=True)
     if not str(baseline) in before[0]["accounting"] or str(baseline) in after[0]["accounting"]:
         raise SystemExit(f"wrong accounting package imported: {before[0]['accounting']} / {after[0]['accounting']}")
+    # the baseline's fields (after also counts the parameters it ruled out, a field the baseline lacks)
+    ruled_out = {r["result"]["calibration"].pop("ruled_out_evaluations", None) for r in after}
     results = {json.dumps(r["result"], sort_keys=True) for r in before + after}
     if len(results) != 1:
         raise SystemExit(f"the calibrated results differ between runs: {sorted(results)}")
@@ -111,7 +114,8 @@ def main() -> None:
         "",
         f"Machine: {info}; load average at the end {end_load}.",
         f"Before: the `accounting` package of commit {args.baseline} (full 2,049-order float scan of every batch's curve); "
-        f"after: this tree ({head}; the scan evaluates the costly batches only at orders the cheap ones leave in contention). "
+        f"after: this tree ({head}; the scan evaluates the costly batches only at orders the cheap ones leave in contention, "
+        f"and parameters proven unable to meet the target are not evaluated). "
         f"Each run is a fresh interpreter (no memoised residue tables carried over); runs alternate before/after. "
         f"Median of {len(before)} runs before (each about two minutes, hence 3) and {len(after)} after.",
         "",
@@ -126,7 +130,9 @@ def main() -> None:
         "",
         f"Every run, before and after, returned the same calibration, field for field: batch eps = {result['batch_epsilon']}, "
         f"noise multiplier = {cal['parameter']!r}, certified eps over {result['returns']} batches = {cal['achieved_epsilon']!r} "
-        f"(target {cal['target_epsilon']}, delta = {cal['delta']}), route {cal['route']}.",
+        f"(target {cal['target_epsilon']}, delta = {cal['delta']}), route {cal['route']}. "
+        f"After, {', '.join(str(v) for v in sorted(ruled_out, key=str))} of the {cal['iterations'] + 2} parameters were ruled out "
+        "(`accounting.rdp_conversion_exceeds` on the 2-user batch's exact curve) instead of evaluated.",
         "",
     ])
     Path(args.out).write_text(text)
