@@ -326,27 +326,34 @@ def rdp_conversion_exceeds(
         lower_at: dict[float, arb] = {}
         evaluations = 0
 
-        def divergence_lower(alpha: float) -> arb:
+        def divergence_lower(alpha: float) -> arb | None:
             nonlocal evaluations
             value = lower_at.get(alpha)
             if value is None:
                 evaluations += 1
-                value = (divergence.ball(exact(alpha)) * compose).lower()
+                try:
+                    value = (divergence.ball(exact(alpha)) * compose).lower()
+                except (ValueError, ArithmeticError, OverflowError):  # an enclosure that failed proves nothing
+                    return None
                 lower_at[alpha] = value
             return value
 
-        def cell_exceeds(a: float, b: float) -> bool:
+        def cell_exceeds(lower: arb, a: float, b: float) -> bool:
             alphas = exact(a).union(exact(b))
             cks = (log_inv_delta - alphas.log()) / (alphas - 1) + (1 - 1 / alphas).log()
-            return bool(divergence_lower(a) + cks.lower() > goal)
+            return bool(lower + cks.lower() > goal)
 
-        t_lo, t_hi = math.log(alpha_min - 1), math.log(alpha_max - 1)
+        # the cells cover the range with a margin: a search may land an ulp or so outside it
+        # (1 + exp(log(alpha - 1)) need not round back to alpha)
+        t_lo, t_hi = math.log((alpha_min - 1) * (1 - 1e-9)), math.log((alpha_max - 1) * (1 + 1e-9))
         edges = [1 + math.exp(t_lo + (t_hi - t_lo) * i / 64) for i in range(65)]
-        edges[0], edges[-1] = alpha_min, alpha_max
         cells = [(edges[i], edges[i + 1]) for i in range(64)]
         while cells:
             a, b = cells.pop()
-            if cell_exceeds(a, b):
+            lower = divergence_lower(a)
+            if lower is None:
+                return False
+            if cell_exceeds(lower, a, b):
                 continue
             mid = 1 + math.sqrt((a - 1) * (b - 1))
             if evaluations >= max_evaluations or not a < mid < b:

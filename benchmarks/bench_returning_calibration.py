@@ -60,11 +60,17 @@ def _baseline_dir(ref: str) -> Path:
     return directory
 
 
-def _run(first_on_path: Path | None) -> dict:
+def _run(first_on_path: Path | None, workdir: Path) -> dict:
     path = [str(first_on_path)] if first_on_path is not None else []
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*path, str(ROOT)]))
-    out = subprocess.run([sys.executable, "-c", _SNIPPET], env=env, check=True, capture_output=True, text=True, cwd=str(ROOT))
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*path, str(ROOT)]), NUMBA_CACHE_DIR=str(workdir / "numba-cache"))
+    # cwd outside the repository: ``python -c`` puts the working directory first on sys.path,
+    # which would shadow the baseline package with this tree's
+    out = subprocess.run([sys.executable, "-c", _SNIPPET], env=env, check=True, capture_output=True, text=True, cwd=str(workdir))
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    expected = first_on_path if first_on_path is not None else ROOT
+    if not Path(result["accounting"]).resolve().is_relative_to(expected.resolve()):
+        raise SystemExit(f"wrong accounting package imported: {result['accounting']} (expected under {expected})")
+    return result
 
 
 def main() -> None:
@@ -77,17 +83,16 @@ def main() -> None:
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     info = machine()
     baseline = _baseline_dir(args.baseline)
+    workdir = Path(tempfile.mkdtemp(prefix="dpverify-calibration-run-"))
     before: list[dict] = []
     after: list[dict] = []
     for index in range(max(args.runs_before, args.runs_after)):
         if index < args.runs_before:
-            before.append(_run(baseline))
+            before.append(_run(baseline, workdir))
             print(f"before run {index + 1}: {before[-1]['wall']:.1f} s", file=sys.stderr, flush=True)
         if index < args.runs_after:
-            after.append(_run(None))
+            after.append(_run(None, workdir))
             print(f"after run {index + 1}: {after[-1]['wall']:.1f} s", file=sys.stderr, flush=True)
-    if not str(baseline) in before[0]["accounting"] or str(baseline) in after[0]["accounting"]:
-        raise SystemExit(f"wrong accounting package imported: {before[0]['accounting']} / {after[0]['accounting']}")
     # the baseline's fields (after also counts the parameters it ruled out, a field the baseline lacks)
     ruled_out = {r["result"]["calibration"].pop("ruled_out_evaluations", None) for r in after}
     results = {json.dumps(r["result"], sort_keys=True) for r in before + after}

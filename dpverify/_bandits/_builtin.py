@@ -142,12 +142,16 @@ def calibrated_batch_epsilon(
 
     def cannot_meet(x: float) -> bool:
         # The smallest batch's exact curve is one of the maximum's parts and cheap (its residue
-        # table has n = 2 entries): when its conversion alone provably exceeds the target, so does
-        # every certified evaluation of the maximum, and calibrate skips that evaluation.
+        # table has n = 2 entries). The family is an RDP curve, whose one route is its conversion
+        # (rdp-cks): when the conversion of that part alone provably exceeds the target, so does
+        # every certified evaluation of the maximum, and calibrate skips the evaluation.
         guarantee = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p).guarantee(sizes[0])
         if not getattr(guarantee, "rdp_is_exact", False):
             return False
-        return acc.rdp_conversion_exceeds(guarantee.rdp(), target_delta, target, compose=compose)
+        try:
+            return acc.rdp_conversion_exceeds(guarantee.rdp(), target_delta, target, compose=compose)
+        except AccountingError:  # a curve that is not one divergence leaf: nothing proven
+            return False
 
     if rule == "exact":
         target, target_delta, compose, smallest = epsilon, delta, returns, epsilon / (100 * returns)
