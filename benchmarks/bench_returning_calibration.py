@@ -7,10 +7,10 @@ slow test ``test_dist_cdp_se_with_returning_users_runs_within_budget``): ``accou
 over the noise multiplier, each evaluation converting the 4-fold composition of the maximum of the
 exact discrete-Gaussian-sum curves of every batch size (2 .. 2^14) to (eps, 1e-6).
 
-"Before" is the ``accounting`` package of a baseline commit (default d494c32, the last commit with
-the full 2,049-order float scan), extracted with ``git archive`` into a temporary directory that
-comes first on ``PYTHONPATH``; "after" is this tree. ``dpverify`` is this tree's in both (its
-calibration code is unchanged). Every run is a fresh interpreter, so neither side profits from
+"Before" is the ``accounting`` and ``dpverify`` packages of a baseline commit (default d494c32,
+the last commit with the full 2,049-order float scan and every parameter evaluated), extracted
+with ``git archive`` into a temporary directory that comes first on ``PYTHONPATH``; "after" is
+this tree. Every run is a fresh interpreter, so neither side profits from
 the other's memoised residue tables, and runs alternate (before, after, before, ...) so both see
 the same machine load. Each run also reports its calibrated result; the script fails if the two
 sides disagree in any field.
@@ -47,13 +47,14 @@ args = (config.algorithm, float(config.epsilon), float(config.delta), int(config
         config.tau_p_for(10), int(config.horizon), int(config.batch_base), config.returning_calibration)
 t0, c0 = time.perf_counter(), time.process_time()
 result = calibrated_batch_epsilon(*args)
-print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "result": result, "accounting": accounting.__file__}))
+import dpverify
+print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "result": result, "accounting": accounting.__file__, "dpverify": dpverify.__file__}))
 """
 
 
 def _baseline_dir(ref: str) -> Path:
-    """A temporary directory holding the baseline commit's ``accounting`` package."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "accounting"], check=True, capture_output=True).stdout
+    """A temporary directory holding the baseline commit's ``accounting`` and ``dpverify`` packages."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "accounting", "dpverify"], check=True, capture_output=True).stdout
     directory = Path(tempfile.mkdtemp(prefix="dpverify-calibration-baseline-"))
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(directory, filter="data")
@@ -68,8 +69,9 @@ def _run(first_on_path: Path | None, workdir: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", _SNIPPET], env=env, check=True, capture_output=True, text=True, cwd=str(workdir))
     result = json.loads(out.stdout.strip().splitlines()[-1])
     expected = first_on_path if first_on_path is not None else ROOT
-    if not Path(result["accounting"]).resolve().is_relative_to(expected.resolve()):
-        raise SystemExit(f"wrong accounting package imported: {result['accounting']} (expected under {expected})")
+    for package in ("accounting", "dpverify"):
+        if not Path(result[package]).resolve().is_relative_to(expected.resolve()):
+            raise SystemExit(f"wrong {package} package imported: {result[package]} (expected under {expected})")
     return result
 
 
@@ -118,7 +120,7 @@ def main() -> None:
         "# Returning-users calibration of Dist-CDP-SE (`benchmarks/bench_returning_calibration.py`)",
         "",
         f"Machine: {info}; load average at the end {end_load}.",
-        f"Before: the `accounting` package of commit {args.baseline} (full 2,049-order float scan of every batch's curve); "
+        f"Before: the `accounting` and `dpverify` packages of commit {args.baseline} (full 2,049-order float scan of every batch's curve, every parameter evaluated); "
         f"after: this tree ({head}; the scan evaluates the costly batches only at orders the cheap ones leave in contention, "
         f"and parameters proven unable to meet the target are not evaluated). "
         f"Each run is a fresh interpreter (no memoised residue tables carried over); runs alternate before/after. "
