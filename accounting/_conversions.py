@@ -168,6 +168,7 @@ def _scan_scores(curve: RDP, objective: Callable[[np.ndarray, np.ndarray], np.nd
     result is the index a full scan returns: the search finds the same order, only sooner.
     """
     full_cost, lower_cost = curve.approx_costs()
+    # a handful of orders costs less than the two passes pruning needs
     if lower_cost > full_cost * _LOWER_SHARE_TO_PRUNE or alphas.size < 8:
         values = curve.approx(alphas)
         return None if values is None else objective(alphas, values)
@@ -199,7 +200,9 @@ def _float_search(
 
     A dense log-spaced scan of alpha - 1 and two zoom passes, all in float64 and vectorised over
     the curve's leaves (three calls of ``approx`` in all, each restricted by ``_scan_scores`` to
-    the orders in contention); the caller certifies the order found.
+    the orders in contention); the caller certifies the order found. ``objective(alphas, values)``
+    must be elementwise and non-decreasing in ``values`` under float rounding (both conversions'
+    are: the curve value enters by one addition, or by a product with alpha - 1 > 0).
     """
     grid = 1 + np.exp(np.linspace(math.log(alpha_min - 1), math.log(alpha_max - 1), 2049))
     scores = _scan_scores(curve, objective, grid)

@@ -236,7 +236,7 @@ def test_slow_runs_calibration_is_the_baselines_and_certified():
     """The slow run's configuration (T = 2^15, N = 2^14, B = 4, eps = 0.5): the values commit
     d494c32 (full scans, every parameter evaluated, ~2 min) produced, exactly (tolerance: none;
     the noise multiplier to 1e-12 relative), and the calibrated protocol's certified eps over
-    B = 4 batches, recomputed here, is <= 0.5. ~40 s."""
+    B = 4 batches, recomputed here, is <= 0.5. ~20-30 s."""
     args = _calibration_args(2**15, 0.5, 4)
     result = _builtin.calibrated_batch_epsilon.__wrapped__(*args)
     cal = result["calibration"]
