@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine  # noqa: E402
+from _common import machine
 
 #: one calibration in a fresh interpreter; prints (wall s, CPU s, result) as JSON
 _SNIPPET = """

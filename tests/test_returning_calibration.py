@@ -27,8 +27,7 @@ from hypothesis import strategies as st
 import accounting as acc
 from accounting import _conversions
 from accounting._guarantees import RDP
-from dpverify._bandits import RunConfig
-from dpverify._bandits import _builtin
+from dpverify._bandits import RunConfig, _builtin
 
 DELTA = 1e-6
 
@@ -213,7 +212,7 @@ def _without_speedups(args: tuple) -> dict:
 
 def _certified_over_returns(result: dict, args: tuple) -> float:
     """The certified eps of the calibrated protocol over max_returns batches, computed afresh."""
-    algorithm, epsilon, delta, returns, s, p, tau_p, horizon, base, _ = args
+    algorithm, _, delta, returns, s, p, tau_p, horizon, base, _ = args
     protocol = _builtin.make_protocol(algorithm, result["batch_epsilon"], s=s, p=p, tau_p=tau_p)
     curves = [protocol.guarantee(n).rdp() for n in _builtin.batch_sizes(horizon, base)]
     return acc.rdp_to_epsilon(curves[0].parallel(*curves[1:]).times(returns), delta).epsilon
