@@ -300,7 +300,7 @@ def rdp_conversion_exceeds(
     compose: int = 1,
     alpha_min: float = 1.0001,
     alpha_max: float = 1e6,
-    max_evaluations: int = 400,
+    max_evaluations: int = 2000,
 ) -> bool:
     """True only if it is *proven* that converting any RDP curve that dominates ``compose`` x
     ``divergence`` to (eps, delta) over orders in [alpha_min, alpha_max] gives eps > ``target``.
@@ -314,8 +314,9 @@ def rdp_conversion_exceeds(
     compose * (lower end of the ball at a) + the lower end of the CKS term evaluated on the
     interval ball [a, b] (interval arithmetic encloses its range). The range of log(alpha - 1)
     is cut into cells; a cell whose bound is not above ``target`` is halved, up to
-    ``max_evaluations`` divergence evaluations; if some cell still is not settled, the answer is
-    False (nothing proven), never a guess. A calibration uses it to skip parameters that cannot
+    ``max_evaluations`` divergence evaluations; if some cell still is not settled, or the value at
+    an order is itself certainly <= ``target`` (then no proof exists), the answer is False
+    (nothing proven), never a guess. A calibration uses it to skip parameters that cannot
     meet its target without running the full conversion there (:func:`accounting.calibrate`).
     """
     if not isinstance(divergence, RDP) or not isinstance(divergence._node, _LeafNode):
@@ -330,14 +331,21 @@ def rdp_conversion_exceeds(
         evaluations = 0
 
         def divergence_lower(alpha: float) -> arb | None:
+            """The lower end of compose * D_alpha, or None when nothing can be proved: the enclosure
+            failed, or the bound at alpha itself is certainly <= target (then the true conversion
+            at alpha is too, and no finer cell can exceed it: stop at once)."""
             nonlocal evaluations
             value = lower_at.get(alpha)
             if value is None:
                 evaluations += 1
                 try:
-                    value = (divergence.ball(exact(alpha)) * compose).lower()
+                    ball = divergence.ball(exact(alpha)) * compose
                 except (ValueError, ArithmeticError, OverflowError):  # an enclosure that failed proves nothing
                     return None
+                a = exact(alpha)
+                if ball + (log_inv_delta - a.log()) / (a - 1) + (1 - 1 / a).log() <= goal:
+                    return None
+                value = ball.lower()
                 lower_at[alpha] = value
             return value
 
