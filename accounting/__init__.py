@@ -29,6 +29,7 @@ from ._composition import advanced_composition, appendix_i_per_batch
 from ._conversions import (
     DeltaResult,
     EpsilonResult,
+    rdp_conversion_exceeds,
     rdp_to_delta,
     rdp_to_epsilon,
     zcdp_epsilon_closed_form,
@@ -133,6 +134,7 @@ __all__ = [
     "pld_delta",
     "pld_epsilon",
     "rdp_to_delta",
+    "rdp_conversion_exceeds",
     "rdp_to_epsilon",
     "theorem1_parameters",
     "theorem2_claimed_rdp",

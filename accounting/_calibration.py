@@ -16,6 +16,13 @@ that the first phase could not afford may certify a smaller parameter). An evalu
 (an enclosure that lost all precision at an extreme noise level, a parameter the mechanism
 refuses) does not fail the query: the parameter counts as not certified and the bracket narrows
 above it; the failures are counted in the result.
+
+A caller that can prove cheaply that a parameter cannot meet the target (``ruled_out``: e.g.
+:func:`accounting.rdp_conversion_exceeds` on one batch's exact curve inside a maximum over batch
+sizes) saves those evaluations: such a parameter takes the branch a failed evaluation would take,
+so the bracket moves exactly as it would have; the time budget the skipped evaluation would have
+spent stays available, which can only let the second phase go further (a smaller certified
+parameter), never less far. The skips are counted in the result.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ class Calibration:
     iterations: int
     #: evaluations that failed (not certified, the bracket narrowed above them)
     failures: int = 0
+    #: parameters ``ruled_out`` proved unable to meet the target (not evaluated)
+    ruled_out: int = 0
 
     def as_dict(self) -> dict:
         return {
@@ -59,6 +68,7 @@ class Calibration:
             "route_detail": self.achieved.detail,
             "iterations": self.iterations,
             "failed_evaluations": self.failures,
+            "ruled_out_evaluations": self.ruled_out,
         }
 
 
@@ -79,12 +89,15 @@ def calibrate(
     include_pld: bool = True,
     max_iterations: int = 200,
     time_budget: float = DEFAULT_TIME_BUDGET,
+    ruled_out: Callable[[float], bool] | None = None,
 ) -> Calibration:
     """Smallest noise parameter in [lower, upper] meeting (target_epsilon, delta) after ``compose`` releases.
 
     ``family(parameter)`` builds the mechanism. The search is geometric bisection, stopping when
     upper/lower - 1 <= ``relative_tolerance``, within ``time_budget`` estimated seconds (module
-    docstring); ``include_pld=False`` leaves out the PLD routes.
+    docstring); ``include_pld=False`` leaves out the PLD routes. ``ruled_out(parameter)``, optional,
+    returns True only if it has *proved* that no certified evaluation at ``parameter`` meets the
+    target; those parameters are not evaluated (module docstring).
     """
     check_positive("target_epsilon", target_epsilon)
     delta = float(check_probability("delta", delta))
@@ -97,6 +110,7 @@ def calibrate(
     check_positive("time_budget", time_budget, allow_inf=True)
     left = float(time_budget)
     failures = 0
+    skipped = 0
     first_error: BaseException | None = None
 
     def evaluate(parameter: float, budget: float) -> EpsilonResult | None:
@@ -112,6 +126,15 @@ def calibrate(
         left -= _spent(result)
         return result if math.isfinite(result.epsilon) else None
 
+    def evaluate_unless_ruled_out(parameter: float, budget: float) -> EpsilonResult | None:
+        """As ``evaluate``, or None (not meeting, as a failed evaluation) when ``ruled_out`` proves
+        that the evaluation could not meet the target."""
+        nonlocal skipped
+        if ruled_out is not None and ruled_out(parameter):
+            skipped += 1
+            return None
+        return evaluate(parameter, budget)
+
     def meets(result: EpsilonResult | None) -> bool:
         return result is not None and result.epsilon <= target_epsilon
 
@@ -126,14 +149,14 @@ def calibrate(
             "upper", upper, f"a noise parameter large enough to reach target_epsilon={target_epsilon!r} (it gives {best.epsilon:.6g})"  # type: ignore[union-attr]
         )
     lo, hi = lower, upper
-    at_lo = evaluate(lo, share)
+    at_lo = evaluate_unless_ruled_out(lo, share)
     if meets(at_lo):
-        return Calibration(lo, at_lo, target_epsilon, delta, compose, 0, failures)  # type: ignore[arg-type]
+        return Calibration(lo, at_lo, target_epsilon, delta, compose, 0, failures, skipped)  # type: ignore[arg-type]
     iterations = 0
     # phase 1: the cheap routes
     while hi / lo - 1 > relative_tolerance and iterations < max_iterations:
         mid = math.sqrt(lo * hi)
-        result = evaluate(mid, share)
+        result = evaluate_unless_ruled_out(mid, share)
         if meets(result):
             hi, best = mid, result
         else:
@@ -148,10 +171,10 @@ def calibrate(
         if mid <= probe_lo:
             galloping = False
             mid = math.sqrt(probe_lo * hi)
-        result = evaluate(mid, left)
+        result = evaluate_unless_ruled_out(mid, left)
         if meets(result):
             hi, best = mid, result
         else:
             probe_lo, galloping = mid, False
         iterations += 1
-    return Calibration(hi, best, target_epsilon, delta, compose, iterations, failures)  # type: ignore[arg-type]
+    return Calibration(hi, best, target_epsilon, delta, compose, iterations, failures, skipped)  # type: ignore[arg-type]

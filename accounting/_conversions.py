@@ -32,8 +32,8 @@ import numpy as np
 from flint import arb
 
 from ._certified import check_precision, exact, upper_float, working_precision
-from ._guarantees import RDP, ZCDP
-from ._validation import AccountingError, check_positive, check_probability
+from ._guarantees import RDP, ZCDP, _LeafNode
+from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 __all__ = [
     "Conversion",
@@ -41,6 +41,7 @@ __all__ = [
     "DeltaResult",
     "rdp_to_epsilon",
     "rdp_to_delta",
+    "rdp_conversion_exceeds",
     "mechanism_rdp_epsilon",
     "zcdp_to_epsilon",
     "zcdp_epsilon_closed_form",
@@ -149,22 +150,64 @@ def _minimise_over_alpha(
     return best_value, best_alpha
 
 
+#: prune a scan with the curve's lower approximation when that costs at most this share of a full one
+_LOWER_SHARE_TO_PRUNE = 1 / 4
+
+
+def _scan_scores(curve: RDP, objective: Callable[[np.ndarray, np.ndarray], np.ndarray], alphas: np.ndarray) -> np.ndarray | None:
+    """``objective(alphas, curve.approx(alphas))`` wherever that could be the minimum, +inf
+    where it provably is not (or None if the curve has no approximation).
+
+    When the curve has a much cheaper lower approximation (``RDP.approx_lower``: in float64,
+    <= ``approx`` wherever that is not NaN, e.g. the maximum over a parallel composition's cheap
+    batches), the full approximation is evaluated at the lower bound's best order, giving a
+    score s0, and then only where the lower bound's score is <= s0 (or NaN): elsewhere the full
+    score is > s0 >= the minimum (the objective is monotone in the curve value, under rounding
+    too) or NaN, so it is neither the minimum nor, under ``nanargmin``'s first-index rule, a tie
+    for it. Every approximation here is elementwise in the orders, so ``nanargmin`` of the
+    result is the index a full scan returns: the search finds the same order, only sooner.
+    """
+    full_cost, lower_cost = curve.approx_costs()
+    # a handful of orders costs less than the two passes pruning needs
+    if lower_cost > full_cost * _LOWER_SHARE_TO_PRUNE or alphas.size < 8:
+        values = curve.approx(alphas)
+        return None if values is None else objective(alphas, values)
+    lower = curve.approx_lower(alphas)
+    if lower is None:
+        values = curve.approx(alphas)
+        return None if values is None else objective(alphas, values)
+    lower_scores = objective(alphas, lower)
+    seed = 0 if np.all(np.isnan(lower_scores)) else int(np.nanargmin(lower_scores))
+    seed_values = curve.approx(alphas[seed : seed + 1])
+    if seed_values is None:
+        return None
+    s0 = float(objective(alphas[seed : seed + 1], seed_values)[0])
+    if not math.isfinite(s0):
+        return objective(alphas, curve.approx(alphas))
+    contenders = np.flatnonzero(~(lower_scores > s0))  # NaN lower scores stay in contention
+    scores = np.full(alphas.shape, np.inf)
+    scores[contenders] = objective(alphas[contenders], curve.approx(alphas[contenders]))
+    return scores
+
+
 def _float_search(
     curve: RDP,
-    objective: Callable[[np.ndarray], np.ndarray],
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
     alpha_min: float,
     alpha_max: float,
 ) -> float | None:
     """Locate the minimising order with the curve's float approximation, or None if it has none.
 
     A dense log-spaced scan of alpha - 1 and two zoom passes, all in float64 and vectorised over
-    the curve's leaves (three calls of ``approx`` in all); the caller certifies the order found.
+    the curve's leaves (three calls of ``approx`` in all, each restricted by ``_scan_scores`` to
+    the orders in contention); the caller certifies the order found. ``objective(alphas, values)``
+    must be elementwise and non-decreasing in ``values`` under float rounding (both conversions'
+    are: the curve value enters by one addition, or by a product with alpha - 1 > 0).
     """
     grid = 1 + np.exp(np.linspace(math.log(alpha_min - 1), math.log(alpha_max - 1), 2049))
-    values = curve.approx(grid)
-    if values is None:
+    scores = _scan_scores(curve, objective, grid)
+    if scores is None:
         return None
-    scores = objective(grid, values)
     if not np.any(np.isfinite(scores)):
         return None
     t = np.log(grid - 1)
@@ -174,7 +217,7 @@ def _float_search(
         lo, hi = t[max(i - 2, 0)], t[min(i + 2, len(t) - 1)]
         t = np.linspace(lo, hi, 65)
         alphas = 1 + np.exp(t)
-        scores = objective(alphas, curve.approx(alphas))
+        scores = _scan_scores(curve, objective, alphas)
         i = int(np.nanargmin(scores))
     return float(1 + math.exp(t[i]))
 
@@ -247,6 +290,87 @@ def _rdp_to_epsilon(curve: RDP, delta: float, conversion: str = "cks", alpha_min
         alpha=alpha,
         detail=f"{curve.describe()}; optimal alpha = {alpha:.6g}",
     )
+
+
+def rdp_conversion_exceeds(
+    divergence: RDP,
+    delta: float,
+    target: float,
+    *,
+    compose: int = 1,
+    alpha_min: float = 1.0001,
+    alpha_max: float = 1e6,
+    max_evaluations: int = 2000,
+) -> bool:
+    """True only if it is *proven* that converting any RDP curve that dominates ``compose`` x
+    ``divergence`` to (eps, delta) over orders in [alpha_min, alpha_max] gives eps > ``target``.
+
+    ``divergence`` must be a leaf curve whose balls enclose a true Rényi divergence D_alpha(P||Q)
+    of one pair of distributions (a mechanism's exact curve, ``rdp_is_exact``), e.g. the
+    per-batch curve of one batch size inside a maximum over batch sizes: every certified value
+    of the maximum's composition at an order alpha, eps(alpha) + the CKS term (Mironov's term is
+    larger, module docstring), is >= compose * D_alpha + CKS(alpha). D_alpha is non-decreasing in
+    alpha (van Erven & Harremoës 2014, Thm 3), so on a cell [a, b] of orders the bound is at least
+    compose * (lower end of the ball at a) + the lower end of the CKS term evaluated on the
+    interval ball [a, b] (interval arithmetic encloses its range). The range of log(alpha - 1)
+    is cut into cells; a cell whose bound is not above ``target`` is halved, up to
+    ``max_evaluations`` divergence evaluations; if some cell still is not settled, or the value at
+    an order is itself certainly <= ``target`` (then no proof exists), the answer is False
+    (nothing proven), never a guess. A calibration uses it to skip parameters that cannot
+    meet its target without running the full conversion there (:func:`accounting.calibrate`).
+    """
+    if not isinstance(divergence, RDP) or not isinstance(divergence._node, _LeafNode):
+        raise AccountingError("divergence", divergence, "a leaf RDP curve enclosing a Rényi divergence (a mechanism's exact curve)")
+    check_probability("delta", delta)
+    check_positive("target", target)
+    compose = check_positive_int("compose", compose)
+    with working_precision(None):
+        log_inv_delta = -exact(delta).log()
+        goal = exact(target)
+        lower_at: dict[float, arb] = {}
+        evaluations = 0
+
+        def divergence_lower(alpha: float) -> arb | None:
+            """The lower end of compose * D_alpha, or None when nothing can be proved: the enclosure
+            failed, or the bound at alpha itself is certainly <= target (then the true conversion
+            at alpha is too, and no finer cell can exceed it: stop at once)."""
+            nonlocal evaluations
+            value = lower_at.get(alpha)
+            if value is None:
+                evaluations += 1
+                try:
+                    ball = divergence.ball(exact(alpha)) * compose
+                except (ValueError, ArithmeticError, OverflowError):  # an enclosure that failed proves nothing
+                    return None
+                a = exact(alpha)
+                if ball + (log_inv_delta - a.log()) / (a - 1) + (1 - 1 / a).log() <= goal:
+                    return None
+                value = ball.lower()
+                lower_at[alpha] = value
+            return value
+
+        def cell_exceeds(lower: arb, a: float, b: float) -> bool:
+            alphas = exact(a).union(exact(b))
+            cks = (log_inv_delta - alphas.log()) / (alphas - 1) + (1 - 1 / alphas).log()
+            return bool(lower + cks.lower() > goal)
+
+        # the cells cover the range with a margin: a search may land an ulp or so outside it
+        # (1 + exp(log(alpha - 1)) need not round back to alpha)
+        t_lo, t_hi = math.log((alpha_min - 1) * (1 - 1e-9)), math.log((alpha_max - 1) * (1 + 1e-9))
+        edges = [1 + math.exp(t_lo + (t_hi - t_lo) * i / 64) for i in range(65)]
+        cells = [(edges[i], edges[i + 1]) for i in range(64)]
+        while cells:
+            a, b = cells.pop()
+            lower = divergence_lower(a)
+            if lower is None:
+                return False
+            if cell_exceeds(lower, a, b):
+                continue
+            mid = 1 + math.sqrt((a - 1) * (b - 1))
+            if evaluations >= max_evaluations or not a < mid < b:
+                return False
+            cells += [(a, mid), (mid, b)]
+    return True
 
 
 def _mechanism_key(subject) -> tuple | None:

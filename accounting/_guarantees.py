@@ -223,9 +223,27 @@ class _Node(ABC):
     ``approx(alphas)`` optionally returns float64 approximations at an array of orders (or None
     when a leaf has none). It only steers searches over alpha; every reported number comes from
     ``ball``.
+
+    ``approx_lower(alphas)`` is a cheaper float array that is *exactly* (in float64, not just
+    mathematically) <= ``approx(alphas)`` wherever the latter is not NaN: parallel composition
+    leaves out its costliest parts (a maximum over a subset is <= the maximum over all, with no
+    rounding), and sums, counts and top-B sums are monotone under IEEE round-to-nearest. A
+    search uses it to rule out orders without evaluating every part there
+    (:func:`accounting._conversions._float_search`); it finds the same order as a full scan.
+    ``approx_cost()`` and ``approx_lower_cost()`` are relative costs per order (a leaf's hint,
+    1 for a closed form) that decide whether that is worth it.
     """
 
     __slots__ = ()
+
+    def approx_cost(self) -> float:
+        return 1.0
+
+    def approx_lower(self, alphas: np.ndarray) -> np.ndarray | None:
+        return self.approx(alphas)
+
+    def approx_lower_cost(self) -> float:
+        return self.approx_cost()
 
     @abstractmethod
     def ball(self, alpha: arb) -> arb:
@@ -244,7 +262,7 @@ class _LeafNode(_Node):
     """A certified leaf; ``family`` and ``parameter`` let sums evaluate many leaves of one
     closed-form family as a single array operation (search only)."""
 
-    __slots__ = ("fn", "name", "approx_fn", "family", "parameter")
+    __slots__ = ("fn", "name", "approx_fn", "family", "parameter", "cost")
 
     def __init__(
         self,
@@ -253,12 +271,17 @@ class _LeafNode(_Node):
         approx_fn: Callable[[np.ndarray], np.ndarray] | None = None,
         family: str | None = None,
         parameter: float | None = None,
+        cost: float = 1.0,
     ) -> None:
         self.fn = fn
         self.name = name
         self.approx_fn = approx_fn
         self.family = family
         self.parameter = parameter
+        self.cost = cost
+
+    def approx_cost(self) -> float:
+        return self.cost
 
     def ball(self, alpha: arb) -> arb:
         return self.fn(alpha)
@@ -285,6 +308,20 @@ class _SumNode(_Node):
         return total
 
     def approx(self, alphas: np.ndarray) -> np.ndarray | None:
+        return self._approx(alphas, lower=False)
+
+    def approx_lower(self, alphas: np.ndarray) -> np.ndarray | None:
+        # the same additions in the same order with each term replaced by its lower approximation:
+        # round-to-nearest addition and multiplication by a positive count are monotone
+        return self._approx(alphas, lower=True)
+
+    def approx_cost(self) -> float:
+        return sum(node.approx_cost() for node, _ in self.terms)
+
+    def approx_lower_cost(self) -> float:
+        return sum(node.approx_lower_cost() for node, _ in self.terms)
+
+    def _approx(self, alphas: np.ndarray, lower: bool) -> np.ndarray | None:
         total = np.zeros_like(alphas, dtype=np.float64)
         batches: dict[str, tuple[list[float], list[int]]] = {}
         for node, count in self.terms:
@@ -293,7 +330,7 @@ class _SumNode(_Node):
                 params.append(node.parameter)
                 counts.append(count)
                 continue
-            values = node.approx(alphas)
+            values = node.approx_lower(alphas) if lower else node.approx(alphas)
             if values is None:
                 return None
             total += count * values
@@ -328,6 +365,37 @@ class _MaxNode(_Node):
             return None
         return np.max(np.stack(values), axis=0)
 
+    #: the share of the full cost a lower approximation may spend on its cheapest parts
+    _LOWER_SHARE = 1 / 8
+
+    def _cheap_parts(self) -> tuple[_Node, ...]:
+        """The cheapest parts whose lower costs add up to at most 1/8 of the whole (at least one).
+
+        Batches of different sizes differ little in privacy but a lot in cost (the exact curve of
+        a sum of n discrete Gaussians costs ~n per order), so the cheap parts already bound the
+        maximum closely from below."""
+        ranked = sorted(self.nodes, key=lambda node: node.approx_lower_cost())
+        allowed = self.approx_cost() * self._LOWER_SHARE
+        chosen, spent = [ranked[0]], ranked[0].approx_lower_cost()
+        for node in ranked[1:]:
+            spent += node.approx_lower_cost()
+            if spent > allowed:
+                break
+            chosen.append(node)
+        return tuple(chosen)
+
+    def approx_cost(self) -> float:
+        return sum(node.approx_cost() for node in self.nodes)
+
+    def approx_lower(self, alphas: np.ndarray) -> np.ndarray | None:
+        values = [node.approx_lower(alphas) for node in self._cheap_parts()]
+        if any(v is None for v in values):
+            return None
+        return np.max(np.stack(values), axis=0)
+
+    def approx_lower_cost(self) -> float:
+        return sum(node.approx_lower_cost() for node in self._cheap_parts())
+
     def describe(self) -> str:
         return "max(" + ", ".join(n.describe() for n in self.nodes) + ")"
 
@@ -356,6 +424,21 @@ class _TopBNode(_Node):
             return None
         stacked = np.sort(np.stack(values), axis=0)[::-1]
         return stacked[: self.returns].sum(axis=0)
+
+    def approx_cost(self) -> float:
+        return sum(node.approx_cost() for node in self.nodes)
+
+    def approx_lower(self, alphas: np.ndarray) -> np.ndarray | None:
+        # the k-th largest entry is monotone in every entry, and the B sorted rows are summed in
+        # the same order as in ``approx``
+        values = [node.approx_lower(alphas) for node in self.nodes]
+        if any(v is None for v in values):
+            return None
+        stacked = np.sort(np.stack(values), axis=0)[::-1]
+        return stacked[: self.returns].sum(axis=0)
+
+    def approx_lower_cost(self) -> float:
+        return sum(node.approx_lower_cost() for node in self.nodes)
 
     def describe(self) -> str:
         return f"top-{self.returns}(" + ", ".join(n.describe() for n in self.nodes) + ")"
@@ -418,18 +501,23 @@ class RDP:
     # ---- constructors ------------------------------------------------------------------------
 
     @classmethod
-    def from_function(cls, fn: _Leaf, name: str, approx: Callable[[np.ndarray], np.ndarray] | None = None) -> "RDP":
+    def from_function(cls, fn: _Leaf, name: str, approx: Callable[[np.ndarray], np.ndarray] | None = None, *,
+                      approx_cost: float = 1.0) -> "RDP":
         """A leaf curve from ``fn(alpha_ball) -> ball`` whose upper endpoint bounds eps(alpha).
 
         ``fn`` is called inside the caller's working precision with an exact Arb ball.
         ``approx(alphas)``, optional, maps a float64 array of orders to float approximations; it
         only speeds up searches over alpha (conversions certify the order they pick with ``fn``).
+        ``approx_cost`` is its cost per order relative to a closed form (1): a search over a
+        parallel composition evaluates the costly parts only where the cheap ones leave an order
+        in contention (:meth:`approx_lower`).
         """
         if not callable(fn):
             raise AccountingError("fn", fn, "a callable alpha_ball -> arb")
         if approx is not None and not callable(approx):
             raise AccountingError("approx", approx, "a callable float array -> float array, or None")
-        return cls(_LeafNode(fn, name, approx))
+        check_positive("approx_cost", approx_cost)
+        return cls(_LeafNode(fn, name, approx, cost=float(approx_cost)))
 
     @classmethod
     def zcdp(cls, rho: float) -> "RDP":
@@ -563,6 +651,15 @@ class RDP:
     def approx(self, alphas: np.ndarray) -> np.ndarray | None:
         """Float approximations at an array of orders, or None if some leaf has none (search only)."""
         return self._node.approx(np.asarray(alphas, dtype=np.float64))
+
+    def approx_lower(self, alphas: np.ndarray) -> np.ndarray | None:
+        """A cheaper float array, in float64 <= :meth:`approx` wherever that is not NaN (search
+        only: it rules orders out, see ``_Node``); None if some part it evaluates has no approx."""
+        return self._node.approx_lower(np.asarray(alphas, dtype=np.float64))
+
+    def approx_costs(self) -> tuple[float, float]:
+        """Relative costs per order of (:meth:`approx`, :meth:`approx_lower`)."""
+        return self._node.approx_cost(), self._node.approx_lower_cost()
 
     def describe(self) -> str:
         return self._node.describe()

@@ -279,7 +279,10 @@ def test_dist_cdp_variance_beyond_the_sampler_is_rounded_up_everywhere():
 @pytest.mark.slow
 def test_dist_cdp_se_with_returning_users_runs_within_budget():
     """Returning users with Dist-CDP-SE (which failed before: the calibrated eps gave a variance
-    the sampler refused). ~2 min: the calibration composes exact discrete-Gaussian-sum curves."""
+    the sampler refused). ~45 s on the 2-core reference machine: ~16-26 s of calibration over the
+    exact discrete-Gaussian-sum curves (benchmarks/returning_calibration.md; ~1.5-2 min before the
+    pruned order scan and the ruled-out parameters), ~20 s of the run, mostly its ledger converting
+    the composed exact curves at every charge."""
     res = run(RunConfig("dist-cdp-se", "easy", 2**15, epsilon=0.5, seeds=1, seed=2, population=2**14, max_returns=4))
     assert 0 < res.ledger["per_user"]["approx"]["epsilon"] <= 0.5
 

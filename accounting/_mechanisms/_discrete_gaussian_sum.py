@@ -318,6 +318,9 @@ class DiscreteGaussianSum(Mechanism):
                 lambda alpha: dg_sum_rdp_ball(n, sigma, d, alpha),
                 f"DiscreteGaussianSum(n={n}, sigma={sigma}, Delta={d}) exact",
                 approx=safe_approx(lambda alphas: dg_sum_rdp_approx(n, sigma, d, alphas), safe_approx(single_approx)),
+                # per order, the float form sums n residues (a closed form costs 1): in a maximum over
+                # batch sizes the large batches are evaluated only at orders still in contention
+                approx_cost=n,
             )
         return self._fallback_curve()
 
