@@ -81,9 +81,11 @@ from ._shuffle import (
     shuffled_rr_delta,
     shuffled_rr_epsilon,
 )
+from ._total_variation import WithinTotalVariation
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
+    "WithinTotalVariation",
     "GaussianLoss",
     "LaplaceLoss",
     "MonotoneLossPair",

@@ -211,11 +211,35 @@ def _without_speedups(args: tuple) -> dict:
 
 
 def _certified_over_returns(result: dict, args: tuple) -> float:
-    """The certified eps of the calibrated protocol over max_returns batches, computed afresh."""
-    algorithm, _, delta, returns, s, p, tau_p, horizon, base, _ = args
+    """The certified eps of the calibrated protocol over max_returns batches, computed afresh, as
+    executed: the exact samplers' total variation t per batch (Dist-CDP-SE: n 2^-100) leaves
+    delta - (1 + e^eps) B t for the analysed curves (computed here with mpmath, rounded down)."""
+    import mpmath
+
+    algorithm, epsilon, delta, returns, s, p, tau_p, horizon, base, _ = args
     protocol = _builtin.make_protocol(algorithm, result["batch_epsilon"], s=s, p=p, tau_p=tau_p)
-    curves = [protocol.guarantee(n).rdp() for n in _builtin.batch_sizes(horizon, base)]
-    return acc.rdp_to_epsilon(curves[0].parallel(*curves[1:]).times(returns), delta).epsilon
+    guarantees = [protocol.guarantee(n) for n in _builtin.batch_sizes(horizon, base)]
+    t = max(getattr(g, "total_variation", 0.0) for g in guarantees)
+    with mpmath.workdps(60):
+        left = math.nextafter(float(mpmath.mpf(delta) - (1 + mpmath.e ** mpmath.mpf(epsilon)) * returns * mpmath.mpf(t)), 0.0)
+    curves = [g.rdp() for g in guarantees]
+    return acc.rdp_to_epsilon(curves[0].parallel(*curves[1:]).times(returns), left).epsilon
+
+
+def test_the_calibration_leaves_room_for_the_samplers_total_variation():
+    """Dist-CDP-SE's batches execute within n 2^-100 of the analysed law; the calibration records
+    B times the largest batch's t and calibrates the curves at delta - (1 + e^eps) B t (mpmath
+    here), which its ledger then accepts. A calibration at the full delta would fail the bound."""
+    import mpmath
+
+    args = _calibration_args(2**8, 0.5, 3)
+    result = _builtin.calibrated_batch_epsilon.__wrapped__(*args)
+    t = result["sampler_total_variation"]
+    assert t >= 3 * 128 * 2.0**-100
+    with mpmath.workdps(60):
+        assert mpmath.mpf(result["delta_for_the_curves"]) <= mpmath.mpf(args[2]) - (1 + mpmath.e ** mpmath.mpf(0.5)) * mpmath.mpf(t)
+        assert not mpmath.mpf(args[2]) <= mpmath.mpf(args[2]) - (1 + mpmath.e ** mpmath.mpf(0.5)) * mpmath.mpf(t)  # the wrong variant
+    assert result["calibration"]["delta"] == result["delta_for_the_curves"]
 
 
 def test_returning_calibration_equals_the_calibration_without_speedups():

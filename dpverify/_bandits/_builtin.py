@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 import accounting as acc
+from accounting._total_variation import delta_before_total_variation, times_total_variation, total_variation_of
 from accounting._validation import AccountingError
 
 from ._elimination import EliminationSetup, run_batch_elimination, run_dp_se
@@ -134,10 +135,19 @@ def calibrated_batch_epsilon(
     if rule not in ("exact", "appendix-i"):
         raise AccountingError("returning_calibration", rule, "'exact' or 'appendix-i'")
     sizes = tuple(batch_sizes(horizon, base))
+    # A protocol executed within total variation t of its analysed law (Dist-CDP-SE's truncated
+    # exact samplers: n 2^-100 per batch, whatever the noise) pays (1 + e^eps) t per batch in
+    # delta, as its (eps, delta) ledger does: the curves are calibrated at what is left.
+    slack = max(total_variation_of(make_protocol(algorithm, epsilon, s=s, p=p, tau_p=tau_p).guarantee(n)) for n in sizes)
+    if slack:
+        delta = delta_before_total_variation(epsilon, delta, times_total_variation(slack, returns))
 
     def worst_curve(x: float) -> Any:
         protocol = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p)
-        curves = [protocol.guarantee(n).rdp() for n in sizes]
+        guarantees = [protocol.guarantee(n) for n in sizes]
+        if any(total_variation_of(g) > slack for g in guarantees):  # the slack paid above must cover every parameter's
+            raise AccountingError("protocol", algorithm, f"a sampler total variation independent of the noise (at most {slack!r} per batch)")
+        curves = [g.rdp() for g in guarantees]
         return curves[0].parallel(*curves[1:])
 
     def cannot_meet(x: float) -> bool:
@@ -146,6 +156,8 @@ def calibrated_batch_epsilon(
         # (rdp-cks): when the conversion of that part alone provably exceeds the target, so does
         # every certified evaluation of the maximum, and calibrate skips the evaluation.
         guarantee = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p).guarantee(sizes[0])
+        if isinstance(guarantee, acc.WithinTotalVariation):  # its curve is the analysed mechanism's
+            guarantee = guarantee.mechanism
         if not getattr(guarantee, "rdp_is_exact", False):
             return False
         try:
@@ -169,6 +181,7 @@ def calibrated_batch_epsilon(
         "batch_epsilon": _snap_down(1.0 / cal.parameter),
         "batch_sizes": [sizes[0], sizes[-1]],
         **extra,
+        **({"sampler_total_variation": times_total_variation(slack, returns), "delta_for_the_curves": delta} if slack else {}),
         "calibration": cal.as_dict(),
     }
 
