@@ -219,23 +219,13 @@ def delta_plus_tv_slack(epsilon: float, delta: float, tv: float) -> float:
     """The least float >= delta + (1 + e^eps) tv: the delta of a mechanism within total variation
     tv of an (eps, delta)-DP one (P[M'(x) in E] <= e^eps P[M'(x') in E] + delta + (1 + e^eps) tv)."""
     ctx, value = _slack(epsilon, delta, tv, +1)
-    x = float(value)
-    while ctx.mpf(x) < value:
-        x = math.nextafter(x, math.inf)
-    while ctx.mpf(math.nextafter(x, -math.inf)) >= value:
-        x = math.nextafter(x, -math.inf)
-    return x
+    return _float_up(ctx, value)
 
 
 def delta_minus_tv_slack(epsilon: float, delta: float, tv: float) -> float:
     """The greatest float <= delta - (1 + e^eps) tv."""
     ctx, value = _slack(epsilon, delta, tv, -1)
-    x = float(value)
-    while ctx.mpf(x) > value:
-        x = math.nextafter(x, -math.inf)
-    while ctx.mpf(math.nextafter(x, math.inf)) <= value:
-        x = math.nextafter(x, math.inf)
-    return x
+    return _float_down(ctx, value)
 
 
 def _float_down(ctx, value) -> float:

@@ -242,6 +242,8 @@ _NESTED = {
     acc.SampledWithoutReplacement: st.integers(1, 1000).flatmap(
         lambda n: _of(acc.SampledWithoutReplacement, mechanism=_MECHANISMS, sample_size=st.integers(1, n), source_size=st.just(n))),
     Composition: _of(Composition, parts=st.lists(st.tuples(_MECHANISMS, st.integers(1, 5)), min_size=1, max_size=3).map(tuple)),
+    acc.WithinTotalVariation: _of(acc.WithinTotalVariation, mechanism=_MECHANISMS,
+                                  total_variation=st.one_of(st.just(0.0), st.floats(2.0**-110, 1e-6))),
 }
 STRATEGIES = {**BASE, **_NESTED}
 #: nested once more: a composition of subsampled mechanisms, a subsampled composition
