@@ -38,7 +38,7 @@ from accounting._validation import AccountingError
 
 from .._bandits._builtin import dp_se_setup, se_setup, ucb_setup
 from .._bandits._runner import RunConfig
-from .._bandits._transcripts import NOT_RELEASED, VIEWS, EliminationEngine, Placement, TableInstance, TranscriptEngine
+from .._bandits._transcripts import NOT_RELEASED, VIEWS, EliminationEngine, TableInstance, TranscriptEngine
 from .._bandits._transcripts_ucb import UCBEngine
 from .._bandits.linear._transcripts import DPEEngine
 from ._audit import audit

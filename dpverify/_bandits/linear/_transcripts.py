@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting import ApproxDP, Ledger
+from accounting import Ledger
 from accounting._validation import AccountingError
 
 from ..._privatizer import private_stream
