@@ -40,6 +40,7 @@ from ._ledger import Charge, Ledger
 from ._durable import DurableLedger, VerifyReport
 
 from ._optimal_composition import OptimalComposition
+from ._mechanisms._base import Mechanism
 from ._mechanisms import (
     BernoulliCurator,
     Binomial,
@@ -85,6 +86,7 @@ from ._total_variation import WithinTotalVariation
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
+    "Mechanism",
     "WithinTotalVariation",
     "GaussianLoss",
     "LaplaceLoss",

@@ -380,8 +380,7 @@ def _mechanism_key(subject) -> tuple | None:
     key holds the class and every field with its type, so equal keys mean the same curve."""
     if not dataclasses.is_dataclass(subject) or isinstance(subject, type):
         return None
-    params = getattr(subject, "__dataclass_params__", None)
-    if params is None or not params.frozen:
+    if not subject.__dataclass_params__.frozen:
         return None
     fields = tuple((f.name, type(getattr(subject, f.name)), getattr(subject, f.name)) for f in dataclasses.fields(subject))
     key = (type(subject), fields)
@@ -394,7 +393,14 @@ def _mechanism_key(subject) -> tuple | None:
 
 @functools.lru_cache(maxsize=4096)
 def _mechanism_epsilon_cached(key: tuple, subject, delta: float, compose: int, conversion: str) -> EpsilonResult:
-    return _rdp_to_epsilon(subject.rdp().times(compose), delta, conversion)
+    return _rdp_to_epsilon(_curve(subject).times(compose), delta, conversion)
+
+
+def _curve(subject):
+    curve = subject.rdp()
+    if curve is None:
+        raise AccountingError("subject", subject, "a mechanism with an RDP curve (its rdp() returned None)")
+    return curve
 
 
 def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion: Conversion = "cks") -> EpsilonResult:
@@ -416,7 +422,7 @@ def _mechanism_rdp_epsilon(subject, delta: float, compose: int = 1, conversion: 
     """:func:`mechanism_rdp_epsilon` for arguments its caller validated."""
     key = _mechanism_key(subject)
     if key is None:
-        return _rdp_to_epsilon(subject.rdp().times(compose), delta, conversion)
+        return _rdp_to_epsilon(_curve(subject).times(compose), delta, conversion)
     return _mechanism_epsilon_cached(key, subject, float(delta), int(compose), conversion)
 
 

@@ -58,15 +58,26 @@ class Composition(Mechanism):
     def __post_init__(self) -> None:
         if not self.parts:
             raise AccountingError("parts", self.parts, "a non-empty tuple of (mechanism, count)")
-        for _, count in self.parts:
+        for mechanism, count in self.parts:
+            if not isinstance(mechanism, Mechanism):
+                raise AccountingError("parts", mechanism, "an accounting Mechanism in each (mechanism, count)")
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise AccountingError("count", count, "an integer >= 1 (how many times the part is released)")
 
-    def rdp(self) -> RDP:
-        return RDP.sequence([m.rdp() for m, _ in self.parts], [n for _, n in self.parts])
+    @property
+    def rdp_is_exact(self) -> bool:
+        """The sum of exact curves is the exact curve of the composition (Renyi divergences add over
+        independent releases); one bound among the parts makes the sum a bound."""
+        return all(m.rdp_is_exact for m, _ in self.parts)
+
+    def rdp(self) -> RDP | None:
+        curves = [m.rdp() for m, _ in self.parts]
+        if any(c is None for c in curves):
+            return None
+        return RDP.sequence(curves, [n for _, n in self.parts])
 
     def pure(self) -> PureDP | None:
-        pures = [m.pure() if hasattr(m, "pure") else None for m, _ in self.parts]
+        pures = [m.pure() for m, _ in self.parts]
         if any(p is None for p in pures):
             return None
         total = [p.times(n) for p, (_, n) in zip(pures, self.parts)]
@@ -81,6 +92,7 @@ class NonPrivate(Mechanism):
     """A release with no privacy guarantee: every route reports epsilon = inf."""
 
     family = "non-private"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def rdp(self) -> RDP:
         return RDP.from_function(lambda alpha: arb.pos_inf(), "non-private")
@@ -108,6 +120,7 @@ class KaryRandomizedResponse(Mechanism):
     num_buckets: int
 
     family = "k-ary-randomized-response"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         p = Fraction(self.noise_parameter)

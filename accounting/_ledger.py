@@ -37,7 +37,8 @@ from ._ledger_codec import guarantee_spec
 from ._ledger_codec import guarantee_to_dict as _guarantee_to_dict
 from ._ledger_codec import participants_from_json as _participants_from_json
 from ._ledger_codec import participants_to_json as _participants_to_json
-from ._shuffle import shuffle_routes
+from ._mechanisms._base import Mechanism
+from ._shuffle import Shuffled, shuffle_routes
 from ._tight_routes import is_gaussian, tight_routes
 from ._total_variation import WithinTotalVariation, delta_before_total_variation, times_total_variation, total_variation_of
 from ._validation import AccountingError, BudgetExceeded
@@ -87,7 +88,7 @@ def _guarantee_of(item: Any) -> Any:
     """The guarantee a charge spends: a guarantee as given, or a mechanism's exact one."""
     if isinstance(item, (PureDP, ZCDP, ApproxDP, RDP)):
         return item
-    if hasattr(item, "rdp") and hasattr(item, "pure"):
+    if isinstance(item, Mechanism):
         return item
     raise AccountingError("guarantee", item, "a PureDP, ZCDP, ApproxDP, RDP or an accounting mechanism")
 
@@ -467,7 +468,7 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
         return _compose_uncached(ApproxDP(budget.epsilon, left), [(g.mechanism if isinstance(g, WithinTotalVariation) else g, n) for g, n in guarantees])
     # (eps, delta) budget: RDP-expressible charges are composed exactly as curves and converted
     # at what is left of delta; approximate-DP charges are added by basic composition.
-    if len({g for g, _ in guarantees}) == 1 and getattr(guarantees[0][0], "family", "").startswith("shuffled-"):
+    if len({g for g, _ in guarantees}) == 1 and isinstance(guarantees[0][0], Shuffled):
         # rounds of one shuffled protocol: the amplification routes (accounting._shuffle); composed
         # with other charges a round counts as its eps0-DP curve below (valid, not amplified)
         rounds = sum(n for _, n in guarantees)

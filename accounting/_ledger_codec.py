@@ -25,6 +25,7 @@ import numpy as np
 from . import _mechanisms
 from ._dp_event import Composition, KaryRandomizedResponse, NonPrivate
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
+from ._mechanisms._base import Mechanism
 from ._shuffle import Shuffled
 from ._subsampling import PoissonSampled, SampledWithoutReplacement
 from ._total_variation import WithinTotalVariation
@@ -41,10 +42,9 @@ def mechanism_classes() -> dict[str, type]:
     """family name -> class, for every frozen-dataclass mechanism accounting exports."""
     classes = {cls.family: cls for cls in _MORE_FAMILIES}
     for name in _mechanisms.__all__:
-        cls = getattr(_mechanisms, name)
-        family = getattr(cls, "family", None)
-        if isinstance(family, str) and dataclasses.is_dataclass(cls):
-            classes[family] = cls
+        cls = getattr(_mechanisms, name)  # the module's exported names (classes, constants)
+        if isinstance(cls, type) and issubclass(cls, Mechanism) and dataclasses.is_dataclass(cls):
+            classes[cls.family] = cls
     return classes
 
 
@@ -114,7 +114,7 @@ def _decode_value(value: Any) -> Any:
 
 
 def _mechanism_to_spec(mechanism: Any) -> dict:
-    family = getattr(mechanism, "family", None)
+    family = mechanism.family if isinstance(mechanism, Mechanism) else None
     if family not in mechanism_classes() or not dataclasses.is_dataclass(mechanism):
         raise AccountingError("guarantee", mechanism, "an accounting mechanism (a registered frozen dataclass)")
     fields = {f.name: _encode_value(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism) if f.init}

@@ -16,6 +16,11 @@ Contract, which every implementation must honour (and which the tests check):
   (certified through the tail bounds); it is a starting window for sums whose terms follow P
   or Q, not for tilted sums (Renyi sums at large alpha live far from P's bulk).
 - ``support()`` returns (lo, hi) with ``None`` for an unbounded side.
+
+Optional hooks (declared on :class:`IntegerPair`; ``None`` means not available, as for
+:class:`accounting.Mechanism`): ``loss_atoms(forward)`` (the PLD in closed form: no output window,
+no tail), ``loss_atom_count()`` (how many atoms it has), ``setup_cost()`` and ``output_cost()``
+(the route planner's estimates, in seconds: before the first log-mass, per output).
 """
 
 from __future__ import annotations
@@ -52,6 +57,25 @@ class IntegerPair(ABC):
 
     @abstractmethod
     def support(self) -> tuple[int | None, int | None]: ...
+
+    # ---- optional hooks: None = not available ---------------------------------------------------
+
+    def loss_atoms(self, forward: bool = True) -> tuple[list[tuple[arb, arb]], arb, arb] | None:
+        """The PLD of (P || Q) (``forward``) or (Q || P) in closed form: (losses with their masses,
+        the mass where the other law is 0, a tail bound), or None (then the PLD reads the window)."""
+        return None
+
+    def loss_atom_count(self) -> int | None:
+        """How many distinct losses :meth:`loss_atoms` returns (the planner's size), or None."""
+        return None
+
+    def setup_cost(self) -> float | None:
+        """Estimated seconds before the first log-mass (a table built once), or None (nothing)."""
+        return None
+
+    def output_cost(self) -> float | None:
+        """Estimated seconds per output of a PLD build, or None (the planner's default)."""
+        return None
 
     def window(self, mass: float) -> tuple[int, int]:
         """A window [lo, hi] with P and Q mass outside it at most ``mass`` (doubling search)."""

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from ._conversions import EpsilonResult
+from ._guarantees import RDP
+from ._mechanisms._base import Mechanism
 from ._validation import AccountingError
 
 __all__ = ["DEFAULT_TIME_BUDGET", "Cost", "NotApplicable", "Plan", "Query", "Route", "RouteResult", "run_plan"]
@@ -342,6 +344,6 @@ def _replan(slot: _Slot, query: Query, left: float) -> Plan | None:
 def _describe(query: Query) -> str:
     parts = []
     for subject, n in query.parts:
-        text = subject.describe() if hasattr(subject, "describe") else repr(subject)
+        text = subject.describe() if isinstance(subject, (Mechanism, RDP)) else repr(subject)
         parts.append(text if n == 1 else f"{n} x ({text})")
     return " + ".join(parts)

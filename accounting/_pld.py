@@ -120,6 +120,7 @@ import scipy.fft
 from flint import arb, arb_poly
 
 from ._certified import DEFAULT_PRECISION, exact, lower_float, upper_float, working_precision
+from ._mechanisms._base import Mechanism
 from ._pairs import IntegerPair
 from ._pld_continuous import MonotoneLossPair, continuous_loss_pair, default_discretisation, monotone_loss_directions
 from ._pld_fft_power import Factor, PowerRecipe, combined, powered
@@ -877,11 +878,9 @@ def _certified_epsilon_lower(ev: _Evaluator, delta: float, prec: int) -> float:
 def _resolve_pair(subject: object) -> IntegerPair:
     if isinstance(subject, IntegerPair):
         return subject
-    maker = getattr(subject, "output_pair", None)
-    if callable(maker):
-        pair = maker()
-        if isinstance(pair, IntegerPair):
-            return pair
+    pair = subject.output_pair() if isinstance(subject, Mechanism) else None
+    if isinstance(pair, IntegerPair):
+        return pair
     raise AccountingError(
         "mechanism_pair",
         subject,
@@ -1215,10 +1214,9 @@ class PrivacyLossDistribution:
             check_positive("discretisation", discretisation)
             h_value = discretisation
         with working_precision(precision) as prec:
-            closed = getattr(pair, "loss_atoms", None)
-            if callable(closed):  # the PLD in closed form: no output window, no tail
-                fwd = closed(True)
-                bwd = closed(False)
+            fwd = pair.loss_atoms(True)
+            if fwd is not None:  # the PLD in closed form: no output window, no tail
+                bwd = pair.loss_atoms(False)
             else:
                 lo, hi = pair.window(tail_mass)
                 logs = [(pair.log_p(x), pair.log_q(x)) for x in range(lo, hi + 1)]
@@ -1280,7 +1278,7 @@ class PrivacyLossDistribution:
                 directions.append(_Direction(name, up, low))
             directions = _merge_symmetric(directions)
             disc: float | str = "exact lattice" if mode == "lattice" else float(h_value)  # type: ignore[arg-type]
-            return cls(directions, step, step_key, disc, prec, float(truncation), 1, getattr(pair, "__class__").__name__)
+            return cls(directions, step, step_key, disc, prec, float(truncation), 1, type(pair).__name__)
 
     @classmethod
     def _from_monotone_loss(cls, pair: MonotoneLossPair, discretisation, tail_mass, truncation, lower_bound, precision) -> "PrivacyLossDistribution":
@@ -1609,8 +1607,7 @@ def release_kind(subject: object) -> str | None:
     ``"integer"`` (an integer output pair: exact lattice or spread onto a grid), or None."""
     if continuous_loss_pair(subject) is not None:
         return "continuous"
-    maker = getattr(subject, "output_pair", None)
-    if isinstance(subject, IntegerPair) or (callable(maker) and isinstance(maker(), IntegerPair)):
+    if isinstance(subject, IntegerPair) or (isinstance(subject, Mechanism) and isinstance(subject.output_pair(), IntegerPair)):
         return "integer"
     return None
 

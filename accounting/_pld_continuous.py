@@ -183,8 +183,11 @@ class MonotoneLossPair(ABC):
         """The pair (Q, P): loss -L, with its own survival functions."""
         return _Reversed(self)
 
+    # ---- optional hooks (None = not available, as for accounting.Mechanism) --------------------
     # delta at an Arb power series argument (the fast masses of :func:`_connect_the_dots`): a
-    # pair may evaluate its formula on a series; None where it cannot (a kink inside).
+    # pair may evaluate its formula on a series; None where it cannot (a kink inside). A pair
+    # that does says so in has_series(); a Poisson-subsampled pair then builds its own series
+    # from its base's hockey_stick_series / survival_q_series (accounting._subsampling).
     def hockey_stick_series(self, t):
         return None
 
@@ -385,19 +388,20 @@ class GaussianLoss(MonotoneLossPair):
 def continuous_loss_pair(subject: object) -> MonotoneLossPair | None:
     """The monotone-loss pair of a continuous mechanism, or None for anything else.
 
-    Accepted: a :class:`MonotoneLossPair`; an object with a ``monotone_loss_pair()`` method (the
-    open interface: :class:`~accounting.Laplace`, :class:`~accounting.Gaussian`, subsampled
-    mechanisms, user-written ones).
+    Accepted: a :class:`MonotoneLossPair`; a :class:`accounting.Mechanism` whose
+    ``monotone_loss_pair()`` returns one (:class:`~accounting.Laplace`, :class:`~accounting.Gaussian`,
+    subsampled mechanisms, user-written ones).
     """
+    from ._mechanisms._base import Mechanism  # here: the mechanisms import this module
+
     if isinstance(subject, MonotoneLossPair):
         return subject
-    maker = getattr(subject, "monotone_loss_pair", None)
-    if callable(maker):
-        pair = maker()
-        if pair is not None and not isinstance(pair, MonotoneLossPair):
-            raise AccountingError("monotone_loss_pair()", pair, "a MonotoneLossPair or None")
-        return pair
-    return None
+    if not isinstance(subject, Mechanism):
+        return None
+    pair = subject.monotone_loss_pair()
+    if pair is not None and not isinstance(pair, MonotoneLossPair):
+        raise AccountingError("monotone_loss_pair()", pair, "a MonotoneLossPair or None")
+    return pair
 
 
 # ----------------------------------------------------------------------------------------------

@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 
 from ._conversions import EpsilonResult
+from ._guarantees import RDP
+from ._mechanisms._base import Mechanism
 from ._pairs import IntegerPair
 from ._planner import Cost, NotApplicable, Plan, Query, RouteResult
 from ._pld import DEFAULT_TAIL_MASS, EXACT_TOLERANCE, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
@@ -103,8 +105,8 @@ class _Release:
 
 
 def _setup_cost(pair: Any) -> float:
-    hint = getattr(pair, "setup_cost", None)
-    return float(hint()) if callable(hint) else 0.0
+    hint = pair.setup_cost()
+    return 0.0 if hint is None else float(hint)
 
 
 def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
@@ -122,12 +124,12 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
             directions = 2
         return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series())
     pair = _resolve_pair(subject)
-    counter = getattr(pair, "loss_atom_count", None)
-    atoms = int(counter()) if callable(counter) else _window_outputs(pair, DEFAULT_TAIL_MASS)
-    kind = "atoms" if callable(counter) else "integer"
+    counted = pair.loss_atom_count()
+    atoms = int(counted) if counted is not None else _window_outputs(pair, DEFAULT_TAIL_MASS)
+    kind = "atoms" if counted is not None else "integer"
     setup = _setup_cost(pair)
-    hint = getattr(pair, "output_cost", None)
-    per_output = float(hint()) if callable(hint) else COST_INTEGER_OUTPUT
+    hint = pair.output_cost()
+    per_output = float(hint) if hint is not None else COST_INTEGER_OUTPUT
     if setup + (COST_ATOM if kind == "atoms" else per_output) * atoms > build_budget:
         return _Release(subject, count, kind, 0.0, 2, atoms, setup=setup, output_cost=per_output)
     # cheap to build: build it now (memoised: the run reuses it) and read its lattice and span
@@ -149,11 +151,13 @@ def _composed_width(releases: list[_Release]) -> float | None:
     alphas = 1.0 + np.geomspace(1e-9, 1e4, 400)
     total = np.zeros_like(alphas)
     for r in releases:
-        rdp = getattr(r.subject, "rdp", None)
-        hint = getattr(r.subject, "rdp_cost", None)
-        if callable(hint) and hint() > COST_FIXED:  # its curve has an expensive setup: not for an estimate
+        if not isinstance(r.subject, Mechanism):  # a pair given as such: no curve to estimate with
             return None
-        values = rdp().approx(alphas) if callable(rdp) else None
+        hint = r.subject.rdp_cost()
+        if hint is not None and hint > COST_FIXED:  # its curve has an expensive setup: not for an estimate
+            return None
+        curve = r.subject.rdp()
+        values = curve.approx(alphas) if curve is not None else None
         if values is None:
             return None
         values = np.where(np.isfinite(values), values, np.inf)
@@ -242,7 +246,7 @@ class PldRoute:
         for subject, count in parts:
             r = _release(subject, count, 0.02 * budget)
             if r is None:
-                name = subject.describe() if hasattr(subject, "describe") else type(subject).__name__
+                name = subject.describe() if isinstance(subject, (Mechanism, RDP)) else type(subject).__name__
                 return NotApplicable(self.name, f"{name} has no privacy-loss distribution (no output pair, no monotone privacy loss)")
             releases.append(r)
         total = sum(r.count for r in releases)

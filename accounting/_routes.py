@@ -32,6 +32,7 @@ from ._certified import upper_float, working_precision
 from ._conversions import EpsilonResult, _mechanism_rdp_epsilon, _rdp_to_epsilon, _zcdp_to_epsilon
 from ._dp_event import Composition
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
+from ._mechanisms._base import Mechanism
 from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
 from ._pld import PLDResult, release_kind
 from ._pld_route import PldRoute, pld_for_parts
@@ -78,8 +79,8 @@ def _check_release(index: int | None, subject: Any) -> None:
         raise AccountingError(name, subject, "a mechanism without a sampler total variation in a sequence (pass a WithinTotalVariation alone)")
     if isinstance(subject, ApproxDP):
         raise AccountingError(name, subject, "a mechanism, PureDP, ZCDP or RDP (compose ApproxDP with advanced_composition)")
-    if not (isinstance(subject, (PureDP, ZCDP, RDP)) or hasattr(subject, "rdp")):
-        raise AccountingError(name, subject, "a mechanism or a PureDP/ZCDP/RDP guarantee, or a sequence of them")
+    if not isinstance(subject, (PureDP, ZCDP, RDP, Mechanism)):
+        raise AccountingError(name, subject, "an accounting Mechanism or a PureDP/ZCDP/RDP guarantee, or a sequence of them")
 
 
 def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET, include_pld: bool = True,
@@ -111,7 +112,7 @@ def _pure_epsilon(subject: Any) -> float | None:
         return subject.epsilon
     if isinstance(subject, (ZCDP, RDP)):
         return None
-    pure = subject.pure() if hasattr(subject, "pure") else None
+    pure = subject.pure()
     return None if pure is None else pure.epsilon
 
 
@@ -131,7 +132,7 @@ def _attains_optimal_composition(subject: Any) -> bool:
 
 
 def _describe(subject: Any) -> str:
-    return subject.describe() if hasattr(subject, "describe") else repr(subject)
+    return subject.describe() if isinstance(subject, (Mechanism, RDP)) else repr(subject)
 
 
 class _PureRoute:
@@ -152,7 +153,8 @@ class _PureRoute:
         return Plan(self.name, run, Cost(COST_CLOSED_FORM))
 
 
-def _rdp_of(subject: Any) -> RDP:
+def _rdp_of(subject: Any) -> RDP | None:
+    """The release's RDP curve, or None for a mechanism without one (``rdp()`` not available)."""
     if isinstance(subject, RDP):
         return subject
     if isinstance(subject, (PureDP, ZCDP)):
@@ -160,9 +162,27 @@ def _rdp_of(subject: Any) -> RDP:
     return subject.rdp()
 
 
+def _without_curve(query: Query) -> Any:
+    """A release known to have no RDP curve before any is built, or None: a mechanism whose class
+    keeps the base's derived ``rdp()`` (no zCDP, no pure DP: None). A class that overrides ``rdp()``
+    is not asked here (building a curve can take seconds); a wrapper whose base has no curve
+    returns None at run time, and the route then fails with that reason."""
+    for s, _ in query.parts:
+        if isinstance(s, Mechanism) and type(s).rdp is Mechanism.rdp and s.rdp() is None:
+            return s
+    return None
+
+
+def _curve_of(subject: Any) -> RDP:
+    curve = _rdp_of(subject)
+    if curve is None:
+        raise AccountingError("subject", subject, "a mechanism with an RDP curve (its rdp() returned None)")
+    return curve
+
+
 def _rdp_cost(subject: Any) -> float:
-    hint = getattr(subject, "rdp_cost", None)
-    return float(hint()) if callable(hint) else COST_RDP
+    hint = subject.rdp_cost() if isinstance(subject, Mechanism) else None
+    return COST_RDP if hint is None else float(hint)
 
 
 class _RdpRoute:
@@ -175,8 +195,11 @@ class _RdpRoute:
     def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
         comparison = self.conversion != "cks"
         single = query.single
-        if comparison and (single is None or not hasattr(single[0], "closed_forms") or not query.comparisons):
+        if comparison and (single is None or not isinstance(single[0], Mechanism) or not query.comparisons):
             return NotApplicable(self.name, "a comparison for one mechanism" if query.comparisons else "comparisons=False", comparison=True)
+        missing = _without_curve(query)
+        if missing is not None:
+            return NotApplicable(self.name, f"{_describe(missing)} has no RDP curve (rdp() is None)", comparison=comparison)
         cost = Cost(sum(_rdp_cost(s) for s, _ in query.parts))
         return Plan(self.name, lambda left: self._run(query), cost, comparison=comparison)
 
@@ -186,7 +209,7 @@ class _RdpRoute:
         if single is not None and isinstance(single[0], ZCDP):
             r = _zcdp_to_epsilon(single[0].times(single[1]).rho, delta)
             return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "zCDP curve, CKS conversion (exact infimum over real alpha)")
-        if single is not None and hasattr(single[0], "closed_forms"):
+        if single is not None and isinstance(single[0], Mechanism):
             subject, k = single
             r = _mechanism_rdp_epsilon(subject, delta, k, self.conversion)
             detail = f"{_curve_label(subject, r.alpha)}, {'CKS' if self.conversion == 'cks' else 'Mironov'} conversion"
@@ -194,7 +217,7 @@ class _RdpRoute:
         if single is not None and isinstance(single[0], PureDP):
             r = _rdp_to_epsilon(single[0].to_rdp().times(single[1]), delta)
             return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "tight pure -> RDP curve (binary randomized response), CKS conversion")
-        curves = [_rdp_of(s) for s, _ in query.parts]
+        curves = [_curve_of(s) for s, _ in query.parts]
         r = _rdp_to_epsilon(RDP.sequence(curves, [n for _, n in query.parts]), delta)
         labels = sorted({_curve_label(s, r.alpha) for s, _ in query.parts})
         return EpsilonResult(r.epsilon, delta, self.name, r.alpha, f"RDP curves summed ({'; '.join(labels)}), CKS conversion")
@@ -205,14 +228,14 @@ def rdp_provenance(subject: Any, alpha: float | None) -> str:
     23, item 4: a label never says "exact" of a bound): a mechanism may report it per order
     (``rdp_provenance(alpha)``: the Skellam curve falls back to Agarwal et al.'s bound where its
     exact sum's window is too long), else its ``rdp_is_exact`` says whether the whole curve is."""
-    provenance = getattr(subject, "rdp_provenance", None)
-    if callable(provenance) and alpha is not None:
-        return provenance(alpha)
     if isinstance(subject, (PureDP, ZCDP)):
         return "exact curve of the guarantee"
     if isinstance(subject, RDP):
         return "the given RDP curve"
-    if getattr(subject, "rdp_is_exact", True):
+    provenance = subject.rdp_provenance(alpha) if alpha is not None else None
+    if provenance is not None:
+        return provenance
+    if subject.rdp_is_exact:
         return "exact RDP curve"
     return f"RDP upper bound ({subject.rdp().describe()})"
 
@@ -228,8 +251,7 @@ class _RdpBoundRoute:
 
     def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
         single = query.single
-        maker = getattr(single[0], "rdp_bound", None) if single is not None else None
-        curve = maker() if callable(maker) else None
+        curve = single[0].rdp_bound() if single is not None and isinstance(single[0], Mechanism) else None
         if curve is None:
             return NotApplicable(self.name, "no cheaper RDP bound than the curve itself")
         subject, k = single  # type: ignore[misc]
@@ -360,7 +382,7 @@ def routes_for(query: Query) -> list:
         _RdpRoute("mironov"),
     ]
     single = query.single
-    if single is not None and hasattr(single[0], "closed_forms") and query.comparisons:
+    if single is not None and isinstance(single[0], Mechanism) and query.comparisons:
         try:
             forms = single[0].closed_forms()
         except (ValueError, ArithmeticError) as error:  # a printed bound that cannot be formed here (e.g. rho overflows)
@@ -461,11 +483,14 @@ class _RdpDeltaRoute:
     def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
         if not query.epsilon:
             return NotApplicable(self.name, "the CKS conversion is for epsilon > 0")
+        missing = _without_curve(query)
+        if missing is not None:
+            return NotApplicable(self.name, f"{_describe(missing)} has no RDP curve (rdp() is None)")
 
         def run(left: float) -> EpsilonResult:
             from ._conversions import rdp_to_delta
 
-            curve = RDP.sequence([_rdp_of(s) for s, _ in query.parts], [n for _, n in query.parts])
+            curve = RDP.sequence([_curve_of(s) for s, _ in query.parts], [n for _, n in query.parts])
             r = rdp_to_delta(curve, query.epsilon)  # type: ignore[arg-type]
             return EpsilonResult(query.epsilon, r.delta, self.name, r.alpha, f"RDP curves summed ({r.detail}), CKS conversion")  # type: ignore[arg-type]
 

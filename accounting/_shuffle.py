@@ -79,6 +79,7 @@ from flint import arb, fmpz
 from ._certified import exact, upper_float, working_precision
 from ._conversions import EpsilonResult
 from ._guarantees import RDP, ApproxDP, PureDP, ZCDP
+from ._mechanisms._base import Mechanism
 from ._pairs import IntegerPair
 from ._validation import AccountingError, check_integer, check_nonnegative, check_positive, check_positive_int, check_probability
 
@@ -141,7 +142,7 @@ def _check_eps0(value: object) -> float:
 
 
 @dataclass(frozen=True)
-class ShuffledLDP:
+class ShuffledLDP(Mechanism):
     """n users each apply an ``epsilon0``-DP local randomizer; their reports are shuffled.
 
     ``stronger_clone=True`` declares that the randomizer admits FMT23's decomposition (see the
@@ -186,7 +187,7 @@ class ShuffledLDP:
 
 
 @dataclass(frozen=True)
-class ShuffledRandomizedResponse:
+class ShuffledRandomizedResponse(Mechanism):
     """n users each send binary randomized response RR(``epsilon0``); the analyzer sees the count of 1s."""
 
     epsilon0: float

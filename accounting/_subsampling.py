@@ -64,8 +64,8 @@ MAX_ORDER = 256
 
 
 def _check_base(mechanism: Any) -> None:
-    if not (hasattr(mechanism, "rdp") and hasattr(mechanism, "describe")):
-        raise AccountingError("mechanism", mechanism, "an accounting mechanism (with rdp())")
+    if not isinstance(mechanism, Mechanism):
+        raise AccountingError("mechanism", mechanism, "an accounting Mechanism (with rdp())")
 
 
 def _int_of(alpha: arb) -> int | None:
@@ -189,10 +189,10 @@ class PoissonSampled(Mechanism):
 
         return isinstance(self.mechanism, Gaussian)
 
-    def rdp(self) -> RDP:
+    def rdp(self) -> RDP | None:
         q = self.probability
         base = self.mechanism.rdp()
-        if q == 1:
+        if q == 1 or base is None:  # None: the base has no curve (not available), nor has its subsample's
             return base
         if self._is_gaussian():
             s = Fraction(self.mechanism.sigma) / Fraction(self.mechanism.sensitivity)
@@ -205,7 +205,7 @@ class PoissonSampled(Mechanism):
         return _chord_curve(lambda a: _zhu_wang_log_moment(q, base, a), base, f"Poisson(q={q}) x {self.mechanism.describe()}: Zhu & Wang 2019 Thm 6")
 
     def pure(self) -> PureDP | None:
-        base = self.mechanism.pure() if hasattr(self.mechanism, "pure") else None
+        base = self.mechanism.pure()
         if base is None:
             return None
         with working_precision(None):
@@ -221,8 +221,7 @@ class PoissonSampled(Mechanism):
     def output_pair(self):
         """For a discrete base with an integer output pair (P, Q) = (mu_1, mu_0): the remove pair
         (q mu_1 + (1-q) mu_0, mu_0) on the integers; the PLD builds both directions from it."""
-        maker = getattr(self.mechanism, "output_pair", None)
-        base = maker() if callable(maker) else None
+        base = self.mechanism.output_pair()
         if base is None or self.probability == 1:
             return base
         return PoissonMixturePair(base, self.probability)
@@ -304,9 +303,9 @@ class SampledWithoutReplacement(Mechanism):
     def rdp(self) -> RDP:
         base = self.mechanism.rdp()
         gamma = Fraction(self.sample_size, self.source_size)
-        if gamma == 1:
+        if gamma == 1 or base is None:
             return base
-        pure = self.mechanism.pure() if hasattr(self.mechanism, "pure") else None
+        pure = self.mechanism.pure()
         eps_inf = None if pure is None else pure.epsilon
         return _chord_curve(
             lambda a: _wbk_log_moment(gamma, base, eps_inf, a),
@@ -315,7 +314,7 @@ class SampledWithoutReplacement(Mechanism):
         )
 
     def pure(self) -> PureDP | None:
-        base = self.mechanism.pure() if hasattr(self.mechanism, "pure") else None
+        base = self.mechanism.pure()
         if base is None:
             return None
         with working_precision(None):
@@ -465,17 +464,16 @@ class PoissonSubsampledLoss(MonotoneLossPair):
         return self._series(t, reverse=False)
 
     def has_series(self) -> bool:
-        return callable(getattr(self.base, "hockey_stick_of", None)) and self.base.symmetric
+        return self.base.symmetric and self.base.has_series()
 
     def hockey_stick_reverse_series(self, t):
         return self._series(t, reverse=True)
 
     def survival_q_series(self, t):
         # Q = mu_0, under which the loss exceeds t iff the base loss exceeds (c / q).log()
-        of = getattr(self.base, "survival_q_of", None)
-        if not callable(of) or not self._off_kink(t, reverse=False):
+        if not self.has_series() or not self._off_kink(t, reverse=False):
             return None
-        return of(((t.exp() - (1 - self._q())) / self._q()).log())
+        return self.base.survival_q_series(((t.exp() - (1 - self._q())) / self._q()).log())
 
     def _off_kink(self, t, reverse: bool) -> bool:
         """Whether c = e^t - (1 - q) (reverse: 1 - (1 - q) e^t) is positive at the series t's
@@ -486,9 +484,9 @@ class PoissonSubsampledLoss(MonotoneLossPair):
         return bool(((1 - (1 - q) * e0) if reverse else (e0 - (1 - q))) > 0)
 
     def _series(self, t, reverse: bool):
-        of = getattr(self.base, "hockey_stick_of", None)
-        if not callable(of) or not self.base.symmetric or not self._off_kink(t, reverse):
+        if not self.has_series() or not self._off_kink(t, reverse):
             return None
+        of = self.base.hockey_stick_series
         q = self._q()
         e = t.exp()
         c = (1 - (1 - q) * e) if reverse else (e - (1 - q))

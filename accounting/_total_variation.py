@@ -28,6 +28,7 @@ from typing import Any
 
 from ._certified import exact, lower_float, upper_float, working_precision
 from ._guarantees import ApproxDP
+from ._mechanisms._base import Mechanism
 from ._validation import AccountingError, check_nonnegative, check_positive_int
 
 __all__ = ["WithinTotalVariation", "delta_after_total_variation", "delta_before_total_variation", "times_total_variation", "total_variation_of"]
@@ -62,7 +63,7 @@ def delta_before_total_variation(epsilon: float, delta: float, total_variation: 
 
 
 @dataclass(frozen=True)
-class WithinTotalVariation:
+class WithinTotalVariation(Mechanism):
     """A release whose law is within total variation ``total_variation`` of ``mechanism``'s, for every
     input (e.g. a sum of truncated exact discrete Gaussians against the untruncated sum).
 
@@ -78,6 +79,8 @@ class WithinTotalVariation:
 
     def __post_init__(self) -> None:
         check_nonnegative("total_variation", self.total_variation)
+        if not isinstance(self.mechanism, Mechanism):
+            raise AccountingError("mechanism", self.mechanism, "an accounting Mechanism (the analysed law)")
         if isinstance(self.mechanism, WithinTotalVariation):
             raise AccountingError("mechanism", self.mechanism, "an analysed mechanism (add the total variations instead of nesting)")
         object.__setattr__(self, "total_variation", float(self.total_variation))
@@ -94,11 +97,16 @@ class WithinTotalVariation:
         """The analysed mechanism's Renyi curve (the executed law is within ``total_variation`` of it)."""
         return self.mechanism.rdp()
 
+    @property
+    def rdp_is_exact(self) -> bool:
+        """Whether the analysed mechanism's curve is exact (the curve :meth:`rdp` returns)."""
+        return self.mechanism.rdp_is_exact
+
     def approx_dp(self, epsilon: float) -> ApproxDP:
         """(eps, delta(eps) + (1 + e^eps) t)-DP: the analysed mechanism's certified delta plus the slack."""
-        if not hasattr(self.mechanism, "approx_dp"):
-            raise AccountingError("mechanism", self.mechanism, "a mechanism with a certified approx_dp(epsilon) (or use epsilon_routes)")
         inner = self.mechanism.approx_dp(epsilon)
+        if inner is None:
+            raise AccountingError("mechanism", self.mechanism, "a mechanism with a certified approx_dp(epsilon) (or use epsilon_routes)")
         return ApproxDP(inner.epsilon, delta_after_total_variation(inner.epsilon, inner.delta, self.total_variation))
 
     def closed_forms(self) -> dict:

@@ -170,7 +170,7 @@ def test_plds_built_with_defaults_compose():
 # ---- no size threshold: just above each old one, the tight route -------------------------------------
 
 
-class _Hidden:
+class _Hidden(acc.Mechanism):
     """A mechanism without closed-form atoms: its PLD must read the output window."""
 
     def __init__(self, mechanism) -> None:

@@ -152,7 +152,7 @@ def test_user_written_monotone_loss_pair_is_accepted():
         def loss_window(self, tail):
             return (-1.0, 1.0)
 
-    class Mech:
+    class Mech(acc.Mechanism):
         def monotone_loss_pair(self):
             return Shifted()
 

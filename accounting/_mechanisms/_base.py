@@ -17,8 +17,6 @@ Certification conventions used by every module in this package
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import math
 from contextlib import contextmanager
 from fractions import Fraction
@@ -43,34 +41,106 @@ __all__ = [
 ]
 
 
-class Mechanism(ABC):
-    """Protocol every mechanism object follows (a private base class, not public API).
+class Mechanism:
+    """The contract between a mechanism and the accountant's routes (public: :class:`accounting.Mechanism`).
 
-    Subclasses are frozen dataclasses; they override what applies. ``family`` is a short stable
-    name the CLI and the auditor key on.
+    Every question a route, the ledger, the codec or the auditor may ask of a mechanism is a hook
+    declared here. **Convention: a hook that is not available returns ``None``** (``closed_forms``
+    returns ``{}``, ``rdp_is_exact`` is ``False``; a hook may raise :class:`accounting.AccountingError`
+    naming the argument when the question has no certified answer for it, e.g.
+    ``WithinTotalVariation.approx_dp`` of a mechanism without one); nothing is looked up with ``getattr`` at run
+    time, so a mechanism answers exactly what its class declares. A subclass overrides what it
+    knows; every route that can use the answers applies (``epsilon_routes`` lists the others as not
+    applicable, with the reason). Built-in mechanisms are frozen, validated dataclasses.
+
+    Guarantees (certified: every number an upper bound of the true parameter):
+
+    - ``pure() -> PureDP | None``: pure epsilon-DP.
+    - ``zcdp() -> ZCDP | None``: rho-zCDP.
+    - ``rdp() -> RDP | None``: the Renyi curve. Default: the curve implied by :meth:`zcdp`
+      (alpha * rho), else by :meth:`pure` (the tight pure -> RDP curve), else ``None``.
+    - ``approx_dp(epsilon) -> ApproxDP | None``: a certified (epsilon, delta(epsilon)).
+    - ``closed_forms() -> dict[str, RDP | ZCDP | PureDP]``: printed bounds from the literature,
+      by label (comparison routes only, never the answer).
+    - ``rdp_bound() -> RDP | None``: a cheaper certified curve than :meth:`rdp`, for when the exact
+      one does not fit a time budget (``None`` where it would be :meth:`rdp` itself).
+
+    Privacy-loss distributions (the PLD and optimal-composition routes):
+
+    - ``output_pair() -> IntegerPair | None``: the neighbouring output laws on the integers.
+    - ``monotone_loss_pair() -> MonotoneLossPair | None``: a continuous pair given by its privacy
+      loss (connect-the-dots PLD).
+
+    Provenance and cost hints (labels and the planner's estimates; never a number's soundness):
+
+    - ``rdp_is_exact: bool``: whether :meth:`rdp` is the exact curve of one pair of laws (route
+      labels; a calibration may then rule parameters out by :func:`accounting.rdp_conversion_exceeds`).
+    - ``rdp_provenance(alpha) -> str | None``: what the value of :meth:`rdp` at ``alpha`` is, when it
+      depends on the order (else the label follows ``rdp_is_exact``).
+    - ``rdp_cost() -> float | None``: estimated seconds of an RDP conversion of :meth:`rdp`
+      (``None``: a closed form's cost).
+    - ``family: str``: a short stable name (the CLI, the auditor and the ledger's trail key on it);
+      ``describe() -> str``: a one-line human description (default: the ``repr``).
+
+    The pairs carry hooks of their own (:class:`accounting.IntegerPair`:
+    ``loss_atoms`` / ``loss_atom_count`` / ``setup_cost`` / ``output_cost``;
+    :class:`accounting.MonotoneLossPair`: ``has_series`` / ``hockey_stick_series`` /
+    ``survival_q_series``), declared there with the same convention.
     """
 
     family: str = "mechanism"
 
-    @abstractmethod
-    def rdp(self):
-        """The exact, certified RDP curve."""
+    #: whether :meth:`rdp` is the exact curve (not an upper bound): False unless a class says so
+    rdp_is_exact: bool = False
 
-    def closed_forms(self) -> dict:
-        return {}
+    def describe(self) -> str:
+        """A one-line human description."""
+        return repr(self)
 
     def pure(self):
+        """Pure DP (a :class:`~accounting.PureDP`), or None."""
         return None
 
     def zcdp(self):
+        """zCDP (a :class:`~accounting.ZCDP`), or None."""
+        return None
+
+    def rdp(self):
+        """The certified RDP curve (an :class:`~accounting.RDP`), or None. Default: the curve of
+        :meth:`zcdp`, else of :meth:`pure` (both certified conversions), else None."""
+        z = self.zcdp()
+        if z is not None:
+            return z.to_rdp()
+        p = self.pure()
+        return None if p is None else p.to_rdp()
+
+    def approx_dp(self, epsilon):
+        """A certified (epsilon, delta(epsilon)) (an :class:`~accounting.ApproxDP`), or None."""
+        return None
+
+    def closed_forms(self) -> dict:
+        """Printed bounds by label (RDP, ZCDP or PureDP values); {} when there are none."""
+        return {}
+
+    def rdp_bound(self):
+        """A cheaper certified RDP curve than :meth:`rdp`, or None."""
         return None
 
     def output_pair(self):
+        """The neighbouring output laws on the integers (an :class:`~accounting.IntegerPair`), or None."""
         return None
 
-    @abstractmethod
-    def describe(self) -> str:
-        """A one-line human description."""
+    def monotone_loss_pair(self):
+        """The continuous pair given by its privacy loss (a :class:`~accounting.MonotoneLossPair`), or None."""
+        return None
+
+    def rdp_provenance(self, alpha) -> str | None:
+        """What :meth:`rdp`'s value at ``alpha`` is (a label), or None (then ``rdp_is_exact`` says)."""
+        return None
+
+    def rdp_cost(self) -> float | None:
+        """Estimated seconds of the RDP route with :meth:`rdp`, or None (a closed form's cost)."""
+        return None
 
 
 def check_scale(name: str, value: object):

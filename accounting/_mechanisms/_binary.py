@@ -110,6 +110,7 @@ class RandomizedResponse(Mechanism):
     epsilon: float | int | Fraction
 
     family = "randomized-response"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         check_scale("epsilon", self.epsilon)

@@ -39,6 +39,7 @@ class Binomial(Mechanism):
     sensitivity: int = 1
 
     family = "binomial"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         if isinstance(self.trials, bool):

@@ -57,6 +57,7 @@ class Laplace(Mechanism):
     sensitivity: float | int | Fraction = 1
 
     family = "laplace"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         check_scale("scale", self.scale)
@@ -105,6 +106,7 @@ class Gaussian(Mechanism):
     sensitivity: float | int | Fraction = 1
 
     family = "gaussian"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         check_scale("sigma", self.sigma)

@@ -124,6 +124,7 @@ class DiscreteGaussian(Mechanism):
     sensitivity: int = 1
 
     family = "discrete-gaussian"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         check_scale("sigma", self.sigma)

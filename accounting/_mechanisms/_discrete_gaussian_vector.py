@@ -195,6 +195,7 @@ class DiscreteGaussianVector(Mechanism):
     dimension: int = 1
 
     family = "discrete-gaussian-vector"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma2", _rational("sigma2", self.sigma2))

@@ -172,6 +172,7 @@ class DiscreteLaplace(Mechanism):
     sensitivity: int = 1
 
     family = "discrete-laplace"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         check_scale("scale", self.scale)
@@ -237,6 +238,7 @@ class PolyaDifferenceSum(Mechanism):
     sensitivity: int = 1
 
     family = "polya-difference-sum"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         check_positive_int("n", self.n)

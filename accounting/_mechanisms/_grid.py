@@ -51,6 +51,7 @@ class GridDiscreteLaplace(Mechanism):
     scale: float | int | Fraction
 
     family = "grid-discrete-laplace"
+    rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
         if isinstance(self.grid, bool) or not isinstance(self.grid, int) or not 1 <= self.grid <= 2**52:

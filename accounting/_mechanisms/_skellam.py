@@ -1016,6 +1016,8 @@ class Skellam(Mechanism):
     l2_sensitivity: float | int | Fraction | None = None
 
     family = "skellam"
+    # rdp_is_exact stays False: for l2 < l1 rdp() is Agarwal et al.'s bound, and the exact 1-D sum
+    # falls back to it at orders where its window is too long (rdp_provenance says which, per order)
 
     def __post_init__(self) -> None:
         check_scale("variance", self.variance)

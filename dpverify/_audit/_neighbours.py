@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from accounting import IntegerPair
 from accounting._validation import AccountingError, check_positive, check_positive_int
 
 __all__ = ["NeighbourPair", "as_pairs", "replace_one_pairs", "scalar_pairs", "statdp_pairs"]
@@ -41,7 +42,7 @@ class NeighbourPair:
     def __post_init__(self) -> None:
         if not self.label:
             object.__setattr__(self, "label", f"{_short(self.d)} ~ {_short(self.d_prime)}")
-        if self.law is not None and not (hasattr(self.law, "log_p") and hasattr(self.law, "log_q")):
+        if self.law is not None and not isinstance(self.law, (IntegerPair, _SwappedLaw)):
             raise AccountingError("law", self.law, "an accounting IntegerPair (with log_p and log_q) or None")
 
     def swapped(self) -> "NeighbourPair":

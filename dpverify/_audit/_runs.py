@@ -74,7 +74,7 @@ class ChargeLog:
         self.charges.append(Charge(guarantee, _normalise_participants(participants), label))
 
 
-class RecordedGuarantee:
+class RecordedGuarantee(acc.Mechanism):
     """The per-user guarantee a run's ledger records: every user's charges composed, the worst user's.
 
     ``runs`` are the charge lists of reference runs; the claim covers every user of every one of
@@ -104,7 +104,7 @@ class RecordedGuarantee:
     def pure(self) -> acc.PureDP | None:
         worst = None
         for group in self._groups:
-            parts = [g.pure() if hasattr(g, "pure") else g for g in group]
+            parts = [g.pure() if isinstance(g, acc.Mechanism) else g for g in group]
             if any(not isinstance(p, acc.PureDP) for p in parts):
                 return None
             total = parts[0].compose(*parts[1:])
@@ -116,8 +116,8 @@ class RecordedGuarantee:
         for group in self._groups:
             parts = []
             for g in group:
-                z = g.zcdp() if hasattr(g, "zcdp") else (g if isinstance(g, acc.ZCDP) else None)
-                if z is None and hasattr(g, "pure") and isinstance(g.pure(), acc.PureDP):
+                z = g.zcdp() if isinstance(g, acc.Mechanism) else (g if isinstance(g, acc.ZCDP) else None)
+                if z is None and isinstance(g, acc.Mechanism) and isinstance(g.pure(), acc.PureDP):
                     z = g.pure().to_zcdp()
                 if not isinstance(z, acc.ZCDP):
                     return None
@@ -149,7 +149,7 @@ class RecordedGuarantee:
     def rdp(self) -> acc.RDP | None:
         curves = []
         for group in self._groups:
-            parts = [g.rdp() if hasattr(g, "rdp") else g.to_rdp() for g in group]
+            parts = [g.rdp() if isinstance(g, acc.Mechanism) else g.to_rdp() for g in group]
             curves.append(parts[0].compose(*parts[1:]) if len(parts) > 1 else parts[0])
         return curves[0].parallel(*curves[1:]) if len(curves) > 1 else curves[0]
 

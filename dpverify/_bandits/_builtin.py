@@ -158,7 +158,7 @@ def calibrated_batch_epsilon(
         guarantee = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p).guarantee(sizes[0])
         if isinstance(guarantee, acc.WithinTotalVariation):  # its curve is the analysed mechanism's
             guarantee = guarantee.mechanism
-        if not getattr(guarantee, "rdp_is_exact", False):
+        if not guarantee.rdp_is_exact:
             return False
         try:
             return acc.rdp_conversion_exceeds(guarantee.rdp(), target_delta, target, compose=compose)

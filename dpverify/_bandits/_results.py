@@ -176,8 +176,8 @@ def _views(guarantee: Any) -> tuple[Any, Any, tuple[float, ...] | None]:
 def _compute_views(g: Any) -> tuple[Any, Any, tuple[float, ...] | None]:
     import accounting as acc
 
-    pure = g.pure() if hasattr(g, "pure") and not isinstance(g, acc.PureDP) else g
-    zcdp = g if isinstance(g, acc.ZCDP) else (g.zcdp() if hasattr(g, "zcdp") and not isinstance(g, (acc.PureDP, acc.ApproxDP)) else None)
+    pure = g.pure() if isinstance(g, acc.Mechanism) else g
+    zcdp = g if isinstance(g, acc.ZCDP) else (g.zcdp() if isinstance(g, acc.Mechanism) else None)
     if isinstance(g, acc.ApproxDP):
         return pure, zcdp, None
     curve = g.to_rdp() if isinstance(g, (acc.PureDP, acc.ZCDP)) else g.rdp()

@@ -72,9 +72,8 @@ def build(spec: ClaimSpec) -> Claim:
             text = f"{claim.rho:.6g}-zCDP"
         else:
             eps = float(spec.claim["epsilon"])
-            if hasattr(g, "approx_dp"):
-                claim = g.approx_dp(eps)
-            else:
+            claim = g.approx_dp(eps)  # None: not available, then the RDP curve's conversion
+            if claim is None:
                 claim = ApproxDP(eps, rdp_to_delta(g.rdp(), eps).delta)
             if not isinstance(claim, ApproxDP):
                 raise SuiteError(spec.file, "claim.form", f"{g.describe()} has no (eps, delta) guarantee")

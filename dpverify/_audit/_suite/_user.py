@@ -41,6 +41,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from accounting import Mechanism
+
 from .._neighbours import NeighbourPair, as_pairs, replace_one_pairs, scalar_pairs, statdp_pairs
 from ._registry import Built, Target
 from ._spec import FORMS, SuiteError, _Table
@@ -121,7 +123,7 @@ def _rdp_points(file: str, claim: Mapping[str, Any]) -> list[tuple[float, float]
 
 
 @dataclass(frozen=True)
-class StatedClaim:
+class StatedClaim(Mechanism):
     """A claim written in the claim file, in the shape of an ``accounting`` guarantee object
     (``pure()`` / ``zcdp()`` / ``rdp()`` / ``approx_dp(eps)``; every other form is ``None``)."""
 
