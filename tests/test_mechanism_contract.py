@@ -17,7 +17,10 @@ Deterministic (no randomness). CPU: a few seconds (small parameters, ``compariso
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import math
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -298,3 +301,29 @@ def test_a_duck_typed_object_is_refused():
 
     with pytest.raises(acc.AccountingError, match="subject"):
         acc.epsilon_routes(Duck(), 1e-6)
+
+
+# ---- the README's example ------------------------------------------------------------------------
+
+
+def test_readme_own_mechanism_example():
+    """The README's "Your own mechanism" example, run as written: its answer is the PLD of its pair
+    (exact lattice: losses 0 and +-log 2) composed 20 times, below the optimal composition of
+    log 2-DP (which every log 2-DP mechanism meets) and below basic composition (20 log 2)."""
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- own-mechanism-example -->\s*```python\n(.*?)```", text, re.S)
+    assert match, "README.md must hold the example after <!-- own-mechanism-example -->"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(match.group(1), "README.md", "exec"), {"__name__": "own_mechanism_example"})
+    lines = out.getvalue().splitlines()
+    head = re.fullmatch(r"epsilon = ([0-9.]+) \((\S+)\)", lines[0])
+    assert head, lines[0]
+    printed = {line.split()[0]: (" ".join(line.split()[1:-1]), float(line.split()[-1])) for line in lines[1:]}
+    pair = acc.FinitePair.from_masses([Fraction(1, 2), Fraction(1, 4), Fraction(1, 4)], [Fraction(1, 4), Fraction(1, 2), Fraction(1, 4)])
+    composed = acc.PrivacyLossDistribution.from_pair(pair).self_compose(20).epsilon(1e-6).epsilon
+    assert head.group(2) == "pld" and float(head.group(1)) == pytest.approx(composed, abs=5e-7)
+    eps0 = math.nextafter(math.log(2), math.inf)
+    assert printed["pure"] == ("run", pytest.approx(20 * eps0, abs=5e-7))
+    assert float(head.group(1)) < printed["optimal-composition"][1] < printed["pure"][1]
+    assert printed["analytic-gaussian"][0] == "not applicable"
