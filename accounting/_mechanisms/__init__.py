@@ -1,7 +1,9 @@
 """Mechanism guarantees: exact, certified Rényi curves, pure/zCDP values, closed forms, pairs.
 
-Each mechanism is a frozen, validated value object exposing ``rdp()``, ``closed_forms()``,
-``pure()``, ``zcdp()``, ``output_pair()``, ``describe()`` and ``family``. The certification
+Each mechanism is a frozen, validated value object, a subclass of :class:`._base.Mechanism`
+(public as ``accounting.Mechanism``), which declares every hook a route may ask for (``rdp()``,
+``pure()``, ``zcdp()``, ``closed_forms()``, ``output_pair()``, ... ; ``None`` where not
+available) and documents the contract. The certification
 method of each family is documented in its module. Every ``rdp()`` curve (and every closed-form
 RDP curve) also carries a vectorised float64 approximation that only steers the searches over
 alpha (:mod:`._approx`); reported numbers always come from the certified evaluation.
