@@ -15,6 +15,8 @@ behind each route:
 - :mod:`accounting._durable` — the ledger kept in SQLite or PostgreSQL (``Ledger.open(url)``), with
   :mod:`accounting._ledger_store` (URLs, timeouts, errors), :mod:`accounting._ledger_chain` (hash chain,
   key, witness) and :mod:`accounting._ledger_codec` (guarantees as JSON) below it;
+- :class:`accounting.Mechanism` — the contract every mechanism (built-in or yours) answers: every
+  hook a route may ask for, ``None`` where not available (README: "Your own mechanism");
 - :mod:`accounting._pairs` — neighbouring output laws on the integers (the exact routes' input);
 - :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
 - :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
