@@ -46,12 +46,17 @@ class Mechanism:
 
     Every question a route, the ledger, the codec or the auditor may ask of a mechanism is a hook
     declared here. **Convention: a hook that is not available returns ``None``** (``closed_forms``
-    returns ``{}``, ``rdp_is_exact`` is ``False``; a hook may raise :class:`accounting.AccountingError`
-    naming the argument when the question has no certified answer for it, e.g.
-    ``WithinTotalVariation.approx_dp`` of a mechanism without one); nothing is looked up with ``getattr`` at run
-    time, so a mechanism answers exactly what its class declares. A subclass overrides what it
-    knows; every route that can use the answers applies (``epsilon_routes`` lists the others as not
-    applicable, with the reason). Built-in mechanisms are frozen, validated dataclasses.
+    returns ``{}``, ``rdp_is_exact`` is ``False``). A hook may instead raise
+    :class:`accounting.AccountingError` naming the argument when a question it does answer has no
+    certified answer for that argument (``WithinTotalVariation.approx_dp`` of a mechanism without
+    one: the curve's conversion would miss the samplers' slack). Nothing is looked up with
+    ``getattr`` at run time (tests/test_mechanism_contract.py scans for it): a mechanism answers
+    exactly what its class declares, and an object that is not a Mechanism is refused. A subclass
+    overrides what it knows; every route that can use the answers applies (``epsilon_routes`` lists
+    the others as not applicable, with the reason). Built-in mechanisms are frozen, validated
+    dataclasses. (The RDP routes learn that a curve is missing before building one only from the
+    base's derived ``rdp()``; a class that overrides ``rdp()`` and returns None makes them fail at
+    run time with that reason, reported beside the answer.)
 
     Guarantees (certified: every number an upper bound of the true parameter):
 
@@ -85,7 +90,8 @@ class Mechanism:
     The pairs carry hooks of their own (:class:`accounting.IntegerPair`:
     ``loss_atoms`` / ``loss_atom_count`` / ``setup_cost`` / ``output_cost``;
     :class:`accounting.MonotoneLossPair`: ``has_series`` / ``hockey_stick_series`` /
-    ``survival_q_series``), declared there with the same convention.
+    ``survival_q_series``, which a Poisson-subsampled pair composes with its own transform),
+    declared there with the same convention.
     """
 
     family: str = "mechanism"
