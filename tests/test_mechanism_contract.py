@@ -279,6 +279,20 @@ def test_an_output_pair_only_mechanism_gets_the_pld_route():
     assert acc.PrivacyLossDistribution.from_pair(m).epsilon(1e-6).epsilon > 0  # the PLD builder takes it too
 
 
+def test_a_wrapper_of_a_users_mechanism_gets_what_its_base_answers():
+    """PoissonSampled wraps a user's output-pair-only mechanism: the subsampled pair gives the PLD;
+    there is no curve (rdp() None: the RDP route fails at run time with that reason) and no pure
+    epsilon. The PLD value is below the unsampled one (amplification), which it could fail to be."""
+    sampled = acc.PoissonSampled(PairOnly(), 0.5)
+    assert sampled.rdp() is None and sampled.pure() is None and isinstance(sampled.output_pair(), acc.IntegerPair)
+    report = acc.epsilon_routes(sampled, 1e-6, compose=4, comparisons=False, exhaustive=True)
+    statuses = _statuses(report)
+    assert report.route == "pld" and statuses["pure"] == "not applicable"
+    assert statuses["rdp-cks"] == "failed"
+    assert "rdp() returned None" in next(r.reason for r in report.alternatives if r.route == "rdp-cks")
+    assert report.epsilon < acc.epsilon_routes(PairOnly(), 1e-6, compose=4, comparisons=False).epsilon
+
+
 def test_a_mechanism_without_any_guarantee_is_refused_by_every_route():
     """The base class alone declares nothing: every route says why it does not apply."""
 
