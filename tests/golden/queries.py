@@ -136,7 +136,7 @@ def _flatten_json(value: Any, path: str, out: dict) -> None:
         out[path] = value
 
 
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|inf)")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?|inf)")
 
 
 def _cli(args: list[str]) -> dict:
@@ -146,7 +146,8 @@ def _cli(args: list[str]) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         args = [a.replace("{tmp}", tmp) for a in args]
-        result = CliRunner().invoke(main, args, catch_exceptions=False, terminal_width=200)
+        # a fixed width: a table's wrapping (and so the numbers in it) must not depend on the terminal
+        result = CliRunner(env={"COLUMNS": "200", "LINES": "50", "NO_COLOR": "1"}).invoke(main, args, catch_exceptions=False, terminal_width=200)
     out: dict = {"exit_code": result.exit_code}
     if "--json" in args:
         _flatten_json(json.loads(result.output), "", out)
