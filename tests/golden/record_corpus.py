@@ -285,6 +285,10 @@ def corpus_queries() -> list[dict]:
     ]
     for args in cli:
         add("cli/" + " ".join(args), kind="cli", args=args)
+    for label in ("gauss-x100", "dpsgd-x300", "mixed-noop"):
+        for args in (["account", "event", "-", "--delta", "1e-6", "--time-budget", "1", "--json"],
+                     ["account", "event", "-", "--delta", "1e-6", "--time-budget", "1", "--bracket", "--json"]):
+            add(f"cli/{' '.join(args)} < {label}", kind="cli", args=args, stdin_event=events[label])
     return queries
 
 
