@@ -136,17 +136,24 @@ def _flatten_json(value: Any, path: str, out: dict) -> None:
         out[path] = value
 
 
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|inf)")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?|inf)")
 
 
-def _cli(args: list[str]) -> dict:
+def _cli(args: list[str], stdin_event: Any = None) -> dict:
     from click.testing import CliRunner
 
     from dpverify.cli import main
 
+    text = None
+    if stdin_event is not None:  # a dp_accounting event as `account event -` reads it
+        from accounting._dp_event import event_to_dict
+
+        text = json.dumps(event_to_dict(build(stdin_event)))
     with tempfile.TemporaryDirectory() as tmp:
         args = [a.replace("{tmp}", tmp) for a in args]
-        result = CliRunner().invoke(main, args, catch_exceptions=False, terminal_width=200)
+        # a fixed width: a table's wrapping (and so the numbers in it) must not depend on the terminal
+        result = CliRunner(env={"COLUMNS": "200", "LINES": "50", "NO_COLOR": "1"}).invoke(main, args, input=text, catch_exceptions=False,
+                                                                                         terminal_width=200)
     out: dict = {"exit_code": result.exit_code}
     if "--json" in args:
         _flatten_json(json.loads(result.output), "", out)
@@ -262,7 +269,7 @@ def run(query: dict) -> dict:
     if kind == "function":
         return _function(query)
     if kind == "cli":
-        return _cli(query["args"])
+        return _cli(query["args"], query.get("stdin_event"))
     raise ValueError(f"unknown query kind {kind!r}")
 
 

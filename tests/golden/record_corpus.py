@@ -285,6 +285,10 @@ def corpus_queries() -> list[dict]:
     ]
     for args in cli:
         add("cli/" + " ".join(args), kind="cli", args=args)
+    for label in ("gauss-x100", "dpsgd-x300", "mixed-noop"):
+        for args in (["account", "event", "-", "--delta", "1e-6", "--time-budget", "1", "--json"],
+                     ["account", "event", "-", "--delta", "1e-6", "--time-budget", "1", "--bracket", "--json"]):
+            add(f"cli/{' '.join(args)} < {label}", kind="cli", args=args, stdin_event=events[label])
     return queries
 
 
@@ -340,12 +344,19 @@ def main() -> None:
 
 
 def _head() -> str:
+    """The last commit that changed the library (``accounting``, ``dpverify``), marked if the
+    working tree changes it further."""
     import subprocess
 
+    root = HERE.parent.parent
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(["git", "log", "-1", "--format=%H", "--", "accounting", "dpverify"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "accounting", "dpverify"], cwd=root, capture_output=True, text=True,
+                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return commit + (" + uncommitted changes" if dirty else "")
 
 
 if __name__ == "__main__":
