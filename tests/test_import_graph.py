@@ -22,6 +22,7 @@ attribute ``accounting._x`` of an imported ``accounting``, ``import_module("acco
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 from pathlib import Path
@@ -51,13 +52,19 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
     return ".".join(base + ([target] if target else []))
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of one file (parsed once per session: several tests walk every file)."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def import_graph() -> dict[str, set[str]]:
     """module -> the project modules it imports (anywhere in its body)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         is_package = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(_tree(path)):
             targets: list[str] = []
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value and node.value in modules:
                 targets = [node.value]  # a module named by a string: imported by name somewhere (import_module)
@@ -175,10 +182,10 @@ def layer_violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted((s, t) for s, ts in graph.items() for t in ts if floor(t) not in ALLOWED[floor(s)])
 
 
-def private_accounting_imports(source: str) -> list[tuple[int, str]]:
-    """(line, text) of every place ``source`` imports or reaches a private module of ``accounting``
-    other than through the interface (the forms listed in the module docstring)."""
-    tree = ast.parse(source)
+def private_accounting_imports(source: str | ast.Module) -> list[tuple[int, str]]:
+    """(line, text) of every place ``source`` (text or a parsed module) imports or reaches a private
+    module of ``accounting`` other than through the interface (the forms listed in the module docstring)."""
+    tree = ast.parse(source) if isinstance(source, str) else source
     aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names if a.name == "accounting"}
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
@@ -231,7 +238,7 @@ def test_dpverify_imports_no_private_accounting_module():
     offenders = {
         name: hits
         for name, path in _modules().items()
-        if name.startswith("dpverify") and (hits := private_accounting_imports(path.read_text()))
+        if name.startswith("dpverify") and (hits := private_accounting_imports(_tree(path)))
     }
     assert not offenders, f"private accounting imports in dpverify (use accounting or {INTERFACE}): {offenders}"
 
