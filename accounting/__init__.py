@@ -22,9 +22,12 @@ behind each route:
 - :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
 - :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms;
 - :mod:`accounting._shuffle` — amplification by shuffling (FMT21/FMT23 clone pairs, shuffled RR).
+
+Layers above (``dpverify``) import this package's public API and :mod:`accounting.internal` (the one
+documented interface to the validators, directed rounding and ledger internals), nothing private.
 """
 
-from ._analytic_gaussian import gdp_delta, gdp_epsilon, gdp_mu_for
+from ._analytic_gaussian import gdp_delta, gdp_epsilon, gdp_mu, gdp_mu_for
 from ._calibration import Calibration, calibrate
 from ._certified import DEFAULT_PRECISION, working_precision
 from ._composition import advanced_composition, appendix_i_per_batch
@@ -48,6 +51,7 @@ from ._mechanisms import (
     Binomial,
     DiscreteGaussian,
     DiscreteGaussianSum,
+    DiscreteGaussianVector,
     DiscreteLaplace,
     GridDiscreteLaplace,
     Gaussian,
@@ -99,6 +103,7 @@ __all__ = [
     "BernoulliCurator",
     "Binomial",
     "DiscreteGaussianSum",
+    "DiscreteGaussianVector",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "GridDiscreteLaplace",
@@ -134,6 +139,7 @@ __all__ = [
     "epsilon_routes",
     "gdp_delta",
     "gdp_epsilon",
+    "gdp_mu",
     "gdp_mu_for",
     "OptimalComposition",
     "optimal_composition_epsilon",

@@ -43,7 +43,7 @@ def event_command(file: str, delta: float, no_pld: bool, time_budget: float, all
         report = acc.epsilon_routes(mech, delta, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
         sandwich = None
         if bracket and not no_pld:
-            from accounting._routes import pld_bracket
+            from accounting.internal import pld_bracket
 
             sandwich = pld_bracket(mech, delta)
     except ValueError as error:

@@ -38,7 +38,7 @@ def _open(url: str, **kwargs):
     except ValueError as error:
         _fail_usage(error)
     except Exception as error:  # the database could not be reached or read
-        from accounting._durable import redacted
+        from accounting.internal import redacted
 
         click.echo(f"error: cannot open the ledger at {redacted(url)}: {error}", err=True)
         sys.exit(2)
@@ -157,7 +157,7 @@ def verify_command(url: str, as_json: bool) -> None:
 @click.argument("url")
 def upgrade_command(url: str) -> None:
     """Upgrade a schema-1 ledger at URL in place to schema 2 (the hash chain), once it verifies."""
-    from accounting._durable import DurableLedger
+    from accounting import DurableLedger
 
     try:
         ledger = DurableLedger.upgrade(url)

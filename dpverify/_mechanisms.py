@@ -23,8 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 import accounting as acc
-from accounting._certified import working_precision
-from accounting._validation import AccountingError
+from accounting import working_precision, AccountingError
 
 from . import _samplers
 

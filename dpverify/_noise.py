@@ -31,7 +31,7 @@ import math
 from fractions import Fraction
 from numbers import Rational
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from ._samplers import sampler_parameter_at_least
 

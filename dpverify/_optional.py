@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 __all__ = ["EXTRAS", "dask_client", "require"]
 

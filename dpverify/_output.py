@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 __all__ = ["atomic_path", "atomic_write", "check_output_dir", "check_output_file"]
 

@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from accounting import DurableLedger, Ledger
-from accounting._validation import AccountingError
+from accounting import DurableLedger, Ledger, AccountingError
 
 from ._noise import IDEALISED_LABEL
 

@@ -33,7 +33,8 @@ import numba
 import numpy as np
 from numba.np.random.generator_core import next_double
 
-from accounting._validation import AccountingError, check_nonnegative, check_positive
+from accounting import AccountingError
+from accounting.internal import check_nonnegative, check_positive
 
 from . import _inversion
 from . import _kernels as K

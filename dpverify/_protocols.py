@@ -57,8 +57,8 @@ from typing import Any, Literal
 import numpy as np
 
 import accounting as acc
-from accounting._total_variation import WithinTotalVariation
-from accounting._validation import AccountingError, check_positive, check_positive_int, check_probability
+from accounting import WithinTotalVariation, AccountingError
+from accounting.internal import check_positive, check_positive_int, check_probability
 
 from . import _noise
 from . import _protocol_kernels as pk

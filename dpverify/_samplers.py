@@ -44,8 +44,8 @@ from numbers import Integral, Rational
 
 import numpy as np
 
-from accounting._certified import exact, upper_float, working_precision
-from accounting._validation import AccountingError, check_nonnegative, check_positive, check_probability
+from accounting import working_precision, AccountingError
+from accounting.internal import exact, upper_float, check_nonnegative, check_positive, check_probability
 
 from . import _inversion, _kernels
 

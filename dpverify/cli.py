@@ -212,7 +212,7 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
         exact = mech.rdp().evaluate(alphas, precision=precision)
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, alpha=alphas, precision=precision, **options) from None
-    from accounting._routes import rdp_provenance
+    from accounting.internal import rdp_provenance
 
     routes = [rdp_provenance(mech, a) for a in alphas]
     closed: dict[str, list] = {}

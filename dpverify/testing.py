@@ -19,8 +19,7 @@ __all__ = ["assert_private"]
 def _as_claim(claim: Any) -> Any:
     """A guarantee object, or the shorthands: a number is pure eps-DP, a pair (eps, delta) is
     (eps, delta)-DP."""
-    from accounting import ApproxDP, PureDP, RDP, ZCDP
-    from accounting._validation import AccountingError
+    from accounting import ApproxDP, PureDP, RDP, ZCDP, AccountingError
 
     if isinstance(claim, (PureDP, ApproxDP, ZCDP, RDP)):
         return claim

@@ -8,11 +8,23 @@ by name with ``importlib.import_module``: a lazy import is still an arrow). A
 ``from package import name`` where ``name`` is a submodule points at the submodule; otherwise at
 the package's ``__init__``. A package's ``__init__`` re-exporting its submodules is an arrow like
 any other, so a submodule that imports its own package's ``__init__`` closes a cycle.
+
+Layers (issue 30, item 5), bottom to top: ``accounting``'s private modules; ``accounting`` itself
+and :mod:`accounting.internal` (the one documented interface to the layers above); ``dpverify``'s
+core (samplers, mechanisms, protocols, privatizers, presentation); ``dpverify``'s upper floors
+(bandits, audit, tails, CLI, ``dpverify.testing``). A module imports only from its own floor or
+below, and ``dpverify`` never reaches past ``accounting``'s public API and the interface into a
+private module: checked on the graph and, line by line, on every form a private import can take
+(``from accounting._x import``, ``import accounting._x``, ``from accounting import _x``, an
+attribute ``accounting._x`` of an imported ``accounting``, ``import_module("accounting._x")``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -40,13 +52,19 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
     return ".".join(base + ([target] if target else []))
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of one file (parsed once per session: several tests walk every file)."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def import_graph() -> dict[str, set[str]]:
     """module -> the project modules it imports (anywhere in its body)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         is_package = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(_tree(path)):
             targets: list[str] = []
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value and node.value in modules:
                 targets = [node.value]  # a module named by a string: imported by name somewhere (import_module)
@@ -137,3 +155,129 @@ def test_layers(source_prefix, forbidden_prefix):
     graph = import_graph()
     bad = sorted((s, t) for s, ts in graph.items() if s.startswith(source_prefix) for t in ts if t.startswith(forbidden_prefix))
     assert not bad, f"{source_prefix} imports {forbidden_prefix}: {bad}"
+
+
+# ---- layers (issue 30, item 5) ---------------------------------------------------------------------
+
+#: the documented interface between ``accounting`` and the layers above it
+INTERFACE = "accounting.internal"
+#: dpverify's upper floors (everything else in dpverify is its core); each must name a module
+UPPER = ("dpverify._bandits", "dpverify._audit", "dpverify._tails", "dpverify.cli", "dpverify._cli_", "dpverify.testing")
+#: floor -> the floors its modules may import
+ALLOWED = {0: {0}, 1: {0, 1}, 2: {1, 2}, 3: {1, 2, 3}}
+_PRIVATE_NAME = re.compile(r"^accounting\._\w")
+
+
+def floor(module: str) -> int:
+    """0: accounting's private modules; 1: ``accounting`` and the interface; 2: dpverify's core; 3: its upper floors."""
+    if module in ("accounting", INTERFACE):
+        return 1
+    if module.startswith("accounting."):
+        return 0
+    return 3 if module.startswith(UPPER) else 2
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every arrow that goes up a floor or skips the interface (dpverify -> a private accounting module)."""
+    return sorted((s, t) for s, ts in graph.items() for t in ts if floor(t) not in ALLOWED[floor(s)])
+
+
+def private_accounting_imports(source: str | ast.Module) -> list[tuple[int, str]]:
+    """(line, text) of every place ``source`` (text or a parsed module) imports or reaches a private
+    module of ``accounting`` other than through the interface (the forms listed in the module docstring)."""
+    tree = ast.parse(source) if isinstance(source, str) else source
+    aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names if a.name == "accounting"}
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, f"import {a.name}") for a in node.names if _PRIVATE_NAME.match(a.name)]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if _PRIVATE_NAME.match(node.module):
+                found.append((node.lineno, f"from {node.module} import ..."))
+            elif node.module == "accounting":
+                found += [(node.lineno, f"from accounting import {a.name}") for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            if node.attr.startswith("_") and not node.attr.startswith("__"):
+                found.append((node.lineno, f"{node.value.id}.{node.attr}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"accounting\._\w+(\.\w+)*", node.value):
+            found.append((node.lineno, repr(node.value)))
+    return found
+
+
+def test_every_floor_prefix_names_a_module():
+    """A renamed folder must be renamed here too (else its floor would silently become the core)."""
+    modules = _modules()
+    assert INTERFACE in modules
+    missing = [p for p in UPPER if not any(m.startswith(p) for m in modules)]
+    assert not missing, f"floor prefixes naming no module: {missing}"
+
+
+def test_layers_only_downward():
+    bad = layer_violations(import_graph())
+    assert not bad, "imports going up a floor or past the interface: " + "; ".join(f"{s} -> {t}" for s, t in bad)
+
+
+def test_layer_check_rejects_a_planted_upward_or_private_arrow():
+    """The wrong variants: the same check flags an arrow up a floor and one into a private module."""
+    planted = {
+        "dpverify._samplers": {"accounting", INTERFACE},        # allowed
+        "dpverify._bandits._ucb": {"dpverify._samplers"},       # allowed: down a floor
+        "dpverify._protocols": {"dpverify._audit._audit"},      # core -> upper
+        "dpverify._noise": {"accounting._certified"},           # past the interface
+        "accounting._ledger": {INTERFACE},                      # the interface is above the private floor
+    }
+    assert layer_violations(planted) == [
+        ("accounting._ledger", INTERFACE),
+        ("dpverify._noise", "accounting._certified"),
+        ("dpverify._protocols", "dpverify._audit._audit"),
+    ]
+
+
+def test_dpverify_imports_no_private_accounting_module():
+    """Every dpverify module, line by line: only ``accounting`` and ``accounting.internal``."""
+    offenders = {
+        name: hits
+        for name, path in _modules().items()
+        if name.startswith("dpverify") and (hits := private_accounting_imports(_tree(path)))
+    }
+    assert not offenders, f"private accounting imports in dpverify (use accounting or {INTERFACE}): {offenders}"
+
+
+@pytest.mark.parametrize("source", [
+    "from accounting._validation import check_positive",
+    "from accounting._mechanisms._binomial_pair import binomial_composition_epsilon",
+    "import accounting._certified",
+    "import accounting._certified as c",
+    "from accounting import Ledger, _durable",
+    "import accounting as acc\nx = acc._routes.pld_bracket",
+    "def f():\n    from accounting._ledger import _user_groups\n    return _user_groups",
+    "import importlib\nm = importlib.import_module('accounting._routes')",
+])
+def test_private_import_check_rejects_each_form(source):
+    """The wrong variants: each form of a private import is found (the check can fail)."""
+    assert private_accounting_imports(source), source
+
+
+def test_private_import_check_accepts_the_interface():
+    allowed = (
+        "import accounting\nimport accounting as acc\nfrom accounting import Ledger, AccountingError\n"
+        "from accounting.internal import exact, check_positive\nimport accounting.internal\n"
+        "x = acc.__all__ + [accounting.Ledger]\ns = 'accounting._validation is private'\n"
+    )
+    assert private_accounting_imports(allowed) == []
+
+
+def test_interface_is_documented_and_re_exports():
+    """Each name of the interface is named in its docstring, is the private module's own object
+    (a re-export, not a copy), and is not also public (a name is either API or interface)."""
+    import accounting
+    import accounting.internal as interface
+
+    doc = interface.__doc__ or ""
+    undocumented = [n for n in interface.__all__ if f"``{n}(" not in doc]
+    assert not undocumented, f"interface names missing from its docstring: {undocumented}"
+    for name in interface.__all__:
+        obj = getattr(interface, name)
+        home = inspect.getmodule(obj)
+        assert home is not None and home.__name__.startswith("accounting._"), (name, home)
+    assert not set(interface.__all__) & set(accounting.__all__)

@@ -219,6 +219,7 @@ BASE = {
                       sensitivity=st.integers(1, 5)),
     acc.DiscreteGaussian: _of(acc.DiscreteGaussian, sigma=_real(0.5, 100), sensitivity=st.integers(1, 5)),
     acc.DiscreteGaussianSum: _of(acc.DiscreteGaussianSum, n=st.integers(1, 64), sigma=_real(0.5, 50), sensitivity=st.integers(1, 5)),
+    acc.DiscreteGaussianVector: _of(acc.DiscreteGaussianVector, sigma2=_real(0.5, 10**4), sensitivity=st.integers(1, 5), dimension=st.integers(1, 64)),
     acc.DiscreteLaplace: _of(acc.DiscreteLaplace, scale=_real(0.1, 100), sensitivity=st.integers(1, 5)),
     acc.GridDiscreteLaplace: _of(acc.GridDiscreteLaplace, grid=st.integers(1, 2**20), scale=_real(0.1, 10**6)),
     acc.Gaussian: _of(acc.Gaussian, sigma=_real(0.1, 100), sensitivity=_real(0.1, 5)),

@@ -74,8 +74,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from accounting._guarantees import RDP, ZCDP, ApproxDP, PureDP
-from accounting._validation import AccountingError, check_positive_int, check_probability
+from accounting import RDP, ZCDP, ApproxDP, PureDP, AccountingError
+from accounting.internal import check_positive_int, check_probability
 
 from ._estimators import (
     DEFAULT_EVENTS,

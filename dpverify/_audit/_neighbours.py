@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting import IntegerPair
-from accounting._validation import AccountingError, check_positive, check_positive_int
+from accounting import AccountingError, IntegerPair
+from accounting.internal import check_positive, check_positive_int
 
 __all__ = ["NeighbourPair", "as_pairs", "replace_one_pairs", "scalar_pairs", "statdp_pairs"]
 

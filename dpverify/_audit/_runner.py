@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from ._learned import LearnedView, shared_values
 from ._views import Hist, distinct_rows, to_table

@@ -32,9 +32,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import accounting as acc
-from accounting._analytic_gaussian import gdp_mu
-from accounting._ledger import Charge, _normalise_participants, _user_groups
-from accounting._validation import AccountingError
+from accounting import gdp_mu, Charge, AccountingError
+from accounting.internal import normalise_participants as _normalise_participants, user_groups as _user_groups
 
 from .._bandits._builtin import dp_se_setup, se_setup, ucb_setup
 from .._bandits._runner import RunConfig

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from ._neighbours import NeighbourPair, statdp_pairs
 

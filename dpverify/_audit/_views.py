@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from ._score_kernels import gaussian_lr_rows, signed_counts_rows
 

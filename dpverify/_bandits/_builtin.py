@@ -21,8 +21,8 @@ from functools import lru_cache
 from typing import Any
 
 import accounting as acc
-from accounting._total_variation import delta_before_total_variation, times_total_variation, total_variation_of
-from accounting._validation import AccountingError
+from accounting import AccountingError
+from accounting.internal import delta_before_total_variation, times_total_variation, total_variation_of
 
 from ._elimination import EliminationSetup, run_batch_elimination, run_dp_se
 from ._environments import BanditInstance, easy_instance, hard_instance, mslr_instance, ren_bernoulli_instance, ren_mixed_instance

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from ._registry import AlgorithmSpec, InstanceSpec, instance_name, lookup, registered
 

@@ -41,7 +41,8 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 import accounting as acc
-from accounting._validation import AccountingError, check_positive_int, check_probability
+from accounting import AccountingError
+from accounting.internal import check_positive_int, check_probability
 
 from .._privatizer import BatchProtocol, Privatizer
 from ._environments import BanditInstance, RewardStreams, children

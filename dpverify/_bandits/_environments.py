@@ -35,7 +35,8 @@ import numba
 import numpy as np
 from scipy.special import ndtr
 
-from accounting._validation import AccountingError, check_positive, check_positive_int
+from accounting import AccountingError
+from accounting.internal import check_positive, check_positive_int
 
 __all__ = [
     "ArmLaw",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 __all__ = [
     "AlgorithmSpec",

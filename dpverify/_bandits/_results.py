@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from .._versions import versions
 
@@ -156,7 +156,7 @@ def _merge_ledgers(ledgers: list[dict]) -> dict:
 
 
 def _guarantee_dict(g: Any) -> dict:
-    from accounting._ledger import _guarantee_to_dict
+    from accounting.internal import guarantee_to_dict as _guarantee_to_dict
 
     try:
         return _guarantee_to_dict(g)

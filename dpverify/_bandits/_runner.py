@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting._validation import AccountingError, BudgetExceeded, check_positive, check_positive_int, check_probability
+from accounting import AccountingError, BudgetExceeded
+from accounting.internal import check_positive, check_positive_int, check_probability
 
 from .._noise import DEFAULT_NOISE, IDEALISED_LABEL, check_noise
 from ._builtin import batch_sizes, returning_users_plan
@@ -186,7 +187,7 @@ class RunConfig:
             describe = getattr(self.instance, "describe", None)
             out["instance_definition"] = describe() if callable(describe) else repr(self.instance)
         if self.ledger is not None:  # results never carry a database password
-            from accounting._durable import redacted
+            from accounting.internal import redacted
 
             out["ledger"] = redacted(self.ledger)
         out["confidence_p"] = self.confidence

@@ -44,8 +44,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from accounting import Ledger
-from accounting._validation import AccountingError, check_positive_int
+from accounting import Ledger, AccountingError
+from accounting.internal import check_positive_int
 
 from .. import _protocol_kernels as pk
 from .._privatizer import private_stream

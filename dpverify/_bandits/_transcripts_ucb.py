@@ -24,8 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting import Ledger
-from accounting._validation import AccountingError
+from accounting import Ledger, AccountingError
 
 from .._privatizer import private_stream
 from ._results import RunRecord

@@ -38,8 +38,8 @@ import numba
 import numpy as np
 
 import accounting as acc
-from accounting._mechanisms import BernoulliCurator, GridDiscreteLaplace, Laplace
-from accounting._validation import AccountingError, BudgetExceeded, check_positive, check_positive_int
+from accounting import BernoulliCurator, GridDiscreteLaplace, Laplace, AccountingError, BudgetExceeded
+from accounting.internal import check_positive, check_positive_int
 
 from .. import _noise, _privatizer, _samplers
 from .. import _protocol_kernels as pk

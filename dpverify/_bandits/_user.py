@@ -28,7 +28,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from ._environments import ArmLaw, BanditInstance
 

@@ -44,7 +44,7 @@ from functools import lru_cache
 
 from flint import arb, arb_poly, ctx
 
-from accounting._certified import exact, lower_float, upper_float
+from accounting.internal import exact, lower_float, upper_float
 
 __all__ = [
     "MAX_TERMS",

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from accounting import RDP, ZCDP, ApproxDP, PureDP, rdp_to_delta
-from accounting._validation import AccountingError
+from accounting import RDP, ZCDP, ApproxDP, PureDP, rdp_to_delta, AccountingError
 
 from .._neighbours import NeighbourPair
 from ._registry import TARGETS, prefixed_target

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from .._runs import RUN_ALGORITHMS, run_target
 from ._registry import PREFIXES, _TARGETS_COST, Built, Target, _Table

@@ -159,9 +159,8 @@ class StatedClaim(Mechanism):
 def _step_curve(points: list[tuple[float, float]]) -> Any:
     """The RDP curve implied by bounds at finitely many orders: eps(alpha) <= e_i for the first
     stated order a_i >= alpha (Renyi divergence is non-decreasing in the order); undefined above."""
-    from accounting import RDP
-    from accounting._certified import exact
-    from accounting._validation import AccountingError
+    from accounting import RDP, AccountingError
+    from accounting.internal import exact
 
     balls = [(exact(a), exact(e)) for a, e in points]
     top = points[-1][0]

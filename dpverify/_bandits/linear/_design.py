@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 __all__ = ["Design", "g_optimal_design", "support_bound"]
 

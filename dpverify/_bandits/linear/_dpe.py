@@ -58,8 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from accounting import ApproxDP, Ledger, ZCDP
-from accounting._validation import AccountingError, check_positive_int, check_probability
+from accounting import ApproxDP, Ledger, ZCDP, AccountingError
+from accounting.internal import check_positive_int, check_probability
 
 from ._design import g_optimal_design, support_bound
 from ._instances import LinearInstance

@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from accounting._validation import AccountingError, check_positive_int
+from accounting import AccountingError
+from accounting.internal import check_positive_int
 
 from ._dpe import DPEConfig, run_linear
 from ._instances import LinearInstance, mslr_linear_instance, synthetic_instance

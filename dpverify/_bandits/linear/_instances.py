@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from accounting._validation import AccountingError, check_positive, check_positive_int
+from accounting import AccountingError
+from accounting.internal import check_positive, check_positive_int
 
 __all__ = ["LinearInstance", "mslr_linear_instance", "synthetic_instance"]
 

@@ -119,11 +119,8 @@ from typing import Any
 import numpy as np
 from flint import arb
 
-from accounting import ApproxDP, Calibration, Gaussian, calibrate
-from accounting._certified import exact, lower_float, upper_float, working_precision
-from accounting._mechanisms import DiscreteGaussianVector
-from accounting._mechanisms._discrete_gaussian_vector import sum_total_variation
-from accounting._validation import AccountingError, check_positive, check_probability
+from accounting import ApproxDP, Calibration, Gaussian, calibrate, working_precision, DiscreteGaussianVector, AccountingError
+from accounting.internal import exact, lower_float, upper_float, sum_total_variation, check_positive, check_probability
 
 from ... import _protocol_kernels as pk
 from ..._privatizer import AccountedReleaser

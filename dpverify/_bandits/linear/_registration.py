@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 from .._registry import AlgorithmSpec, FigureSpec, InstanceSpec, register_algorithm, register_figure, register_instance, register_instance_type
 from .._results import RunRecord, ledger_summary

@@ -59,9 +59,8 @@ from typing import Any
 
 import numpy as np
 
-from accounting import ApproxDP
-from accounting._mechanisms._binomial_pair import binomial_composition_epsilon
-from accounting._validation import AccountingError, check_positive, check_probability
+from accounting import ApproxDP, AccountingError
+from accounting.internal import binomial_composition_epsilon, check_positive, check_probability
 
 from ._design import support_bound
 from ._privatizers import VectorProtocol

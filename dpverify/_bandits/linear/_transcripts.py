@@ -26,8 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from accounting import Ledger
-from accounting._validation import AccountingError
+from accounting import Ledger, AccountingError
 
 from ..._privatizer import private_stream
 from .._transcripts import NOT_RELEASED, VIEWS, Placement, TranscriptEngine
