@@ -111,6 +111,7 @@ EXAMPLES = {
     acc.Binomial: lambda: acc.Binomial(8, Fraction(1, 2)),
     acc.DiscreteGaussian: lambda: acc.DiscreteGaussian(3.0, 1),
     acc.DiscreteGaussianSum: lambda: acc.DiscreteGaussianSum(4, 2.0, 1),
+    acc.DiscreteGaussianVector: lambda: acc.DiscreteGaussianVector(4, 1, 3),
     acc.DiscreteLaplace: lambda: acc.DiscreteLaplace(2, 1),
     acc.Gaussian: lambda: acc.Gaussian(2.0),
     acc.GridDiscreteLaplace: lambda: acc.GridDiscreteLaplace(2, 1),
