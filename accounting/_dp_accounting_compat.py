@@ -48,24 +48,63 @@ def certified_accountant_class() -> type:
     return _CLASS[0]
 
 
+_ADD_OR_SPECIAL = "neighboring_relation must be `ADD_OR_REMOVE_ONE` or `REPLACE_SPECIAL` for `{}`. Found {}."
+_REPLACE_OR_SPECIAL = "neighboring_relation must be `REPLACE_ONE` or `REPLACE_SPECIAL` for `{}`. Found {}."
+
+
+def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
+    """dp_accounting's refusal for ``event`` under ``relation`` (its message), or None.
+
+    ``flavour`` "pld" mirrors its PLDAccountant, "rdp" its RdpAccountant: Laplace, discrete
+    Laplace, mixtures of Gaussians and Poisson sampling of a Laplace are add/remove events (PLD);
+    Poisson sampling is refused under REPLACE_ONE by the RDP accountant only (the PLD accountant
+    takes a Poisson-sampled Gaussian there); sampling without replacement needs REPLACE_ONE and tree
+    aggregation REPLACE_SPECIAL; randomized response is a replace event for both; sampling with
+    replacement is refused by both."""
+    name = type(event).__name__
+    rel = relation.name
+    if name == "RandomizedResponseDpEvent" and rel == "ADD_OR_REMOVE_ONE":
+        return _REPLACE_OR_SPECIAL.format(name, relation)
+    if rel == "REPLACE_ONE":
+        if name in ("LaplaceDpEvent", "DiscreteLaplaceDpEvent", "MixtureOfGaussiansDpEvent") and flavour == "pld":
+            return _ADD_OR_SPECIAL.format(name, relation)
+        if name == "PoissonSampledDpEvent":
+            if flavour == "rdp" or type(event.event).__name__ != "GaussianDpEvent":
+                return _ADD_OR_SPECIAL.format(name, relation)
+    if name == "SampledWithoutReplacementDpEvent" and rel != "REPLACE_ONE":
+        return f"neighboring_relation must be `REPLACE_ONE` for `{name}`. Found {relation}."
+    if name == "SingleEpochTreeAggregationDpEvent" and rel != "REPLACE_SPECIAL":
+        return f"neighboring_relation must be `REPLACE_SPECIAL` for `{name}`. Found {relation}."
+    return None
+
+
 def _build(dp_event: Any, pa: Any) -> type:
     from ._dp_event import Composition, NonPrivate, _translate
     from ._planner import DEFAULT_TIME_BUDGET
-    from ._routes import epsilon_routes, query_of
-    from ._validation import AccountingError, check_nonnegative, check_positive
+    from ._routes import epsilon_routes
+    from ._validation import AccountingError, check_positive
 
     relation = pa.NeighboringRelation
-    add_remove = {"GaussianDpEvent", "LaplaceDpEvent", "DiscreteLaplaceDpEvent", "PoissonSampledDpEvent"}
-    replace = {"RandomizedResponseDpEvent", "SampledWithoutReplacementDpEvent"}
+    #: events answered (translated to a mechanism with certified routes); the rest are refused
+    known = {"GaussianDpEvent", "LaplaceDpEvent", "DiscreteLaplaceDpEvent", "PoissonSampledDpEvent", "RandomizedResponseDpEvent",
+             "SampledWithoutReplacementDpEvent", "ZCDpEvent", "SingleEpochTreeAggregationDpEvent", "MixtureOfGaussiansDpEvent"}
 
     class CertifiedAccountant(pa.PrivacyAccountant):
         """dp_accounting's ``PrivacyAccountant`` answered by the certified route planner
-        (module :mod:`accounting._dp_accounting_compat`). ``time_budget``: seconds on one core
-        each ``get_epsilon`` or ``get_delta`` may spend (both go through the route planner's
-        cost guard)."""
+        (module :mod:`accounting._dp_accounting_compat`). Takes the arguments of dp_accounting's
+        ``PLDAccountant`` (``neighboring_relation``, ``value_discretization_interval``: accepted and
+        unused, our PLD chooses its own certified grid) plus ``time_budget``: seconds on one core
+        each ``get_epsilon`` or ``get_delta`` may spend (both go through the route planner's cost
+        guard)."""
 
-        def __init__(self, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, time_budget: float = DEFAULT_TIME_BUDGET) -> None:
+        _flavour = "pld"
+
+        def __init__(self, neighboring_relation=relation.ADD_OR_REMOVE_ONE, value_discretization_interval: float = 1e-4, *,
+                      time_budget: float = DEFAULT_TIME_BUDGET) -> None:
+            if not isinstance(neighboring_relation, relation):
+                raise AccountingError("neighboring_relation", neighboring_relation, "a dp_accounting NeighboringRelation")
             super().__init__(neighboring_relation)
+            check_positive("value_discretization_interval", value_discretization_interval)
             check_positive("time_budget", time_budget, allow_inf=True)
             self._time_budget = float(time_budget)
             self._parts: list[tuple[Any, int]] = []
@@ -86,33 +125,33 @@ def _build(dp_event: Any, pa: Any) -> type:
                     if error is not None:
                         return error
                 return None
-            if name in add_remove:
-                if self.neighboring_relation != relation.ADD_OR_REMOVE_ONE:
-                    return self._unsupported(event, f"neighboring_relation must be ADD_OR_REMOVE_ONE for {name}")
-                if isinstance(event, dp_event.PoissonSampledDpEvent):
-                    inner = event.event
-                    if not isinstance(inner, (dp_event.GaussianDpEvent, dp_event.LaplaceDpEvent, dp_event.DiscreteLaplaceDpEvent, dp_event.NoOpDpEvent,
-                                              dp_event.NonPrivateDpEvent)):
-                        return self._unsupported(event, f"Poisson sampling of {type(inner).__name__} is not supported")
-                return None
-            if name in replace:
-                if self.neighboring_relation != relation.REPLACE_ONE:
-                    return self._unsupported(event, f"neighboring_relation must be REPLACE_ONE for {name}")
-                if isinstance(event, dp_event.SampledWithoutReplacementDpEvent) and not isinstance(event.event, dp_event.GaussianDpEvent):
-                    return self._unsupported(event, "sampling without replacement is supported of a GaussianDpEvent")
-                return None
-            return self._unsupported(event, f"{name} is not supported by the certified accountant")
+            if name not in known:
+                return self._unsupported(event, f"Unsupported event: {name} is not supported by the certified accountant.")
+            message = _relation_error(event, self.neighboring_relation, self._flavour)
+            if message is not None:
+                return self._unsupported(event, message)
+            return None
+
+        def compose(self, event: Any, count: int = 1):
+            """dp_accounting's ``compose``: ``count`` >= 1 (ValueError otherwise, as its PLD accountant)."""
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise AccountingError("count", count, "an integer >= 1 (how many times the event is composed)")
+            return super().compose(event, count)
 
         def _maybe_compose(self, event: Any, count: int, do_compose: bool):
             error = self._check(event)
             if error is not None:
                 return error
             try:
-                mechanism = _translate(event)  # None: a tree of no-ops, which costs nothing
+                mechanism = _translate(event, self.neighboring_relation.name.lower())  # None: no privacy cost
             except AccountingError as invalid:
+                if do_compose:  # a parameter out of range: ValueError naming it, as dp_accounting raises
+                    raise
                 # never dropped (that would under-report epsilon): supports() answers False and
                 # compose raises UnsupportedEventError with the message naming the parameter
                 return self._unsupported(event, str(invalid))
+            except ZeroDivisionError as invalid:  # pragma: no cover - a parameter the translation missed
+                return self._unsupported(event, f"invalid parameter: {invalid}")
             if not do_compose or count == 0 or mechanism is None:
                 return None
             if isinstance(mechanism, NonPrivate):
@@ -124,27 +163,58 @@ def _build(dp_event: Any, pa: Any) -> type:
         def _subject(self):
             return Composition(tuple(self._parts))
 
-        def get_epsilon(self, target_delta: float) -> float:
-            """A certified upper bound of epsilon at ``target_delta`` for everything composed."""
-            query_of(NonPrivate(), target_delta)  # validates target_delta, as every query does
+        def _edge_epsilon(self, target_delta: float) -> float | None:
+            """The contract's answers that need no route: inf for a non-private release, 0 with no
+            release or at delta >= 1, and the certified pure-DP epsilon (or inf) at delta 0."""
+            _check_delta(target_delta)
             if self._non_private:
                 return math.inf
-            if not self._parts:
+            if not self._parts or target_delta >= 1:
                 return 0.0
+            if target_delta == 0:
+                pure = self._subject().pure()
+                return math.inf if pure is None else float(pure.epsilon)
+            return None
+
+        def _edge_delta(self, target_epsilon: float) -> float | None:
+            _check_epsilon(target_epsilon)
+            if self._non_private:
+                return 1.0
+            if not self._parts or target_epsilon == math.inf:
+                return 0.0
+            return None
+
+        def get_epsilon(self, target_delta: float) -> float:
+            """A certified upper bound of epsilon at ``target_delta`` for everything composed."""
+            edge = self._edge_epsilon(target_delta)
+            if edge is not None:
+                return edge
             return epsilon_routes(self._subject(), target_delta, comparisons=False, time_budget=self._time_budget).epsilon
 
         def get_delta(self, target_epsilon: float) -> float:
             """A certified upper bound of delta at ``target_epsilon`` (the smallest of the PLD, the
             analytic Gaussian and the RDP curves' CKS conversion, where each applies)."""
-            check_nonnegative("target_epsilon", target_epsilon)
-            if self._non_private:
-                return 1.0
-            if not self._parts:
-                return 0.0
+            edge = self._edge_delta(target_epsilon)
+            if edge is not None:
+                return edge
             return certified_delta(self._subject(), float(target_epsilon), self._time_budget)
 
     CertifiedAccountant.__module__ = "accounting"
     return CertifiedAccountant
+
+
+def _check_delta(target_delta: Any) -> None:
+    from ._validation import AccountingError
+
+    if isinstance(target_delta, bool) or not isinstance(target_delta, (int, float)) or not (0 <= target_delta <= 1):
+        raise AccountingError("target_delta", target_delta, "a probability in [0, 1]")
+
+
+def _check_epsilon(target_epsilon: Any) -> None:
+    from ._validation import AccountingError
+
+    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (target_epsilon >= 0):
+        raise AccountingError("target_epsilon", target_epsilon, "a real number >= 0 (inf allowed)")
 
 
 def certified_delta(subject: Any, epsilon: float, time_budget: float | None = None) -> float:

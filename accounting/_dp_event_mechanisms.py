@@ -1,0 +1,219 @@
+"""Mechanisms behind dp_accounting event types that have no counterpart elsewhere in accounting.
+
+Each is a small frozen value object with a certified RDP curve (and an output pair or a pure-DP
+bound where one exists), so every route of the planner accepts it:
+
+- :class:`ZCdpGuarantee` -- ``ZCDpEvent(rho, xi)``: (xi, rho)-zCDP, D_alpha <= xi + rho alpha
+  (Bun & Steinke 2016, Def. 1.1; the curve is the definition).
+- :class:`SpecialRandomizedResponse` -- ``RandomizedResponseDpEvent(p, k)`` under
+  REPLACE_SPECIAL: a record replaced by the special record, whose response is uniform. The pair
+  is R(x) = (a on x's bucket, b on each of the k - 1 others), a = 1 - p + p/k, b = p/k, against
+  U = (1/k, ..., 1/k) (dp_accounting's ``from_randomized_response``); both directions are exact
+  (three outputs suffice: x's bucket and the others, merged), eps = max(log(k a), -log(k b)).
+- :class:`ReplaceOnePoissonGaussian` -- ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` under
+  REPLACE_ONE: with the same coin for the replaced record, the outputs are
+  P = (1-q) N(0) + q N(-1) and Q = (1-q) N(0) + q N(1) (sensitivity 1 each side). Joint convexity of
+  (P, Q) -> int P^alpha Q^(1-alpha) for alpha > 1 (and of the hockey-stick divergence) bounds the
+  mixture by its components: int P^a Q^(1-a) <= (1-q) + q exp(2 a (a-1) / sigma^2), i.e.
+  D_alpha <= log(1 - q + q e^{2 alpha (alpha-1)/sigma^2}) / (alpha - 1). That is an upper bound
+  (exact at q = 1, where it is the Gaussian of sensitivity 2); it is the RDP route only, looser than
+  dp_accounting's PLD of the exact pair (stated in the accountant's docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from flint import arb
+
+from ._certified import exact, upper_float, working_precision
+from ._guarantees import RDP, PureDP
+from ._mechanisms._base import Mechanism
+from ._validation import AccountingError
+
+__all__ = ["GaussianMixtureShift", "ReplaceOnePoissonGaussian", "SpecialRandomizedResponse", "ZCdpGuarantee"]
+
+
+def _nonnegative_fraction(name: str, value) -> Fraction:
+    try:
+        out = Fraction(value)
+    except (TypeError, ValueError, OverflowError):
+        raise AccountingError(name, value, "a finite real number >= 0") from None
+    if out < 0:
+        raise AccountingError(name, value, "a finite real number >= 0")
+    return out
+
+
+@dataclass(frozen=True)
+class ZCdpGuarantee(Mechanism):
+    """(xi, rho)-zCDP as a mechanism: D_alpha <= xi + rho alpha for every alpha > 1 (exact reals)."""
+
+    rho: Fraction
+    xi: Fraction = Fraction(0)
+
+    family = "zcdp"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _nonnegative_fraction("rho", self.rho))
+        object.__setattr__(self, "xi", _nonnegative_fraction("xi", self.xi))
+        if self.rho == 0 and self.xi == 0:
+            raise AccountingError("rho", 0, "rho > 0 or xi > 0 (rho = xi = 0 is no release)")
+
+    def rdp(self) -> RDP:
+        rho, xi = self.rho, self.xi
+
+        def curve(alpha: arb) -> arb:
+            return exact(xi) + exact(rho) * alpha
+
+        return RDP.from_function(curve, self.describe(), approx=lambda alphas: float(xi) + float(rho) * alphas)
+
+    def pure(self) -> PureDP | None:
+        if self.rho == 0:  # D_alpha <= xi at every order: xi-DP in the limit alpha -> inf
+            with working_precision(None):
+                return PureDP(upper_float(exact(self.xi)))
+        return None
+
+    def describe(self) -> str:
+        return f"({float(self.xi):.6g}, {float(self.rho):.6g})-zCDP"
+
+
+@dataclass(frozen=True)
+class SpecialRandomizedResponse(Mechanism):
+    """k-ary randomized response under REPLACE_SPECIAL (module docstring): R(x) against uniform."""
+
+    noise_parameter: Fraction
+    num_buckets: int
+
+    family = "randomized-response-special"
+
+    def __post_init__(self) -> None:
+        p = Fraction(self.noise_parameter)
+        if not (0 < p <= 1):
+            raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
+        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) or self.num_buckets < 2:
+            raise AccountingError("num_buckets", self.num_buckets, "an integer >= 2")
+        object.__setattr__(self, "noise_parameter", p)
+
+    def _masses(self) -> tuple[tuple[Fraction, Fraction], tuple[Fraction, Fraction]]:
+        """(P, Q) on (x's bucket, the other k - 1 buckets merged): losses are equal within a class."""
+        p, k = self.noise_parameter, self.num_buckets
+        a, b = 1 - p + p / k, p / k
+        return (a, (k - 1) * b), (Fraction(1, k), Fraction(k - 1, k))
+
+    def rdp(self) -> RDP:
+        p, k = self.noise_parameter, self.num_buckets
+        a, b, u = 1 - p + p / k, p / k, Fraction(1, k)
+
+        def curve(alpha: arb) -> arb:
+            la, lb, lu = exact(a).log(), exact(b).log(), exact(u).log()
+            rest = exact(k - 1)
+            forward = (alpha * la + (1 - alpha) * lu).exp() + rest * (alpha * lb + (1 - alpha) * lu).exp()
+            backward = (alpha * lu + (1 - alpha) * la).exp() + rest * (alpha * lu + (1 - alpha) * lb).exp()
+            return forward.log().max(backward.log()) / (alpha - 1)
+
+        return RDP.from_function(curve, self.describe())
+
+    def pure(self) -> PureDP:
+        p, k = self.noise_parameter, self.num_buckets
+        a, b = 1 - p + p / k, p / k
+        with working_precision(None):
+            return PureDP(upper_float((exact(k * a)).log().max(-(exact(k * b)).log())))
+
+    def output_pair(self):
+        from ._pairs import FinitePair
+
+        (pa, pb), (qa, qb) = self._masses()
+        return FinitePair.from_masses([pa, pb], [qa, qb])
+
+    def describe(self) -> str:
+        return f"{self.num_buckets}-ary randomized response (noise parameter {float(self.noise_parameter)}), replaced by the special record"
+
+
+@dataclass(frozen=True)
+class ReplaceOnePoissonGaussian(Mechanism):
+    """A Poisson-subsampled Gaussian under REPLACE_ONE, by joint convexity (module docstring)."""
+
+    sigma: Fraction
+    probability: Fraction
+
+    family = "poisson-sampled-gaussian-replace-one"
+
+    def __post_init__(self) -> None:
+        sigma = Fraction(self.sigma)
+        q = Fraction(self.probability)
+        if sigma <= 0:
+            raise AccountingError("sigma", float(sigma), "a real number > 0")
+        if not (0 < q <= 1):
+            raise AccountingError("probability", float(q), "a probability in (0, 1]")
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "probability", q)
+
+    def rdp(self) -> RDP:
+        sigma, q = self.sigma, self.probability
+
+        def curve(alpha: arb) -> arb:
+            s, qq = exact(sigma), exact(q)
+            exponent = 2 * alpha * (alpha - 1) / (s * s)
+            if q == 1:
+                return exponent / (alpha - 1)
+            # log(1 - q + q e^x) = x + log(q + (1 - q) e^-x): no overflow at large x
+            return (exponent + (qq + (1 - qq) * (-exponent).exp()).log()) / (alpha - 1)
+
+        return RDP.from_function(curve, self.describe())
+
+    def describe(self) -> str:
+        return f"Gaussian(sigma={float(self.sigma):.6g}) Poisson-subsampled (q={float(self.probability):.6g}), replace-one by joint convexity"
+
+
+@dataclass(frozen=True)
+class GaussianMixtureShift(Mechanism):
+    """``MixtureOfGaussiansDpEvent(sigma, sensitivities c_i, sampling_probs p_i)`` under
+    ADD_OR_REMOVE_ONE: P = sum_i p_i N(c_i, sigma^2) against Q = N(0, sigma^2) (dp_accounting's
+    ``from_mixture_gaussian_mechanism``). RDP of both directions by convexity, for alpha > 1:
+    int P^a Q^(1-a) <= sum_i p_i int N(c_i)^a N(0)^(1-a) (joint convexity) and
+    int Q^a P^(1-a) <= sum_i p_i int N(0)^a N(c_i)^(1-a) (x -> x^(1-a) is convex), and both
+    component integrals are exp(a (a-1) c_i^2 / (2 sigma^2)); so
+    D_alpha <= log(sum_i p_i e^{a (a-1) c_i^2/(2 sigma^2)}) / (a - 1) in either direction.
+    An upper bound, exact for one component; the RDP route only (dp_accounting answers by the PLD
+    of the exact pair, which is tighter: stated where this is used)."""
+
+    sigma: Fraction
+    shifts: tuple
+    weights: tuple
+
+    family = "gaussian-mixture-shift"
+
+    def __post_init__(self) -> None:
+        sigma = Fraction(self.sigma)
+        if sigma <= 0:
+            raise AccountingError("standard_deviation", float(sigma), "a real number > 0")
+        shifts = tuple(Fraction(c) for c in self.shifts)
+        weights = tuple(Fraction(w) for w in self.weights)
+        if len(shifts) != len(weights) or not shifts:
+            raise AccountingError("sampling_probs", self.weights, f"{len(shifts)} probabilities, one per sensitivity")
+        if any(w < 0 for w in weights) or sum(weights) == 0:
+            raise AccountingError("sampling_probs", self.weights, "non-negative probabilities, not all 0")
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "shifts", shifts)
+        # the weights as given sum to 1 up to float rounding: normalised exactly (sum_i p_i f_i over
+        # a normalised p is what the convexity bound needs)
+        total = sum(weights)
+        object.__setattr__(self, "weights", tuple(w / total for w in weights))
+
+    def rdp(self) -> RDP:
+        sigma, shifts, weights = self.sigma, self.shifts, self.weights
+
+        def curve(alpha: arb) -> arb:
+            s = exact(sigma)
+            exponents = [alpha * (alpha - 1) * exact(c) * exact(c) / (2 * s * s) for c in shifts]
+            top = exponents[0]
+            for e in exponents[1:]:
+                top = top.max(e)
+            total = sum((exact(w) * (e - top).exp() for w, e in zip(weights, exponents) if w != 0), arb(0))
+            return (top + total.log()) / (alpha - 1)
+
+        return RDP.from_function(curve, self.describe())
+
+    def describe(self) -> str:
+        return f"mixture of Gaussians (sigma={float(self.sigma):.6g}, {len(self.shifts)} shifts) by convexity"
