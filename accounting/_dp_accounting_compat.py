@@ -27,12 +27,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["certified_accountant_class"]
+__all__ = ["certified_accountant_class", "certified_rdp_accountant_class"]
 
 #: the extra that installs dp_accounting
 EXTRA = "pip install 'dpverify[dp-accounting]'"
 
 _CLASS: list = []
+_RDP_CLASS: list = []
 
 
 def certified_accountant_class() -> type:
@@ -136,6 +137,10 @@ def _build(dp_event: Any, pa: Any) -> type:
             """dp_accounting's ``compose``: ``count`` >= 1 (ValueError otherwise, as its PLD accountant)."""
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise AccountingError("count", count, "an integer >= 1 (how many times the event is composed)")
+            if isinstance(event, dp_event.DpEvent) and self._check(event) is None:
+                # a parameter out of range is a ValueError naming it (dp_accounting raises one),
+                # before the ledger records the event; supports() answers False for it
+                _translate(event, self.neighboring_relation.name.lower())
             return super().compose(event, count)
 
         def _maybe_compose(self, event: Any, count: int, do_compose: bool):
@@ -201,6 +206,160 @@ def _build(dp_event: Any, pa: Any) -> type:
 
     CertifiedAccountant.__module__ = "accounting"
     return CertifiedAccountant
+
+
+def _build_rdp(base: type, pa: Any) -> type:
+    import numpy as np
+    from flint import arb
+
+    from ._certified import exact, upper_float, working_precision
+    from ._conversions import _delta_at, _epsilon_at, rdp_to_delta, rdp_to_epsilon
+    from ._validation import AccountingError
+
+    relation = pa.NeighboringRelation
+    try:
+        from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+    except ImportError:  # pragma: no cover - the same package provides the base class
+        DEFAULT_RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024]
+
+    class CertifiedRdpAccountant(base):
+        """dp_accounting's ``RdpAccountant`` contract answered by certified RDP curves
+        (module :mod:`accounting._dp_accounting_compat`): ``CertifiedRdpAccountant(orders=None,
+        neighboring_relation=ADD_OR_REMOVE_ONE)``. ``_rdp`` / ``rdp`` hold certified upper bounds of
+        the composed Renyi divergence at each order in ``orders`` (order 1 and below: the value
+        just above 1, an upper bound since D_alpha is nondecreasing in alpha; order inf: the
+        certified pure-DP epsilon, else inf). ``get_epsilon_and_optimal_order`` converts by CKS
+        (Canonne, Kamath & Steinke 2020) at each given order *and* over real orders (the certified
+        optimiser of :func:`accounting.rdp_to_epsilon`) and returns the smallest certified value
+        with its order; ``get_delta_and_optimal_order`` likewise. Never a float estimate."""
+
+        _flavour = "rdp"
+
+        def __init__(self, orders=None, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, time_budget: float | None = None) -> None:
+            kwargs = {} if time_budget is None else {"time_budget": time_budget}
+            super().__init__(neighboring_relation, **kwargs)
+            values = DEFAULT_RDP_ORDERS if orders is None else orders
+            array = np.array(values, dtype=float).reshape(-1)
+            if array.size == 0 or np.isnan(array).any() or (array <= 0).any():
+                raise AccountingError("orders", values, "a non-empty sequence of Renyi orders > 0")
+            self._orders = array
+
+        def _curve(self):
+            return self._subject().rdp()
+
+        @staticmethod
+        def _at(curve, alpha: float) -> float:
+            if alpha <= 1:
+                alpha = 1 + 2.0 ** -30  # D_alpha is nondecreasing: the value above 1 bounds it
+            try:
+                value = curve(alpha)
+            except (AccountingError, ZeroDivisionError, OverflowError):
+                return math.inf
+            return value if math.isfinite(value) else math.inf
+
+        @property
+        def _rdp(self) -> "np.ndarray":
+            if self._non_private:
+                return np.full(self._orders.shape, np.inf)
+            if not self._parts:
+                return np.zeros(self._orders.shape)
+            curve = self._curve()
+            pure = self._subject().pure()
+            out = []
+            for alpha in self._orders:
+                if alpha == math.inf:
+                    out.append(math.inf if pure is None else float(pure.epsilon))
+                else:
+                    out.append(self._at(curve, float(alpha)))
+            return np.array(out)
+
+        @property
+        def rdp(self) -> "np.ndarray":
+            """Certified upper bounds of the composed RDP at each of ``orders``."""
+            return np.copy(self._rdp)
+
+        @property
+        def orders(self) -> "np.ndarray":
+            return np.copy(self._orders)
+
+        def get_epsilon_and_optimal_order(self, target_delta: float):
+            """(certified epsilon at ``target_delta``, the order that gives it) -- None as the order
+            where no order is involved (nothing composed, delta >= 1, a non-private release)."""
+            edge = self._edge_epsilon(target_delta)
+            if edge is not None and (self._non_private or not self._parts or target_delta >= 1 or not math.isfinite(edge)):
+                return edge, None
+            candidates: list[tuple[float, float]] = []
+            pure = self._subject().pure()
+            if pure is not None:
+                candidates.append((float(pure.epsilon), math.inf))
+            if target_delta > 0:
+                curve = self._curve()
+                with working_precision(None):
+                    log_inv = (1 / exact(target_delta)).log()
+                    for alpha in self._orders:
+                        if 1 < alpha < math.inf:
+                            try:
+                                value = upper_float(_epsilon_at(curve, exact(float(alpha)), log_inv, "cks"))
+                            except (AccountingError, ZeroDivisionError, OverflowError):
+                                continue
+                            if math.isfinite(value):
+                                candidates.append((max(value, 0.0), float(alpha)))
+                try:
+                    real = rdp_to_epsilon(curve, target_delta)
+                    if math.isfinite(real.epsilon):
+                        candidates.append((max(real.epsilon, 0.0), real.alpha))
+                except (AccountingError, ZeroDivisionError, OverflowError):
+                    pass
+            if not candidates:
+                return math.inf, None
+            return min(candidates, key=lambda c: c[0])
+
+        def get_epsilon(self, target_delta: float) -> float:
+            return self.get_epsilon_and_optimal_order(target_delta)[0]
+
+        def get_delta_and_optimal_order(self, target_epsilon: float):
+            """(certified delta at ``target_epsilon``, the order that gives it)."""
+            edge = self._edge_delta(target_epsilon)
+            if edge is not None:
+                return edge, None
+            candidates: list[tuple[float, float]] = [(1.0, None)]
+            pure = self._subject().pure()
+            if pure is not None and float(pure.epsilon) <= target_epsilon:
+                candidates.append((0.0, math.inf))
+            curve = self._curve()
+            with working_precision(None):
+                eps_ball = exact(float(target_epsilon))
+                for alpha in self._orders:
+                    if 1 < alpha < math.inf:
+                        try:
+                            value = upper_float(_delta_at(curve, exact(float(alpha)), eps_ball))
+                        except (AccountingError, ZeroDivisionError, OverflowError):
+                            continue
+                        if math.isfinite(value):
+                            candidates.append((min(value, 1.0), float(alpha)))
+            if target_epsilon > 0:
+                try:
+                    real = rdp_to_delta(curve, float(target_epsilon))
+                    candidates.append((min(real.delta, 1.0), real.alpha))
+                except (AccountingError, ZeroDivisionError, OverflowError):
+                    pass
+            return min(candidates, key=lambda c: c[0])
+
+        def get_delta(self, target_epsilon: float) -> float:
+            return self.get_delta_and_optimal_order(target_epsilon)[0]
+
+    CertifiedRdpAccountant.__module__ = "accounting"
+    return CertifiedRdpAccountant
+
+
+def certified_rdp_accountant_class() -> type:
+    """The ``CertifiedRdpAccountant`` class (dp_accounting's RdpAccountant contract, certified)."""
+    if _RDP_CLASS:
+        return _RDP_CLASS[0]
+    from dp_accounting import privacy_accountant as pa
+
+    _RDP_CLASS.append(_build_rdp(certified_accountant_class(), pa))
+    return _RDP_CLASS[0]
 
 
 def _check_delta(target_delta: Any) -> None:

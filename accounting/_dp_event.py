@@ -278,7 +278,7 @@ def _translate(event: Any, relation: str = "add_or_remove_one") -> Any | None:
     if kind in ("GaussianDpEvent", "LaplaceDpEvent"):
         noise = float(_exact_float("noise_multiplier", _get(event, "noise_multiplier")))
         if noise < 0:
-            raise AccountingError("noise_multiplier", noise, "a real number >= 0")
+            raise AccountingError("noise_multiplier", noise, "a real number >= 0 (Noise multiplier must be non-negative)")
         if noise == 0:  # dp_accounting's convention: no noise is a non-private release
             return NonPrivate()
         return (Gaussian if kind == "GaussianDpEvent" else Laplace)(noise, factor)
