@@ -89,6 +89,7 @@ def _build(dp_event: Any, pa: Any) -> type:
     #: events answered (translated to a mechanism with certified routes); the rest are refused
     known = {"GaussianDpEvent", "LaplaceDpEvent", "DiscreteLaplaceDpEvent", "PoissonSampledDpEvent", "RandomizedResponseDpEvent",
              "SampledWithoutReplacementDpEvent", "ZCDpEvent", "SingleEpochTreeAggregationDpEvent", "MixtureOfGaussiansDpEvent"}
+    nested = {"RepeatAndSelectDpEvent"}
 
     class CertifiedAccountant(pa.PrivacyAccountant):
         """dp_accounting's ``PrivacyAccountant`` answered by the certified route planner
@@ -126,6 +127,8 @@ def _build(dp_event: Any, pa: Any) -> type:
                     if error is not None:
                         return error
                 return None
+            if name in nested:
+                return self._check(event.event)
             if name not in known:
                 return self._unsupported(event, f"Unsupported event: {name} is not supported by the certified accountant.")
             message = _relation_error(event, self.neighboring_relation, self._flavour)
@@ -245,7 +248,17 @@ def _build_rdp(base: type, pa: Any) -> type:
             self._orders = array
 
         def _curve(self):
-            return self._subject().rdp()
+            # one curve per composed state: its evaluations are cached across queries
+            key = tuple(self._parts)
+            cached = getattr(self, "_curve_cache", None)
+            if cached is None or cached[0] != key:
+                cached = (key, self._subject().rdp(), self._subject().pure())
+                self._curve_cache = cached
+            return cached[1]
+
+        def _pure(self):
+            self._curve()
+            return self._curve_cache[2]
 
         @staticmethod
         def _at(curve, alpha: float) -> float:
@@ -264,7 +277,7 @@ def _build_rdp(base: type, pa: Any) -> type:
             if not self._parts:
                 return np.zeros(self._orders.shape)
             curve = self._curve()
-            pure = self._subject().pure()
+            pure = self._pure()
             out = []
             for alpha in self._orders:
                 if alpha == math.inf:
@@ -289,7 +302,7 @@ def _build_rdp(base: type, pa: Any) -> type:
             if edge is not None and (self._non_private or not self._parts or target_delta >= 1 or not math.isfinite(edge)):
                 return edge, None
             candidates: list[tuple[float, float]] = []
-            pure = self._subject().pure()
+            pure = self._pure()
             if pure is not None:
                 candidates.append((float(pure.epsilon), math.inf))
             if target_delta > 0:
@@ -323,7 +336,7 @@ def _build_rdp(base: type, pa: Any) -> type:
             if edge is not None:
                 return edge, None
             candidates: list[tuple[float, float]] = [(1.0, None)]
-            pure = self._subject().pure()
+            pure = self._pure()
             if pure is not None and float(pure.epsilon) <= target_epsilon:
                 candidates.append((0.0, math.inf))
             curve = self._curve()

@@ -47,6 +47,7 @@ _FIELDS = {
     "ZCDpEvent": ("rho", "xi"),
     "SingleEpochTreeAggregationDpEvent": ("noise_multiplier", "step_counts"),
     "MixtureOfGaussiansDpEvent": ("standard_deviation", "sensitivities", "sampling_probs"),
+    "RepeatAndSelectDpEvent": ("event", "mean", "shape"),
 }
 
 
@@ -401,6 +402,20 @@ def _translate(event: Any, relation: str = "add_or_remove_one") -> Any | None:
         if isinstance(inner, NonPrivate):
             return inner
         return SampledWithoutReplacement(inner, _integer(event, "sample_size"), _integer(event, "source_dataset_size"))
+    if kind == "RepeatAndSelectDpEvent":
+        from ._dp_event_mechanisms import RepeatAndSelect
+
+        mean = _exact_float("mean", _get(event, "mean"))
+        shape_value = _get(event, "shape")
+        if isinstance(shape_value, bool) or not isinstance(shape_value, (int, float, Fraction)) or math.isnan(float(shape_value)) or shape_value < 0:
+            raise AccountingError("shape", shape_value, "a shape >= 0 (0 logarithmic, 1 geometric, inf Poisson)")
+        if mean < 1:
+            raise AccountingError("mean", float(mean), "a mean number of repetitions >= 1")
+        inner = _translate(_get(event, "event"), relation)
+        if inner is None or isinstance(inner, NonPrivate):
+            return inner
+        shape = math.inf if float(shape_value) == math.inf else Fraction(shape_value)
+        return RepeatAndSelect(inner, mean, shape)
     if kind == "SelfComposedDpEvent":
         count = _integer(event, "count")
         if count < 0:

@@ -22,6 +22,8 @@ bound where one exists), so every route of the planner accepts it:
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -32,7 +34,7 @@ from ._guarantees import RDP, PureDP
 from ._mechanisms._base import Mechanism
 from ._validation import AccountingError
 
-__all__ = ["GaussianMixtureShift", "ReplaceOnePoissonGaussian", "SpecialRandomizedResponse", "ZCdpGuarantee"]
+__all__ = ["GaussianMixtureShift", "RepeatAndSelect", "ReplaceOnePoissonGaussian", "SpecialRandomizedResponse", "ZCdpGuarantee"]
 
 
 def _nonnegative_fraction(name: str, value) -> Fraction:
@@ -217,3 +219,222 @@ class GaussianMixtureShift(Mechanism):
 
     def describe(self) -> str:
         return f"mixture of Gaussians (sigma={float(self.sigma):.6g}, {len(self.shifts)} shifts) by convexity"
+
+
+def _tnb_mean(gamma: arb, shape: Fraction) -> arb:
+    """Mean of the truncated negative binomial with halting probability gamma and shape eta
+    (Papernot & Steinke 2022, Def. 1): eta (1/gamma - 1) / (1 - gamma^eta); the logarithmic law
+    (eta = 0): (1/gamma - 1) / log(1/gamma); the geometric (eta = 1): 1/gamma."""
+    if shape == 1:
+        return 1 / gamma
+    if shape == 0:
+        return (1 / gamma - 1) / (-gamma.log())
+    eta = exact(shape)
+    return eta * (1 / gamma - 1) / (1 - (eta * gamma.log()).exp())
+
+
+def _certified_gamma(mean: Fraction, shape: Fraction) -> Fraction:
+    """A halting probability gamma' <= the gamma whose truncated negative binomial has ``mean``
+    (the mean decreases in gamma, so mean(gamma') >= mean certifies it; log(1/gamma') >=
+    log(1/gamma) only loosens the bound it enters). Bisection in floats, checked in Arb."""
+    if shape == 1:
+        return 1 / mean
+    target = float(mean)
+
+    def mean_float(g: float) -> float:
+        with working_precision(None):
+            return float(_tnb_mean(exact(g), shape).mid())
+
+    lo, hi = 0.0, min(1.0, 2 * (float(shape) + 1) / target)
+    for _ in range(200):
+        if hi <= lo * (1 + 1e-15):
+            break
+        mid = (lo + hi) / 2
+        if mid <= 0 or mid >= 1:
+            break
+        if mean_float(mid) < target:
+            hi = mid
+        else:
+            lo = mid
+    g = lo if lo > 0 else hi / 2
+    with working_precision(None):
+        for _ in range(200):
+            if g < 1 and bool(_tnb_mean(exact(g), shape) >= exact(mean)):
+                return Fraction(g)
+            g *= 1 - 1e-12 if g < 1 else 0.5
+    raise AccountingError("mean", float(mean), "a mean of repetitions whose halting probability can be certified")
+
+
+@dataclass(frozen=True)
+class RepeatAndSelect(Mechanism):
+    """``RepeatAndSelectDpEvent(event, mean, shape)``: run ``mechanism`` K times, K random with mean
+    ``mean`` -- Poisson (shape = inf) or truncated negative binomial of shape eta >= 0 (0:
+    logarithmic, 1: geometric) -- and release only the best run (Papernot & Steinke 2022,
+    arXiv:2110.03620). RDP at order lambda > 1:
+
+    - eta finite (Thm 2): eps(lambda) + (1+eta)(1 - 1/lh) eps(lh) + (1+eta) log(1/gamma)/lh
+      + log(mean)/(lambda - 1) for every lh >= 1 (lh = 1: the middle term vanishes); the constant
+      is minimised over lh (every candidate certified, the smallest kept), and since Renyi
+      divergences are nondecreasing in the order the value at any lambda' >= lambda bounds it (a
+      search over lambda', as dp_accounting's monotone step over its orders);
+    - Poisson (Thm 6): eps(lambda) + mean * delta_hat + log(mean)/(lambda - 1), where delta_hat is a
+      certified delta of the base at eps_hat = log(lambda / (lambda - 1)) (rounded down: a smaller
+      eps only raises delta) from the route planner (:func:`certified_delta`).
+
+    gamma is certified below the true halting probability (:func:`_certified_gamma`). A truncated
+    negative binomial count of mean 1 is one run: the base curve itself."""
+
+    mechanism: object
+    mean: Fraction
+    shape: float | Fraction
+
+    family = "repeat-and-select"
+
+    def __post_init__(self) -> None:
+        mean = Fraction(self.mean)
+        if mean < 1:
+            raise AccountingError("mean", float(mean), "a mean number of repetitions >= 1")
+        shape = self.shape
+        if shape != math.inf:
+            shape = Fraction(shape)
+            if shape < 0:
+                raise AccountingError("shape", float(shape), "a shape >= 0 (inf: Poisson)")
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "shape", shape)
+
+    def rdp(self) -> RDP:
+        base = self.mechanism.rdp()
+        if self.shape == math.inf:  # (a Poisson count of mean 1 is still random: no shortcut)
+            return self._poisson_curve(base)
+        if self.mean == 1:  # a count >= 1 with mean 1 is always 1: one run
+            return base
+        return self._tnb_curve(base)
+
+    def _tnb_curve(self, base: RDP) -> RDP:
+        eta = self.shape
+        gamma = _certified_gamma(self.mean, eta)
+        mean = self.mean
+        cache: dict = {}
+
+        def constant(prec: int) -> arb:
+            if prec in cache:
+                return cache[prec]
+            with working_precision(prec):
+                log_inv_gamma = -exact(gamma).log()
+                one_eta = 1 + exact(eta)
+                best = (one_eta * log_inv_gamma).upper()  # lh = 1
+                best_float = upper_float(best)
+
+                def at(lh: float) -> arb:
+                    lhb = exact(lh)
+                    return (one_eta * ((1 - 1 / lhb) * base.ball(lhb) + log_inv_gamma / lhb)).upper()
+
+                grid = [1 + 2.0 ** k for k in range(-12, 30)]
+                scored = []
+                for lh in grid:
+                    try:
+                        value = at(lh)
+                    except (AccountingError, ZeroDivisionError, OverflowError):
+                        continue
+                    v = upper_float(value)
+                    scored.append((v, lh))
+                    if v < best_float:
+                        best, best_float = value, v
+                if scored:
+                    _, centre = min(scored)
+                    lo, hi = max(1.0, centre / 2 if centre > 2 else 1 + (centre - 1) / 2), centre * 2
+                    for lh in _golden(lambda x: _safe(at, x), lo, hi):
+                        try:
+                            value = at(lh)
+                        except (AccountingError, ZeroDivisionError, OverflowError):
+                            continue
+                        if upper_float(value) < best_float:
+                            best, best_float = value, upper_float(value)
+            cache[prec] = best
+            return best
+
+        def bound(lam: arb, c: arb) -> arb:
+            return base.ball(lam) + exact(mean).log() / (lam - 1) + c
+
+        def curve(alpha: arb) -> arb:
+            from flint import ctx
+
+            c = constant(ctx.prec)
+            best = bound(alpha, c)
+            a = float(alpha.upper().mid()) if alpha.is_finite() else math.inf
+            if not math.isfinite(a):
+                return best
+            a = math.nextafter(a, math.inf)
+
+            def f(x: float) -> arb:
+                return bound(exact(x), c)
+
+            for lam in _golden(lambda x: _safe(f, x), a, a * 4 + 64, log_grid=True):
+                try:
+                    value = f(lam)
+                except (AccountingError, ZeroDivisionError, OverflowError):
+                    continue
+                if bool(value.upper() < best.upper()):
+                    best = value
+            return best
+
+        return RDP.from_function(curve, self.describe())
+
+    def _poisson_curve(self, base: RDP) -> RDP:
+        from ._dp_accounting_compat import certified_delta
+
+        mechanism, mean = self.mechanism, self.mean
+
+        @functools.lru_cache(maxsize=4096)
+        def delta_hat(eps_hat: float) -> float:
+            return certified_delta(mechanism, eps_hat)
+
+        def curve(alpha: arb) -> arb:
+            eps_hat = (1 / (alpha - 1)).log1p()
+            eps_down = float(eps_hat.lower().mid()) if eps_hat.is_finite() else 0.0
+            eps_down = max(0.0, math.nextafter(eps_down, 0.0))
+            d = delta_hat(eps_down) if eps_down > 0 else 1.0
+            return base.ball(alpha) + exact(mean) * exact(d) + exact(mean).log() / (alpha - 1)
+
+        return RDP.from_function(curve, self.describe())
+
+    def describe(self) -> str:
+        law = "Poisson" if self.shape == math.inf else f"truncated negative binomial (shape {float(self.shape):g})"
+        return f"repeat {self.mechanism.describe()} a {law} number of times (mean {float(self.mean):g}) and select the best (Papernot & Steinke 2022)"
+
+
+def _safe(fn, x: float) -> float:
+    try:
+        return upper_float(fn(x))
+    except (AccountingError, ZeroDivisionError, OverflowError):
+        return math.inf
+
+
+def _golden(objective, lo: float, hi: float, log_grid: bool = False, steps: int = 60) -> list[float]:
+    """Points of a golden-section search for the minimum of a float objective on [lo, hi] (in
+    log(x - lo + 1) when ``log_grid``): the candidates a caller then certifies."""
+    import math as _m
+
+    if log_grid:
+        to_x = lambda u: lo + _m.expm1(u)  # noqa: E731
+        a, b = 0.0, _m.log1p(hi - lo)
+    else:
+        to_x = lambda u: u  # noqa: E731
+        a, b = lo, hi
+    ratio = (_m.sqrt(5) - 1) / 2
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = objective(to_x(c)), objective(to_x(d))
+    seen = [to_x(c), to_x(d)]
+    for _ in range(steps):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = objective(to_x(c))
+            seen.append(to_x(c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = objective(to_x(d))
+            seen.append(to_x(d))
+    best = min(seen, key=objective)
+    return [best]
