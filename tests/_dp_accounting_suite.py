@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import time
 import unittest
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -73,14 +74,18 @@ def _run(case_class: type, counter: _Counting | None, module: Any, name: str, se
             continue
         result = unittest.TestResult()
         start = time.perf_counter()
-        if counter is not None:
-            counter.calls = 0
-            with _swapped(module, name, counter):
+        # as under absltest: warnings are not errors (pytest's filterwarnings=error would turn
+        # dp_accounting's own RuntimeWarnings into failures of its tests)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if counter is not None:
+                counter.calls = 0
+                with _swapped(module, name, counter):
+                    test.run(result)
+                uses = counter.calls > 0
+            else:
                 test.run(result)
-            uses = counter.calls > 0
-        else:
-            test.run(result)
-            uses = True
+                uses = True
         seconds = time.perf_counter() - start
         problems = result.failures + result.errors
         passed = not problems and not result.skipped and result.testsRun == 1
