@@ -263,7 +263,10 @@ def _effective_gaussian(inverse_variance: Fraction) -> Any:
     return Gaussian(1, _sqrt_up(inverse_variance))
 
 
-def _translate(event: Any, relation: str = "add_or_remove_one") -> Any | None:
+def _translate(event: Any, relation: str = "event") -> Any | None:
+    """The mechanism of ``event`` under ``relation`` (one of :data:`RELATIONS`, or "event": each
+    event under its own relation -- randomized response and sampling without replacement under
+    REPLACE_ONE, everything else under ADD_OR_REMOVE_ONE -- from_dp_event's default)."""
     event = _as_dict(event)
     kind = _class_name(event)
     from ._mechanisms import DiscreteLaplace, Gaussian, Laplace
@@ -305,7 +308,7 @@ def _translate(event: Any, relation: str = "add_or_remove_one") -> Any | None:
         if relation == "replace_special":
             return SpecialRandomizedResponse(p, k)
         if relation == "add_or_remove_one":
-            raise AccountingError("neighboring_relation", relation, "REPLACE_ONE or REPLACE_SPECIAL for RandomizedResponseDpEvent")
+            raise AccountingError("neighboring_relation", relation.upper(), "REPLACE_ONE or REPLACE_SPECIAL for RandomizedResponseDpEvent")
         return KaryRandomizedResponse(p, k)
     if kind == "ZCDpEvent":
         rho = _exact_float("rho", _get(event, "rho"))
@@ -441,14 +444,15 @@ def _translate(event: Any, relation: str = "add_or_remove_one") -> Any | None:
     raise AccountingError("event", kind, f"one of {sorted(_FIELDS)}")
 
 
-def from_dp_event(event: Any, neighboring_relation: Any = "add_or_remove_one") -> Any:
+def from_dp_event(event: Any, neighboring_relation: Any = None) -> Any:
     """The accounting mechanism of a dp_accounting ``DpEvent`` (object, named tuple, dict or JSON
     text) under ``neighboring_relation`` (dp_accounting's ``NeighboringRelation`` or its lower-case
-    name; default ADD_OR_REMOVE_ONE). A tree with no privacy cost (only NoOpDpEvent) is refused
-    with a ValueError."""
+    name; default None: each event under its own relation -- randomized response and sampling
+    without replacement under REPLACE_ONE, the rest under ADD_OR_REMOVE_ONE). A tree with no
+    privacy cost (only NoOpDpEvent) is refused with a ValueError."""
     if isinstance(event, (str, bytes)):
         event = event_from_json(event)
-    out = _translate(event, _relation_name(neighboring_relation))
+    out = _translate(event, "event" if neighboring_relation is None else _relation_name(neighboring_relation))
     if out is None:
         raise AccountingError("event", _class_name(event), "an event with a privacy cost (this one is a no-op)")
     return out
