@@ -164,6 +164,14 @@ class ReplaceOnePoissonGaussian(Mechanism):
 
         return RDP.from_function(curve, self.describe())
 
+    def monotone_loss_pair(self):
+        """dp_accounting's REPLACE pair for the PLD route: (1-q) N(0) + q N(1) against
+        (1-q) N(0) + q N(-1) (:mod:`accounting._gaussian_mixture_loss`), symmetric."""
+        from ._gaussian_mixture_loss import GaussianMixtureLoss
+
+        q = self.probability
+        return GaussianMixtureLoss(self.sigma, [0, 1], [1 - q, q], [0, -1], [1 - q, q], symmetric=True, label=self.describe())
+
     def describe(self) -> str:
         return f"Gaussian(sigma={float(self.sigma):.6g}) Poisson-subsampled (q={float(self.probability):.6g}), replace-one by joint convexity"
 
@@ -216,6 +224,20 @@ class GaussianMixtureShift(Mechanism):
             return (top + total.log()) / (alpha - 1)
 
         return RDP.from_function(curve, self.describe())
+
+    def monotone_loss_pair(self):
+        """The exact pair (sum_i p_i N(c_i), N(0)) for the PLD route when every shift has one sign
+        (mirrored to >= 0, so the loss is nondecreasing: :mod:`accounting._gaussian_mixture_loss`);
+        None otherwise (the RDP route answers)."""
+        from ._gaussian_mixture_loss import GaussianMixtureLoss
+
+        if all(c >= 0 for c in self.shifts):
+            shifts = self.shifts
+        elif all(c <= 0 for c in self.shifts):
+            shifts = tuple(-c for c in self.shifts)
+        else:
+            return None
+        return GaussianMixtureLoss(self.sigma, shifts, self.weights, [0], [1], label=self.describe())
 
     def describe(self) -> str:
         return f"mixture of Gaussians (sigma={float(self.sigma):.6g}, {len(self.shifts)} shifts) by convexity"

@@ -50,7 +50,15 @@ def _uses_accountant(test_id: str) -> bool:
 
 
 def _expected(name: str) -> set[str]:
-    return {f["test"] for f in EXPECTED if f["suite"] == name}
+    return {f["test"] for f in EXPECTED if f["suite"] == name and f.get("ci", True)}
+
+
+#: listed failures too slow for CI (``ci = false`` in the file: measured outside CI, reported there)
+_NOT_IN_CI = {f["test"] for f in EXPECTED if not f.get("ci", True)}
+
+
+def _in_ci(test_id: str) -> bool:
+    return test_id not in _NOT_IN_CI
 
 
 def _check(name: str, outcomes: list, minimum_passed: int, total: int) -> None:
@@ -84,8 +92,9 @@ def test_contract_suite_all_pass():
 
 def test_pld_suite_with_certified_accountant():
     """dp_accounting's 68 PLD accountant tests with PLDAccountant swapped for ours: 66 pass, the two
-    listed failures are the listed ones (baseline before issue 31: 28/68)."""
-    _check("pld", suite.run_pld(acc.CertifiedAccountant), 66, 68)
+    failures are the listed ones (baseline before issue 31: 28/68). The mixture-of-Gaussians test
+    (a listed failure, ~90 s of ours) is measured outside CI; the other 67 run here."""
+    _check("pld", suite.run_pld(acc.CertifiedAccountant, select=_in_ci), 66, 68 - len(_NOT_IN_CI))
 
 
 def test_rdp_suite_with_certified_rdp_accountant():
@@ -113,5 +122,5 @@ def test_wrong_class_is_caught():
         def get_epsilon(self, target_delta):
             return 0.0
 
-    outcomes = suite.run_pld(UnderReporting, select=lambda t: "basic" in t)
+    outcomes = suite.run_pld(UnderReporting, select=lambda t: "basic" in t and _in_ci(t))
     assert sum(not o.passed for o in outcomes) >= 4
