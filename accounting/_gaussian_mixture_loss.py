@@ -15,9 +15,9 @@ two users below say why). Two dp_accounting events need such pairs:
 For a loss level t, L > t exactly when x > x_t with L(x_t) = t (L continuous, nondecreasing), so
 P(L > t) = sum_i p_i Phi((a_i - x_t)/sigma), Q(L > t) likewise, and the hockey-stick
 delta(t) = P(L > t) - e^t Q(L > t) = max_y [P(x > y) - e^t Q(x > y)] (the maximiser is x_t).
-x_t is found in floats (vectorised bisection), then *bracketed*: a ball Y with L(lo(Y)) < t < L(hi(Y))
-checked in Arb, so x_t lies in Y and each formula evaluated on Y is a ball containing its value at
-x_t. When no bracket exists within 60 sigma of the shifts (t beyond the range L takes there), the
+x_t is found in floats (vectorised bisection), then *bracketed*: floats lo < hi with
+L(lo) < t < L(hi) checked in Arb, so lo < x_t < hi; the survival functions decrease in y, so their
+values at x_t lie between those at the exact floats hi and lo (the union of the two balls). When no bracket exists within 60 sigma of the shifts (t beyond the range L takes there), the
 mass beyond is bounded directly: the ball spans the values at the far end and the limit.
 """
 
@@ -128,53 +128,57 @@ class GaussianMixtureLoss(MonotoneLossPair):
             cache[key] = (self._loss(exact(self._x_lo)), self._loss(exact(self._x_hi)))
         return cache[key]
 
-    def _bracket(self, t: arb, guess: float) -> tuple[arb | None, str]:
-        """A ball containing x_t ("in"), or None with "below" (x_t < x_lo: t at or under the
-        loss's range there) / "above" (x_t > x_hi)."""
+    def _bracket(self, t: arb, guess: float) -> tuple[tuple[float, float] | None, str]:
+        """Floats (lo, hi) with L(lo) < t < L(hi) checked in Arb, so lo < x_t < hi ("in"); or None
+        with "below" (x_t < x_lo: t at or under the loss's range there) / "above" (x_t > x_hi)."""
         loss_lo, loss_hi = self._ends()
         if not bool(loss_lo < t):
             return None, "below"
         if not bool(loss_hi > t):
             return None, "above"
-        width = max(abs(guess), 1.0) * 2.0 ** -40
+        width = max(abs(guess), 1.0) * 2.0 ** -50
         for _ in range(60):
             lo = max(self._x_lo, guess - width)
             hi = min(self._x_hi, guess + width)
             if bool(self._loss(exact(lo)) < t) and bool(self._loss(exact(hi)) > t):
-                return exact(lo).union(exact(hi)), "in"
+                return (lo, hi), "in"
             width *= 16
-        return exact(self._x_lo).union(exact(self._x_hi)), "in"
+        return (self._x_lo, self._x_hi), "in"
 
     def _survival(self, law, y: arb) -> arb:
         s = exact(self.sigma)
         return sum((exact(w) * _phi((exact(a) - y) / s) for a, w in law), arb(0))
 
     def _at(self, ts: list[arb]) -> list[tuple[arb, arb]]:
-        """(P(L > t), Q(L > t)) as balls for each t: x_t bracketed per point, then every
-        Phi((a - y)/sigma) of all points at once (:func:`_phi_many`)."""
+        """(P(L > t), Q(L > t)) as balls for each t: x_t bracketed in (lo, hi) per point; since
+        y -> P(x > y) decreases, P(x > x_t) lies between its values at hi and lo, each Phi at an
+        exact point, all points at once (:func:`_phi_many`)."""
         from ._pld_continuous import _phi_many
 
         guesses = self._roots_float(np.array([float(t.mid()) for t in ts]))
-        ys, flags = [], []
+        ends, flags = [], []
         for t, guess in zip(ts, guesses):
-            y, where = self._bracket(t, float(guess))
+            bracket, where = self._bracket(t, float(guess))
             if where == "below":  # x_t < x_lo: P(x > x_t) in [P(x > x_lo), 1]
-                y = exact(self._x_lo)
+                bracket = (self._x_lo, self._x_lo)
             elif where == "above":  # x_t > x_hi: P(x > x_t) in [0, P(x > x_hi)]
-                y = exact(self._x_hi)
-            ys.append(y)
+                bracket = (self._x_hi, self._x_hi)
+            ends.append(bracket)
             flags.append(where)
         consts = self._constants()
         inv_s, shifts, pw, qw = consts["inv_sigma"], consts["shifts"], consts["pw"], consts["qw"]
-        args = [(a - y) * inv_s for y in ys for a in shifts]
+        # both ends of each bracket (equal for the far cases): the values at x_t lie between
+        # (a bound by the largest density instead would swamp the tails, where delta is tiny)
+        args = [(a - exact(y)) * inv_s for lo, hi in ends for y in (lo, hi) for a in shifts]
         phis = _phi_many(args)
         k = len(shifts)
         np_ = len(self.p)
         out = []
         for i, where in enumerate(flags):
-            row = phis[i * k:(i + 1) * k]
-            sp = sum((w * v for w, v in zip(pw, row[:np_])), arb(0))
-            sq = sum((w * v for w, v in zip(qw, row[np_:])), arb(0))
+            at_lo = phis[2 * i * k:(2 * i + 1) * k]
+            at_hi = phis[(2 * i + 1) * k:(2 * i + 2) * k]
+            sp = sum((w * v for w, v in zip(pw, at_lo[:np_])), arb(0)).union(sum((w * v for w, v in zip(pw, at_hi[:np_])), arb(0)))
+            sq = sum((w * v for w, v in zip(qw, at_lo[np_:])), arb(0)).union(sum((w * v for w, v in zip(qw, at_hi[np_:])), arb(0)))
             if where == "below":
                 sp, sq = sp.union(arb(1)), sq.union(arb(1))
             elif where == "above":
