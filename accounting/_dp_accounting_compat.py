@@ -12,10 +12,27 @@ The class implements dp_accounting's abstract ``PrivacyAccountant`` (``compose``
 the RDP curves, ..., the tightest that fits ``time_budget``). ``get_delta`` is one query of the same planner
 the other way round (:func:`accounting._routes.delta_routes`: the smallest certified delta(eps) of
 the analytic Gaussian, the composed PLD and the RDP curves converted by CKS, under the same cost
-guard and ``time_budget``). Supported, mirroring dp_accounting's own relations: under ADD_OR_REMOVE_ONE the
-Gaussian, Laplace and discrete Laplace events, Poisson sampling of those, compositions, no-ops and
-non-private events; under REPLACE_ONE randomized response, sampling without replacement (of a
-Gaussian), compositions, no-ops and non-private events.
+guard and ``time_budget``).
+
+The contract, as dp_accounting's own tests state it (``tests/test_dp_accounting_suite.py`` runs
+them against this class): the constructor takes ``PLDAccountant``'s arguments; delta 0 answers the
+certified pure-DP epsilon (inf if there is none), delta >= 1 answers 0, epsilon inf answers delta
+0; nothing composed answers 0, a non-private event inf / 1; ``compose(event, count < 1)`` and an
+event parameter out of range are ValueErrors naming the parameter; unsupported events raise
+``UnsupportedEventError`` naming the innermost culprit. Neighbouring relations as dp_accounting's
+PLD accountant: ADD_OR_REMOVE_ONE and REPLACE_SPECIAL read the Gaussian family with sensitivity 1,
+REPLACE_ONE with sensitivity 2 (Gaussian, and Poisson-sampled Gaussians through dp_accounting's
+replace pair); Laplace, discrete Laplace and mixtures of Gaussians are refused under REPLACE_ONE,
+randomized response under ADD_OR_REMOVE_ONE, tree aggregation outside REPLACE_SPECIAL and
+sampling without replacement outside REPLACE_ONE, with dp_accounting's messages. Events:
+:mod:`accounting._dp_event` (all of dp_accounting 0.6.0's but SampledWithReplacement and
+TruncatedSubsampledGaussian, which are refused).
+
+``CertifiedRdpAccountant(orders=None, neighboring_relation=...)`` is the RdpAccountant flavour:
+``_rdp``/``rdp`` are certified RDP upper bounds at ``orders`` and ``get_epsilon_and_optimal_order``
+converts at those orders and over real orders (the certified optimiser), the smallest certified
+value with its order; it refuses what dp_accounting's RdpAccountant refuses (Poisson sampling under
+REPLACE_ONE).
 
 dp_accounting is not a dependency of the library: its base class is imported when the class is
 first asked for (``accounting.CertifiedAccountant``), and a missing package is reported with the

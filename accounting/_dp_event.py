@@ -6,13 +6,25 @@ e.g. ``json.dumps(namedtuple_to_dict(event.to_named_tuple()))``), and returns a 
 :mod:`accounting` that every route accepts (:func:`accounting.epsilon_routes`, the ledger).
 dp_accounting is never imported here: events are read through their field names.
 
-Translation (dp_accounting's conventions, sensitivity 1 unless the event carries one):
-GaussianDpEvent(s) -> Gaussian(s, 1); LaplaceDpEvent(s) -> Laplace(s, 1);
+Translation (dp_accounting's conventions, sensitivity 1 unless the event carries one, times 2
+under REPLACE_ONE for the additive-noise events; ``neighboring_relation`` chooses, default each
+event's own):
+GaussianDpEvent(s) -> Gaussian(s, 1); LaplaceDpEvent(s) -> Laplace(s, 1); a zero noise parameter
+-> NonPrivate (DiscreteLaplace(0, C) included);
 DiscreteLaplaceDpEvent(a, C) -> DiscreteLaplace(scale 1/a, C);
 RandomizedResponseDpEvent(p, k) -> KaryRandomizedResponse(p, k) (exact pair on three outputs);
 PoissonSampledDpEvent -> PoissonSampled; SampledWithoutReplacementDpEvent -> SampledWithoutReplacement;
 SelfComposedDpEvent / ComposedDpEvent -> Composition; NoOpDpEvent -> nothing (dropped from a
-composition); NonPrivateDpEvent -> NonPrivate (epsilon = inf on every route).
+composition); NonPrivateDpEvent -> NonPrivate (epsilon = inf on every route);
+ZCDpEvent(rho, xi) -> ZCdpGuarantee; SingleEpochTreeAggregationDpEvent(s, steps) ->
+Gaussian(s, sqrt(ceil(log2(max steps + 1)))) (Kairouz et al. 2021 App. D);
+MixtureOfGaussiansDpEvent -> PoissonSampled(Gaussian) for one non-zero shift, else
+GaussianMixtureShift (PLD of the exact pair when the shifts have one sign, RDP by convexity);
+RepeatAndSelectDpEvent -> RepeatAndSelect (Papernot & Steinke 2022); Poisson sampling or sampling
+without replacement of a composition of Gaussians -> of the one Gaussian it equals (sigma^-2 add);
+under REPLACE_ONE PoissonSampled(Gaussian) -> ReplaceOnePoissonGaussian; under REPLACE_SPECIAL
+RandomizedResponse -> SpecialRandomizedResponse (:mod:`accounting._dp_event_mechanisms`).
+Refused (AccountingError): SampledWithReplacementDpEvent, TruncatedSubsampledGaussianDpEvent.
 """
 
 from __future__ import annotations
