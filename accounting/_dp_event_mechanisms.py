@@ -301,7 +301,7 @@ class RepeatAndSelect(Mechanism):
       search over lambda', as dp_accounting's monotone step over its orders);
     - Poisson (Thm 6): eps(lambda) + mean * delta_hat + log(mean)/(lambda - 1), where delta_hat is a
       certified delta of the base at eps_hat = log(lambda / (lambda - 1)) (rounded down: a smaller
-      eps only raises delta) from the route planner (:func:`certified_delta`).
+      eps only raises delta) from :func:`_base_delta`.
 
     gamma is certified below the true halting probability (:func:`_certified_gamma`). A truncated
     negative binomial count of mean 1 is one run: the base curve itself."""
@@ -403,13 +403,11 @@ class RepeatAndSelect(Mechanism):
         return RDP.from_function(curve, self.describe())
 
     def _poisson_curve(self, base: RDP) -> RDP:
-        from ._dp_accounting_compat import certified_delta
-
         mechanism, mean = self.mechanism, self.mean
 
         @functools.lru_cache(maxsize=4096)
         def delta_hat(eps_hat: float) -> float:
-            return certified_delta(mechanism, eps_hat)
+            return _base_delta(mechanism, base, eps_hat)
 
         def curve(alpha: arb) -> arb:
             eps_hat = (1 / (alpha - 1)).log1p()
@@ -423,6 +421,34 @@ class RepeatAndSelect(Mechanism):
     def describe(self) -> str:
         law = "Poisson" if self.shape == math.inf else f"truncated negative binomial (shape {float(self.shape):g})"
         return f"repeat {self.mechanism.describe()} a {law} number of times (mean {float(self.mean):g}) and select the best (Papernot & Steinke 2022)"
+
+
+def _base_delta(mechanism, curve: RDP, epsilon: float) -> float:
+    """A certified delta of ``mechanism`` at ``epsilon`` > 0: the smallest of the exact Gaussian
+    profile (a Gaussian base: Balle & Wang 2018), the pure-DP profile (an eps0-DP base:
+    (e^eps0 - e^eps)_+ / (1 + e^eps0), randomized response being the worst eps0-DP pair) and the
+    RDP curve's CKS conversion. (The route planner's delta is not used here: it imports the event
+    translation, which imports this module.)"""
+    from ._analytic_gaussian import gdp_delta
+    from ._conversions import rdp_to_delta
+    from ._mechanisms import Gaussian
+
+    best = 1.0
+    if isinstance(mechanism, Gaussian):
+        with working_precision(None):
+            mu = upper_float(exact(mechanism.sensitivity) / exact(mechanism.sigma))
+        best = min(best, gdp_delta(mu, epsilon))
+    pure = mechanism.pure() if hasattr(mechanism, "pure") else None
+    if pure is not None:
+        with working_precision(None):
+            e0 = exact(pure.epsilon).exp()
+            value = (e0 - exact(epsilon).exp()) / (1 + e0)
+            best = min(best, 0.0 if bool(value <= 0) else upper_float(value))
+    try:
+        best = min(best, rdp_to_delta(curve, epsilon).delta)
+    except (AccountingError, ZeroDivisionError, OverflowError):
+        pass
+    return best
 
 
 def _safe(fn, x: float) -> float:
