@@ -269,9 +269,16 @@ def _build_rdp(base: type, pa: Any) -> type:
             key = tuple(self._parts)
             cached = getattr(self, "_curve_cache", None)
             if cached is None or cached[0] != key:
-                cached = (key, self._subject().rdp(), self._subject().pure())
+                cached = (key, self._subject().rdp(), self._subject().pure(), _fractional(self._subject()).rdp())
                 self._curve_cache = cached
             return cached[1]
+
+        def _order_curve(self):
+            """The curve at the given orders: Poisson-subsampled Gaussians at non-integer orders by
+            certified integration (:func:`_fractional`); the real-order searches use
+            :meth:`_curve`, so an epsilon query and a delta query search the same curve."""
+            self._curve()
+            return self._curve_cache[3]
 
         def _pure(self):
             self._curve()
@@ -293,7 +300,7 @@ def _build_rdp(base: type, pa: Any) -> type:
                 return np.full(self._orders.shape, np.inf)
             if not self._parts:
                 return np.zeros(self._orders.shape)
-            curve = self._curve()
+            curve = self._order_curve()
             pure = self._pure()
             out = []
             for alpha in self._orders:
@@ -324,12 +331,13 @@ def _build_rdp(base: type, pa: Any) -> type:
                 candidates.append((float(pure.epsilon), math.inf))
             if target_delta > 0:
                 curve = self._curve()
+                at_orders = self._order_curve()
                 with working_precision(None):
                     log_inv = (1 / exact(target_delta)).log()
                     for alpha in self._orders:
                         if 1 < alpha < math.inf:
                             try:
-                                value = upper_float(_epsilon_at(curve, exact(float(alpha)), log_inv, "cks"))
+                                value = upper_float(_epsilon_at(at_orders, exact(float(alpha)), log_inv, "cks"))
                             except (AccountingError, ZeroDivisionError, OverflowError):
                                 continue
                             if math.isfinite(value):
@@ -342,7 +350,12 @@ def _build_rdp(base: type, pa: Any) -> type:
                     pass
             if not candidates:
                 return math.inf, None
-            return min(candidates, key=lambda c: c[0])
+            best = min(candidates, key=lambda c: c[0])
+            if best[1] is not None and math.isfinite(best[1]):
+                # the order that answered is a candidate of later delta queries (any order is
+                # valid): get_delta(get_epsilon(delta)) then gives back at most delta
+                self.__dict__.setdefault("_answered_orders", set()).add(float(best[1]))
+            return best
 
         def get_epsilon(self, target_delta: float) -> float:
             return self.get_epsilon_and_optimal_order(target_delta)[0]
@@ -357,12 +370,18 @@ def _build_rdp(base: type, pa: Any) -> type:
             if pure is not None and float(pure.epsilon) <= target_epsilon:
                 candidates.append((0.0, math.inf))
             curve = self._curve()
+            at_orders = self._order_curve()
+            given = {float(a) for a in self._orders}
+            extra = sorted(getattr(self, "_answered_orders", set()) - given)
+            if target_epsilon == 0:  # (the real-order optimiser needs eps > 0): a grid of real orders
+                extra += [1 + 2.0 ** k for k in range(-10, 14)]
             with working_precision(None):
                 eps_ball = exact(float(target_epsilon))
-                for alpha in self._orders:
+                for alpha in list(self._orders) + extra:
                     if 1 < alpha < math.inf:
                         try:
-                            value = upper_float(_delta_at(curve, exact(float(alpha)), eps_ball))
+                            which = at_orders if float(alpha) in given else curve
+                            value = upper_float(_delta_at(which, exact(float(alpha)), eps_ball))
                         except (AccountingError, ZeroDivisionError, OverflowError):
                             continue
                         if math.isfinite(value):
@@ -380,6 +399,22 @@ def _build_rdp(base: type, pa: Any) -> type:
 
     CertifiedRdpAccountant.__module__ = "accounting"
     return CertifiedRdpAccountant
+
+
+def _fractional(subject: Any) -> Any:
+    """``subject`` with every Poisson-subsampled Gaussian evaluated at non-integer orders by
+    certified integration (dp_accounting's RdpAccountant uses MTZ's fractional-order formula there;
+    the chord between integer orders alone is looser): the RDP flavour's curves."""
+    from ._dp_event import Composition
+    from ._dp_event_mechanisms import FractionalOrderSampledGaussian
+    from ._mechanisms import Gaussian
+    from ._subsampling import PoissonSampled
+
+    if isinstance(subject, Composition):
+        return Composition(tuple((_fractional(m), n) for m, n in subject.parts))
+    if isinstance(subject, PoissonSampled) and isinstance(subject.mechanism, Gaussian) and subject.probability != 1:
+        return FractionalOrderSampledGaussian(subject)
+    return subject
 
 
 def certified_rdp_accountant_class() -> type:
