@@ -90,7 +90,13 @@ def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
         if name in ("LaplaceDpEvent", "DiscreteLaplaceDpEvent", "MixtureOfGaussiansDpEvent") and flavour == "pld":
             return _ADD_OR_SPECIAL.format(name, relation)
         if name == "PoissonSampledDpEvent":
-            if flavour == "rdp" or type(event.event).__name__ != "GaussianDpEvent":
+            from ._dp_event import _gaussian_inverse_variance
+
+            try:
+                gaussian_tree = _gaussian_inverse_variance(event.event) is not None
+            except ValueError:
+                gaussian_tree = False
+            if flavour == "rdp" or not gaussian_tree:
                 return _ADD_OR_SPECIAL.format(name, relation)
     if name == "SampledWithoutReplacementDpEvent" and rel != "REPLACE_ONE":
         return f"neighboring_relation must be `REPLACE_ONE` for `{name}`. Found {relation}."
