@@ -11,7 +11,7 @@ outcome and whether it built an accountant (the RDP module also tests free funct
 dp_accounting's RDP module -- ``_compute_log_a``, ``compute_epsilon`` -- which have no accountant to
 swap; those are reported apart and not counted).
 
-Usage: ``python -m tests._dp_accounting_suite [ours|theirs|adapted]`` prints each suite's pass count
+Usage: ``python tests/_dp_accounting_suite.py [ours|theirs|adapted]`` prints each suite's pass count
 and failures (``theirs``: dp_accounting's own classes, the harness's control; ``adapted``: the
 plain ``CertifiedAccountant`` behind an adapter that drops ``orders``, the issue's baseline).
 """
@@ -177,4 +177,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: accounting
     main()
