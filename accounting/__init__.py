@@ -176,4 +176,8 @@ def __getattr__(name: str):
         from ._dp_accounting_compat import certified_accountant_class
 
         return certified_accountant_class()
+    if name == "CertifiedRdpAccountant":
+        from ._dp_accounting_compat import certified_rdp_accountant_class
+
+        return certified_rdp_accountant_class()
     raise AttributeError(f"module 'accounting' has no attribute {name!r}")

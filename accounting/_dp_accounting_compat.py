@@ -12,10 +12,27 @@ The class implements dp_accounting's abstract ``PrivacyAccountant`` (``compose``
 the RDP curves, ..., the tightest that fits ``time_budget``). ``get_delta`` is one query of the same planner
 the other way round (:func:`accounting._routes.delta_routes`: the smallest certified delta(eps) of
 the analytic Gaussian, the composed PLD and the RDP curves converted by CKS, under the same cost
-guard and ``time_budget``). Supported, mirroring dp_accounting's own relations: under ADD_OR_REMOVE_ONE the
-Gaussian, Laplace and discrete Laplace events, Poisson sampling of those, compositions, no-ops and
-non-private events; under REPLACE_ONE randomized response, sampling without replacement (of a
-Gaussian), compositions, no-ops and non-private events.
+guard and ``time_budget``).
+
+The contract, as dp_accounting's own tests state it (``tests/test_dp_accounting_suite.py`` runs
+them against this class): the constructor takes ``PLDAccountant``'s arguments; delta 0 answers the
+certified pure-DP epsilon (inf if there is none), delta >= 1 answers 0, epsilon inf answers delta
+0; nothing composed answers 0, a non-private event inf / 1; ``compose(event, count < 1)`` and an
+event parameter out of range are ValueErrors naming the parameter; unsupported events raise
+``UnsupportedEventError`` naming the innermost culprit. Neighbouring relations as dp_accounting's
+PLD accountant: ADD_OR_REMOVE_ONE and REPLACE_SPECIAL read the Gaussian family with sensitivity 1,
+REPLACE_ONE with sensitivity 2 (Gaussian, and Poisson-sampled Gaussians through dp_accounting's
+replace pair); Laplace, discrete Laplace and mixtures of Gaussians are refused under REPLACE_ONE,
+randomized response under ADD_OR_REMOVE_ONE, tree aggregation outside REPLACE_SPECIAL and
+sampling without replacement outside REPLACE_ONE, with dp_accounting's messages. Events:
+:mod:`accounting._dp_event` (all of dp_accounting 0.6.0's but SampledWithReplacement and
+TruncatedSubsampledGaussian, which are refused).
+
+``CertifiedRdpAccountant(orders=None, neighboring_relation=...)`` is the RdpAccountant flavour:
+``_rdp``/``rdp`` are certified RDP upper bounds at ``orders`` and ``get_epsilon_and_optimal_order``
+converts at those orders and over real orders (the certified optimiser), the smallest certified
+value with its order; it refuses what dp_accounting's RdpAccountant refuses (Poisson sampling under
+REPLACE_ONE).
 
 dp_accounting is not a dependency of the library: its base class is imported when the class is
 first asked for (``accounting.CertifiedAccountant``), and a missing package is reported with the
@@ -27,12 +44,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["certified_accountant_class"]
+__all__ = ["certified_accountant_class", "certified_rdp_accountant_class"]
 
 #: the extra that installs dp_accounting
 EXTRA = "pip install 'dpverify[dp-accounting]'"
 
 _CLASS: list = []
+_RDP_CLASS: list = []
+
+#: given orders at which the RDP flavour re-evaluates its integrated curve (the best few by the chord)
+_REFINED_ORDERS = 3
 
 
 def certified_accountant_class() -> type:
@@ -48,24 +69,70 @@ def certified_accountant_class() -> type:
     return _CLASS[0]
 
 
+_ADD_OR_SPECIAL = "neighboring_relation must be `ADD_OR_REMOVE_ONE` or `REPLACE_SPECIAL` for `{}`. Found {}."
+_REPLACE_OR_SPECIAL = "neighboring_relation must be `REPLACE_ONE` or `REPLACE_SPECIAL` for `{}`. Found {}."
+
+
+def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
+    """dp_accounting's refusal for ``event`` under ``relation`` (its message), or None.
+
+    ``flavour`` "pld" mirrors its PLDAccountant, "rdp" its RdpAccountant: Laplace, discrete
+    Laplace, mixtures of Gaussians and Poisson sampling of a Laplace are add/remove events (PLD);
+    Poisson sampling is refused under REPLACE_ONE by the RDP accountant only (the PLD accountant
+    takes a Poisson-sampled Gaussian there); sampling without replacement needs REPLACE_ONE and tree
+    aggregation REPLACE_SPECIAL; randomized response is a replace event for both; sampling with
+    replacement is refused by both."""
+    name = type(event).__name__
+    rel = relation.name
+    if name == "RandomizedResponseDpEvent" and rel == "ADD_OR_REMOVE_ONE":
+        return _REPLACE_OR_SPECIAL.format(name, relation)
+    if rel == "REPLACE_ONE":
+        if name in ("LaplaceDpEvent", "DiscreteLaplaceDpEvent", "MixtureOfGaussiansDpEvent") and flavour == "pld":
+            return _ADD_OR_SPECIAL.format(name, relation)
+        if name == "PoissonSampledDpEvent":
+            from ._dp_event import _gaussian_inverse_variance
+
+            try:
+                gaussian_tree = _gaussian_inverse_variance(event.event) is not None
+            except ValueError:
+                gaussian_tree = False
+            if flavour == "rdp" or not gaussian_tree:
+                return _ADD_OR_SPECIAL.format(name, relation)
+    if name == "SampledWithoutReplacementDpEvent" and rel != "REPLACE_ONE":
+        return f"neighboring_relation must be `REPLACE_ONE` for `{name}`. Found {relation}."
+    if name == "SingleEpochTreeAggregationDpEvent" and rel != "REPLACE_SPECIAL":
+        return f"neighboring_relation must be `REPLACE_SPECIAL` for `{name}`. Found {relation}."
+    return None
+
+
 def _build(dp_event: Any, pa: Any) -> type:
     from ._dp_event import Composition, NonPrivate, _translate
     from ._planner import DEFAULT_TIME_BUDGET
-    from ._routes import epsilon_routes, query_of
-    from ._validation import AccountingError, check_nonnegative, check_positive
+    from ._routes import epsilon_routes
+    from ._validation import AccountingError, check_positive
 
     relation = pa.NeighboringRelation
-    add_remove = {"GaussianDpEvent", "LaplaceDpEvent", "DiscreteLaplaceDpEvent", "PoissonSampledDpEvent"}
-    replace = {"RandomizedResponseDpEvent", "SampledWithoutReplacementDpEvent"}
+    #: events answered (translated to a mechanism with certified routes); the rest are refused
+    known = {"GaussianDpEvent", "LaplaceDpEvent", "DiscreteLaplaceDpEvent", "PoissonSampledDpEvent", "RandomizedResponseDpEvent",
+             "SampledWithoutReplacementDpEvent", "ZCDpEvent", "SingleEpochTreeAggregationDpEvent", "MixtureOfGaussiansDpEvent"}
+    nested = {"RepeatAndSelectDpEvent"}
 
     class CertifiedAccountant(pa.PrivacyAccountant):
         """dp_accounting's ``PrivacyAccountant`` answered by the certified route planner
-        (module :mod:`accounting._dp_accounting_compat`). ``time_budget``: seconds on one core
-        each ``get_epsilon`` or ``get_delta`` may spend (both go through the route planner's
-        cost guard)."""
+        (module :mod:`accounting._dp_accounting_compat`). Takes the arguments of dp_accounting's
+        ``PLDAccountant`` (``neighboring_relation``, ``value_discretization_interval``: accepted and
+        unused, our PLD chooses its own certified grid) plus ``time_budget``: seconds on one core
+        each ``get_epsilon`` or ``get_delta`` may spend (both go through the route planner's cost
+        guard)."""
 
-        def __init__(self, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, time_budget: float = DEFAULT_TIME_BUDGET) -> None:
+        _flavour = "pld"
+
+        def __init__(self, neighboring_relation=relation.ADD_OR_REMOVE_ONE, value_discretization_interval: float = 1e-4, *,
+                      time_budget: float = DEFAULT_TIME_BUDGET) -> None:
+            if not isinstance(neighboring_relation, relation):
+                raise AccountingError("neighboring_relation", neighboring_relation, "a dp_accounting NeighboringRelation")
             super().__init__(neighboring_relation)
+            check_positive("value_discretization_interval", value_discretization_interval)
             check_positive("time_budget", time_budget, allow_inf=True)
             self._time_budget = float(time_budget)
             self._parts: list[tuple[Any, int]] = []
@@ -86,33 +153,39 @@ def _build(dp_event: Any, pa: Any) -> type:
                     if error is not None:
                         return error
                 return None
-            if name in add_remove:
-                if self.neighboring_relation != relation.ADD_OR_REMOVE_ONE:
-                    return self._unsupported(event, f"neighboring_relation must be ADD_OR_REMOVE_ONE for {name}")
-                if isinstance(event, dp_event.PoissonSampledDpEvent):
-                    inner = event.event
-                    if not isinstance(inner, (dp_event.GaussianDpEvent, dp_event.LaplaceDpEvent, dp_event.DiscreteLaplaceDpEvent, dp_event.NoOpDpEvent,
-                                              dp_event.NonPrivateDpEvent)):
-                        return self._unsupported(event, f"Poisson sampling of {type(inner).__name__} is not supported")
-                return None
-            if name in replace:
-                if self.neighboring_relation != relation.REPLACE_ONE:
-                    return self._unsupported(event, f"neighboring_relation must be REPLACE_ONE for {name}")
-                if isinstance(event, dp_event.SampledWithoutReplacementDpEvent) and not isinstance(event.event, dp_event.GaussianDpEvent):
-                    return self._unsupported(event, "sampling without replacement is supported of a GaussianDpEvent")
-                return None
-            return self._unsupported(event, f"{name} is not supported by the certified accountant")
+            if name in nested:
+                return self._check(event.event)
+            if name not in known:
+                return self._unsupported(event, f"Unsupported event: {name} is not supported by the certified accountant.")
+            message = _relation_error(event, self.neighboring_relation, self._flavour)
+            if message is not None:
+                return self._unsupported(event, message)
+            return None
+
+        def compose(self, event: Any, count: int = 1):
+            """dp_accounting's ``compose``: ``count`` >= 1 (ValueError otherwise, as its PLD accountant)."""
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise AccountingError("count", count, "an integer >= 1 (how many times the event is composed)")
+            if isinstance(event, dp_event.DpEvent) and self._check(event) is None:
+                # a parameter out of range is a ValueError naming it (dp_accounting raises one),
+                # before the ledger records the event; supports() answers False for it
+                _translate(event, self.neighboring_relation.name.lower())
+            return super().compose(event, count)
 
         def _maybe_compose(self, event: Any, count: int, do_compose: bool):
             error = self._check(event)
             if error is not None:
                 return error
             try:
-                mechanism = _translate(event)  # None: a tree of no-ops, which costs nothing
+                mechanism = _translate(event, self.neighboring_relation.name.lower())  # None: no privacy cost
             except AccountingError as invalid:
+                if do_compose:  # a parameter out of range: ValueError naming it, as dp_accounting raises
+                    raise
                 # never dropped (that would under-report epsilon): supports() answers False and
                 # compose raises UnsupportedEventError with the message naming the parameter
                 return self._unsupported(event, str(invalid))
+            except ZeroDivisionError as invalid:  # pragma: no cover - a parameter the translation missed
+                return self._unsupported(event, f"invalid parameter: {invalid}")
             if not do_compose or count == 0 or mechanism is None:
                 return None
             if isinstance(mechanism, NonPrivate):
@@ -124,27 +197,280 @@ def _build(dp_event: Any, pa: Any) -> type:
         def _subject(self):
             return Composition(tuple(self._parts))
 
-        def get_epsilon(self, target_delta: float) -> float:
-            """A certified upper bound of epsilon at ``target_delta`` for everything composed."""
-            query_of(NonPrivate(), target_delta)  # validates target_delta, as every query does
+        def _edge_epsilon(self, target_delta: float) -> float | None:
+            """The contract's answers that need no route: inf for a non-private release, 0 with no
+            release or at delta >= 1, and the certified pure-DP epsilon (or inf) at delta 0."""
+            _check_delta(target_delta)
             if self._non_private:
                 return math.inf
-            if not self._parts:
+            if not self._parts or target_delta >= 1:
                 return 0.0
+            if target_delta == 0:
+                pure = self._subject().pure()
+                return math.inf if pure is None else float(pure.epsilon)
+            return None
+
+        def _edge_delta(self, target_epsilon: float) -> float | None:
+            _check_epsilon(target_epsilon)
+            if self._non_private:
+                return 1.0
+            if not self._parts or target_epsilon == math.inf:
+                return 0.0
+            return None
+
+        def get_epsilon(self, target_delta: float) -> float:
+            """A certified upper bound of epsilon at ``target_delta`` for everything composed."""
+            edge = self._edge_epsilon(target_delta)
+            if edge is not None:
+                return edge
             return epsilon_routes(self._subject(), target_delta, comparisons=False, time_budget=self._time_budget).epsilon
 
         def get_delta(self, target_epsilon: float) -> float:
             """A certified upper bound of delta at ``target_epsilon`` (the smallest of the PLD, the
             analytic Gaussian and the RDP curves' CKS conversion, where each applies)."""
-            check_nonnegative("target_epsilon", target_epsilon)
-            if self._non_private:
-                return 1.0
-            if not self._parts:
-                return 0.0
+            edge = self._edge_delta(target_epsilon)
+            if edge is not None:
+                return edge
             return certified_delta(self._subject(), float(target_epsilon), self._time_budget)
 
     CertifiedAccountant.__module__ = "accounting"
     return CertifiedAccountant
+
+
+def _build_rdp(base: type, pa: Any) -> type:
+    import numpy as np
+    from flint import arb
+
+    from ._certified import exact, upper_float, working_precision
+    from ._conversions import _delta_at, _epsilon_at, rdp_to_delta, rdp_to_epsilon
+    from ._validation import AccountingError
+
+    relation = pa.NeighboringRelation
+    try:
+        from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+    except ImportError:  # pragma: no cover - the same package provides the base class
+        DEFAULT_RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024]
+
+    class CertifiedRdpAccountant(base):
+        """dp_accounting's ``RdpAccountant`` contract answered by certified RDP curves
+        (module :mod:`accounting._dp_accounting_compat`): ``CertifiedRdpAccountant(orders=None,
+        neighboring_relation=ADD_OR_REMOVE_ONE)``. ``_rdp`` / ``rdp`` hold certified upper bounds of
+        the composed Renyi divergence at each order in ``orders`` (order 1 and below: the value
+        just above 1, an upper bound since D_alpha is nondecreasing in alpha; order inf: the
+        certified pure-DP epsilon, else inf). ``get_epsilon_and_optimal_order`` converts by CKS
+        (Canonne, Kamath & Steinke 2020) at each given order *and* over real orders (the certified
+        optimiser of :func:`accounting.rdp_to_epsilon`) and returns the smallest certified value
+        with its order; ``get_delta_and_optimal_order`` likewise. Never a float estimate."""
+
+        _flavour = "rdp"
+
+        def __init__(self, orders=None, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, time_budget: float | None = None) -> None:
+            kwargs = {} if time_budget is None else {"time_budget": time_budget}
+            super().__init__(neighboring_relation, **kwargs)
+            values = DEFAULT_RDP_ORDERS if orders is None else orders
+            array = np.array(values, dtype=float).reshape(-1)
+            if array.size == 0 or np.isnan(array).any() or (array <= 0).any():
+                raise AccountingError("orders", values, "a non-empty sequence of Renyi orders > 0")
+            self._orders = array
+
+        def _curve(self):
+            # one curve per composed state: its evaluations are cached across queries
+            key = tuple(self._parts)
+            cached = getattr(self, "_curve_cache", None)
+            if cached is None or cached[0] != key:
+                cached = (key, self._subject().rdp(), self._subject().pure(), _fractional(self._subject()).rdp())
+                self._curve_cache = cached
+            return cached[1]
+
+        def _order_curve(self):
+            """The curve at the given orders: Poisson-subsampled Gaussians at non-integer orders by
+            certified integration (:func:`_fractional`); the real-order searches use
+            :meth:`_curve`, so an epsilon query and a delta query search the same curve."""
+            self._curve()
+            return self._curve_cache[3]
+
+        def _pure(self):
+            self._curve()
+            return self._curve_cache[2]
+
+        @staticmethod
+        def _at(curve, alpha: float) -> float:
+            if alpha <= 1:
+                alpha = 1 + 2.0 ** -30  # D_alpha is nondecreasing: the value above 1 bounds it
+            try:
+                value = curve(alpha)
+            except (AccountingError, ZeroDivisionError, OverflowError):
+                return math.inf
+            return value if math.isfinite(value) else math.inf
+
+        @property
+        def _rdp(self) -> "np.ndarray":
+            if self._non_private:
+                return np.full(self._orders.shape, np.inf)
+            if not self._parts:
+                return np.zeros(self._orders.shape)
+            curve = self._order_curve()
+            pure = self._pure()
+            out = []
+            for alpha in self._orders:
+                if alpha == math.inf:
+                    out.append(math.inf if pure is None else float(pure.epsilon))
+                else:
+                    out.append(self._at(curve, float(alpha)))
+            return np.array(out)
+
+        @property
+        def rdp(self) -> "np.ndarray":
+            """Certified upper bounds of the composed RDP at each of ``orders``."""
+            return np.copy(self._rdp)
+
+        @property
+        def orders(self) -> "np.ndarray":
+            return np.copy(self._orders)
+
+        def get_epsilon_and_optimal_order(self, target_delta: float):
+            """(certified epsilon at ``target_delta``, the order that gives it) -- None as the order
+            where no order is involved (nothing composed, delta >= 1, a non-private release)."""
+            edge = self._edge_epsilon(target_delta)
+            if edge is not None and (self._non_private or not self._parts or target_delta >= 1 or not math.isfinite(edge)):
+                return edge, None
+            candidates: list[tuple[float, float]] = []
+            pure = self._pure()
+            if pure is not None:
+                candidates.append((float(pure.epsilon), math.inf))
+            if target_delta > 0:
+                curve = self._curve()
+                at_orders = self._order_curve()
+                with working_precision(None):
+                    log_inv = (1 / exact(target_delta)).log()
+
+                    def at(which, alpha):
+                        try:
+                            value = upper_float(_epsilon_at(which, exact(float(alpha)), log_inv, "cks"))
+                        except (AccountingError, ZeroDivisionError, OverflowError):
+                            return None
+                        return max(value, 0.0) if math.isfinite(value) else None
+
+                    given = []
+                    for alpha in self._orders:
+                        if 1 < alpha < math.inf:
+                            value = at(curve, alpha)
+                            if value is not None:
+                                given.append((value, float(alpha)))
+                    # the integrated curve (slower) at the few best given orders only
+                    for _, alpha in sorted(given)[:_REFINED_ORDERS]:
+                        value = at(at_orders, alpha)
+                        if value is not None:
+                            given.append((value, alpha))
+                    candidates.extend(given)
+                try:
+                    real = rdp_to_epsilon(curve, target_delta)
+                    if math.isfinite(real.epsilon):
+                        candidates.append((max(real.epsilon, 0.0), real.alpha))
+                except (AccountingError, ZeroDivisionError, OverflowError):
+                    pass
+            if not candidates:
+                return math.inf, None
+            best = min(candidates, key=lambda c: c[0])
+            if best[1] is not None and math.isfinite(best[1]):
+                # the order that answered is a candidate of later delta queries (any order is
+                # valid): get_delta(get_epsilon(delta)) then gives back at most delta
+                self.__dict__.setdefault("_answered_orders", set()).add(float(best[1]))
+            return best
+
+        def get_epsilon(self, target_delta: float) -> float:
+            return self.get_epsilon_and_optimal_order(target_delta)[0]
+
+        def get_delta_and_optimal_order(self, target_epsilon: float):
+            """(certified delta at ``target_epsilon``, the order that gives it)."""
+            edge = self._edge_delta(target_epsilon)
+            if edge is not None:
+                return edge, None
+            candidates: list[tuple[float, float]] = [(1.0, None)]
+            pure = self._pure()
+            if pure is not None and float(pure.epsilon) <= target_epsilon:
+                candidates.append((0.0, math.inf))
+            curve = self._curve()
+            at_orders = self._order_curve()
+            given = {float(a) for a in self._orders}
+            extra = sorted(getattr(self, "_answered_orders", set()) - given)
+            if target_epsilon == 0:  # (the real-order optimiser needs eps > 0): a grid of real orders
+                extra += [1 + 2.0 ** k for k in range(-10, 14)]
+            with working_precision(None):
+                eps_ball = exact(float(target_epsilon))
+
+                def at(which, alpha):
+                    try:
+                        value = upper_float(_delta_at(which, exact(float(alpha)), eps_ball))
+                    except (AccountingError, ZeroDivisionError, OverflowError):
+                        return None
+                    return min(value, 1.0) if math.isfinite(value) else None
+
+                found = []
+                for alpha in list(self._orders) + extra:
+                    if 1 < alpha < math.inf:
+                        value = at(curve, alpha)
+                        if value is not None:
+                            found.append((value, float(alpha)))
+                for _, alpha in sorted(found)[:_REFINED_ORDERS]:
+                    if alpha in given:
+                        value = at(at_orders, alpha)
+                        if value is not None:
+                            found.append((value, alpha))
+                candidates.extend(found)
+            if target_epsilon > 0:
+                try:
+                    real = rdp_to_delta(curve, float(target_epsilon))
+                    candidates.append((min(real.delta, 1.0), real.alpha))
+                except (AccountingError, ZeroDivisionError, OverflowError):
+                    pass
+            return min(candidates, key=lambda c: c[0])
+
+        def get_delta(self, target_epsilon: float) -> float:
+            return self.get_delta_and_optimal_order(target_epsilon)[0]
+
+    CertifiedRdpAccountant.__module__ = "accounting"
+    return CertifiedRdpAccountant
+
+
+def _fractional(subject: Any) -> Any:
+    """``subject`` with every Poisson-subsampled Gaussian evaluated at non-integer orders by
+    certified integration (dp_accounting's RdpAccountant uses MTZ's fractional-order formula there;
+    the chord between integer orders alone is looser): the RDP flavour's curves."""
+    from ._dp_event import Composition
+    from ._dp_event_mechanisms import FractionalOrderSampledGaussian
+    from ._mechanisms import Gaussian
+    from ._subsampling import PoissonSampled
+
+    if isinstance(subject, Composition):
+        return Composition(tuple((_fractional(m), n) for m, n in subject.parts))
+    if isinstance(subject, PoissonSampled) and isinstance(subject.mechanism, Gaussian) and subject.probability != 1:
+        return FractionalOrderSampledGaussian(subject)
+    return subject
+
+
+def certified_rdp_accountant_class() -> type:
+    """The ``CertifiedRdpAccountant`` class (dp_accounting's RdpAccountant contract, certified)."""
+    if _RDP_CLASS:
+        return _RDP_CLASS[0]
+    from dp_accounting import privacy_accountant as pa
+
+    _RDP_CLASS.append(_build_rdp(certified_accountant_class(), pa))
+    return _RDP_CLASS[0]
+
+
+def _check_delta(target_delta: Any) -> None:
+    from ._validation import AccountingError
+
+    if isinstance(target_delta, bool) or not isinstance(target_delta, (int, float)) or not (0 <= target_delta <= 1):
+        raise AccountingError("target_delta", target_delta, "a probability in [0, 1]")
+
+
+def _check_epsilon(target_epsilon: Any) -> None:
+    from ._validation import AccountingError
+
+    if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, (int, float)) or not (target_epsilon >= 0):
+        raise AccountingError("target_epsilon", target_epsilon, "a real number >= 0 (inf allowed)")
 
 
 def certified_delta(subject: Any, epsilon: float, time_budget: float | None = None) -> float:

@@ -6,13 +6,25 @@ e.g. ``json.dumps(namedtuple_to_dict(event.to_named_tuple()))``), and returns a 
 :mod:`accounting` that every route accepts (:func:`accounting.epsilon_routes`, the ledger).
 dp_accounting is never imported here: events are read through their field names.
 
-Translation (dp_accounting's conventions, sensitivity 1 unless the event carries one):
-GaussianDpEvent(s) -> Gaussian(s, 1); LaplaceDpEvent(s) -> Laplace(s, 1);
+Translation (dp_accounting's conventions, sensitivity 1 unless the event carries one, times 2
+under REPLACE_ONE for the additive-noise events; ``neighboring_relation`` chooses, default each
+event's own):
+GaussianDpEvent(s) -> Gaussian(s, 1); LaplaceDpEvent(s) -> Laplace(s, 1); a zero noise parameter
+-> NonPrivate (DiscreteLaplace(0, C) included);
 DiscreteLaplaceDpEvent(a, C) -> DiscreteLaplace(scale 1/a, C);
 RandomizedResponseDpEvent(p, k) -> KaryRandomizedResponse(p, k) (exact pair on three outputs);
 PoissonSampledDpEvent -> PoissonSampled; SampledWithoutReplacementDpEvent -> SampledWithoutReplacement;
 SelfComposedDpEvent / ComposedDpEvent -> Composition; NoOpDpEvent -> nothing (dropped from a
-composition); NonPrivateDpEvent -> NonPrivate (epsilon = inf on every route).
+composition); NonPrivateDpEvent -> NonPrivate (epsilon = inf on every route);
+ZCDpEvent(rho, xi) -> ZCdpGuarantee; SingleEpochTreeAggregationDpEvent(s, steps) ->
+Gaussian(s, sqrt(ceil(log2(max steps + 1)))) (Kairouz et al. 2021 App. D);
+MixtureOfGaussiansDpEvent -> PoissonSampled(Gaussian) for one non-zero shift, else
+GaussianMixtureShift (PLD of the exact pair when the shifts have one sign, RDP by convexity);
+RepeatAndSelectDpEvent -> RepeatAndSelect (Papernot & Steinke 2022); Poisson sampling or sampling
+without replacement of a composition of Gaussians -> of the one Gaussian it equals (sigma^-2 add);
+under REPLACE_ONE PoissonSampled(Gaussian) -> ReplaceOnePoissonGaussian; under REPLACE_SPECIAL
+RandomizedResponse -> SpecialRandomizedResponse (:mod:`accounting._dp_event_mechanisms`).
+Refused (AccountingError): SampledWithReplacementDpEvent, TruncatedSubsampledGaussianDpEvent.
 """
 
 from __future__ import annotations
@@ -44,6 +56,10 @@ _FIELDS = {
     "SampledWithoutReplacementDpEvent": ("source_dataset_size", "sample_size", "event"),
     "SelfComposedDpEvent": ("event", "count"),
     "ComposedDpEvent": ("events",),
+    "ZCDpEvent": ("rho", "xi"),
+    "SingleEpochTreeAggregationDpEvent": ("noise_multiplier", "step_counts"),
+    "MixtureOfGaussiansDpEvent": ("standard_deviation", "sensitivities", "sampling_probs"),
+    "RepeatAndSelectDpEvent": ("event", "mean", "shape"),
 }
 
 
@@ -205,12 +221,85 @@ def _exact_float(name: str, value: Any) -> Fraction:
     return Fraction(value)
 
 
-def _translate(event: Any) -> Any | None:
+#: dp_accounting's neighbouring relations, by the lower-case names of its enum members
+RELATIONS = ("add_or_remove_one", "replace_one", "replace_special")
+
+
+def _relation_name(relation: Any) -> str:
+    name = getattr(relation, "name", relation)
+    name = str(name).lower()
+    if name not in RELATIONS:
+        raise AccountingError("neighboring_relation", relation, f"one of {RELATIONS} (dp_accounting's NeighboringRelation)")
+    return name
+
+
+def _gaussian_inverse_variance(event: Any) -> Fraction | None:
+    """sum_i sigma_i^-2 of a tree of Gaussian events (Composed / SelfComposed of GaussianDpEvent),
+    exactly; None if the tree holds anything else. A composition of Gaussians with sensitivity 1 is
+    a single Gaussian with sigma_eff^-2 = sum_i sigma_i^-2 (a rotation of the product law), which
+    is how dp_accounting's RDP accountant reads Poisson sampling of such a tree; 0 stands for a
+    zero noise multiplier somewhere (a non-private release)."""
+    event = _as_dict(event)
+    kind = _class_name(event)
+    if kind == "GaussianDpEvent":
+        sigma = _exact_float("noise_multiplier", _get(event, "noise_multiplier"))
+        if sigma < 0:
+            raise AccountingError("noise_multiplier", float(sigma), "a real number >= 0")
+        return Fraction(-1) if sigma == 0 else 1 / (sigma * sigma)
+    if kind == "SelfComposedDpEvent":
+        inner = _gaussian_inverse_variance(_get(event, "event"))
+        if inner is None:
+            return None
+        return inner if inner < 0 else inner * _integer(event, "count")
+    if kind == "ComposedDpEvent":
+        total = Fraction(0)
+        for sub in _get(event, "events"):
+            inner = _gaussian_inverse_variance(sub)
+            if inner is None:
+                return None
+            if inner < 0:
+                return inner
+            total += inner
+        return total
+    return None
+
+
+def _sqrt_up(value: Fraction) -> float:
+    """A float >= sqrt(value) (value >= 0, exact)."""
+    x = math.sqrt(float(value))
+    while Fraction(x) ** 2 < value:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _inverse_sqrt_down(value: Fraction) -> float:
+    """A float <= 1/sqrt(value) (value > 0, exact)."""
+    x = 1 / math.sqrt(float(value))
+    while Fraction(x) ** 2 * value > 1:
+        x = math.nextafter(x, 0.0)
+    return x
+
+
+def _effective_gaussian(inverse_variance: Fraction) -> Any:
+    """The single Gaussian N(0, 1) with sensitivity >= sqrt(sum sigma_i^-2): the same privacy
+    loss as the composition (sensitivity rounded up, so never less private)."""
+    from ._mechanisms import Gaussian
+
+    return Gaussian(1, _sqrt_up(inverse_variance))
+
+
+def _translate(event: Any, relation: str = "event") -> Any | None:
+    """The mechanism of ``event`` under ``relation`` (one of :data:`RELATIONS`, or "event": each
+    event under its own relation -- randomized response and sampling without replacement under
+    REPLACE_ONE, everything else under ADD_OR_REMOVE_ONE -- from_dp_event's default)."""
     event = _as_dict(event)
     kind = _class_name(event)
     from ._mechanisms import DiscreteLaplace, Gaussian, Laplace
     from ._subsampling import PoissonSampled, SampledWithoutReplacement
+    from ._dp_event_mechanisms import GaussianMixtureShift, ReplaceOnePoissonGaussian, SpecialRandomizedResponse, ZCdpGuarantee
 
+    # under REPLACE_ONE an additive-noise release moves by twice its add/remove sensitivity
+    factor = 2 if relation == "replace_one" else 1
     if kind == "NoOpDpEvent":
         return None
     if kind == "NonPrivateDpEvent":
@@ -218,43 +307,148 @@ def _translate(event: Any) -> Any | None:
     if kind in ("GaussianDpEvent", "LaplaceDpEvent"):
         noise = float(_exact_float("noise_multiplier", _get(event, "noise_multiplier")))
         if noise < 0:
-            raise AccountingError("noise_multiplier", noise, "a real number >= 0")
+            raise AccountingError("noise_multiplier", noise, "a real number >= 0 (Noise multiplier must be non-negative)")
         if noise == 0:  # dp_accounting's convention: no noise is a non-private release
             return NonPrivate()
-        return (Gaussian if kind == "GaussianDpEvent" else Laplace)(noise, 1)
+        return (Gaussian if kind == "GaussianDpEvent" else Laplace)(noise, factor)
     if kind == "DiscreteLaplaceDpEvent":
         a = _exact_float("noise_parameter", _get(event, "noise_parameter"))
-        return DiscreteLaplace(1 / a, _integer(event, "sensitivity"))
+        if a < 0:
+            raise AccountingError("noise_parameter", float(a), "a real number >= 0")
+        sensitivity = _integer(event, "sensitivity")
+        if a == 0:  # no noise (scale 1/a infinite): a non-private release, as dp_accounting says
+            return NonPrivate()
+        if sensitivity == 0:
+            return None
+        return DiscreteLaplace(1 / a, factor * sensitivity)
     if kind == "RandomizedResponseDpEvent":
         p = _exact_float("noise_parameter", _get(event, "noise_parameter"))
         k = _integer(event, "num_buckets")
-        if not (0 <= p <= 1) or k < 2:
-            raise AccountingError("noise_parameter", float(p), "a probability in [0, 1] with num_buckets >= 2")
+        if not (0 <= p <= 1) or k < 1:
+            raise AccountingError("noise_parameter", float(p), "a probability in [0, 1] with num_buckets >= 1")
+        if k == 1 or p == 1:  # one bucket, or the answer ignores the input
+            return None
         if p == 0:
             return NonPrivate()
-        if p == 1:
-            return None
+        if relation == "replace_special":
+            return SpecialRandomizedResponse(p, k)
+        if relation == "add_or_remove_one":
+            raise AccountingError("neighboring_relation", relation.upper(), "REPLACE_ONE or REPLACE_SPECIAL for RandomizedResponseDpEvent")
         return KaryRandomizedResponse(p, k)
+    if kind == "ZCDpEvent":
+        rho = _exact_float("rho", _get(event, "rho"))
+        xi = _exact_float("xi", _get(event, "xi"))
+        if rho < 0:
+            raise AccountingError("rho", float(rho), "a real number >= 0")
+        if xi < 0:
+            raise AccountingError("xi", float(xi), "a real number >= 0")
+        if rho == 0 and xi == 0:
+            return None
+        return ZCdpGuarantee(rho, xi)
+    if kind == "SingleEpochTreeAggregationDpEvent":
+        sigma = _exact_float("noise_multiplier", _get(event, "noise_multiplier"))
+        steps = _get(event, "step_counts")
+        steps = [steps] if isinstance(steps, (int, float)) else list(steps)
+        if sigma < 0:
+            raise AccountingError("noise_multiplier", float(sigma), "a non-negative real number")
+        if not steps:
+            raise AccountingError("step_counts", steps, "a non-empty list of non-negative integers")
+        for value in steps:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (isinstance(value, float) and not value.is_integer()):
+                raise AccountingError("step_counts", steps, "non-negative integers")
+        if sigma == 0:
+            return NonPrivate()
+        # Kairouz et al. 2021 App. D: a record enters at most ceil(log2(n + 1)) nodes of a tree
+        # over n steps, each with N(0, sigma^2) noise: a Gaussian of L2 sensitivity sqrt(depth);
+        # restarts within one epoch see each record once, so the deepest tree is the worst
+        depth = math.ceil(math.log2(int(max(steps)) + 1))
+        if depth == 0:
+            return None
+        return Gaussian(float(sigma), _sqrt_up(Fraction(depth)))
+    if kind == "MixtureOfGaussiansDpEvent":
+        sigma = _exact_float("standard_deviation", _get(event, "standard_deviation"))
+        shifts = [_exact_float("sensitivities", c) for c in _get(event, "sensitivities")]
+        weights = [_exact_float("sampling_probs", w) for w in _get(event, "sampling_probs")]
+        if len(shifts) != len(weights) or not shifts or any(w < 0 for w in weights):
+            raise AccountingError("sampling_probs", weights, "one probability >= 0 per sensitivity")
+        live = [(c, w) for c, w in zip(shifts, weights) if c != 0 and w != 0]
+        if not live:
+            return None
+        if sigma < 0:
+            raise AccountingError("standard_deviation", float(sigma), "a real number >= 0")
+        if sigma == 0:
+            return NonPrivate()
+        if relation == "replace_one":
+            raise AccountingError("neighboring_relation", relation, "ADD_OR_REMOVE_ONE or REPLACE_SPECIAL for MixtureOfGaussiansDpEvent")
+        total = sum(weights)
+        if len(live) == 1:  # (1-q) N(0) + q N(c) against N(0): the Poisson-subsampled Gaussian
+            c, w = live[0]
+            gaussian = Gaussian(float(sigma), abs(float(c)))
+            q = w / total
+            return gaussian if q == 1 else PoissonSampled(gaussian, q)
+        return GaussianMixtureShift(sigma, tuple(shifts), tuple(weights))
     if kind == "PoissonSampledDpEvent":
-        inner = _translate(_get(event, "event"))
-        q = float(_get(event, "sampling_probability"))
-        if inner is None or q == 0:
+        q = _exact_float("sampling_probability", _get(event, "sampling_probability"))
+        if not (0 <= q <= 1):
+            raise AccountingError("sampling_probability", float(q), "a probability in [0, 1] (Sampling rate)")
+        if q == 0:
+            return None
+        inverse_variance = _gaussian_inverse_variance(_get(event, "event"))
+        if inverse_variance is not None:
+            if inverse_variance < 0:
+                return NonPrivate()
+            if inverse_variance == 0:
+                return None
+            if relation == "replace_one":
+                return ReplaceOnePoissonGaussian(_inverse_sqrt_down(inverse_variance), q)
+            inner_event = _as_dict(_get(event, "event"))
+            if _class_name(inner_event) == "GaussianDpEvent":
+                inner = _translate(inner_event, relation)
+            else:
+                inner = _effective_gaussian(inverse_variance)
+        else:
+            if relation == "replace_one":
+                raise AccountingError("neighboring_relation", relation, "ADD_OR_REMOVE_ONE or REPLACE_SPECIAL for Poisson sampling of this event")
+            inner = _translate(_get(event, "event"), relation)
+        if inner is None:
             return None
         if isinstance(inner, NonPrivate):
             return inner
-        return PoissonSampled(inner, q)
+        return inner if q == 1 else PoissonSampled(inner, q)
     if kind == "SampledWithoutReplacementDpEvent":
-        inner = _translate(_get(event, "event"))
+        if _integer(event, "sample_size") == 0:
+            return None
+        inverse_variance = _gaussian_inverse_variance(_get(event, "event"))
+        if inverse_variance is not None and _class_name(_as_dict(_get(event, "event"))) != "GaussianDpEvent":
+            if inverse_variance < 0:
+                return NonPrivate()
+            inner = None if inverse_variance == 0 else _effective_gaussian(inverse_variance)
+        else:
+            inner = _translate(_get(event, "event"), "add_or_remove_one")  # WBK's bound takes the add/remove base
         if inner is None:
             return None
         if isinstance(inner, NonPrivate):
             return inner
         return SampledWithoutReplacement(inner, _integer(event, "sample_size"), _integer(event, "source_dataset_size"))
+    if kind == "RepeatAndSelectDpEvent":
+        from ._dp_event_mechanisms import RepeatAndSelect
+
+        mean = _exact_float("mean", _get(event, "mean"))
+        shape_value = _get(event, "shape")
+        if isinstance(shape_value, bool) or not isinstance(shape_value, (int, float, Fraction)) or math.isnan(float(shape_value)) or shape_value < 0:
+            raise AccountingError("shape", shape_value, "a shape >= 0 (0 logarithmic, 1 geometric, inf Poisson)")
+        if mean < 1:
+            raise AccountingError("mean", float(mean), "a mean number of repetitions >= 1")
+        inner = _translate(_get(event, "event"), relation)
+        if inner is None or isinstance(inner, NonPrivate):
+            return inner
+        shape = math.inf if float(shape_value) == math.inf else Fraction(shape_value)
+        return RepeatAndSelect(inner, mean, shape)
     if kind == "SelfComposedDpEvent":
-        inner = _translate(_get(event, "event"))
         count = _integer(event, "count")
         if count < 0:
             raise AccountingError("count", count, "an integer >= 0 (dp_accounting's SelfComposedDpEvent count)")
+        inner = _translate(_get(event, "event"), relation)
         if inner is None or count == 0:
             return None
         if isinstance(inner, NonPrivate):
@@ -263,7 +457,7 @@ def _translate(event: Any) -> Any | None:
     if kind == "ComposedDpEvent":
         counts: dict[Any, int] = {}  # equal releases merged into one part with a count (order kept)
         for sub in _get(event, "events"):
-            inner = _translate(sub)
+            inner = _translate(sub, relation)
             if inner is None:
                 continue
             if isinstance(inner, NonPrivate):
@@ -275,12 +469,15 @@ def _translate(event: Any) -> Any | None:
     raise AccountingError("event", kind, f"one of {sorted(_FIELDS)}")
 
 
-def from_dp_event(event: Any) -> Any:
+def from_dp_event(event: Any, neighboring_relation: Any = None) -> Any:
     """The accounting mechanism of a dp_accounting ``DpEvent`` (object, named tuple, dict or JSON
-    text). A tree with no privacy cost (only NoOpDpEvent) is refused with a ValueError."""
+    text) under ``neighboring_relation`` (dp_accounting's ``NeighboringRelation`` or its lower-case
+    name; default None: each event under its own relation -- randomized response and sampling
+    without replacement under REPLACE_ONE, the rest under ADD_OR_REMOVE_ONE). A tree with no
+    privacy cost (only NoOpDpEvent) is refused with a ValueError."""
     if isinstance(event, (str, bytes)):
         event = event_from_json(event)
-    out = _translate(event)
+    out = _translate(event, "event" if neighboring_relation is None else _relation_name(neighboring_relation))
     if out is None:
         raise AccountingError("event", _class_name(event), "an event with a privacy cost (this one is a no-op)")
     return out
