@@ -438,7 +438,7 @@ def _base_delta(mechanism, curve: RDP, epsilon: float) -> float:
         with working_precision(None):
             mu = upper_float(exact(mechanism.sensitivity) / exact(mechanism.sigma))
         best = min(best, gdp_delta(mu, epsilon))
-    pure = mechanism.pure() if hasattr(mechanism, "pure") else None
+    pure = mechanism.pure() if isinstance(mechanism, Mechanism) else None
     if pure is not None:
         with working_precision(None):
             e0 = exact(pure.epsilon).exp()
