@@ -71,24 +71,37 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
                 raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer in [1, 1024]", param_hint="--workers")
             _regret_comparison(seeds, horizon, sys.stdout)
             return
-        from concurrent.futures import ProcessPoolExecutor
-
-        from ._output import atomic_write, check_output_file
-        from ._tails import Grid, render_table, run_tails, to_json, to_junit
+        # every argument is checked before the heavy imports (numba, the catalogue: seconds under load)
+        from ._output import check_output_file
 
         try:  # before the work: a bad output path must not cost the run
             check_output_file("--json", json_file)
             check_output_file("--junit", junit_file)
-        except ValueError as error:
-            raise click.BadParameter(str(error)) from None
+        except ValueError as error:  # one line, exit 2 (the message names the option, the path and why)
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
 
         if not 0 < false_alarm < 1:
             raise click.BadParameter(f"false-alarm={false_alarm!r} is invalid: expected a probability in (0, 1)", param_hint="--false-alarm")
         if workers is not None and not 1 <= workers <= 1024:
             raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer in [1, 1024]", param_hint="--workers")
+
+        from concurrent.futures import ProcessPoolExecutor
+
+        from ._output import atomic_write
+        from ._tails import Grid, all_claims, render_table, run_tails, to_json, to_junit
+
         grid = Grid.quick() if quick else Grid()
         only = None
         if claims:
+            # a name that matches nothing used to select no row, and an empty table "holds" (exit 0)
+            available = all_claims(monte_carlo=not no_monte_carlo, planted=planted)
+            names = sorted({c.claim for c in available} | {c.protocol for c in available})
+            unknown = [name for name in claims if name not in names]
+            if unknown:
+                click.echo(f"error: claim={unknown[0]!r} is invalid: expected a claim id or protocol of this table: "
+                           + ", ".join(names), err=True)
+                sys.exit(2)
             wanted = set(claims)
             only = lambda c: c.claim in wanted or c.protocol in wanted  # noqa: E731
         executor = "serial" if workers == 1 else ("process" if workers is None else ProcessPoolExecutor(max_workers=workers))

@@ -5,7 +5,9 @@ JSON) goes through this module:
 
 - :func:`check_output_file` / :func:`check_output_dir` run *before* any computation, so a
   missing or read-only directory is refused in milliseconds (``AccountingError`` naming the
-  option and the path; the CLI turns it into exit 2) instead of after an hour of work;
+  option and the path; the CLI turns it into exit 2) instead of after an hour of work. They
+  create (``O_EXCL``, an unused name) and remove a probe file in the directory: permission bits
+  (``os.access``) say yes to root, on read-only mounts and under ACLs where a write then fails;
 - :func:`atomic_write` (text or bytes) and :func:`atomic_path` (for writers that want a path,
   such as ``matplotlib.savefig`` or ``ElementTree.write``) write to a temporary file in the
   *same* directory and then ``os.replace`` it onto the target: the rename is atomic on POSIX and
@@ -29,8 +31,27 @@ __all__ = ["atomic_path", "atomic_write", "check_output_dir", "check_output_file
 def _writable_dir(option: str, path: object, directory: Path) -> None:
     if not directory.is_dir():
         raise AccountingError(option, str(path), f"a path whose directory exists ({str(directory)!r} does not)")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise AccountingError(option, str(path), f"a path in a writable directory ({str(directory)!r} is not writable)")
+    # ``os.access`` answers for the permission bits only: it says yes to root in a read-only
+    # directory of /sys, on a read-only or full mount, under an ACL or a network file system's
+    # own rules. The only faithful test is to create a file: an unused name (O_EXCL, so nothing of
+    # the user's is touched), removed at once.
+    try:
+        handle, name = tempfile.mkstemp(prefix=".dpverify-probe-", suffix=".tmp", dir=directory)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise AccountingError(option, str(path), f"a path in a writable directory ({str(directory)!r} is not writable: {reason})") from None
+    os.close(handle)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
+def _can_open_for_writing(target: Path) -> bool:
+    """Whether an existing file can be opened for writing (without truncating or changing it)."""
+    try:
+        with open(target, "r+b"):
+            return True
+    except OSError:
+        return False
 
 
 def check_output_file(option: str, path: str | os.PathLike | None) -> None:
@@ -45,7 +66,7 @@ def check_output_file(option: str, path: str | os.PathLike | None) -> None:
     target = Path(path)
     if target.is_dir():
         raise AccountingError(option, str(path), "a file path, not a directory")
-    if target.exists() and not os.access(target, os.W_OK):
+    if target.is_file() and not _can_open_for_writing(target):
         raise AccountingError(option, str(path), "a writable file (it exists and is read-only)")
     _writable_dir(option, path, target.parent if str(target.parent) else Path("."))
 
