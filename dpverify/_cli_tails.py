@@ -5,7 +5,7 @@ Register on the main group with ``main.add_command(tails)`` (dpverify/cli.py, th
 Exit codes: 0 every claim holds (and, with ``--planted``, every planted bug is caught);
 1 a claim is violated or inconclusive (or a planted bug missed); 2 a usage error or a crash.
 ``--json FILE`` writes the JSON document (``-`` for stdout: then nothing else goes to stdout);
-``--junit FILE`` writes JUnit XML for CI. Progress goes to stderr.
+``--junit FILE`` writes JUnit XML for CI. A progress bar goes to stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -107,10 +107,24 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
         executor = "serial" if workers == 1 else ("process" if workers is None else ProcessPoolExecutor(max_workers=workers))
         to_stdout = json_file == "-"
 
-        def progress(result) -> None:
-            click.echo(f"  {result.claim:22s} {result.protocol:10s} {result.verdict} ({result.seconds:.1f} s)", err=True)
+        # a progress bar on a terminal; pipes and CI logs stay quiet (the table names every claim)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        report = run_tails(grid, monte_carlo=not no_monte_carlo, planted=planted, only=only, false_alarm=false_alarm, executor=executor, progress=progress)
+        from ._console import console as make_console
+
+        selected = [c for c in all_claims(monte_carlo=not no_monte_carlo, planted=planted) if only is None or only(c)]
+        err = make_console(stderr=True)
+        bar = Progress(TextColumn("checking tails"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+                       console=err, transient=True, disable=not err.is_terminal)
+
+        with bar:
+            task = bar.add_task("", total=len(selected))
+
+            def progress(result) -> None:
+                bar.update(task, advance=1, description=f"{result.claim} {result.protocol}: {result.verdict}")
+
+            report = run_tails(grid, monte_carlo=not no_monte_carlo, planted=planted, only=only, false_alarm=false_alarm, executor=executor,
+                               progress=progress)
         if not isinstance(executor, str):
             executor.shutdown()
         if json_file:

@@ -17,8 +17,10 @@ from typing import Any, Callable, Iterator
 import click
 
 from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._console import busy as _busy
 from ._console import console as _console
 from ._console import emit as _emit
+from ._console import print_table as _print_table
 from ._json import jsonable
 
 __all__ = ["main"]
@@ -269,7 +271,8 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
     alphas = tuple(alphas) + tuple(extra)
     mech = _build(mechanism, options)
     try:
-        exact = mech.rdp().evaluate(alphas, precision=precision)
+        with _busy("evaluating the RDP curve"):
+            exact = mech.rdp().evaluate(alphas, precision=precision)
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, alpha=alphas, precision=precision, **options) from None
     from accounting._routes import rdp_provenance
@@ -311,7 +314,7 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
             t.add_column(label, justify="right")
         for i, alpha in enumerate(alphas):
             t.add_row(f"{alpha:g}", f"{exact[i]:.8g}", routes[i], *(f"{closed[l][i]:.8g}" if isinstance(closed[l][i], float) else closed[l][i] for l in closed))
-        _console().print(t)
+        _print_table(t)
 
     _emit(as_json, payload, table)
 
@@ -333,7 +336,8 @@ def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, time_budge
 
     mech = _build(mechanism, options)
     try:
-        report = acc.epsilon_routes(mech, delta, compose=compose, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
+        with _busy(f"accounting by every route (time budget {time_budget:g} s)"):
+            report = acc.epsilon_routes(mech, delta, compose=compose, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, delta=delta, compose=compose, time_budget=time_budget, **options) from None
     payload = {
@@ -389,7 +393,8 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
         return builder({**values, noise: value})
 
     try:
-        result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper, time_budget=time_budget)
+        with _busy(f"calibrating {noise}"):
+            result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper, time_budget=time_budget)
     except click.ClickException:
         raise
     except ValueError as error:
@@ -423,7 +428,8 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
     from accounting import dist_rdp_se_returning
 
     try:
-        rows = dist_rdp_se_returning(eps, s, n, returns, delta)
+        with _busy("accounting Dist-RDP-SE's returning users by three routes"):
+            rows = dist_rdp_se_returning(eps, s, n, returns, delta)
     except _FAILURES as error:
         raise _refusal(error, epsilon=eps, scale=s, batch_size=n, returns=returns, delta=delta) from None
     payload = {"epsilon": eps, "scale": s, "batch_size": n, "delta": delta, "rows": rows}
@@ -453,7 +459,7 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
                 row["certified_route"],
                 row["advanced_composition"],
             )
-        _console().print(t)
+        _print_table(t)
 
     _emit(as_json, payload, table)
 

@@ -219,3 +219,93 @@ def test_tails_bad_output_path_is_answered_before_the_heavy_imports(tmp_path):
     code, seconds, heavy = _after_error(["tails", "--json", str(tmp_path / "missing" / "x.json")])
     assert code == 2
     assert "numba" not in heavy and "dpverify._tails" not in heavy, heavy
+
+
+def _on_a_terminal(argv: list[str], seconds: float = 60) -> str:
+    """Run the CLI with stdout and stderr on a pseudo-terminal of 30 x 120; return all it wrote."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    process = subprocess.Popen([sys.executable, "-c", "from dpverify.cli import main; main()", *argv], cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm"}, stdin=slave, stdout=slave, stderr=slave,
+                               start_new_session=True)
+    os.close(slave)
+    chunks = []
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the terminal closed: the command has exited
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif process.poll() is not None:
+                break
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == 0, b"".join(chunks).decode(errors="replace")
+    return b"".join(chunks).decode(errors="replace")
+
+
+ACCOUNT_EPSILON = ["account", "epsilon", "skellam", "--variance", "100", "--delta", "1e-5", "--compose", "10"]
+TAILS_ONE = ["tails", "--claim", "noise-tail", "--no-monte-carlo", "--quick", "--workers", "1"]
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_progress_on_a_terminal():
+    """Item 6: a command that can run for seconds shows progress on a terminal (``account
+    epsilon`` showed nothing until its table, up to its 10 s time budget). A rich spinner,
+    transient: its text is in the terminal's byte stream even though it is erased after."""
+    text = _on_a_terminal(ACCOUNT_EPSILON)
+    assert "accounting by every route" in text
+    assert "best certified" in text
+
+
+@pytest.mark.parametrize("argv", [ACCOUNT_EPSILON, TAILS_ONE])
+def test_quiet_in_pipes(argv):
+    """Item 6: the same commands write nothing on stderr when it is not a terminal (``tails``
+    printed a line per claim there; now a bar on a terminal, nothing in a pipe)."""
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert result.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ACCOUNT_EPSILON,
+        ["account", "curve", "discrete-gaussian-sum", "--n", "16", "--sigma", "3", "--sensitivity", "1", "--alpha", "2", "8", "64"],
+        ["account", "returning", "--returns", "1", "--returns", "10"],
+        ["account", "shuffle", "--eps0", "1", "--n", "1000", "--delta", "1e-6"],
+    ],
+)
+def test_tables_are_not_cut_in_pipes(argv):
+    """Item 4: in a pipe rich assumed 80 columns: ``account epsilon`` printed "1.19…" and dropped the
+    how/why-not column. Every cell is now printed whole: no ellipsis, every number of the JSON
+    answer in the text, every column heading present."""
+    runner = CliRunner()
+    text = runner.invoke(main, argv).output
+    assert "…" not in text, text
+    data = __import__("json").loads(runner.invoke(main, [*argv, "--json"]).output)
+    if "epsilon" in data:
+        assert f"{data['epsilon']:.6g}" in text
+    if "rows" in data:
+        for row in data["rows"]:
+            assert f"{row['certified']:.6g}" in text and row["certified_route"] in text
+    if "rdp" in data:
+        assert all(f"{v:.8g}" in text for v in data["rdp"])
+    if argv[1] == "epsilon":
+        assert "how it was computed / why not, and how to run it" in text
