@@ -32,3 +32,50 @@ def test_shuffle_certified_field_follows_the_truth(compose):
         if not r["certified"]:
             line = next(line for line in table.splitlines() if f" {r['route']} " in line)
             assert "comparison" in line, line
+
+
+def _eps_option():
+    from dpverify._cli_bandits import run_command
+
+    return next(p for p in run_command.params if p.name == "epsilon")
+
+
+def test_run_help_says_what_eps_means_for_each_algorithm():
+    """Item 7: ``run --help`` said "Privacy level eps (per user)" for every algorithm, while
+    Dist-RDP-SE at --eps 1 records a per-user (5.22, 1e-6). Now every private algorithm is named
+    with its meaning of eps, and the RDP/zCDP ones say they are not an (eps, delta) guarantee."""
+    from dpverify._bandits import algorithms
+
+    text = _eps_option().help
+    for name, spec in algorithms().items():
+        if spec.private:
+            assert name in text, name
+    rdp = text.split("dist-rdp-se:")[1].split(";")[0]
+    assert "RDP" in rdp and "NOT an (eps, delta)" in text.split("dist-rdp-se:")[1]
+    assert "zCDP" in text.split("dist-cdp-se:")[1].split(";")[0]
+    assert "budget of each user over all her batches" in text
+
+
+def test_run_result_records_what_eps_meant():
+    """Item 7: the result says what --eps meant, and the help's statement about Dist-RDP-SE
+    (an (eps, delta) larger than eps, about 5.2 at eps 1 and delta 1e-6) is what the run records."""
+    result = CliRunner().invoke(main, ["run", "-a", "dist-rdp-se", "-i", "easy", "--eps", "1", "-T", "20000", "--seeds", "1", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output.splitlines()[-1])
+    assert "RDP parameter" in data["epsilon_meaning"]
+    recorded = data["ledger"]["per_user"]["approx"]["epsilon"]
+    assert recorded > 1 and round(recorded, 1) == 5.2
+    text = CliRunner().invoke(main, ["run", "-a", "dist-dp-se", "-i", "easy", "--eps", "1", "-T", "20000", "--seeds", "1"]).output
+    assert "--eps 1.0: pure eps-DP per user and batch" in text
+
+
+def test_returning_run_says_it_spends_half_and_why():
+    """Item 7: a returning-users run calibrated for B = 4 batches whose horizon gives a user at
+    most 2 spends half its eps; the run now says so and why (README's example is this case at
+    T = 10^6, N = 600,000)."""
+    argv = ["run", "-a", "dist-dp-se", "-i", "easy", "--eps", "0.5", "-T", "100000", "--seeds", "1", "--population", "70000",
+            "--max-returns", "4", "--path", "aggregate"]
+    text = CliRunner().invoke(main, argv).output
+    line = next(line for line in text.splitlines() if line.strip().startswith("spent eps"))
+    assert "(50%)" in line and "calibrated for 4 batches" in line and "at most 2" in line
+    assert "budget of each user over all her batches" in text
