@@ -79,3 +79,30 @@ def test_returning_run_says_it_spends_half_and_why():
     line = next(line for line in text.splitlines() if line.strip().startswith("spent eps"))
     assert "(50%)" in line and "calibrated for 4 batches" in line and "at most 2" in line
     assert "budget of each user over all her batches" in text
+
+
+def test_reproduce_html_draws_the_figure_the_png_draws(tmp_path):
+    """Item 10: ``reproduce --html`` drew Reg(t)/t for every figure, while the PNG of Ren et al.'s
+    figure draws cumulative regret; and an eps-sweep panel was titled with its first curve's eps.
+    The figure's summary now carries its definition (quantity, axis label, panel titles) and the
+    page draws from it: the same axis label and numbers as the PNG, the panel's own title."""
+    import csv
+    import re
+
+    from dpverify._bandits._figures import Curve, Panel, make_figure
+    from dpverify._html_report import reproduce_report
+
+    sweep = Panel("c", "LDP-UCB-L, varying eps", "ren-bernoulli", 1.0, 2000,
+                  (Curve("ldp-ucb-l", "eps=0.5"), Curve("ldp-ucb-l", "eps=2")), (0.5, 2.0))
+    paths = make_figure("sweep", (sweep,), tmp_path, runs=1, workers=1, ylabel="cumulative regret", per_time=False, progress=False)
+    csv_path = next(p for p in paths if p.suffix == ".csv")
+    summary = json.loads(next(p for p in paths if p.suffix == ".json").read_text())
+    page = reproduce_report(summary, csv_path)
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "cumulative regret" in svg and "Reg(t)/t" not in svg
+    assert "LDP-UCB-L, varying eps" in svg and "eps=0.5, T=" not in svg
+    # the plotted quantity: the largest y tick is of the size of the cumulative regret, not of Reg(t)/t (< 1)
+    with csv_path.open() as handle:
+        final = max(float(row["mean_regret"]) for row in csv.DictReader(handle))
+    ticks = [float(t) for t in re.findall(r">(\d+(?:\.\d+)?)</text>", svg)]
+    assert final > 10 and max(ticks) > 1
