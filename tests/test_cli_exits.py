@@ -273,6 +273,14 @@ def test_progress_on_a_terminal():
     assert "best certified" in text
 
 
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_run_shows_its_progress_bar_on_a_terminal():
+    """Item 6: ``run`` and ``reproduce`` (the same sweep) show a bar of runs on a terminal."""
+    text = _on_a_terminal(["run", "-a", "dist-dp-se", "-i", "easy", "--eps", "1", "-T", "20000", "--seeds", "3", "--path", "aggregate"])
+    assert "runs:" in text and "/3" in text
+    assert "mean final pseudo regret" in text
+
+
 @pytest.mark.parametrize("argv", [ACCOUNT_EPSILON, TAILS_ONE])
 def test_quiet_in_pipes(argv):
     """Item 6: the same commands write nothing on stderr when it is not a terminal (``tails``

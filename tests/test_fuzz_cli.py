@@ -150,6 +150,29 @@ NO_DIR = ("not-a-dir", "a file where a directory is expected")
 REPRODUCE_TAIL = "--quick --out figs --html /missing/dir/x.html"
 REPRODUCE = f"reproduce iclr-fig4 {REPRODUCE_TAIL}"
 TAILS = "tails --quick --claim no-such-claim"
+TAILS_REFUSAL = "claim='no-such-claim' is invalid"
+
+
+def _probability(text: str) -> bool:
+    try:
+        return 0 < float(text) < 1
+    except ValueError:
+        return False
+
+
+def _writable(option: str) -> Callable[[str], bool]:
+    """A path the output check accepts (in the case's working directory)."""
+
+    def check(text: str) -> bool:
+        from dpverify._output import check_output_file
+
+        try:
+            check_output_file(option, text)
+        except ValueError:
+            return False
+        return True
+
+    return check
 
 ROWS = [
     # account curve: each mechanism's noise parameter, the sensitivity, the orders, the precision
@@ -302,10 +325,11 @@ ROWS = [
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --junit {}", "--junit", "junit", examples=8),
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --html {}", "--html", "html", examples=8),
     # tails: options checked before any work (a claim filter that matches nothing keeps valid values cheap)
-    _r(f"{TAILS} --false-alarm {{}}", "false-alarm", "false_alarm"),
-    _r(f"{TAILS} --workers {{}}", "workers"),
-    _r(f"{TAILS} --json {{}}", "--json", "json"),
-    _r(f"{TAILS} --junit {{}}", "--junit", "junit"),
+    # the base names no claim of the table, so a valid value ends in that refusal (exit 2 since issue 34 item 2)
+    _r(f"{TAILS} --false-alarm {{}}", "false-alarm", "false_alarm", fallback=TAILS_REFUSAL, valid=_probability),
+    _r(f"{TAILS} --workers {{}}", "workers", fallback=TAILS_REFUSAL, valid=_int_in(1, 1024)),
+    _r(f"{TAILS} --json {{}}", "--json", "json", fallback=TAILS_REFUSAL, valid=_writable("--json")),
+    _r(f"{TAILS} --junit {{}}", "--junit", "junit", fallback=TAILS_REFUSAL, valid=_writable("--junit")),
     _r("tails --quick --no-monte-carlo --claim {}", "claim"),
     # --compare-regret runs 60 regret simulations: valid values reach the cheap --workers 0 refusal
     _r("tails --compare-regret --workers 0 --seeds {}", "seeds", fallback="--workers", valid=_int_in(1, 1000)),
