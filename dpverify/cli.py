@@ -3,8 +3,11 @@
 Output conventions: a readable table on stdout by default; ``--json`` prints one JSON object
 instead (and nothing else on stdout). Exit codes: 0 success, 1 a finding (a violated claim, an
 over-budget answer), 2 a usage error or bad parameter (the error message names the parameter,
-the value and the allowed range). Running ``dpverify`` with no command runs the built-in
-default: the returning-users table of the ICLR paper's Dist-RDP-SE.
+the value and the allowed range; an output path that cannot be written is refused before the
+work), 130 interrupted (Ctrl-C: the workers are stopped, one line on stderr, no output file
+written in part). Tables are printed whole in pipes and logs (no 80-column cut); a spinner or a
+bar shows progress on stderr when it is a terminal, nothing otherwise. Running ``dpverify`` with
+no command runs the built-in default: the returning-users table of the ICLR paper's Dist-RDP-SE.
 """
 
 from __future__ import annotations
