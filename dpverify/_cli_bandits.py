@@ -125,10 +125,17 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
                 population, max_returns, returning_calibration, ledger_url, ledger_create, fixed_instance, workers, json_out, html_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds,
                 noise, allow_idealised_charges, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
+    from ._output import atomic_write, check_output_file
+
+    if not list_only:  # before the heavy imports (numba, the runners): a bad output path is answered at once
+        try:
+            check_output_file("--json", json_out)
+            check_output_file("--html", html_out)
+        except ValueError as error:
+            _fail_usage(error)
     from accounting import BudgetExceeded
 
     from ._bandits import RunConfig, algorithms, instances, run
-    from ._output import atomic_write, check_output_file
 
     if list_only:
         for name, spec in sorted(algorithms().items()):
