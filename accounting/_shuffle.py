@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -888,4 +888,7 @@ def shuffle_routes(subject, delta: float, *, compose: int = 1, include_pld: bool
                     EpsilonResult(composed.epsilon, delta, f"advanced:{result.route}", None, f"{result.route} at delta/(2k), Dwork-Rothblum-Vadhan advanced composition")
                 )
     best = min(certified, key=lambda r: r.epsilon)
-    return EpsilonResult(best.epsilon, delta, best.route, best.alpha, best.detail, alternatives=tuple(certified + comparison))
+    # a comparison says so in its own field (callers read "certified" from it; issue 34 item 5):
+    # never "upper bound", whatever its detail says
+    marked = [replace(r, direction="comparison (not certified)") for r in comparison]
+    return EpsilonResult(best.epsilon, delta, best.route, best.alpha, best.detail, alternatives=tuple(certified + marked))

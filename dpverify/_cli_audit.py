@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -202,10 +203,7 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
     Exit code 0 when every claim holds and every planted bug is caught, 1 when a claim is
     violated or a planted bug escapes, 2 on an error in the suite itself.
     """
-    from rich.console import Console
-
-    from ._audit._suite import SuiteError, load_suite, run_suite
-
+    # every argument is checked before the heavy imports (numba, the samplers: seconds, more under load)
     if not 1e-200 <= alpha < 1:  # the p-value grid reaches alpha / m * 1e-16, which must stay a positive double
         raise click.BadParameter(f"alpha={alpha!r}: expected a probability in [1e-200, 1)", param_hint="--alpha")
     if not (samples_scale > 0 and math.isfinite(samples_scale)):
@@ -230,14 +228,22 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
         click.echo(f"error: {'--dask' if dask_address else '--executor ' + executor} needs dask.distributed, an optional "
                    "dependency: pip install 'dpverify[dask]'", err=True)
         sys.exit(2)
+    if not os.path.isfile(path) and not os.path.isdir(path):  # answered at once, not after the imports
+        click.echo(f"error: path={path!r} is invalid: {path}: no such file or directory", err=True)
+        sys.exit(2)
     from ._output import check_output_file
 
     try:  # before the work: a bad output path must not cost the audit
         check_output_file("--json", json_path)
         check_output_file("--junit", junit_path)
         check_output_file("--html", html_path)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+    except ValueError as error:  # one line, exit 2 (the message names the option, the path and why)
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    from rich.console import Console
+
+    from ._audit._suite import SuiteError, load_suite, run_suite
+
     err = Console(stderr=True)
     try:
         specs = load_suite(path)

@@ -20,6 +20,44 @@ import click
 __all__ = ["reproduce_command", "run_command"]
 
 
+#: what ``--eps`` means for each private algorithm: the papers use one symbol for different notions
+#: (issue 34 item 7: at --eps 1, Dist-RDP-SE records a per-user (5.22, 1e-6), not (1, delta))
+EPS_MEANING = {
+    "dist-dp-se": "pure eps-DP per user and batch (Theorem 1)",
+    "cdp-se": "pure eps-DP per user and batch, central (Theorem 5)",
+    "ldp-se": "pure eps-LDP per user and batch, local (Theorem 6)",
+    "dp-se": "pure eps-DP per user, central Laplace",
+    "ldp-ucb-b": "pure eps-LDP of each report", "ldp-ucb-bs": "pure eps-LDP of each report",
+    "ldp-ucb-l": "pure eps-LDP of each report", "ldp-ucb-ls": "pure eps-LDP of each report",
+    "dist-rdp-se": ("the RDP parameter of Theorem 2: per batch (alpha, alpha eps^2/2 + O(1/s))-RDP; NOT an (eps, delta) "
+                    "guarantee: the (eps, delta) recorded at --delta is larger (about 5.2 at eps 1, delta 1e-6)"),
+    "dist-cdp-se": ("the zCDP parameter of Theorem 4: per batch about (eps^2/2)-zCDP; NOT an (eps, delta) guarantee: the "
+                    "(eps, delta) recorded at --delta is larger"),
+    "cdp-dpe": "(eps, delta)-DP per client over the run, central, at --delta",
+    "ldp-dpe": "(eps, delta)-LDP per client over the run, at --delta",
+    "sdp-dpe": "(eps, delta)-DP per client through the shuffler, at --delta",
+}
+_RETURNING_MEANING = ("with --population/--max-returns: the (eps, delta) budget of each user over all her batches, at --delta; "
+                      "the per-batch noise is calibrated so that --max-returns batches fit it")
+
+
+def eps_meaning(algorithm: str | None, returning: bool) -> str | None:
+    """What ``--eps`` meant for this run (None for a non-private algorithm)."""
+    if returning and algorithm in EPS_MEANING:
+        return _RETURNING_MEANING
+    return EPS_MEANING.get(algorithm or "")
+
+
+def _eps_help() -> str:
+    groups: dict[str, list[str]] = {}
+    for name, meaning in EPS_MEANING.items():
+        groups.setdefault(meaning, []).append(name)
+    return ("Privacy level eps. Its meaning depends on the algorithm: "
+            + "; ".join(f"{', '.join(names)}: {meaning}" for meaning, names in groups.items())
+            + f". {_RETURNING_MEANING[0].upper()}{_RETURNING_MEANING[1:]}. The result records it (epsilon_meaning) beside "
+            "the per-user guarantee in every notion.")
+
+
 def _fail_usage(error: Exception) -> None:
     click.echo(f"error: {error}", err=True)
     sys.exit(2)
@@ -28,7 +66,7 @@ def _fail_usage(error: Exception) -> None:
 @click.command("run")
 @click.option("--algorithm", "-a", default=None, help="Algorithm name, e.g. dist-dp-se, dp-se, ucb1, ldp-ucb-b (see --list).")
 @click.option("--instance", "-i", default=None, help="Instance: easy, hard, ren-bernoulli, ren-mixed, mslr, ... (see --list).")
-@click.option("--eps", "epsilon", type=float, default=None, help="Privacy level eps (per user).")
+@click.option("--eps", "epsilon", type=float, default=None, help=_eps_help())
 @click.option("--horizon", "-T", type=int, default=None, help="Horizon T (total pulls).")
 @click.option("--seeds", type=int, default=4, show_default=True, help="Number of runs (seed indices 0..seeds-1).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Root seed: one integer determines every run.")
@@ -87,10 +125,17 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
                 population, max_returns, returning_calibration, ledger_url, ledger_create, fixed_instance, workers, json_out, html_out, radius, means, reward, sd, instance_file, assume_yes, max_seconds,
                 noise, allow_idealised_charges, list_only):
     """Run one algorithm on one instance over many seeds; write pseudo-regret, pulls, ledger as JSON."""
+    from ._output import atomic_write, check_output_file
+
+    if not list_only:  # before the heavy imports (numba, the runners): a bad output path is answered at once
+        try:
+            check_output_file("--json", json_out)
+            check_output_file("--html", html_out)
+        except ValueError as error:
+            _fail_usage(error)
     from accounting import BudgetExceeded
 
     from ._bandits import RunConfig, algorithms, instances, run
-    from ._output import atomic_write, check_output_file
 
     if list_only:
         for name, spec in sorted(algorithms().items()):
@@ -139,6 +184,9 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
         _fail_usage(error)
         return
     data = result.to_dict()
+    meaning = eps_meaning(data.get("algorithm"), population is not None)
+    if meaning is not None:
+        data["epsilon_meaning"] = meaning
     if html_out is not None:
         from ._html_report import run_report
 
@@ -158,11 +206,27 @@ def run_command(algorithm, instance, epsilon, horizon, seeds, seed, s, p, tau_ru
     if data["ledger"].get("private"):
         if data["ledger"].get("noise") == "idealised":
             click.echo(f"  {data['ledger'].get('warning')}: the guarantee below is the real-arithmetic mechanism's (--noise idealised)")
+        click.echo(f"  --eps {data['epsilon']}: {meaning}")
         click.echo(f"  per-user guarantee: pure {per_user.get('pure')}, zCDP {per_user.get('zcdp')}, (eps, delta) = ({approx.get('epsilon')}, {approx.get('delta')}); "
                    f"path {data['ledger'].get('path')}, bits/user {data['ledger'].get('bits_per_user')}")
+        _returning_spend(data, max_returns)
         click.echo(f"  noise: {data['ledger'].get('noise')}; {data['ledger'].get('implementation')}")
     else:
         click.echo("  non-private baseline")
+
+
+def _returning_spend(data: dict, max_returns: int | None) -> None:
+    """Returning users: say how much of the budget the run spent, and why less than all of it."""
+    ledger = data["ledger"]
+    budget, spent, joined = ledger.get("budget") or {}, ledger.get("spent") or {}, ledger.get("max_releases_per_user")
+    if max_returns is None or budget.get("epsilon") is None or spent.get("epsilon") is None:
+        return
+    share = spent["epsilon"] / budget["epsilon"]
+    line = f"  spent eps {spent['epsilon']:.6g} of the budget's {budget['epsilon']:g} ({share:.0%}) for the worst user"
+    if joined is not None and joined < max_returns:
+        line += (f": the noise of every batch is calibrated for {max_returns} batches per user, and this run gave a user at "
+                 f"most {joined} (horizon / population); the rest stays unspent for later runs on the same population")
+    click.echo(line)
 
 
 def _drivers(config) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._console import busy
 
 __all__ = ["event_command"]
 
@@ -40,12 +41,13 @@ def event_command(file: str, delta: float, no_pld: bool, time_budget: float, all
         raise click.BadParameter(f"file={file!r} is invalid: expected a readable JSON file ({error.strerror})", param_hint="FILE") from None
     try:
         mech = acc.from_dp_event(text)
-        report = acc.epsilon_routes(mech, delta, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
-        sandwich = None
-        if bracket and not no_pld:
-            from accounting.internal import pld_bracket
+        with busy(f"accounting by every route (time budget {time_budget:g} s)"):
+            report = acc.epsilon_routes(mech, delta, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
+            sandwich = None
+            if bracket and not no_pld:
+                from accounting.internal import pld_bracket
 
-            sandwich = pld_bracket(mech, delta)
+                sandwich = pld_bracket(mech, delta)
     except ValueError as error:
         if "NonPrivate" in str(error):  # dp_accounting's convention: noise_multiplier=0 is a non-private release
             raise click.BadParameter(f"{error}: the event holds a non-private release (a NonPrivateDpEvent, or a noise_multiplier of 0), "

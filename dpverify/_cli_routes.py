@@ -17,13 +17,15 @@ def route_rows(report) -> list[dict]:
 def print_route_table(title: str, report) -> None:
     """The routes of a planner report as a table: value, time, and for the routes not run why
     and the argument that runs them; the answer in bold green."""
-    from rich.console import Console
     from rich.table import Table
+
+    from ._console import console as make_console
+    from ._console import print_table
 
     t = Table(title=title)
     for column, justify in (("route", "left"), ("status", "left"), ("epsilon", "right"), ("alpha", "right"), ("time s", "right"),
                             ("est. s", "right")):
-        t.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        t.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]  (a narrow terminal folds a cell, never cuts it)
     t.add_column("how it was computed / why not, and how to run it", ratio=1, min_width=30)
     order = {"answer": 0, "run": 1, "failed": 2, "not run": 3, "not applicable": 4}
     for r in sorted(report.alternatives, key=lambda r: (order.get(getattr(r, "status", "run"), 5), r.epsilon)):
@@ -48,6 +50,6 @@ def print_route_table(title: str, report) -> None:
             text,
             style="bold green" if status == "answer" else ("dim" if not ran else None),
         )
-    console = Console()
-    console.print(t)
+    console = make_console()
+    print_table(t, console)
     console.print(f"best certified: epsilon = {report.epsilon:.6g} via {report.route}  (* = comparison route: a published closed form, never the answer)")

@@ -5,7 +5,7 @@ Register on the main group with ``main.add_command(tails)`` (dpverify/cli.py, th
 Exit codes: 0 every claim holds (and, with ``--planted``, every planted bug is caught);
 1 a claim is violated or inconclusive (or a planted bug missed); 2 a usage error or a crash.
 ``--json FILE`` writes the JSON document (``-`` for stdout: then nothing else goes to stdout);
-``--junit FILE`` writes JUnit XML for CI. Progress goes to stderr.
+``--junit FILE`` writes JUnit XML for CI. A progress bar goes to stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -71,33 +71,60 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
                 raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer in [1, 1024]", param_hint="--workers")
             _regret_comparison(seeds, horizon, sys.stdout)
             return
-        from concurrent.futures import ProcessPoolExecutor
-
-        from ._output import atomic_write, check_output_file
-        from ._tails import Grid, render_table, run_tails, to_json, to_junit
+        # every argument is checked before the heavy imports (numba, the catalogue: seconds under load)
+        from ._output import check_output_file
 
         try:  # before the work: a bad output path must not cost the run
             check_output_file("--json", json_file)
             check_output_file("--junit", junit_file)
-        except ValueError as error:
-            raise click.BadParameter(str(error)) from None
+        except ValueError as error:  # one line, exit 2 (the message names the option, the path and why)
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
 
         if not 0 < false_alarm < 1:
             raise click.BadParameter(f"false-alarm={false_alarm!r} is invalid: expected a probability in (0, 1)", param_hint="--false-alarm")
         if workers is not None and not 1 <= workers <= 1024:
             raise click.BadParameter(f"workers={workers!r} is invalid: expected an integer in [1, 1024]", param_hint="--workers")
+
+        from concurrent.futures import ProcessPoolExecutor
+
+        from ._output import atomic_write
+        from ._tails import Grid, all_claims, render_table, run_tails, to_json, to_junit
+
         grid = Grid.quick() if quick else Grid()
         only = None
         if claims:
+            # a name that matches nothing used to select no row, and an empty table "holds" (exit 0)
+            available = all_claims(monte_carlo=not no_monte_carlo, planted=planted)
+            names = sorted({c.claim for c in available} | {c.protocol for c in available})
+            unknown = [name for name in claims if name not in names]
+            if unknown:
+                click.echo(f"error: claim={unknown[0]!r} is invalid: expected a claim id or protocol of this table: "
+                           + ", ".join(names), err=True)
+                sys.exit(2)
             wanted = set(claims)
             only = lambda c: c.claim in wanted or c.protocol in wanted  # noqa: E731
         executor = "serial" if workers == 1 else ("process" if workers is None else ProcessPoolExecutor(max_workers=workers))
         to_stdout = json_file == "-"
 
-        def progress(result) -> None:
-            click.echo(f"  {result.claim:22s} {result.protocol:10s} {result.verdict} ({result.seconds:.1f} s)", err=True)
+        # a progress bar on a terminal; pipes and CI logs stay quiet (the table names every claim)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        report = run_tails(grid, monte_carlo=not no_monte_carlo, planted=planted, only=only, false_alarm=false_alarm, executor=executor, progress=progress)
+        from ._console import console as make_console
+
+        selected = [c for c in all_claims(monte_carlo=not no_monte_carlo, planted=planted) if only is None or only(c)]
+        err = make_console(stderr=True)
+        bar = Progress(TextColumn("checking tails"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+                       console=err, transient=True, disable=not err.is_terminal)
+
+        with bar:
+            task = bar.add_task("", total=len(selected))
+
+            def progress(result) -> None:
+                bar.update(task, advance=1, description=f"{result.claim} {result.protocol}: {result.verdict}")
+
+            report = run_tails(grid, monte_carlo=not no_monte_carlo, planted=planted, only=only, false_alarm=false_alarm, executor=executor,
+                               progress=progress)
         if not isinstance(executor, str):
             executor.shutdown()
         if json_file:

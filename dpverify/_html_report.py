@@ -332,17 +332,19 @@ def run_report(payload: dict, *, command: str | None = None) -> str:
 # ---- dpverify reproduce ---------------------------------------------------------------------------
 
 
-def _figure_from_csv(rows: list[dict], title: str, panel_titles: dict[str, str]) -> str:
+def _figure_from_csv(rows: list[dict], title: str, panel_titles: dict[str, str], plot: dict | None = None) -> str:
     plt = pyplot()
     if plt is None:
         return _NO_FIGURES
+    # the PNG's definition (the figure's summary): cumulative regret or Reg(t)/t, and its axis label
+    per_time = (plot or {}).get("per_time", True)
+    mean, se = ("mean_regret_over_t", "se_regret_over_t") if per_time else ("mean_regret", "se_regret")
     panels: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
     for row in rows:
-        panels.setdefault(row["panel"], {}).setdefault(row["curve"], []).append(
-            (float(row["t"]), float(row["mean_regret_over_t"]), float(row["se_regret_over_t"])))
+        panels.setdefault(row["panel"], {}).setdefault(row["curve"], []).append((float(row["t"]), float(row[mean]), float(row[se])))
     drawn = [(f"({key}) {panel_titles.get(key, '')}", [(label, *zip(*points)) for label, points in curves.items()])
              for key, curves in panels.items()]
-    return _svg(regret_panels(plt, drawn, ylabel="Reg(t)/t", title=title))
+    return _svg(regret_panels(plt, drawn, ylabel=(plot or {}).get("ylabel", "Reg(t)/t"), title=title))
 
 
 def reproduce_report(summary: dict, csv_path: str | Path, *, description: str = "", command: str | None = None) -> str:
@@ -351,11 +353,14 @@ def reproduce_report(summary: dict, csv_path: str | Path, *, description: str = 
         rows = list(csv.DictReader(handle))
     curves = summary.get("curves", [])
     titles: dict[str, str] = {}
-    for c in curves:  # a panel's title from its curves' instance and eps, as the figure's panels are set
+    horizons = {str(c.get("panel")): c.get("horizon") for c in curves}
+    for panel in summary.get("panels", []):  # the figure's own panel titles (an eps sweep has no single eps)
+        titles[str(panel["key"])] = f"{panel['title']}, T={_text(horizons.get(str(panel['key'])))}"
+    for c in curves:  # older summaries: a panel's title from its curves' instance and eps
         titles.setdefault(str(c.get("panel")), f"{c.get('instance')}, eps={_text(c.get('epsilon'))}, T={_text(c.get('horizon'))}")
     body = [
         "<h2>Figure</h2>",
-        _figure_from_csv(rows, description or summary.get("figure", ""), titles),
+        _figure_from_csv(rows, description or summary.get("figure", ""), titles, summary.get("plot")),
         "<h2>Curves</h2>",
     ]
     header = ("panel", "curve", "algorithm", "instance", "eps", "T", "runs", "mean final regret", "95% CI", "Reg(T)/T",

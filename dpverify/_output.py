@@ -4,8 +4,10 @@ Every command that writes a file (``--json``, ``--junit``, ``--out``, the figure
 JSON) goes through this module:
 
 - :func:`check_output_file` / :func:`check_output_dir` run *before* any computation, so a
-  missing or read-only directory is refused in milliseconds (``AccountingError`` naming the
-  option and the path; the CLI turns it into exit 2) instead of after an hour of work;
+  missing or read-only directory is refused in milliseconds (:class:`OutputPathError`, a
+  ``ValueError`` naming the option and the path; the CLI turns it into exit 2) instead of after an hour of work. They
+  create (``O_EXCL``, an unused name) and remove a probe file in the directory: permission bits
+  (``os.access``) say yes to root, on read-only mounts and under ACLs where a write then fails;
 - :func:`atomic_write` (text or bytes) and :func:`atomic_path` (for writers that want a path,
   such as ``matplotlib.savefig`` or ``ElementTree.write``) write to a temporary file in the
   *same* directory and then ``os.replace`` it onto the target: the rename is atomic on POSIX and
@@ -21,16 +23,51 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from accounting import AccountingError
+__all__ = ["OutputPathError", "atomic_path", "atomic_write", "check_output_dir", "check_output_file"]
 
-__all__ = ["atomic_path", "atomic_write", "check_output_dir", "check_output_file"]
+
+class OutputPathError(ValueError):
+    """A refused output path: a ``ValueError`` whose message names the option, the path and what is
+    expected (the form of ``accounting.AccountingError``, with its ``name``, ``value`` and ``allowed``).
+
+    Its own class, not ``AccountingError``: the checks run before a command's heavy imports, and
+    importing ``accounting`` (scipy, python-flint) would cost seconds under load on exactly the path
+    that should answer at once (issue 34 items 1 and 6).
+    """
+
+    def __init__(self, name: str, value: object, allowed: str) -> None:
+        self.name, self.value, self.allowed = name, value, allowed
+        super().__init__(f"{name}={value!r} is invalid: expected {allowed}")
+
+    def __reduce__(self):
+        return (type(self), (self.name, self.value, self.allowed))
+
 
 
 def _writable_dir(option: str, path: object, directory: Path) -> None:
     if not directory.is_dir():
-        raise AccountingError(option, str(path), f"a path whose directory exists ({str(directory)!r} does not)")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise AccountingError(option, str(path), f"a path in a writable directory ({str(directory)!r} is not writable)")
+        raise OutputPathError(option, str(path), f"a path whose directory exists ({str(directory)!r} does not)")
+    # ``os.access`` answers for the permission bits only: it says yes to root in a read-only
+    # directory of /sys, on a read-only or full mount, under an ACL or a network file system's
+    # own rules. The only faithful test is to create a file: an unused name (O_EXCL, so nothing of
+    # the user's is touched), removed at once.
+    try:
+        handle, name = tempfile.mkstemp(prefix=".dpverify-probe-", suffix=".tmp", dir=directory)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise OutputPathError(option, str(path), f"a path in a writable directory ({str(directory)!r} is not writable: {reason})") from None
+    os.close(handle)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
+def _can_open_for_writing(target: Path) -> bool:
+    """Whether an existing file can be opened for writing (without truncating or changing it)."""
+    try:
+        with open(target, "r+b"):
+            return True
+    except OSError:
+        return False
 
 
 def check_output_file(option: str, path: str | os.PathLike | None) -> None:
@@ -41,12 +78,12 @@ def check_output_file(option: str, path: str | os.PathLike | None) -> None:
     if path is None or str(path) == "-":
         return
     if str(path) == "":
-        raise AccountingError(option, "", "a file path (or '-' for stdout)")
+        raise OutputPathError(option, "", "a file path (or '-' for stdout)")
     target = Path(path)
     if target.is_dir():
-        raise AccountingError(option, str(path), "a file path, not a directory")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise AccountingError(option, str(path), "a writable file (it exists and is read-only)")
+        raise OutputPathError(option, str(path), "a file path, not a directory")
+    if target.is_file() and not _can_open_for_writing(target):
+        raise OutputPathError(option, str(path), "a writable file (it exists and is read-only)")
     _writable_dir(option, path, target.parent if str(target.parent) else Path("."))
 
 
@@ -57,18 +94,18 @@ def check_output_dir(option: str, path: str | os.PathLike) -> None:
     nearest existing ancestor must be a writable directory.
     """
     if str(path) == "":
-        raise AccountingError(option, "", "a directory path")
+        raise OutputPathError(option, "", "a directory path")
     target = Path(path)
     if target.exists():
         if not target.is_dir():
-            raise AccountingError(option, str(path), "a directory (a file of that name exists)")
+            raise OutputPathError(option, str(path), "a directory (a file of that name exists)")
         _writable_dir(option, path, target)
         return
     ancestor = target.absolute().parent
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise AccountingError(option, str(path), f"a directory that can be created ({str(ancestor)!r} is a file)")
+        raise OutputPathError(option, str(path), f"a directory that can be created ({str(ancestor)!r} is a file)")
     _writable_dir(option, path, ancestor)
 
 

@@ -3,21 +3,27 @@
 Output conventions: a readable table on stdout by default; ``--json`` prints one JSON object
 instead (and nothing else on stdout). Exit codes: 0 success, 1 a finding (a violated claim, an
 over-budget answer), 2 a usage error or bad parameter (the error message names the parameter,
-the value and the allowed range). Running ``dpverify`` with no command runs the built-in
-default: the returning-users table of the ICLR paper's Dist-RDP-SE.
+the value and the allowed range; an output path that cannot be written is refused before the
+work), 130 interrupted (Ctrl-C: the workers are stopped, one line on stderr, no output file
+written in part). Tables are printed whole in pipes and logs (no 80-column cut); a spinner or a
+bar shows progress on stderr when it is a terminal, nothing otherwise. Running ``dpverify`` with
+no command runs the built-in default: the returning-users table of the ICLR paper's Dist-RDP-SE.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import click
 
 from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._console import busy as _busy
 from ._console import console as _console
 from ._console import emit as _emit
+from ._console import print_table as _print_table
 from ._json import jsonable
 
 __all__ = ["main"]
@@ -147,8 +153,67 @@ def _build(family: str, options: dict) -> Any:
 # ---- commands -----------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C stops the command cleanly: the workers at once, then one line on stderr, exit 130.
+
+    A terminal's Ctrl-C sends SIGINT to every process of the foreground group, the pool workers
+    included; each then printed its own KeyboardInterrupt traceback, the parent waited in
+    ``executor.shutdown`` for the tasks under way, and click turned the interrupt into exit 1
+    (the gate's "violated" code). Here, while a command runs:
+
+    - every child process starts with SIGINT blocked (the mask is inherited through fork and
+      exec, by fork and spawn pools alike), so a worker never sees the terminal's Ctrl-C;
+    - the parent's SIGINT handler terminates its live children first and only then raises
+      ``KeyboardInterrupt``, so the pool is broken and the unwinding does not wait for tasks;
+    - :class:`_LazyGroup` turns the ``KeyboardInterrupt`` into one line and exit 130 (128 + SIGINT).
+    Output files are written atomically (``_output``), so an interrupted command leaves no
+    half-written file. Outside the main thread (an embedding application) nothing is changed.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    from multiprocessing import active_children
+    from multiprocessing.process import BaseProcess
+
+    original_start = BaseProcess.start
+
+    def start(self: BaseProcess) -> None:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            original_start(self)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        for child in active_children():
+            with contextlib.suppress(Exception):
+                child.terminate()
+        raise KeyboardInterrupt
+
+    BaseProcess.start = start  # type: ignore[method-assign]
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        BaseProcess.start = original_start  # type: ignore[method-assign]
+
+
 class _LazyGroup(click.Group):
     """A group whose heavier commands are imported only when used (numba, the bandit runners)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            with _interruptible():
+                return super().invoke(ctx)
+        except KeyboardInterrupt:
+            sys.stdout.flush()
+            click.echo("dpverify: interrupted; workers stopped, no output file written in part (outputs are atomic)", err=True)
+            sys.exit(130)
 
     _lazy = {
         "audit": ("dpverify._cli_audit", "audit_command"),
@@ -209,7 +274,8 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
     alphas = tuple(alphas) + tuple(extra)
     mech = _build(mechanism, options)
     try:
-        exact = mech.rdp().evaluate(alphas, precision=precision)
+        with _busy("evaluating the RDP curve"):
+            exact = mech.rdp().evaluate(alphas, precision=precision)
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, alpha=alphas, precision=precision, **options) from None
     from accounting.internal import rdp_provenance
@@ -251,7 +317,7 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
             t.add_column(label, justify="right")
         for i, alpha in enumerate(alphas):
             t.add_row(f"{alpha:g}", f"{exact[i]:.8g}", routes[i], *(f"{closed[l][i]:.8g}" if isinstance(closed[l][i], float) else closed[l][i] for l in closed))
-        _console().print(t)
+        _print_table(t)
 
     _emit(as_json, payload, table)
 
@@ -273,7 +339,8 @@ def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, time_budge
 
     mech = _build(mechanism, options)
     try:
-        report = acc.epsilon_routes(mech, delta, compose=compose, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
+        with _busy(f"accounting by every route (time budget {time_budget:g} s)"):
+            report = acc.epsilon_routes(mech, delta, compose=compose, include_pld=not no_pld, time_budget=time_budget, exhaustive=all_routes)
     except _FAILURES as error:
         raise _refusal(error, mechanism=mechanism, delta=delta, compose=compose, time_budget=time_budget, **options) from None
     payload = {
@@ -329,7 +396,8 @@ def calibrate(mechanism: str, target_epsilon: float, delta: float, compose: int,
         return builder({**values, noise: value})
 
     try:
-        result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper, time_budget=time_budget)
+        with _busy(f"calibrating {noise}"):
+            result = acc.calibrate(family, target_epsilon, delta, compose=compose, lower=lower, upper=upper, time_budget=time_budget)
     except click.ClickException:
         raise
     except ValueError as error:
@@ -363,7 +431,8 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
     from accounting import dist_rdp_se_returning
 
     try:
-        rows = dist_rdp_se_returning(eps, s, n, returns, delta)
+        with _busy("accounting Dist-RDP-SE's returning users by three routes"):
+            rows = dist_rdp_se_returning(eps, s, n, returns, delta)
     except _FAILURES as error:
         raise _refusal(error, epsilon=eps, scale=s, batch_size=n, returns=returns, delta=delta) from None
     payload = {"epsilon": eps, "scale": s, "batch_size": n, "delta": delta, "rows": rows}
@@ -393,7 +462,7 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
                 row["certified_route"],
                 row["advanced_composition"],
             )
-        _console().print(t)
+        _print_table(t)
 
     _emit(as_json, payload, table)
 

@@ -59,6 +59,24 @@ HANG_GUARD = 20.0
 #: the audit's largest sample budget (10^9 draws per input) costs ~30 CPU s on the cheapest mechanism:
 #: the rows that may draw it get twice that
 SAMPLES_GUARD = 60.0
+#: CPU seconds per summed share a case may take before its guard stops it, for the rows that fuzz
+#: discrete-gaussian-sum's n (the sum's law is evaluated share by share, so a legitimate case costs
+#: O(n): 7.9 CPU s at n = 2*10^5 and 2.1 at n = 55,386 for `account calibrate`, measured at load 8
+#: on the 2-core machine, i.e. ~4e-5 s a share). 25x that rate: under load 10 the same case took
+#: more than 20 CPU s at n = 55,386 (issue 34 item 17), so a fixed 20 s guard failed a legitimate run.
+SHARE_GUARD = 1e-3
+
+
+def share_guard(value: str) -> float:
+    """The hang guard of a case whose value is a number of summed shares: its own estimate, 25x
+    the measured rate times n (n capped at the CLI's 2^20, above which it is refused at once)."""
+    try:
+        n = int(value.strip())
+    except ValueError:
+        return HANG_GUARD
+    return HANG_GUARD + SHARE_GUARD * min(max(n, 0), 2**20)
+
+
 #: examples per CLI row / API row in CI unless the row says otherwise (DPVERIFY_FUZZ_EXAMPLES overrides all rows)
 FUZZ_EXAMPLES = 16
 API_EXAMPLES = 20
@@ -88,8 +106,12 @@ class Row:
     codes: tuple[tuple[int, str], ...] = ()
     fallback: str = ""
     valid: Callable[[str], bool] | None = None
-    #: the row's hang guard (CPU seconds): 10x its slowest case measured
-    hang_guard: float = HANG_GUARD
+    #: the row's hang guard (CPU seconds): 10x its slowest case measured, or a function of the
+    #: fuzzed value for rows whose legitimate cost grows with it (the case's own estimate)
+    hang_guard: float | Callable[[str], float] = HANG_GUARD
+
+    def guard(self, value: str) -> float:
+        return self.hang_guard(value) if callable(self.hang_guard) else self.hang_guard
 
 
 def _r(cmd: str, *names: str, **options: Any) -> Row:
@@ -128,6 +150,29 @@ NO_DIR = ("not-a-dir", "a file where a directory is expected")
 REPRODUCE_TAIL = "--quick --out figs --html /missing/dir/x.html"
 REPRODUCE = f"reproduce iclr-fig4 {REPRODUCE_TAIL}"
 TAILS = "tails --quick --claim no-such-claim"
+TAILS_REFUSAL = "claim='no-such-claim' is invalid"
+
+
+def _probability(text: str) -> bool:
+    try:
+        return 0 < float(text) < 1
+    except ValueError:
+        return False
+
+
+def _writable(option: str) -> Callable[[str], bool]:
+    """A path the output check accepts (in the case's working directory)."""
+
+    def check(text: str) -> bool:
+        from dpverify._output import check_output_file
+
+        try:
+            check_output_file(option, text)
+        except ValueError:
+            return False
+        return True
+
+    return check
 
 ROWS = [
     # account curve: each mechanism's noise parameter, the sensitivity, the orders, the precision
@@ -138,7 +183,7 @@ ROWS = [
     _r(f"{CURVE} discrete-gaussian --sigma {{}} --alpha 2", "sigma"),
     _r(f"{CURVE} discrete-gaussian --sigma 2 --sensitivity {{}} --alpha 2", "sensitivity"),
     _r(f"{CURVE} discrete-gaussian-sum --n 4 --sigma {{}} --alpha 2", "sigma"),
-    _r(f"{CURVE} discrete-gaussian-sum --n {{}} --sigma 2 --alpha 2", "n"),
+    _r(f"{CURVE} discrete-gaussian-sum --n {{}} --sigma 2 --alpha 2", "n", hang_guard=share_guard),
     _r(f"{CURVE} discrete-laplace --scale {{}} --alpha 2", "scale"),
     _r(f"{CURVE} laplace --scale {{}} --alpha 2", "scale"),
     _r(f"{CURVE} laplace --scale 1 --sensitivity {{}} --alpha 2", "sensitivity"),
@@ -153,7 +198,7 @@ ROWS = [
     _r(f"{EPS} discrete-laplace --scale 1 --delta {{}} --time-budget 1", "delta"),
     _r(f"{EPS} discrete-laplace --scale {{}} --delta 1e-5 --time-budget 1", "scale"),
     _r(f"{EPS} discrete-laplace --scale 1 --delta 1e-5 --compose {{}}", "compose", "k"),
-    _r(f"{EPS} discrete-gaussian-sum --n {{}} --sigma 2 --delta 1e-5 --time-budget 1", "n"),
+    _r(f"{EPS} discrete-gaussian-sum --n {{}} --sigma 2 --delta 1e-5 --time-budget 1", "n", hang_guard=share_guard),
     _r(f"{EPS} laplace --scale {{}} --delta 1e-5", "scale"),
     _r(f"{EPS} gaussian --sigma {{}} --delta 1e-5", "sigma"),
     _r(f"{EPS} gaussian --sigma 1 --delta {{}}", "delta"),
@@ -168,7 +213,7 @@ ROWS = [
     _r(f"{CAL} gaussian --target-epsilon 1 --delta 1e-5 --sensitivity {{}}", "sensitivity"),
     _r(f"{CAL} laplace --target-epsilon 1 --delta 1e-5 --lower {{}}", "lower"),
     _r(f"{CAL} laplace --target-epsilon 1 --delta 1e-5 --upper {{}}", "upper"),
-    _r(f"{CAL} discrete-gaussian-sum --n {{}} --target-epsilon 1 --delta 1e-5", "n"),
+    _r(f"{CAL} discrete-gaussian-sum --n {{}} --target-epsilon 1 --delta 1e-5", "n", hang_guard=share_guard),
     _r(f"{CAL} {{}} --target-epsilon 1 --delta 1e-5", "mechanism"),
     _r(f"{CAL} gaussian --target-epsilon 1 --delta 1e-5 --time-budget {{}}", "time_budget", "time-budget"),
     # the calibrated parameter given as well: ignored or refused, never a crash
@@ -280,10 +325,11 @@ ROWS = [
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --junit {}", "--junit", "junit", examples=8),
     _r("audit @ROOT/tests/data/fuzz_claim.toml --executor serial --html {}", "--html", "html", examples=8),
     # tails: options checked before any work (a claim filter that matches nothing keeps valid values cheap)
-    _r(f"{TAILS} --false-alarm {{}}", "false-alarm", "false_alarm"),
-    _r(f"{TAILS} --workers {{}}", "workers"),
-    _r(f"{TAILS} --json {{}}", "--json", "json"),
-    _r(f"{TAILS} --junit {{}}", "--junit", "junit"),
+    # the base names no claim of the table, so a valid value ends in that refusal (exit 2 since issue 34 item 2)
+    _r(f"{TAILS} --false-alarm {{}}", "false-alarm", "false_alarm", fallback=TAILS_REFUSAL, valid=_probability),
+    _r(f"{TAILS} --workers {{}}", "workers", fallback=TAILS_REFUSAL, valid=_int_in(1, 1024)),
+    _r(f"{TAILS} --json {{}}", "--json", "json", fallback=TAILS_REFUSAL, valid=_writable("--json")),
+    _r(f"{TAILS} --junit {{}}", "--junit", "junit", fallback=TAILS_REFUSAL, valid=_writable("--junit")),
     _r("tails --quick --no-monte-carlo --claim {}", "claim"),
     # --compare-regret runs 60 regret simulations: valid values reach the cheap --workers 0 refusal
     _r("tails --compare-regret --workers 0 --seeds {}", "seeds", fallback="--workers", valid=_int_in(1, 1000)),
@@ -432,7 +478,7 @@ def _hard_limits(guard: float):
         return
 
     def stop(signum, frame):
-        raise Overrun(f"still running after {guard:g} CPU s (the hang guard: 10x the slowest case measured)")
+        raise Overrun(f"still running after {guard:g} CPU s (the hang guard: far above the slowest legitimate case)")
 
     previous = signal.signal(signal.SIGPROF, stop)
     signal.setitimer(signal.ITIMER_PROF, guard)
@@ -465,7 +511,7 @@ def _outcome_ok(row: Row, value: str) -> None:
     argv = [a.replace("{}", value) if "{}" in a else a for a in row.argv]
     start = time.process_time()
     try:
-        with _hard_limits(row.hang_guard):
+        with _hard_limits(row.guard(value)):
             result = _invoke(argv)
     except Overrun as error:
         raise AssertionError(f"dpverify {' '.join(argv)!s}: {error}") from None
@@ -704,3 +750,18 @@ def test_harness_rejects_an_unnamed_refusal(in_tmp):
     Path("not-a-dir").write_text("a file")
     with pytest.raises(AssertionError, match="reached the base invocation's refusal"):
         _outcome_ok(Row(("reproduce", "iclr-fig4", "--quick", "--out", "not-a-dir", "--runs", "{}"), ("runs",), fallback="--out", valid=lambda v: False), "3")
+
+
+def test_hang_guard_scales_with_the_number_of_shares():
+    """Issue 34 item 17: ``account calibrate discrete-gaussian-sum --n 55386`` was stopped as a hang
+    after 20 CPU s under load 10, although a case's legitimate cost grows like n (4e-5 CPU s a
+    share measured: 2.1 s at this n, ~40 s at the largest accepted n = 2^20). Every row that
+    fuzzes n now has a guard of its own estimate: at least 25x the measured rate at every n, and
+    never below the fixed guard."""
+    rows = [row for row in ROWS if "discrete-gaussian-sum" in row.argv and row.names == ("n",)]
+    assert len(rows) == 3  # curve, epsilon, calibrate
+    measured_rate = 4e-5
+    for row in rows:
+        for n in (1, 55_386, 200_000, 2**20):
+            assert row.guard(str(n)) >= max(HANG_GUARD, 25 * measured_rate * n), (row.argv, n)
+        assert row.guard("abc") == HANG_GUARD and row.guard(str(2**40)) == row.guard(str(2**20))

@@ -75,13 +75,19 @@ def test_reproduce_refuses_an_out_dir_under_a_file(monkeypatch, tmp_path):
 
 
 def test_read_only_directory_is_refused(monkeypatch, tmp_path):
-    """A directory the process may not write to (os.access says so; simulated, since tests may run as root)."""
+    """A directory the process may not write to (the probe file cannot be created; simulated, since tests may run as root)."""
     import dpverify._output as output
 
     locked = tmp_path / "locked"
     locked.mkdir()
-    real_access = os.access
-    monkeypatch.setattr(output.os, "access", lambda p, mode: False if os.fspath(p) == os.fspath(locked) else real_access(p, mode))
+    real_mkstemp = output.tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if os.fspath(dir) == os.fspath(locked):
+            raise PermissionError(13, "Permission denied")
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(output.tempfile, "mkstemp", mkstemp)
     with pytest.raises(ValueError, match="--json.*not writable"):
         check_output_file("--json", locked / "x.json")
     with pytest.raises(ValueError, match="--out.*not writable"):

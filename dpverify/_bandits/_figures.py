@@ -114,6 +114,10 @@ def make_figure(
     summary = {
         "figure": name,
         "quick": quick,
+        # the figure's definition, so that every rendering of it (the PNG here, the HTML page of
+        # `reproduce --html`) draws the same quantity under the same panel titles (issue 34 item 10)
+        "plot": {"per_time": per_time, "ylabel": ylabel},
+        "panels": [{"key": panel.key, "title": panel.title} for panel in panels],
         "noise": (base_options or {}).get("noise", "float-safe"),
         "radius": (base_options or {}).get("radius", "lemma2"),
         "curves": [
