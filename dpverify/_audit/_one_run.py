@@ -193,12 +193,12 @@ def _choose_guesses(pilot_scores: np.ndarray, pilot_bits: np.ndarray, m: int, le
 # ---- the audit --------------------------------------------------------------------------------------
 
 
-def _ucb_run(algorithm: str, instance: BanditInstance, horizon: int, epsilon: float, noise_epsilon: float, seeds: dict,
+def _ucb_run(algorithm: str, instance: BanditInstance, horizon: int, epsilon: float, noise_epsilon: float, seeds: dict, chunk: int,
              ) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray, np.random.Generator], np.ndarray], float]:
     """(responses in draw order, read mask in draw order, the pilot, the claim) of one plain UCB run."""
     config = RunConfig(algorithm, instance, horizon, epsilon=noise_epsilon).validate()
     transcript = UCBTranscript()
-    setup = replace(ucb_setup(config, instance), transcript=transcript)
+    setup = replace(ucb_setup(config, instance), transcript=transcript, **({"chunk": chunk} if chunk else {}))
     record = run_ucb(setup, seeds)
     responses = np.concatenate(transcript.responses)
     stream = instance.issued[-1]
@@ -220,7 +220,7 @@ def _centred(views: np.ndarray, g: int, modulus: int) -> np.ndarray:
     return v / g
 
 
-def _se_run(algorithm: str, instance: BanditInstance, horizon: int, epsilon: float, noise_epsilon: float, seeds: dict,
+def _se_run(algorithm: str, instance: BanditInstance, horizon: int, epsilon: float, noise_epsilon: float, seeds: dict, chunk: int,
             ) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray, np.random.Generator], np.ndarray], float]:
     config = RunConfig(algorithm, instance, horizon, epsilon=noise_epsilon).validate()
     transcript = Transcript()
@@ -246,13 +246,15 @@ def _se_run(algorithm: str, instance: BanditInstance, horizon: int, epsilon: flo
 
 def one_run_audit(algorithm: str, *, epsilon: float, horizon: int, canaries: int, arms: int = 2, instance: BanditInstance | None = None,
                   level: float = 0.05, delta: float = 0.0, seed: int = 0, guesses: int | None = None, pilot: int = 100_000,
-                  planted_scale: float = 1.0) -> OneRunAudit:
+                  planted_scale: float = 1.0, chunk: int | None = None) -> OneRunAudit:
     """One run of ``algorithm`` at ``epsilon`` with ``canaries`` canary users among ``horizon``; the one-run bound.
 
     ``instance``: the other users' rewards (default Bernoulli arms 0.9, 0.8, ...). ``guesses``: r
     (default: chosen on a pilot, see the module docs). ``planted_scale``: a planted bug -- the
     privatizer draws its noise at ``planted_scale`` times the claimed epsilon (its noise scale
-    divided by that factor) while the claim stays the honest one; 1 is the correct run.
+    divided by that factor) while the claim stays the honest one; 1 is the correct run. ``chunk``:
+    the UCB runner's responses pre-drawn per arm (default the runner's, 4096; small runs use less,
+    so that fewer canaries sit in unread buffers).
     """
     if algorithm not in ONE_RUN_ALGORITHMS:
         raise AccountingError("algorithm", algorithm, f"one of {ONE_RUN_ALGORITHMS} (the local model: every message seen in isolation)")
@@ -271,7 +273,7 @@ def one_run_audit(algorithm: str, *, epsilon: float, horizon: int, canaries: int
     bits = canary_rng.integers(0, 2, size=canaries).astype(np.int64)
     wrapped = CanaryInstance.wrap(base, slots, bits.astype(np.float64))
     run = _se_run if algorithm == "ldp-se" else _ucb_run
-    responses, read, pilot_fn, claim = run(algorithm, wrapped, horizon, float(epsilon), float(epsilon) * planted_scale, seed_streams(seed, 0))
+    responses, read, pilot_fn, claim = run(algorithm, wrapped, horizon, float(epsilon), float(epsilon) * planted_scale, seed_streams(seed, 0), chunk or 0)
     inside = slots < responses.size
     observed = np.zeros(canaries, dtype=bool)
     observed[inside] = read[slots[inside]]
