@@ -269,7 +269,15 @@ def one_run_audit(algorithm: str, *, epsilon: float, horizon: int, canaries: int
     canary_seq, pilot_seq, tie_seq = root.spawn(3)
     canary_rng = np.random.default_rng(canary_seq)
     base = instance if instance is not None else bernoulli_instance([0.9 - 0.1 * a for a in range(arms)])
-    slots = np.sort(canary_rng.choice(horizon, size=canaries, replace=False)).astype(np.int64)
+    span = horizon
+    if algorithm == "ldp-se":
+        # Algorithm 1 never releases its last, unfinished batch (at most l pulls, while the earlier
+        # rounds released at least (l - 1)/(base - 1)): the first (T - 1) // base pulls are always
+        # released, whatever the run does, so the canaries sit there and every one is observed
+        span = (horizon - 1) // RunConfig("ldp-se", base, horizon, epsilon=float(epsilon)).batch_base
+    if canaries > span:
+        raise AccountingError("canaries", canaries, f"an integer in [1, {span}] (the pulls every {algorithm} run of horizon {horizon} releases)")
+    slots = np.sort(canary_rng.choice(span, size=canaries, replace=False)).astype(np.int64)
     bits = canary_rng.integers(0, 2, size=canaries).astype(np.int64)
     wrapped = CanaryInstance.wrap(base, slots, bits.astype(np.float64))
     run = _se_run if algorithm == "ldp-se" else _ucb_run
