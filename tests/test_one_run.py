@@ -137,3 +137,45 @@ def test_result_names_view_counts_and_bound():
     assert record["mode"] == "one-run" and record["verdict"] in ("holds", "no power", "violated")
     again = one_run_audit("ldp-se", epsilon=1.0, horizon=20000, canaries=3000, seed=7)
     assert (again.correct, again.guesses) == (audit.correct, audit.guesses)
+
+
+# ---- in the gate -------------------------------------------------------------------------------------
+
+
+def test_one_run_claims_join_holm(tmp_path):
+    """The shipped one-run claim holds and its planted twin (noise at 2 eps) is caught in one suite run
+    (alpha = 1e-3, Holm over 2 claims, seed 0). The planted p-value is far below its Holm level; the
+    correct claim's row shows its bound re-scored at its level, equal to the bound recomputed from its
+    counts. A suite that spent no budget (always 'holds') or judged the planted file by its point
+    estimate alone would still pass the first assertion but fail the p-value and recomputation ones."""
+    from pathlib import Path
+
+    from dpverify._audit._suite import load_suite, run_suite
+
+    root = Path(__file__).resolve().parents[1] / "audits"
+    specs = load_suite(root / "ldp_ucb_l_eps1_one_run.toml") + load_suite(root / "planted" / "one_run_ldp_ucb_l_wrong_scale.toml")
+    outcome = run_suite(specs, executor="serial")
+    rows = {r.spec.name: r for r in outcome.rows}
+    assert outcome.exit_code == 0
+    honest, planted = rows["ldp_ucb_l_eps1_one_run"], rows["planted/one_run_ldp_ucb_l_wrong_scale"]
+    assert honest.verdict == "holds" and planted.verdict == "caught"
+    assert planted.p_value <= planted.level < 1e-3
+    d = honest.result.details
+    assert honest.result.lower_bound == one_run_epsilon(d["canaries"], d["guesses"], d["correct"], level=honest.level)
+    assert honest.to_dict()["estimator"] == "one-run"
+
+
+@pytest.mark.parametrize("text, key", [
+    ('mode = "one-rn"\ntarget = "ldp-ucb-l"\n', "mode"),
+    ('mode = "one-run"\ntarget = "ldp"\n[parameters]\nepsilon = 1.0\nhorizon = 100\ncanaries = 10\n', "target"),
+    ('mode = "one-run"\ntarget = "ldp-se"\n[parameters]\nepsilon = 1.0\nhorizon = 100\ncanaries = 10\nscale = 2\n', "parameters.scale"),
+    ('mode = "one-run"\ntarget = "ldp-se"\n[parameters]\nepsilon = 1.0\nhorizon = 100\ncanaries = 10\nplanted_scale = 2.0\n', "parameters.planted_scale"),
+    ('mode = "one-run"\ntarget = "ldp-se"\n[parameters]\nepsilon = 1.0\nhorizon = 100\ncanaries = 10\n[audit]\nsamples = 5000\n', "audit"),
+])
+def test_one_run_claim_files_are_validated(tmp_path, text, key):
+    from dpverify._audit._suite import SuiteError, load_suite
+
+    file = tmp_path / "x.toml"
+    file.write_text(text)
+    with pytest.raises(SuiteError, match=key):
+        load_suite(file)

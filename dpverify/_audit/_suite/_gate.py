@@ -43,6 +43,7 @@ import numpy as np
 from .._rescore import rescore, result_p_value, result_share
 from .._results import BOTH, FINDINGS, FLOATING_POINT, HOLDS, NONE, VIOLATED, AuditResult, _margin
 from ._build import build
+from ._one_run_claims import ONE_RUN, one_run_result
 from ._registry import claim_weight
 from ._spec import _MIN_SAMPLES, EXPECT_BOTH, EXPECT_FLOATING_POINT, ClaimSpec, SuiteError
 
@@ -107,6 +108,12 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
 
     started = time.perf_counter()
     samples = _scaled(spec.samples, samples_scale)
+    if spec.mode == ONE_RUN:  # issue 33: one run with canaries; its result re-scores like any other
+        try:
+            result, text = one_run_result(spec, claim_seed(seed, spec.name), audit_alpha)
+            return ClaimRun(spec.name, (result,), _claim_p_value((result,), grid), 1, time.perf_counter() - started, text)
+        except SuiteError as error:
+            return ClaimRun(spec.name, (), 1.0, 1, time.perf_counter() - started, "", str(error))
     try:
         c = build(spec)
         kwargs: dict[str, Any] = {}
