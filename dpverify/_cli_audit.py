@@ -75,7 +75,7 @@ def _also_text(row: Any) -> str:
 
 
 def _risk_text(row: Any) -> str:
-    """The witness as an attack (issue 33): advantage, TPR at 1% FPR and mu-GDP lower bounds; one-run: guess accuracy."""
+    """The witness as an attack (issue 33): advantage and mu-GDP lower bounds; one-run: guess accuracy."""
     from ._audit._risk import attack_risk
 
     risk = attack_risk(row.result)
@@ -83,7 +83,7 @@ def _risk_text(row: Any) -> str:
         return "-"
     if "tpr_lower" not in risk:
         return f"acc {risk['accuracy_lower']:.3f}"
-    return f"{risk['advantage_lower']:.2f}/{risk['tpr_at_fpr_lower']:.1g}/{risk['mu_gdp_lower']:.1f}"
+    return f"{risk['advantage_lower']:.2f}/{risk['mu_gdp_lower']:.1f}"
 
 
 def _table(outcome: Any, console: Any) -> None:
@@ -95,7 +95,7 @@ def _table(outcome: Any, console: Any) -> None:
         + (f", samples x{outcome.samples_scale:g}" if outcome.samples_scale != 1 else ""),
         caption="lower bound: at the claim's Holm level; D_a = Renyi divergence of order a; inf = an output impossible under the neighbour; "
         "also: the same bound read as epsilon at the claimed delta (eps E @ delta) or as the zCDP rho (rho R (claimed rho)); "
-        "also A/T/mu: the witness as an attack, lower bounds at the bound's confidence (advantage TPR - FPR, TPR at FPR 0.01, mu-GDP; one-run: acc = guess accuracy); "
+        "also A/mu: the witness as an attack, lower bounds at the bound's confidence (advantage TPR - FPR, mu-GDP; TPR at FPR 0.01 in the JSON; one-run: acc = guess accuracy); "
         "violated in: floating point (only: holds in real arithmetic at these draws) or both (the real-arithmetic audit of the "
         "same draws too); exit code: the floating-point verdicts",
     )
