@@ -27,11 +27,11 @@ _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:90rem;color:#1d2330;padding:0 1rem}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #d7dbe3;padding-bottom:.2rem}
 .sub{color:#5a6275;margin-top:0}table{border-collapse:collapse;width:100%;font-size:.86rem;margin:.6rem 0}
-th,td{border:1px solid #d7dbe3;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f1f3f7}
+th,td{border:1px solid #d7dbe3;padding:.3rem .4rem;text-align:left;vertical-align:top}th{background:#f1f3f7}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .badge{white-space:nowrap;display:inline-block;padding:.05rem .5rem;border-radius:.7rem;font-weight:600;font-size:.8rem}
 .holds,.caught,.ok{background:#dff3e4;color:#17622e}.nopower{background:#fff4d6;color:#7a5300}
-td{overflow-wrap:anywhere}td.num{overflow-wrap:normal}td:first-child{min-width:13rem}.violated,.missed,.error,.fail{background:#fbe0e0;color:#9b1c1c}
+td{overflow-wrap:anywhere}td.num{overflow-wrap:normal}td:first-child{min-width:9rem}td:last-child{min-width:8rem}.violated,.missed,.error,.fail{background:#fbe0e0;color:#9b1c1c}
 .summary{display:flex;gap:1rem;flex-wrap:wrap;margin:1rem 0}.card{border:1px solid #d7dbe3;border-radius:.4rem;padding:.6rem 1rem;min-width:9rem}
 .card b{display:block;font-size:1.3rem}.figure{margin:1rem 0;overflow-x:auto}.figure svg{max-width:100%;height:auto}
 table.kv{width:auto;min-width:28rem}
@@ -107,7 +107,7 @@ def _pairs_table(items: Iterable[tuple[str, Any]]) -> str:
 
 def _badge(verdict: str) -> str:
     if verdict == "no power":
-        return '<span class="badge nopower" title="holds, with a lower bound of 0: the audit had no power at this budget">holds: no power</span>'
+        return '<span class="badge nopower" title="holds, with a lower bound of 0: the audit had no power at this budget">no power</span>'
     return f'<span class="badge {html.escape(verdict)}">{html.escape(verdict)}</span>'
 
 
@@ -196,9 +196,9 @@ def _risk_text(risk: dict | None) -> str:
     if not risk:
         return "-"
     if "tpr_lower" not in risk:
-        return f"guess accuracy >= {_short(risk.get('accuracy_lower'))}; advantage >= {_short(risk.get('advantage_lower'))}"
-    return (f"advantage >= {_short(risk.get('advantage_lower'))}; TPR >= {_short(risk.get('tpr_at_fpr_lower'))} at FPR "
-            f"{_short(risk.get('fpr'))}; mu-GDP >= {_short(risk.get('mu_gdp_lower'))}")
+        return f"accuracy {_short(risk.get('accuracy_lower'))}, adv {_short(risk.get('advantage_lower'))}"
+    return (f"adv {_short(risk.get('advantage_lower'))}, TPR {_short(risk.get('tpr_at_fpr_lower'))} @ FPR "
+            f"{_short(risk.get('fpr'))}, mu {_short(risk.get('mu_gdp_lower'))}")
 
 
 def _short(value: Any) -> str:
@@ -264,9 +264,8 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
         "<em>idealised</em> are about the real-arithmetic mechanism and expect the floating-point violation.</p>",
         "<h2>Claims</h2>",
     ]
-    any_real = any(r.get("real_lower_bound") is not None for r in results)
-    header = ("claim", "verdict", "violated in", "guarantee", "estimator", "claimed", "lower bound", "estimate", "p-value / Holm level",
-              *(("real-arithmetic lower bound",) if any_real else ()), "attack (lower bounds)", "samples / input", "seconds")
+    header = ("claim", "verdict", "violated in", "guarantee", "estimator", "claimed", "lower bound", "estimate", "p-value",
+              "Holm level", "real-arithmetic lower bound", "samples / input", "seconds", "attack (lower bounds)")
     rows, ids = [], []
     for r in results:
         estimator = r.get("estimator") or "-"
@@ -276,8 +275,8 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
         rows.append((
             r.get("name"), _badge("no power" if _no_power(r) else r.get("verdict", "error")),
             arithmetic if arithmetic not in (None, "none") else "-", r.get("claim"),
-            estimator, r.get("claimed"), r.get("lower_bound"), r.get("estimate"), f"{_short(r.get('p_value'))} / {_short(r.get('level'))}",
-            *((r.get("real_lower_bound"),) if any_real else ()), _risk_text(r.get("risk")), r.get("samples"), r.get("seconds"),
+            estimator, r.get("claimed"), r.get("lower_bound"), r.get("estimate"), _short(r.get("p_value")), _short(r.get("level")),
+            r.get("real_lower_bound"), r.get("samples"), r.get("seconds"), _risk_text(r.get("risk")),
         ))
         ids.append(f"claim-{r.get('name')}")
     table = _table(header, rows, raw_columns=(1,), row_ids=ids)
