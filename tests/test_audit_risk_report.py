@@ -73,7 +73,7 @@ def test_audit_page_shows_infinite_bounds_no_power_commit_and_curves(tmp_path):
     pytest.importorskip("matplotlib")
     payload = _payload(tmp_path)
     page = audit_report(payload)
-    assert "holds: no power" in page and page.count('class="badge nopower"') == 1
+    assert ">no power<" in page and page.count('class="badge nopower"') == 1
     assert "holds with no power (lower bound 0)" in page
     chart = page.split("Lower bounds against the claims")[1].split("Trade-off curves")[0]
     assert 'id="infinite-bound-2"' in chart  # row 2, the "inf" one, labelled at the right edge
