@@ -213,11 +213,11 @@ def _tradeoff_figure(results: Sequence[dict]) -> str:
         return _NO_FIGURES
     import numpy as np
 
-    from ._audit._risk import curve_tpr
+    from ._audit._risk import curve_tpr, rdp_curve_tpr
 
-    rows = [r for r in results if r.get("tradeoff_claim") and (r.get("risk") or {}).get("tpr_lower") is not None]
+    rows = [r for r in results if r.get("tradeoff_claim")]
     if not rows:
-        return '<p class="note">No claim has a trade-off curve and an event witness.</p>'
+        return '<p class="note">No claim has a trade-off curve.</p>'
     cols = min(6, len(rows))
     lines = (len(rows) + cols - 1) // cols
     fig, axes = plt.subplots(lines, cols, figsize=(2.1 * cols, 2.1 * lines), squeeze=False)
@@ -225,12 +225,19 @@ def _tradeoff_figure(results: Sequence[dict]) -> str:
     for ax in axes.flat[len(rows):]:
         ax.axis("off")
     for ax, r in zip(axes.flat, rows):
-        curve, risk = r["tradeoff_claim"], r["risk"]
-        eps, delta = _number(curve["epsilon"]), _number(curve["delta"])
-        ax.plot(x, curve_tpr(eps, delta, x), color="#1f5fa8", linewidth=1.2)
+        curve, risk = r["tradeoff_claim"], r.get("risk") or {}
+        if "rdp_epsilons" in curve:
+            tpr = rdp_curve_tpr(curve["orders"], [_number(e) for e in curve["rdp_epsilons"]], x)
+        else:
+            tpr = curve_tpr(_number(curve["epsilon"]), _number(curve["delta"]), x)
+        ax.plot(x, tpr, color="#1f5fa8", linewidth=1.2)
         ax.plot([0, 1], [0, 1], color="#b8bec9", linewidth=0.6, linestyle=":")
         bad = r.get("verdict") in ("violated", "missed") or (r.get("planted") and r.get("verdict") == "caught")
-        ax.plot([risk["fpr_upper"]], [risk["tpr_lower"]], "o", color="#c0392b" if bad else "#2e7d4f", markersize=4)
+        if risk.get("tpr_lower") is not None:
+            ax.plot([risk["fpr_upper"]], [risk["tpr_lower"]], "o", color="#c0392b" if bad else "#2e7d4f", markersize=4)
+        elif risk.get("accuracy_lower") is not None:  # one-run: the guesses' accuracy, drawn as the symmetric point
+            acc = risk["accuracy_lower"]
+            ax.plot([1 - acc], [acc], "D", color="#c0392b" if bad else "#2e7d4f", markersize=3)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.02)
         ax.set_title(str(r.get("name"))[-30:], fontsize=6)
@@ -299,8 +306,10 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
     body.append('<p>One panel per claim with a pure or (eps, delta) claim and an event witness: the line is the claim\'s '
                 "certified trade-off (no test of D against D' can have a larger TPR at its FPR, TPR <= min(1, e^eps FPR + delta, "
                 "1 - e^-eps (1 - FPR - delta))), the dot the audited attack (its FPR upper and TPR lower confidence bounds at the "
-                "claim's level). A dot above the line is a violation. One-run claims (canary guesses, no FPR) and Renyi/zCDP claims "
-                "have no panel; their attack figures are in the table.</p>")
+                "claim's level). A dot above the line is a violation. One-run claims show the certified accuracy a of their guesses as the "
+                "symmetric point (1 - a, a) (a diamond; the guesses are not a test of D against D', so it is a reading aid). Renyi/zCDP "
+                "claims show the curve their RDP values imply (Mironov's conversion: valid, not tight) and no point (their witness is a "
+                "partition, not an event).</p>")
     body.append(_tradeoff_figure(results))
     body.append("<h2>Settings</h2>")
     body.append(_pairs_table([(k, payload.get(k)) for k in ("alpha", "correction", "seed", "samples_scale", "git_commit", "git_dirty",

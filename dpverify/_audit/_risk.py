@@ -19,7 +19,8 @@ D against D', so it has no TPR / FPR point.
 
 The accountant's side (:func:`claim_curve`): the certified trade-off of an (eps, delta) claim,
 TPR <= min(1, e^eps FPR + delta, 1 - e^-eps (1 - FPR - delta)), is the curve the audited point
-is drawn against on the HTML page.
+is drawn against on the HTML page; an RDP or zCDP claim gives the least of the (eps, delta)
+curves its RDP values at the audited orders imply (Mironov's conversion: valid, not tight).
 """
 
 from __future__ import annotations
@@ -73,7 +74,26 @@ def claim_curve(claim_text: str | None, result: Any) -> dict[str, float] | None:
         return {"epsilon": float(result.claimed), "delta": 0.0}
     if result.estimator == "delta" and "epsilon" in (result.details or {}):
         return {"epsilon": float(result.details["epsilon"]), "delta": float(result.claimed)}
+    d = result.details or {}
+    if result.estimator == "renyi" and "orders" in d and "claimed" in d:  # the claimed RDP curve at the audited orders
+        return {"orders": [float(a) for a in d["orders"]], "rdp_epsilons": [float(e) for e in d["claimed"]]}
     return None
+
+
+def rdp_curve_tpr(orders: Any, rdp_epsilons: Any, fpr: Any) -> Any:
+    """The largest TPR at ``fpr`` an RDP claim allows, through Mironov's conversion (Prop. 3): for each order a and
+    each eps on a grid, (eps, exp((a - 1)(eps_a - eps)))-DP, and the least of their (eps, delta) curves (valid, not tight)."""
+    import numpy as np
+
+    f = np.asarray(fpr, dtype=np.float64)
+    best = np.ones_like(f)
+    for a, ea in zip(orders, rdp_epsilons):
+        if not (a > 1 and math.isfinite(ea)):
+            continue
+        for eps in np.linspace(0.0, max(ea, 0.0) + 12.0 / (a - 1), 64):
+            delta = math.exp(min(0.0, (a - 1) * (ea - eps)))
+            best = np.minimum(best, curve_tpr(float(eps), delta, f))
+    return best
 
 
 def curve_tpr(epsilon: float, delta: float, fpr: Any) -> Any:
