@@ -15,6 +15,8 @@ _SOURCES = {
     "._audit": ("DEFAULT_ORDERS", "AuditReport", "AuditResult", "NeighbourPair", "audit", "replace_one_pairs", "scalar_pairs", "statdp_pairs"),
     "._privatizer": ("BatchProtocol", "Privatizer", "Release"),
     "._audit._runs": ("RunTarget", "audit_run", "run_engine", "run_pairs", "run_target"),
+    "._audit._one_run": ("OneRunAudit", "one_run_audit"),  # issue 33
+    "._audit._one_run_bound": ("one_run_epsilon",),
     "._mechanisms": (
         "NoiseMechanism",
         "discrete_gaussian_mechanism",

@@ -75,6 +75,18 @@ def _also_text(row: Any) -> str:
     return "-"
 
 
+def _risk_text(row: Any) -> str:
+    """The witness as an attack (issue 33): advantage and mu-GDP lower bounds; one-run: guess accuracy."""
+    from ._audit._risk import attack_risk
+
+    risk = attack_risk(row.result)
+    if risk is None:
+        return "-"
+    if "tpr_lower" not in risk:
+        return f"acc {risk['accuracy_lower']:.3f}"
+    return f"{risk['advantage_lower']:.2f}/{risk['mu_gdp_lower']:.1f}"
+
+
 def _table(outcome: Any, console: Any) -> None:
     from rich.table import Table
 
@@ -84,6 +96,7 @@ def _table(outcome: Any, console: Any) -> None:
         + (f", samples x{outcome.samples_scale:g}" if outcome.samples_scale != 1 else ""),
         caption="lower bound: at the claim's Holm level; D_a = Renyi divergence of order a; inf = an output impossible under the neighbour; "
         "also: the same bound read as epsilon at the claimed delta (eps E @ delta) or as the zCDP rho (rho R (claimed rho)); "
+        "also A/mu: the witness as an attack, lower bounds at the bound's confidence (advantage TPR - FPR, mu-GDP; TPR at FPR 0.01 in the JSON; one-run: acc = guess accuracy); "
         "violated in: floating point (only: holds in real arithmetic at these draws) or both (the real-arithmetic audit of the "
         "same draws too); exit code: the floating-point verdicts",
     )
@@ -104,7 +117,7 @@ def _table(outcome: Any, console: Any) -> None:
             _claimed_text(row),
             _fmt(r.estimate) if r else "-",
             _fmt(r.lower_bound) if r else "-",
-            _also_text(row),
+            " ".join(t for t in (_also_text(row), _risk_text(row)) if t != "-") or "-",
             f"[{_STYLE.get(verdict, '')}]{verdict}[/]",
             _ARITHMETIC[row.arithmetic],
             f"{row.samples:,}",

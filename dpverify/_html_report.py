@@ -27,10 +27,11 @@ _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:90rem;color:#1d2330;padding:0 1rem}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #d7dbe3;padding-bottom:.2rem}
 .sub{color:#5a6275;margin-top:0}table{border-collapse:collapse;width:100%;font-size:.86rem;margin:.6rem 0}
-th,td{border:1px solid #d7dbe3;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f1f3f7}
+th,td{border:1px solid #d7dbe3;padding:.3rem .4rem;text-align:left;vertical-align:top}th{background:#f1f3f7}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.badge{display:inline-block;padding:.05rem .5rem;border-radius:.7rem;font-weight:600;font-size:.8rem}
-.holds,.caught,.ok{background:#dff3e4;color:#17622e}.violated,.missed,.error,.fail{background:#fbe0e0;color:#9b1c1c}
+.badge{white-space:nowrap;display:inline-block;padding:.05rem .5rem;border-radius:.7rem;font-weight:600;font-size:.8rem}
+.holds,.caught,.ok{background:#dff3e4;color:#17622e}.nopower{background:#fff4d6;color:#7a5300}
+td{overflow-wrap:anywhere}td.num{overflow-wrap:normal}td:first-child{min-width:9rem}td:last-child{min-width:8rem}.violated,.missed,.error,.fail{background:#fbe0e0;color:#9b1c1c}
 .summary{display:flex;gap:1rem;flex-wrap:wrap;margin:1rem 0}.card{border:1px solid #d7dbe3;border-radius:.4rem;padding:.6rem 1rem;min-width:9rem}
 .card b{display:block;font-size:1.3rem}.figure{margin:1rem 0;overflow-x:auto}.figure svg{max-width:100%;height:auto}
 table.kv{width:auto;min-width:28rem}
@@ -62,6 +63,20 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _number(value: Any) -> Any:
+    """A JSON number back from :func:`.._json.jsonable`: the strings "inf" / "-inf" as floats."""
+    if value == "inf":
+        return math.inf
+    if value == "-inf":
+        return -math.inf
+    return value
+
+
+def _no_power(row: dict) -> bool:
+    """A claim that holds only because its audit had no power: its lower bound is 0 (issue 34, item 9)."""
+    return row.get("verdict") == "holds" and _number(row.get("lower_bound")) == 0
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -91,6 +106,8 @@ def _pairs_table(items: Iterable[tuple[str, Any]]) -> str:
 
 
 def _badge(verdict: str) -> str:
+    if verdict == "no power":
+        return '<span class="badge nopower" title="holds, with a lower bound of 0: the audit had no power at this budget">no power</span>'
     return f'<span class="badge {html.escape(verdict)}">{html.escape(verdict)}</span>'
 
 
@@ -150,22 +167,83 @@ def _audit_figure(results: Sequence[dict]) -> str:
     plt = pyplot()
     if plt is None:
         return _NO_FIGURES
-    rows = [r for r in results if _is_number(r.get("claimed")) and _is_number(r.get("lower_bound")) and r["claimed"] > 0]
+    rows = [r for r in results if _is_number(r.get("claimed")) and _is_number(_number(r.get("lower_bound"))) and r["claimed"] > 0]
     if not rows:
         return ""
-    ratios = [r["lower_bound"] / r["claimed"] for r in rows]
+    ratios = [_number(r["lower_bound"]) / r["claimed"] for r in rows]
     finite = [x for x in ratios if math.isfinite(x)]
     cap = max([1.5, *finite]) * 1.1
     shown = [min(x, cap) if math.isfinite(x) else cap for x in ratios]
     colours = ["#c0392b" if r["verdict"] in ("violated", "missed") else ("#2e7d4f" if not r.get("planted") else "#1f5fa8") for r in rows]
     fig, ax = plt.subplots(figsize=(9, 0.22 * len(rows) + 1.2))
     ax.barh(range(len(rows)), shown, color=colours)
+    for i, x in enumerate(ratios):  # the JSON writes an infinite bound as "inf": drawn to the right edge, labelled
+        if not math.isfinite(x):
+            ax.text(cap, i, " inf", va="center", ha="left", fontsize=7, color="#9b1c1c", clip_on=False, gid=f"infinite-bound-{i}")
+    ax.set_xlim(0, cap)
     ax.axvline(1.0, color="#1d2330", linewidth=1)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([r["name"] for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("lower bound / claimed (bars at the right edge: infinite)")
     ax.set_title("Audit lower bounds relative to each claim (1 = the claim)", fontsize=10)
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def _risk_text(risk: dict | None) -> str:
+    """The witness as an attack: advantage, TPR at the FPR, mu-GDP (lower bounds); one-run: guess accuracy."""
+    if not risk:
+        return "-"
+    if "tpr_lower" not in risk:
+        return f"accuracy {_short(risk.get('accuracy_lower'))}, adv {_short(risk.get('advantage_lower'))}"
+    return (f"adv {_short(risk.get('advantage_lower'))}, TPR {_short(risk.get('tpr_at_fpr_lower'))} @ FPR "
+            f"{_short(risk.get('fpr'))}, mu {_short(risk.get('mu_gdp_lower'))}")
+
+
+def _short(value: Any) -> str:
+    value = _number(value)
+    return f"{value:.3g}" if _is_number(value) and math.isfinite(value) else _text(value)
+
+
+def _tradeoff_figure(results: Sequence[dict]) -> str:
+    """Small multiples: each claim's certified trade-off curve (ROC form) and its audited (FPR, TPR) point."""
+    plt = pyplot()
+    if plt is None:
+        return _NO_FIGURES
+    import numpy as np
+
+    from ._audit._risk import curve_tpr, rdp_curve_tpr
+
+    rows = [r for r in results if r.get("tradeoff_claim")]
+    if not rows:
+        return '<p class="note">No claim has a trade-off curve.</p>'
+    cols = min(6, len(rows))
+    lines = (len(rows) + cols - 1) // cols
+    fig, axes = plt.subplots(lines, cols, figsize=(2.1 * cols, 2.1 * lines), squeeze=False)
+    x = np.linspace(0.0, 1.0, 401)
+    for ax in axes.flat[len(rows):]:
+        ax.axis("off")
+    for ax, r in zip(axes.flat, rows):
+        curve, risk = r["tradeoff_claim"], r.get("risk") or {}
+        if "rdp_epsilons" in curve:
+            tpr = rdp_curve_tpr(curve["orders"], [_number(e) for e in curve["rdp_epsilons"]], x)
+        else:
+            tpr = curve_tpr(_number(curve["epsilon"]), _number(curve["delta"]), x)
+        ax.plot(x, tpr, color="#1f5fa8", linewidth=1.2)
+        ax.plot([0, 1], [0, 1], color="#b8bec9", linewidth=0.6, linestyle=":")
+        bad = r.get("verdict") in ("violated", "missed") or (r.get("planted") and r.get("verdict") == "caught")
+        if risk.get("tpr_lower") is not None:
+            ax.plot([risk["fpr_upper"]], [risk["tpr_lower"]], "o", color="#c0392b" if bad else "#2e7d4f", markersize=4)
+        elif risk.get("accuracy_lower") is not None:  # one-run: the guesses' accuracy, drawn as the symmetric point
+            acc = risk["accuracy_lower"]
+            ax.plot([1 - acc], [acc], "D", color="#c0392b" if bad else "#2e7d4f", markersize=3)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.set_title(str(r.get("name"))[-30:], fontsize=6)
+        ax.tick_params(labelsize=5)
+    fig.supxlabel("FPR (upper bound)", fontsize=8)
+    fig.supylabel("TPR (lower bound)", fontsize=8)
     fig.tight_layout()
     return _svg(fig)
 
@@ -180,6 +258,7 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
         _cards(
             [("exit code", exit_code, verdict), ("claims", len(results), "")]
             + [(k, v, k) for k, v in sorted(counts.items())]
+            + [("holds with no power (lower bound 0)", sum(1 for r in results if _no_power(r)), "nopower")]
             + [("seconds", payload.get("seconds"), "")]
         ),
         "<p>Each lower bound holds at its claim's Holm level; the family-wise false-alarm rate over the whole "
@@ -193,7 +272,7 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
         "<h2>Claims</h2>",
     ]
     header = ("claim", "verdict", "violated in", "guarantee", "estimator", "claimed", "lower bound", "estimate", "p-value",
-              "Holm level", "real-arithmetic lower bound", "samples / input", "seconds")
+              "Holm level", "real-arithmetic lower bound", "samples / input", "seconds", "attack (lower bounds)")
     rows, ids = [], []
     for r in results:
         estimator = r.get("estimator") or "-"
@@ -201,9 +280,10 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
             estimator = f"{estimator} (order {_text(r['order'])})"
         arithmetic = r.get("arithmetic")
         rows.append((
-            r.get("name"), _badge(r.get("verdict", "error")), arithmetic if arithmetic not in (None, "none") else "-", r.get("claim"),
-            estimator, r.get("claimed"), r.get("lower_bound"), r.get("estimate"), r.get("p_value"), r.get("level"),
-            r.get("real_lower_bound"), r.get("samples"), r.get("seconds"),
+            r.get("name"), _badge("no power" if _no_power(r) else r.get("verdict", "error")),
+            arithmetic if arithmetic not in (None, "none") else "-", r.get("claim"),
+            estimator, r.get("claimed"), r.get("lower_bound"), r.get("estimate"), _short(r.get("p_value")), _short(r.get("level")),
+            r.get("real_lower_bound"), r.get("samples"), r.get("seconds"), _risk_text(r.get("risk")),
         ))
         ids.append(f"claim-{r.get('name')}")
     table = _table(header, rows, raw_columns=(1,), row_ids=ids)
@@ -222,10 +302,23 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
         body.append(_table(("claim", "error"), [(r.get("name"), r["error"]) for r in errors]))
     body.append("<h2>Lower bounds against the claims</h2>")
     body.append(_audit_figure(results))
+    body.append("<h2>Trade-off curves: the accountant's claim and the audited attack</h2>")
+    body.append('<p>One panel per claim with a pure or (eps, delta) claim and an event witness: the line is the claim\'s '
+                "certified trade-off (no test of D against D' can have a larger TPR at its FPR, TPR <= min(1, e^eps FPR + delta, "
+                "1 - e^-eps (1 - FPR - delta))), the dot the audited attack (its FPR upper and TPR lower confidence bounds at the "
+                "claim's level). A dot above the line is a violation. One-run claims show the certified accuracy a of their guesses as the "
+                "symmetric point (1 - a, a) (a diamond; the guesses are not a test of D against D', so it is a reading aid). Renyi/zCDP "
+                "claims show the curve their RDP values imply (Mironov's conversion: valid, not tight) and no point (their witness is a "
+                "partition, not an event).</p>")
+    body.append(_tradeoff_figure(results))
     body.append("<h2>Settings</h2>")
-    body.append(_pairs_table([(k, payload.get(k)) for k in ("alpha", "correction", "seed", "samples_scale")]))
+    body.append(_pairs_table([(k, payload.get(k)) for k in ("alpha", "correction", "seed", "samples_scale", "git_commit", "git_dirty",
+                                                            "claim_files", "claim_files_sha256")]))
     title = "dpverify audit: " + ("every claim holds, every planted bug caught" if exit_code == 0 else "the gate fails")
-    subtitle = f"{len(results)} claims, seed {payload.get('seed')}, family-wise error <= {_text(payload.get('alpha'))}"
+    commit = payload.get("git_commit")
+    subtitle = (f"{len(results)} claims, seed {payload.get('seed')}, family-wise error <= {_text(payload.get('alpha'))}; "
+                f"commit {commit[:12] if commit else 'unknown'}{' (modified)' if payload.get('git_dirty') else ''}, "
+                f"claim files sha256 {str(payload.get('claim_files_sha256') or '-')[:16]}")
     return _page(title, subtitle, body, versions=payload.get("versions"), command=command)
 
 

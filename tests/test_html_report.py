@@ -116,7 +116,7 @@ def test_audit_html_lists_every_claim_with_its_verdict_and_bounds(tmp_path: Path
     # which arithmetic: the idealised float claim reads "floating point", with its real-arithmetic bound
     assert page.row_ids["claim-laplace_idealised"][1:3] == ["caught", "floating point"]
     assert page.row_ids["claim-planted/rr_biased_coin"][2] == "both"  # integer outputs: no float artefact possible
-    assert page.svg == 1
+    assert page.svg == 2  # the lower bounds' chart and the trade-off panels (issue 33)
     assert "every claim holds" in page.title
 
 

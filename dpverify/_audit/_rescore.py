@@ -56,6 +56,8 @@ def rescorable(result: AuditResult) -> bool:
     d = result.details
     if result.estimator in ("epsilon", "delta"):
         return "counts" in d and "events_tested" in d
+    if result.estimator == "one-run":  # a one-run canary audit (issue 33): its counts
+        return {"canaries", "guesses", "correct", "delta"} <= set(d)
     if result.estimator == "renyi":
         return "bin_counts" in d and "orders" in d and "claimed" in d
     return False
@@ -98,6 +100,12 @@ def rescore(result: AuditResult, level: float) -> AuditResult:
         return result
     if not rescorable(result):
         raise ValueError(f"result of estimator {result.estimator!r} carries no counts to rescore")
+    if result.estimator == "one-run":  # the one-run bound at this level, from the result's counts
+        from ._one_run_bound import one_run_epsilon
+
+        d = result.details
+        lower = one_run_epsilon(int(d["canaries"]), int(d["guesses"]), int(d["correct"]), level=min(level, 0.999999), delta=float(d["delta"]))
+        return dataclasses.replace(result, lower_bound=lower, verdict=VIOLATED if lower > result.claimed else HOLDS, confidence=1.0 - level)
     if result.estimator in ("epsilon", "delta"):
         lower = _event_bound(result, level)
         verdict = VIOLATED if lower > result.claimed else HOLDS

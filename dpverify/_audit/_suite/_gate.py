@@ -43,6 +43,9 @@ import numpy as np
 from .._rescore import rescore, result_p_value, result_share
 from .._results import BOTH, FINDINGS, FLOATING_POINT, HOLDS, NONE, VIOLATED, AuditResult, _margin
 from ._build import build
+from ._one_run_claims import ONE_RUN, one_run_result
+from ._provenance import provenance
+from .._risk import attack_risk, claim_curve
 from ._registry import claim_weight
 from ._spec import _MIN_SAMPLES, EXPECT_BOTH, EXPECT_FLOATING_POINT, ClaimSpec, SuiteError
 
@@ -107,6 +110,12 @@ def run_claim(spec: ClaimSpec, seed: int, samples_scale: float, audit_alpha: flo
 
     started = time.perf_counter()
     samples = _scaled(spec.samples, samples_scale)
+    if spec.mode == ONE_RUN:  # issue 33: one run with canaries; its result re-scores like any other
+        try:
+            result, text = one_run_result(spec, claim_seed(seed, spec.name), audit_alpha)
+            return ClaimRun(spec.name, (result,), _claim_p_value((result,), grid), 1, time.perf_counter() - started, text)
+        except SuiteError as error:
+            return ClaimRun(spec.name, (), 1.0, 1, time.perf_counter() - started, "", str(error))
     try:
         c = build(spec)
         kwargs: dict[str, Any] = {}
@@ -288,6 +297,10 @@ class ClaimOutcome:
             "real_event": self.real_result.event if self.real_result else None,
             "real_p_value": self.real_p_value,
             "real_level": self.real_level,
+            # issue 33: the attack the bound's witness is (TPR at an FPR, advantage, mu-GDP), at the bound's confidence,
+            # and the claim's trade-off curve the HTML page draws it against
+            "risk": attack_risk(r),
+            "tradeoff_claim": claim_curve(self.claim_text, r),
         }
         if self.error:
             out["error"] = self.error
@@ -321,6 +334,9 @@ class SuiteOutcome:
         return {
             "alpha": self.alpha,
             "correction": "holm",
+            # issue 34 item 9: "holds" with a lower bound of 0 (no power at this budget), and what was audited
+            "no_power": sum(1 for r in self.rows if r.verdict == HOLDS and r.result is not None and r.result.lower_bound == 0.0),
+            **provenance([r.spec.file for r in self.rows]),
             "seed": self.seed,
             "samples_scale": self.samples_scale,
             "seconds": round(self.seconds, 3),

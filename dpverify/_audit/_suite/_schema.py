@@ -18,13 +18,14 @@ from typing import Any
 
 from .._results import HOLDS
 from ._build import build
+from ._one_run_claims import ONE_RUN, check_one_run
 from ._registry import TARGETS, prefixed_target
 from ._spec import _MIN_SAMPLES, EXPECT_FLOATING_POINT, EXPECTATIONS, FORMS, IDEALISED, ClaimSpec, SuiteError
 from ._user import check_target_name, check_user_claim, is_user_target
 
 __all__ = ["FORMS", "ClaimSpec", "SuiteError", "load_claim", "load_suite"]
 
-_TOP_KEYS = {"name", "description", "target", "expect", "parameters", "claim", "neighbours", "audit"}
+_TOP_KEYS = {"name", "description", "target", "expect", "parameters", "claim", "neighbours", "audit", "mode"}
 _AUDIT_KEYS = {"samples", "estimators", "directions", "orders", "float_bits"}
 
 
@@ -62,6 +63,8 @@ def load_claim(file: str | os.PathLike[str], root: str | os.PathLike[str] | None
     description = data.get("description", "")
     if not isinstance(description, str):
         raise SuiteError(path, "description", f"expected a string, got {description!r}")
+    if data.get("mode", "repeated") != "repeated":  # issue 33: mode = "one-run"
+        return _one_run_claim(path, data, name.strip(), description, planted)
     target = data.get("target")
     if target is None:
         raise SuiteError(path, "target", f"missing (one of: {', '.join(sorted(TARGETS))})")
@@ -186,5 +189,24 @@ def load_suite(path: str | os.PathLike[str]) -> list[ClaimSpec]:
         if spec.name in seen:
             raise SuiteError(spec.file, "name", f"duplicate claim name {spec.name!r} (also in {seen[spec.name]})")
         seen[spec.name] = spec.file
-        build(spec)  # validates the parameters, neighbours and claim form
+        check_one_run(spec) if spec.mode == ONE_RUN else build(spec)  # validates the parameters, neighbours and claim form
     return specs
+
+
+def _one_run_claim(path: Path, data: dict[str, Any], name: str, description: str, planted: bool) -> ClaimSpec:
+    """A ``mode = "one-run"`` claim file (:mod:`._one_run_claims`): target, [parameters], [claim] only."""
+    if data["mode"] != ONE_RUN:
+        raise SuiteError(path, "mode", f'expected "repeated" (the default) or "{ONE_RUN}", got {data["mode"]!r}')
+    for key in ("neighbours", "audit"):
+        if key in data:
+            raise SuiteError(path, key, "not used by a one-run claim (the canaries are its neighbours; one run its sample)")
+    tables = {}
+    for section in ("parameters", "claim"):
+        value = data.get(section, {})
+        if not isinstance(value, dict):
+            raise SuiteError(path, section, f"expected a table [{section}], got {type(value).__name__}")
+        tables[section] = value
+    spec = ClaimSpec(name, str(path), str(data.get("target", "")), dict(tables["parameters"]), dict(tables["claim"]), {}, _MIN_SAMPLES,
+                     expect=_expectation(path, data, planted, True), planted=planted, description=description, mode=ONE_RUN)
+    check_one_run(spec)
+    return spec

@@ -69,6 +69,8 @@ class ClaimSpec:
     #: ``*idealised*`` only; they expect "violated-in-floating-point"). Every claim is audited as
     #: executed, with floating-point views; the real-arithmetic audit follows where they find a violation
     float_bits: bool = True
+    #: ``mode = "one-run"``: a one-run canary audit of a run (:mod:`._one_run_claims`); else repeated draws
+    mode: str = "repeated"
 
 
 # ------------------------------------------------------------------------------------------------
