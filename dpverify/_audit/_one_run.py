@@ -41,7 +41,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from accounting._validation import AccountingError, check_positive_int
+from accounting import AccountingError
+from accounting.internal import check_positive_int
 
 from .._bandits._builtin import run_budget, se_setup, ucb_setup
 from .._bandits._elimination import run_batch_elimination

@@ -36,7 +36,7 @@ import numpy as np
 from flint import arb, ctx
 from scipy import special, stats
 
-from accounting._validation import AccountingError
+from accounting import AccountingError
 
 __all__ = ["one_run_bound_rhs", "one_run_epsilon", "one_run_epsilon_two_sided", "one_run_rhs_float"]
 
