@@ -32,7 +32,7 @@ from ._certified import upper_float, working_precision
 from ._conversions import EpsilonResult, _mechanism_rdp_epsilon, _rdp_to_epsilon, _zcdp_to_epsilon
 from ._dp_event import Composition
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
-from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
+from ._planner import DEFAULT_MEMORY_BUDGET, DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
 from ._pld import PLDResult, release_kind
 from ._pld_route import PldRoute, pld_for_parts
 from ._shuffle import Shuffled, shuffle_routes
@@ -83,12 +83,13 @@ def _check_release(index: int | None, subject: Any) -> None:
 
 
 def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET, include_pld: bool = True,
-             comparisons: bool = True, exhaustive: bool = False) -> Query:
+             comparisons: bool = True, exhaustive: bool = False, memory_budget: float = DEFAULT_MEMORY_BUDGET) -> Query:
     """The planner's query for ``compose`` releases of ``subject`` (a release, a list, an event
     tree): ``delta`` and every argument validated here, once."""
     delta = float(check_probability("delta", delta))
     k = check_positive_int("compose", compose)
     check_positive("time_budget", time_budget, allow_inf=True)
+    check_positive("memory_budget", memory_budget, allow_inf=True)
     merged: dict = {}
     if isinstance(subject, (list, tuple)):
         if len(subject) == 0:
@@ -100,7 +101,7 @@ def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float
         _check_release(None, subject)
         _flatten(subject, k, merged)
     parts = tuple((s.subject if isinstance(s, _Unhashable) else s, n) for s, n in merged.items())
-    return Query(parts, delta, float(time_budget), include_pld, comparisons, exhaustive)
+    return Query(parts, delta, float(time_budget), include_pld, comparisons, exhaustive, memory_budget=float(memory_budget))
 
 
 # ---- the routes -----------------------------------------------------------------------------------
