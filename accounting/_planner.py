@@ -43,6 +43,8 @@ DEFAULT_MEMORY_BUDGET = 4 * 2**30
 #: No route is started when its estimate exceeds the time budget by more than this factor (a
 #: query answers or refuses within about twice its budget; the estimates are upper bounds)
 OVERRUN_FACTOR = 2.0
+#: ... except routes estimated below this many seconds (a 1e-4 s budget still gets an answer)
+OVERRUN_FLOOR = 1.0
 #: Certified routes estimated at most this cheap run even after an exact answer (a cross-check)
 CROSS_CHECK_COST = 1e-3
 
@@ -311,7 +313,7 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         # (never one estimated above OVERRUN_FACTOR times the budget or above the memory budget:
         # a query answers or refuses within about twice its budget)
         waiting = [s for s in exact + others if s.result is not None and s.result.status == "not run" and math.isfinite(s.plan.cost.seconds)
-                   and not s.plan.off and s.plan.cost.seconds <= OVERRUN_FACTOR * budget  # type: ignore[union-attr]
+                   and not s.plan.off and s.plan.cost.seconds <= max(OVERRUN_FACTOR * budget, OVERRUN_FLOOR)  # type: ignore[union-attr]
                    and s.plan.cost.bytes <= query.memory_budget]  # type: ignore[union-attr]
         if waiting:
             slot = min(waiting, key=lambda s: (s.plan.cost.seconds, s.order))  # type: ignore[union-attr]
