@@ -116,6 +116,19 @@ def test_ledger_policy_is_the_ledger_spend():
     assert ledger.spent().epsilon == a.epsilon
 
 
+def test_shuffled_subjects_honour_the_time_budget():
+    """A shuffled subject goes through the planner: its PLD route is not run when its estimate
+    exceeds a tiny time budget (the reason says so), and runs under the default budget (the
+    wrong variant, as before issue 30, ignored ``time_budget`` for shuffled subjects)."""
+    subject = acc.ShuffledLDP(1.0, 2000)
+    tiny = acc.epsilon_routes(subject, 1e-6, compose=2, time_budget=1e-3)
+    pld = next(r for r in tiny.alternatives if r.route == "pld:fmt21-clone")
+    assert pld.status == "not run" and "time budget" in pld.reason
+    default = acc.epsilon_routes(subject, 1e-6, compose=2)
+    assert next(r for r in default.alternatives if r.route == "pld:fmt21-clone").status in ("run", "answer")
+    assert default.epsilon <= tiny.epsilon
+
+
 _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
