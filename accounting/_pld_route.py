@@ -35,6 +35,7 @@ would run it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -132,7 +133,7 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
             r_lo, r_hi = pair.reversed().loss_window(DEFAULT_TAIL_MASS)
             width = max(width, r_hi - r_lo)
             directions = 2
-        return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series(), spread=_loss_spread(subject, pair))
+        return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series())
     pair = _resolve_pair(subject)
     counter = getattr(pair, "loss_atom_count", None)
     atoms = int(counter()) if callable(counter) else _window_outputs(pair, DEFAULT_TAIL_MASS)
@@ -154,6 +155,8 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
 #: FFT pass's window tail) and points of the float quadrature of a release's loss moments
 _CLT_SIGMAS = 10.0
 _SPREAD_POINTS = 257
+#: the spread is estimated (~15 ms each) for queries of at most this many distinct releases
+_SPREAD_RELEASES = 8
 _SPREADS: dict = {}
 
 
@@ -260,15 +263,13 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
             build += r.output_cost * outputs + r.setup
         if r.width and not lattice:
             points_single = max(points_single, int(r.width / h) + 1)
-            if r.lattice is not None and r.lattice != h and r.count > 1:  # a built lattice put on h
-                final = r.count * (int(r.width / h) + 1)
-                powering = powering + Cost(COST_BINARY_POINT * final, BYTES_BINARY_POINT * final)
     if width is None:  # no RDP approximation: the single windows grown like sqrt(k)
         width = max((r.width for r in releases), default=1.0) * 1.1 * math.sqrt(total_count) + 1.0
     if releases and all(r.spread is not None for r in releases):
         # the central-limit width of the composed loss; taken when it clearly exceeds the
         # Chernoff width (an RDP bound flat near alpha = 1 understates the spread)
         clt = 2 * _CLT_SIGMAS * math.sqrt(sum(r.count * r.spread**2 for r in releases)) + max(r.width for r in releases)  # type: ignore[operator]
+        clt = min(clt, sum(r.count * r.width for r in releases))  # never wider than the k-fold sum of the windows
         if clt > 2 * width:
             width = clt
     step = releases[0].lattice if lattice else h
@@ -309,6 +310,8 @@ class PldRoute:
                 name = subject.describe() if hasattr(subject, "describe") else type(subject).__name__
                 return NotApplicable(self.name, f"{name} has no privacy-loss distribution (no output pair, no monotone privacy loss)")
             releases.append(r)
+        if len(releases) <= _SPREAD_RELEASES and all(r.kind == "continuous" for r in releases):
+            releases = [dataclasses.replace(r, spread=_loss_spread(r.subject, continuous_loss_pair(r.subject))) for r in releases]
         total = sum(r.count for r in releases)
         width = _composed_width(releases)
         h = grid_for(total)

@@ -36,7 +36,7 @@ from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._planner import DEFAULT_MEMORY_BUDGET, DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
 from ._pld import PLDResult, release_kind
 from ._pld_route import PldRoute, pld_for_parts
-from ._shuffle import Shuffled, shuffle_route_objects, shuffle_routes
+from ._shuffle import Shuffled, shuffle_report, shuffle_route_objects, shuffle_routes
 from ._total_variation import WithinTotalVariation, delta_after_total_variation, delta_before_total_variation, times_total_variation
 from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
 
@@ -424,9 +424,10 @@ def epsilon_routes(
                          exhaustive=exhaustive, memory_budget=memory_budget)
         return run_policy(query, policy)
     if isinstance(subject, Shuffled):  # amplification by shuffling: its own routes (accounting._shuffle), planned alike
-        query = query_of(subject, delta, compose=compose, time_budget=time_budget, include_pld=include_pld, comparisons=comparisons,
-                         exhaustive=exhaustive, memory_budget=memory_budget)
-        return run_plan(shuffle_route_objects(subject, include_pld=include_pld, comparisons=comparisons) + list(_REGISTERED), query)
+        query = query_of(subject, delta, compose=compose, time_budget=math.inf, include_pld=include_pld, comparisons=comparisons,
+                         exhaustive=exhaustive, memory_budget=math.inf)
+        routes = shuffle_route_objects(subject, include_pld=include_pld, comparisons=comparisons, time_budget=time_budget, memory_budget=memory_budget)
+        return shuffle_report(run_plan(routes + list(_REGISTERED), query))
     if isinstance(subject, WithinTotalVariation):
         return _within_total_variation(subject, delta, compose, dict(include_pld=include_pld, comparisons=comparisons,
                                                                      time_budget=time_budget, exhaustive=exhaustive))

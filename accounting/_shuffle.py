@@ -72,6 +72,7 @@ which gives the ``pure`` route and the RDP curve the ledger composes with other 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -93,6 +94,7 @@ __all__ = [
     "clone_epsilon",
     "fmt21_closed_form",
     "fmt23_closed_form",
+    "shuffle_report",
     "shuffle_routes",
     "shuffled_rr_delta",
     "shuffled_rr_epsilon",
@@ -824,10 +826,11 @@ COST_CLONE_UNIT = 1.0e-5
 #: ... of the worst-configuration scan of binary RR: per configuration x n (floats), plus fixed
 COST_SCAN_UNIT = 1.0e-7
 COST_SCAN_FIXED = 0.3
-#: ... of a clone pair's PLD: per unit of n p (tabulating the grouped pair in Arb), per grid point
-#: of the single round (measured n = 1,000, eps0 = 1: 0.55 s at h = 2e-5), and per composed
-#: point x log2(points) of the one-pass composition (measured 6e-9 to 1.8e-8 at 1.2M to 8.3M)
-COST_PAIR_UNIT = 2.6e-4
+#: ... of a clone pair's PLD: per (n p)^1.5 (tabulating the grouped pair in Arb: measured 0.25 to
+#: 14.4 s from n p = 3,700 to 54,000, eps0 = 1, n = 10^4 and 10^5), per grid point of the single
+#: round (measured n = 1,000, eps0 = 1: 0.55 s at h = 2e-5), and per composed point x log2(points)
+#: of the one-pass composition (measured 6e-9 to 1.8e-8 at 1.2M to 8.3M points)
+COST_PAIR_UNIT = 1.2e-6
 COST_PAIR_POINT = 5e-6
 COST_COMPOSE_POINT = 2.5e-8
 #: bytes per composed point (float spectra and tilted passes; 0.9 GB measured at 8.3M points)
@@ -890,7 +893,7 @@ def _pld_cost(epsilon0: float, n: int, variant: str, k: int):
     single = 2 * epsilon0 / h + 1
     width = 2 * _WINDOW_SIGMAS * math.sqrt(k) * _clone_loss_std(epsilon0, n, variant) + 2 * epsilon0
     points = max(int(width / h) + 1, int(single))
-    build = COST_CLONE_FIXED + COST_PAIR_UNIT * n * p + COST_PAIR_POINT * single
+    build = COST_CLONE_FIXED + COST_PAIR_UNIT * (n * p) ** 1.5 + COST_PAIR_POINT * single
     if points > MAX_WINDOW:  # beyond one FFT pass: binary powering, whose window grows like k
         return Cost(math.inf, BYTES_COMPOSE_POINT * points), points
     return Cost(build + COST_COMPOSE_POINT * points * math.log2(points), BYTES_COMPOSE_POINT * points), points
@@ -912,9 +915,44 @@ def _subject_rounds(query) -> tuple[Any, int]:
     return subject, k
 
 
-def shuffle_route_objects(subject, *, include_pld: bool = True, comparisons: bool = True) -> list:
+class _WithinBudget:
+    """A shuffled route run only when its own estimate fits the time and memory budgets (each
+    route on its own: the shuffled routes have always all run, and a query that asked for a
+    small ``time_budget`` keeps the values it had; a route estimated above the budget, such as a
+    PLD of 10^5 rounds, is not run and says why)."""
+
+    def __init__(self, route, time_budget: float, memory_budget: float) -> None:
+        self.route, self.name, self.kind = route, route.name, route.kind
+        self.time_budget, self.memory_budget = time_budget, memory_budget
+
+    def plan(self, query, budget: float):
+        from ._planner import Plan, _bytes, _seconds
+
+        plan = self.route.plan(query, budget)
+        if not isinstance(plan, Plan) or plan.off:
+            return plan
+        if plan.cost.seconds > self.time_budget:
+            need = math.ceil(plan.cost.seconds * 1.2) + 1 if math.isfinite(plan.cost.seconds) else None
+            reason = f"estimated {plan.cost} exceeds the time budget of {_seconds(self.time_budget)}"
+            how = f"time_budget={need} (CLI: --time-budget {need})" if need else "no argument runs it (the composed window exceeds one FFT pass)"
+            return dataclasses.replace(plan, off=reason, how=how)
+        if plan.cost.bytes > self.memory_budget:
+            return dataclasses.replace(plan, off=f"estimated {plan.cost} exceeds the memory budget of {_bytes(self.memory_budget)}",
+                                       how=f"memory_budget={2 ** math.ceil(math.log2(plan.cost.bytes * 1.2))}")
+        return plan
+
+
+def shuffle_route_objects(subject, *, include_pld: bool = True, comparisons: bool = True, time_budget: float = math.inf,
+                          memory_budget: float = math.inf) -> list:
     """The planner routes of a lone shuffled subject (module docstring), in the order they are
-    listed (ties between equal values go to the first)."""
+    listed (ties between equal values go to the first), each run when its own estimate fits
+    ``time_budget`` and ``memory_budget`` (:class:`_WithinBudget`; the planner is then given no
+    overall budget)."""
+    routes = _shuffle_routes(subject, include_pld=include_pld, comparisons=comparisons)
+    return [_WithinBudget(r, time_budget, memory_budget) for r in routes]
+
+
+def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = True) -> list:
     from ._planner import Cost, NotApplicable, Plan
 
     eps0, n = float(subject.epsilon0), subject.n
@@ -1065,5 +1103,24 @@ def shuffle_routes(subject, delta: float, *, compose: int = 1, include_pld: bool
     memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
     check_positive("time_budget", time_budget, allow_inf=True)
     check_positive("memory_budget", memory_budget, allow_inf=True)
-    query = Query(((subject, k),), float(delta), float(time_budget), include_pld, comparisons, exhaustive, memory_budget=float(memory_budget))
-    return run_plan(shuffle_route_objects(subject, include_pld=include_pld, comparisons=comparisons), query)
+    query = Query(((subject, k),), float(delta), math.inf, include_pld, comparisons, exhaustive, memory_budget=math.inf)
+    routes = shuffle_route_objects(subject, include_pld=include_pld, comparisons=comparisons, time_budget=float(time_budget), memory_budget=float(memory_budget))
+    return shuffle_report(run_plan(routes, query))
+
+
+def shuffle_report(result: EpsilonResult) -> EpsilonResult:
+    """The planner's answer for a shuffled subject in this module's report: ``alternatives`` are
+    the certified routes that ran (in route order), each certified route the budgets kept from
+    running (eps = inf, its reason and the argument that runs it in ``detail``), then the
+    comparisons that ran; routes that do not apply, or that the caller switched off, are left out
+    (the report every shuffled query has given since the routes were written)."""
+    certified: list[EpsilonResult] = []
+    comparison: list[EpsilonResult] = []
+    for r in result.alternatives:
+        status = getattr(r, "status", "run")
+        if status in ("run", "answer"):
+            (comparison if r.comparison else certified).append(EpsilonResult(r.epsilon, r.delta, r.route, r.alpha, r.detail))
+        elif status in ("not run", "failed") and not r.comparison and "switched off" not in r.reason:
+            how = f" ({r.how})" if r.how else ""
+            certified.append(EpsilonResult(math.inf, r.delta, r.route, None, f"{status}: {r.reason}{how}"))
+    return EpsilonResult(result.epsilon, result.delta, result.route, result.alpha, result.detail, alternatives=tuple(certified + comparison))
