@@ -172,3 +172,20 @@ def test_a_query_answers_within_twice_its_budget_and_under_the_memory_cap(case):
     assert report["cpu"] <= 2 * budget + 1.0, (report, time.perf_counter() - start)
     assert report["rss"] <= acc._planner.DEFAULT_MEMORY_BUDGET, report
     assert isinstance(report["answer"], str) or (math.isfinite(report["answer"]) and report["answer"] > 0)
+
+
+def test_golden_by_name_comparison_rejects_looser_or_lost_routes():
+    """The golden corpus's route-by-route comparison (for entries whose report gained a route)
+    accepts a gained route and a tighter value, and rejects a looser value and a lost route that
+    had a value (the wrong variants)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from golden.queries import differences
+
+    recorded = {"epsilon": "2.0", "routes": [["pure", "", "3.0"], ["pld", "", "inf"], ["advanced:x", "", "2.0"]]}
+    allowed = {"epsilon": "1.0", "routes": "by-name"}
+    gained = {"epsilon": "1.0", "routes": [["pure", "", "3.0"], ["pld:a", "", "1.0"], ["pld:b", "", "1.5"], ["advanced:x", "", "2.0"]]}
+    assert differences(recorded, gained, allowed) == []
+    looser = {"epsilon": "1.0", "routes": [["pure", "", "3.5"], ["advanced:x", "", "2.0"]]}
+    assert any("pure" in line for line in differences(recorded, looser, allowed))
+    lost = {"epsilon": "1.0", "routes": [["pure", "", "3.0"]]}
+    assert any("advanced:x" in line for line in differences(recorded, lost, allowed))
