@@ -189,9 +189,8 @@ def test_closed_forms_never_below_numerical(eps0: float, n: int, delta: float) -
 def test_generic_ldp_routes_and_the_declared_decomposition() -> None:
     plain = acc.epsilon_routes(acc.ShuffledLDP(1.0, 10_000), 1e-6)
     declared = acc.epsilon_routes(acc.ShuffledLDP(1.0, 10_000, stronger_clone=True), 1e-6)
-    # (the planner lists every route; the ones that ran:)
-    assert {r.route for r in plain.alternatives if r.status in ("run", "answer")} == {"pure", "fmt21-clone", "closed-form:fmt21-thm3.1"}
-    assert "fmt23-stronger-clone" in {r.route for r in declared.alternatives if r.status in ("run", "answer")}
+    assert {r.route for r in plain.alternatives} == {"pure", "fmt21-clone", "closed-form:fmt21-thm3.1"}
+    assert "fmt23-stronger-clone" in {r.route for r in declared.alternatives}
     assert declared.epsilon < plain.epsilon and plain.route == "fmt21-clone"
 
 
