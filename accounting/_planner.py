@@ -16,6 +16,12 @@ grid, a wider truncation). :func:`run_plan` then
 4. reports every route: the value and the measured time of each route it ran, and for each route it
    did not run the reason, the estimated cost and the argument that would run it.
 
+Estimates cover memory as well as time: a route estimated above the query's ``memory_budget``
+(:data:`DEFAULT_MEMORY_BUDGET`) is re-planned (coarsened) or not run, with its reason and the
+argument that would run it, and when nothing certified fits, the cheapest route runs anyway only
+if estimated within :data:`OVERRUN_FACTOR` times the budget (or :data:`OVERRUN_FLOOR` seconds).
+Which routes a query is given is a named policy (:data:`accounting._routes.POLICIES`).
+
 Decisions rest on the estimates only, never on the clock, so a query gets the same answer on a
 busy machine as on an idle one (only the reported times differ). Every value is a certified upper
 bound; the answer is the smallest certified value. A route that fails (an enclosure that lost all
