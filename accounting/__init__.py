@@ -76,6 +76,7 @@ from ._paper_params import (
 )
 from ._reports import dist_rdp_se_returning
 from ._routes import epsilon_routes
+from ._routes import on_routes_changed, register_route, unregister_route  # the planner's route registry (issue 30)
 from ._tight_routes import optimal_composition_epsilon
 from ._shuffle import (
     ShuffledLDP,
@@ -93,6 +94,9 @@ from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
     "Mechanism",
+    "on_routes_changed",
+    "register_route",
+    "unregister_route",
     "WithinTotalVariation",
     "GaussianLoss",
     "LaplaceLoss",

@@ -30,16 +30,14 @@ from typing import Any, ClassVar, Iterable, Sequence
 import numpy as np
 
 from ._certified import exact, lower_float, working_precision
-from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
-from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up, _times_up
+from ._guarantees import RDP, ZCDP, ApproxDP, PureDP, _sum_up
 from ._ledger_codec import guarantee_from_dict as _guarantee_from_dict
 from ._ledger_codec import guarantee_spec
 from ._ledger_codec import guarantee_to_dict as _guarantee_to_dict
 from ._ledger_codec import participants_from_json as _participants_from_json
 from ._ledger_codec import participants_to_json as _participants_to_json
 from ._mechanisms._base import Mechanism
-from ._shuffle import Shuffled, shuffle_routes
-from ._tight_routes import is_gaussian, tight_routes
+from ._routes import ledger_epsilon, on_routes_changed
 from ._total_variation import WithinTotalVariation, delta_before_total_variation, times_total_variation, total_variation_of
 from ._validation import AccountingError, BudgetExceeded
 
@@ -441,6 +439,9 @@ def _compose_memo(budget: Budget, guarantees: tuple[tuple[Any, int], ...]) -> fl
     return _compose_uncached(budget, list(guarantees))
 
 
+on_routes_changed(_compose_memo.cache_clear)  # a route added to the planner changes spends
+
+
 def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> float:
     if isinstance(budget, PureDP):
         parts = [(g if isinstance(g, PureDP) else _mechanism_pure(g)).times(n) for g, n in guarantees]
@@ -466,45 +467,11 @@ def _compose_uncached(budget: Budget, guarantees: list[tuple[Any, int]]) -> floa
         except AccountingError:
             return math.inf  # the samplers' slack alone uses up delta
         return _compose_uncached(ApproxDP(budget.epsilon, left), [(g.mechanism if isinstance(g, WithinTotalVariation) else g, n) for g, n in guarantees])
-    # (eps, delta) budget: RDP-expressible charges are composed exactly as curves and converted
-    # at what is left of delta; approximate-DP charges are added by basic composition.
-    if len({g for g, _ in guarantees}) == 1 and isinstance(guarantees[0][0], Shuffled):
-        # rounds of one shuffled protocol: the amplification routes (accounting._shuffle); composed
-        # with other charges a round counts as its eps0-DP curve below (valid, not amplified)
-        rounds = sum(n for _, n in guarantees)
-        return _sum_up(shuffle_routes(guarantees[0][0], budget.delta, compose=rounds, comparisons=False).epsilon, 0.0)
-    if len(guarantees) == 1 and not isinstance(guarantees[0][0], (PureDP, ZCDP, ApproxDP, RDP)):
-        # one mechanism, n times: the same conversion as rdp_to_epsilon(RDP.sequence([g.rdp()], [n]),
-        # delta), shared (memoised) with the routes and a run's budget
-        g, n = guarantees[0]
-        return min(_sum_up(mechanism_rdp_epsilon(g, budget.delta, compose=n).epsilon, 0.0), _analytic_gaussian(guarantees, budget.delta))
-    if all(is_gaussian(g) for g, _ in guarantees):
-        # Gaussians compose exactly in mu-GDP: the analytic profile is never above the RDP route
-        return _analytic_gaussian(guarantees, budget.delta)
-    curves: list[RDP] = []
-    counts: list[int] = []
-    approx: list[tuple[ApproxDP, int]] = []
-    for g, n in guarantees:
-        if isinstance(g, ApproxDP):
-            approx.append((g, n))
-        else:
-            curves.append(g.to_rdp() if isinstance(g, (PureDP, ZCDP)) else g if isinstance(g, RDP) else g.rdp())
-            counts.append(n)
-    # basic composition of the approximate-DP charges, summed in Arb and rounded up (not through
-    # ApproxDP, which refuses a sum of deltas above 1): a delta beyond the budget's leaves no eps
-    # at the budget's delta, so the spend is infinite and the charge is refused
-    eps_approx = _sum_up(*(_times_up(g.epsilon, n) for g, n in approx)) if approx else 0.0
-    delta_approx = _sum_up(*(_times_up(g.delta, n) for g, n in approx)) if approx else 0.0
-    if delta_approx > budget.delta:
-        return math.inf
-    if not curves:
-        return eps_approx
-    with working_precision(None):
-        delta_left = lower_float(exact(budget.delta) - exact(delta_approx))
-    if delta_left <= 0:
-        return math.inf  # the approximate charges alone use up delta
-    result = rdp_to_epsilon(RDP.sequence(curves, counts), delta_left)
-    return _sum_up(result.epsilon, eps_approx)
+    # (eps, delta) budget: the planner's "ledger" policy (accounting._routes.ledger_epsilon): the
+    # analytic Gaussian, the shuffle amplification routes for rounds of one shuffled protocol, the
+    # RDP curves summed (approximate-DP charges by basic composition) and every registered route;
+    # the smallest certified value. A run's budget is computed by the same policy.
+    return ledger_epsilon(guarantees, budget.delta)
 
 
 def _sort_key(g: Any) -> str:
@@ -544,13 +511,6 @@ def canonical_multiset(pairs: Sequence[tuple[Any, int]]) -> list[tuple[Any, int]
 def compose_canonical(budget: Budget, pairs: Sequence[tuple[Any, int]]) -> float:
     """The spend of one user touched by ``pairs`` (guarantee, count), in the budget's main parameter."""
     return _compose_into(budget, canonical_multiset(pairs))
-
-def _analytic_gaussian(guarantees: list[tuple[Any, int]], delta: float) -> float:
-    """eps(delta) of a composition of Gaussian mechanisms by Balle & Wang's analytic formula (inf otherwise)."""
-    if not all(is_gaussian(g) for g, _ in guarantees):
-        return math.inf
-    return next(r.epsilon for r in tight_routes(guarantees, delta) if r.route == "analytic-gaussian")
-
 
 def _user_groups(charges: Sequence[Charge]) -> Iterable[tuple[tuple[int, int], ...]]:
     """The distinct multisets of charges that some user is touched by, as ((index, count), ...)."""

@@ -16,6 +16,12 @@ grid, a wider truncation). :func:`run_plan` then
 4. reports every route: the value and the measured time of each route it ran, and for each route it
    did not run the reason, the estimated cost and the argument that would run it.
 
+Estimates cover memory as well as time: a route estimated above the query's ``memory_budget``
+(:data:`DEFAULT_MEMORY_BUDGET`) is re-planned (coarsened) or not run, with its reason and the
+argument that would run it, and when nothing certified fits, the cheapest route runs anyway only
+if estimated within :data:`OVERRUN_FACTOR` times the budget (or :data:`OVERRUN_FLOOR` seconds).
+Which routes a query is given is a named policy (:data:`accounting._routes.POLICIES`).
+
 Decisions rest on the estimates only, never on the clock, so a query gets the same answer on a
 busy machine as on an idle one (only the reported times differ). Every value is a certified upper
 bound; the answer is the smallest certified value. A route that fails (an enclosure that lost all
@@ -35,10 +41,18 @@ from ._guarantees import RDP
 from ._mechanisms._base import Mechanism
 from ._validation import AccountingError
 
-__all__ = ["DEFAULT_TIME_BUDGET", "Cost", "NotApplicable", "Plan", "Query", "Route", "RouteResult", "run_plan"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "DEFAULT_TIME_BUDGET", "Cost", "NotApplicable", "Plan", "Query", "Route", "RouteResult", "run_plan"]
 
 #: The default time budget of one query: seconds on one core of the reference machine.
 DEFAULT_TIME_BUDGET = 10.0
+#: The default memory cap of one route (bytes, estimated peak): a route estimated above it is
+#: coarsened or not run, whatever its time (issue 30: one query took 13.8 GB under a 10 s budget)
+DEFAULT_MEMORY_BUDGET = 4 * 2**30
+#: No route is started when its estimate exceeds the time budget by more than this factor (a
+#: query answers or refuses within about twice its budget; the estimates are upper bounds)
+OVERRUN_FACTOR = 2.0
+#: ... except routes estimated below this many seconds (a 1e-4 s budget still gets an answer)
+OVERRUN_FLOOR = 1.0
 #: Certified routes estimated at most this cheap run even after an exact answer (a cross-check)
 CROSS_CHECK_COST = 1e-3
 
@@ -58,6 +72,10 @@ class Cost:
     def __str__(self) -> str:
         memory = f", {self.bytes / 2**20:,.0f} MiB" if self.bytes >= 2**20 else ""
         return f"~{_seconds(self.seconds)}{memory}"
+
+
+def _bytes(value: float) -> str:
+    return f"{value / 2**30:,.1f} GiB" if value >= 2**30 else f"{value / 2**20:,.0f} MiB"
 
 
 def _seconds(value: float) -> str:
@@ -82,6 +100,8 @@ class Query:
     comparisons: bool = True
     exhaustive: bool = False
     epsilon: float | None = None
+    #: the estimated peak bytes a route may take (DEFAULT_MEMORY_BUDGET)
+    memory_budget: float = DEFAULT_MEMORY_BUDGET
 
     @property
     def asks_delta(self) -> bool:
@@ -235,10 +255,15 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
         if plan.off:
             slot.result = _not_run(plan, query, plan.off, plan.how)
             return
-        if plan.cost.seconds > left:
+        if plan.cost.seconds > left or plan.cost.bytes > query.memory_budget:
             replanned = _replan(slot, query, left)
             if replanned is not None:
                 plan = slot.plan = replanned
+        if plan.cost.bytes > query.memory_budget:
+            need = 2 ** math.ceil(math.log2(plan.cost.bytes * 1.2))
+            slot.result = _not_run(plan, query, f"estimated {plan.cost} exceeds the memory budget of {_bytes(query.memory_budget)}",
+                                   f"memory_budget={need} (a machine with that much memory)")
+            return
         if plan.cost.seconds > left:
             if not math.isfinite(plan.cost.seconds):
                 slot.result = _not_run(plan, query, f"no setting fits the engine ({plan.setting})",
@@ -293,8 +318,11 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
     if not any(s.result is not None and s.result.status == "run" for s in exact + others):
         # nothing certified fitted the budget: the cheapest certified route runs anyway (an
         # answer over the budget rather than none), and says so
+        # (never one estimated above OVERRUN_FACTOR times the budget or above the memory budget:
+        # a query answers or refuses within about twice its budget)
         waiting = [s for s in exact + others if s.result is not None and s.result.status == "not run" and math.isfinite(s.plan.cost.seconds)
-                   and not s.plan.off]  # type: ignore[union-attr]
+                   and not s.plan.off and s.plan.cost.seconds <= max(OVERRUN_FACTOR * budget, OVERRUN_FLOOR)  # type: ignore[union-attr]
+                   and s.plan.cost.bytes <= query.memory_budget]  # type: ignore[union-attr]
         if waiting:
             slot = min(waiting, key=lambda s: (s.plan.cost.seconds, s.order))  # type: ignore[union-attr]
             left = max(left, slot.plan.cost.seconds)  # type: ignore[union-attr]

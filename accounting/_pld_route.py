@@ -35,6 +35,7 @@ would run it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -77,6 +78,17 @@ COST_FFT_POINT = 8e-8
 COST_FIXED = 0.02
 #: bytes per point of the composed window (complex spectra, tilted passes kept for the queries)
 BYTES_PER_POINT = 96
+#: a release whose own grid is not the plan's (a continuous pair coarsened to 2^j h by
+#: ``AUTO_POINTS``, or a lattice put on the grid) is regridded, and a regridded PLD is no longer
+#: a product of releases: its k-fold composition is binary powering (a float convolution per
+#: squaring, truncated at 1e-15 per end), whose window grows about linearly in k, not like the
+#: Chernoff width. Seconds and bytes per point of that final window, measured (issue 30) on
+#: PoissonSampled(Gaussian(0.3), 0.01) regridded from 2e-4 to 1e-4: k = 16, 4.7M points, 2.7 s;
+#: k = 128, 31.7M points, 18.4 s and 3.5 GB peak (the estimate takes k x the single window, an
+#: upper bound of both). Before this term the route estimated 3.3 s and 86 MiB for k = 1,000,
+#: which ran for minutes and took 13.8 GB.
+COST_BINARY_POINT = 6e-7
+BYTES_BINARY_POINT = 120
 #: mass of the composed loss the window estimate leaves out (as the FFT pass, WINDOW_TAIL)
 _WINDOW_TAIL = 1e-20
 #: output-window tail masses an integer pair may be widened to, relative to delta (the mass
@@ -102,6 +114,7 @@ class _Release:
     setup: float = 0.0  # seconds before the first log-mass (a table the pair computes once)
     output_cost: float = COST_INTEGER_OUTPUT  # seconds per output of its window
     series: bool = False  # a continuous pair whose masses come blockwise from Taylor series
+    spread: float | None = None  # float estimate of the loss's standard deviation (continuous pairs)
 
 
 def _setup_cost(pair: Any) -> float:
@@ -138,6 +151,46 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
     lattice = pld.step if pld.discretisation == "exact lattice" else None
     support = pld.grid_size()
     return _Release(subject, count, kind, span, 2, atoms, lattice, support, output_cost=per_output)
+
+
+#: standard deviations of the composed loss the one-pass window holds (measured ~9.8 at the
+#: FFT pass's window tail) and points of the float quadrature of a release's loss moments
+_CLT_SIGMAS = 10.0
+_SPREAD_POINTS = 257
+#: the spread is estimated (~15 ms each) for queries of at most this many distinct releases
+_SPREAD_RELEASES = 8
+_SPREADS: dict = {}
+
+
+def _loss_spread(subject: Any, pair: Any) -> float | None:
+    """Float estimate of the standard deviation of a continuous release's privacy loss under P,
+    from its survival function on the loss window (trapezoid rule; a size for the cost estimate
+    only, ~15 ms, memoised). The composed window grows like sqrt(k) times it, which the Chernoff
+    width misses when the RDP curve is a bound flat near alpha = 1 (a subsampled Gaussian with
+    sigma = 0.3: width 94 from the curve, ~5,800 at 10^6 releases)."""
+    try:
+        hit = _SPREADS.get(subject)
+    except TypeError:
+        hit, subject = None, None
+    if hit is not None:
+        return hit
+    from flint import arb
+
+    try:
+        lo, hi = pair.loss_window(DEFAULT_TAIL_MASS)
+        ts = np.linspace(lo, hi, _SPREAD_POINTS)
+        survival = np.array([float(x.mid()) for x in pair.survival_p_many([arb(float(t)) for t in ts])])
+    except (ArithmeticError, ValueError, NotImplementedError, AttributeError, TypeError):
+        return None
+    if not np.all(np.isfinite(survival)):
+        return None
+    gaps = np.diff(ts)
+    first = lo + float(np.sum(gaps * (survival[1:] + survival[:-1]) / 2))
+    second = lo * lo + float(np.sum(gaps * (ts[1:] * survival[1:] + ts[:-1] * survival[:-1])))
+    spread = math.sqrt(max(second - first * first, 0.0))
+    if subject is not None:
+        _SPREADS[subject] = spread
+    return spread
 
 
 def _window_outputs(pair: IntegerPair, tail: float) -> int:
@@ -191,6 +244,7 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
     """The cost of composing ``releases`` on the exact lattice of the (single) release, or on h."""
     build = 0.0
     points_single = 0
+    powering = Cost(0.0)  # binary powering of the releases regridded onto h (COST_BINARY_POINT)
     total_count = sum(r.count for r in releases)
     for r in releases:
         if r.kind == "continuous":
@@ -198,6 +252,9 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
             while r.width / h_r > AUTO_POINTS:
                 h_r *= 2
             n = int(r.width / h_r) + 1
+            if not lattice and h_r != h and r.count > 1:
+                final = r.count * (int(r.width / h) + 1)
+                powering = powering + Cost(COST_BINARY_POINT * final, BYTES_BINARY_POINT * final)
             if r.series and n >= 32:  # (fewer points are taken one by one)
                 build += COST_SERIES_BLOCK * min(r.width / 0.2 + 20, n / 8) + (COST_SERIES_POINT + COST_MIRROR_POINT * (r.directions - 1)) * n
             else:
@@ -212,6 +269,13 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
             points_single = max(points_single, int(r.width / h) + 1)
     if width is None:  # no RDP approximation: the single windows grown like sqrt(k)
         width = max((r.width for r in releases), default=1.0) * 1.1 * math.sqrt(total_count) + 1.0
+    if releases and all(r.spread is not None for r in releases):
+        # the central-limit width of the composed loss; taken when it clearly exceeds the
+        # Chernoff width (an RDP bound flat near alpha = 1 understates the spread)
+        clt = 2 * _CLT_SIGMAS * math.sqrt(sum(r.count * r.spread**2 for r in releases)) + max(r.width for r in releases)  # type: ignore[operator]
+        clt = min(clt, sum(r.count * r.width for r in releases))  # never wider than the k-fold sum of the windows
+        if clt > 2 * width:
+            width = clt
     step = releases[0].lattice if lattice else h
     points = max(int(width / step) + 1, points_single, 2)
     if lattice:
@@ -220,7 +284,8 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
         return _Setting(h, tail, Cost(math.inf, BYTES_PER_POINT * points), points, lattice)
     passes = 2 if any(r.directions == 2 for r in releases) else 1
     compose = COST_FIXED + COST_FFT_POINT * points * math.log2(points) * passes
-    return _Setting(h, tail, Cost(build + compose, BYTES_PER_POINT * points), points, lattice)
+    total = Cost(build + compose, BYTES_PER_POINT * points) + Cost(powering.seconds * passes, powering.bytes)
+    return _Setting(h, tail, total, points, lattice)
 
 
 class PldRoute:
@@ -249,6 +314,8 @@ class PldRoute:
                 name = subject.describe() if isinstance(subject, (Mechanism, RDP)) else type(subject).__name__
                 return NotApplicable(self.name, f"{name} has no privacy-loss distribution (no output pair, no monotone privacy loss)")
             releases.append(r)
+        if len(releases) <= _SPREAD_RELEASES and all(r.kind == "continuous" for r in releases):
+            releases = [dataclasses.replace(r, spread=_loss_spread(r.subject, continuous_loss_pair(r.subject))) for r in releases]
         total = sum(r.count for r in releases)
         width = _composed_width(releases)
         h = grid_for(total)
@@ -259,17 +326,20 @@ class PldRoute:
         # coarser grids first (they cut the composition and the continuous builds), then wider
         # output windows (they cut the integer builds; the mass left out goes to +inf, so it
         # stays a millionth of delta per release at most)
+        def fits(option: _Setting) -> bool:
+            return option.cost.seconds <= budget and option.cost.bytes <= query.memory_budget
+
         h_try = h
-        while options[-1].cost.seconds > budget and h_try * 2 <= MAX_SPREAD_STEP:
+        while not fits(options[-1]) and h_try * 2 <= MAX_SPREAD_STEP:
             h_try *= 2
             options.append(_estimate(releases, h_try, DEFAULT_TAIL_MASS, width, False))
         for tail in _TAIL_STEPS[1:]:
             # (a delta query has no delta to keep the widened tails below: it keeps the default)
-            if (options[-1].cost.seconds <= budget or not any(r.kind == "integer" for r in releases) or query.asks_delta
+            if (fits(options[-1]) or not any(r.kind == "integer" for r in releases) or query.asks_delta
                     or tail * total > query.delta * 1e-6):
                 break
             options.append(_estimate(releases, options[-1].h, tail, width, False))
-        chosen = next((o for o in options if o.cost.seconds <= budget), min(options, key=lambda o: o.cost.seconds))
+        chosen = next((o for o in options if fits(o)), min(options, key=lambda o: (o.cost.bytes > query.memory_budget, o.cost.seconds)))
         exact = chosen.exact and self._exact_for_lattice
         if not query.include_pld:
             return Plan(self.name, lambda left: query.blank(self.name, "switched off"), chosen.cost, exact, setting=chosen.describe(),
@@ -281,7 +351,8 @@ class PldRoute:
             chosen.cost,
             exact,
             setting=chosen.describe() + coarsened,
-            how="" if not coarsened else f"time_budget={math.ceil(options[0].cost.seconds * 1.2) + 1} runs it on h = {h:.3g}",
+            how="" if not coarsened else (f"time_budget={math.ceil(options[0].cost.seconds * 1.2) + 1} runs it on h = {h:.3g}" if math.isfinite(options[0].cost.seconds)
+                                          else f"no time budget runs it on h = {h:.3g} (the composed window exceeds one FFT pass)"),
         )
 
     def _run(self, parts: tuple, setting: _Setting, query: Query, exact: bool, left: float) -> EpsilonResult:

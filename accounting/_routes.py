@@ -26,6 +26,7 @@ smallest.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ._certified import upper_float, working_precision
@@ -33,14 +34,15 @@ from ._conversions import EpsilonResult, _mechanism_rdp_epsilon, _rdp_to_epsilon
 from ._dp_event import Composition
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._mechanisms._base import Mechanism
-from ._planner import DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
+from ._planner import DEFAULT_MEMORY_BUDGET, DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
 from ._pld import PLDResult, release_kind
 from ._pld_route import PldRoute, pld_for_parts
-from ._shuffle import Shuffled, shuffle_routes
+from ._shuffle import Shuffled, shuffle_report, shuffle_route_objects, shuffle_routes
 from ._total_variation import WithinTotalVariation, delta_after_total_variation, delta_before_total_variation, times_total_variation
 from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
 
-__all__ = ["delta_routes", "epsilon_routes", "pld_bracket", "query_of", "rdp_provenance", "routes_for"]
+__all__ = ["POLICIES", "delta_routes", "epsilon_routes", "ledger_epsilon", "pld_bracket", "query_of", "rdp_provenance", "register_route", "routes_for", "run_policy",
+           "unregister_route"]
 
 #: estimated seconds of the cheap routes (closed forms, basic composition, the analytic Gaussian)
 COST_CLOSED_FORM = 2e-4
@@ -84,12 +86,13 @@ def _check_release(index: int | None, subject: Any) -> None:
 
 
 def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET, include_pld: bool = True,
-             comparisons: bool = True, exhaustive: bool = False) -> Query:
+             comparisons: bool = True, exhaustive: bool = False, memory_budget: float = DEFAULT_MEMORY_BUDGET) -> Query:
     """The planner's query for ``compose`` releases of ``subject`` (a release, a list, an event
     tree): ``delta`` and every argument validated here, once."""
     delta = float(check_probability("delta", delta))
     k = check_positive_int("compose", compose)
     check_positive("time_budget", time_budget, allow_inf=True)
+    check_positive("memory_budget", memory_budget, allow_inf=True)
     merged: dict = {}
     if isinstance(subject, (list, tuple)):
         if len(subject) == 0:
@@ -101,7 +104,7 @@ def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float
         _check_release(None, subject)
         _flatten(subject, k, merged)
     parts = tuple((s.subject if isinstance(s, _Unhashable) else s, n) for s, n in merged.items())
-    return Query(parts, delta, float(time_budget), include_pld, comparisons, exhaustive)
+    return Query(parts, delta, float(time_budget), include_pld, comparisons, exhaustive, memory_budget=float(memory_budget))
 
 
 # ---- the routes -----------------------------------------------------------------------------------
@@ -368,7 +371,12 @@ def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> Epsilon
 
 
 def routes_for(query: Query) -> list:
-    """Every route the planner considers for ``query`` (each says itself whether it applies)."""
+    """Every route the planner considers for ``query`` (each says itself whether it applies),
+    the registered ones (:func:`register_route`) last."""
+    return _builtin_routes(query) + list(_REGISTERED)
+
+
+def _builtin_routes(query: Query) -> list:
     routes: list = [
         _AnalyticGaussianRoute(),
         _OptimalCompositionRoute(),
@@ -411,6 +419,8 @@ def epsilon_routes(
     comparisons: bool = True,
     time_budget: float = DEFAULT_TIME_BUDGET,
     exhaustive: bool = False,
+    memory_budget: float = DEFAULT_MEMORY_BUDGET,
+    policy: str = "interactive",
 ) -> EpsilonResult:
     """The smallest certified eps at ``delta`` after ``compose``-fold composition, with every route.
 
@@ -424,14 +434,28 @@ def epsilon_routes(
     routes, ``comparisons=False`` the comparison routes (closed forms, Mironov), which never change
     the answer. The result's ``alternatives`` list every route (:class:`accounting._planner.RouteResult`):
     its value and time if it ran, else why not and which argument would run it.
+    ``memory_budget`` (bytes) caps a route's estimated peak memory (coarsened or not run above it).
+    ``policy`` names the route set (:data:`POLICIES`): ``"interactive"`` (every route, within the
+    budgets), ``"exact-only"`` (only routes exact for the query), ``"ledger"`` (the routes a
+    ledger charges and a run's budget is computed with: deterministic, no time budget).
     """
-    if isinstance(subject, Shuffled):  # amplification by shuffling: its own routes (accounting._shuffle)
-        return shuffle_routes(subject, delta, compose=compose, include_pld=include_pld, comparisons=comparisons)
+    if policy != "interactive":
+        if policy not in POLICIES:
+            raise AccountingError("policy", policy, f"one of {tuple(POLICIES)}")
+        query = query_of(subject, delta, compose=compose, time_budget=time_budget, include_pld=include_pld, comparisons=comparisons,
+                         exhaustive=exhaustive, memory_budget=memory_budget)
+        return run_policy(query, policy)
+    if isinstance(subject, Shuffled):  # amplification by shuffling: its own routes (accounting._shuffle), planned alike
+        query = query_of(subject, delta, compose=compose, time_budget=math.inf, include_pld=include_pld, comparisons=comparisons,
+                         exhaustive=exhaustive, memory_budget=math.inf)
+        routes = shuffle_route_objects(subject, include_pld=include_pld, comparisons=comparisons, time_budget=time_budget, memory_budget=memory_budget)
+        return shuffle_report(run_plan(routes + list(_REGISTERED), query))
     if isinstance(subject, WithinTotalVariation):
         return _within_total_variation(subject, delta, compose, dict(include_pld=include_pld, comparisons=comparisons,
                                                                      time_budget=time_budget, exhaustive=exhaustive))
-    query = query_of(subject, delta, compose=compose, time_budget=time_budget, include_pld=include_pld, comparisons=comparisons, exhaustive=exhaustive)
-    return run_plan(routes_for(query), query)
+    query = query_of(subject, delta, compose=compose, time_budget=time_budget, include_pld=include_pld, comparisons=comparisons, exhaustive=exhaustive,
+                     memory_budget=memory_budget)
+    return run_policy(query, "interactive")
 
 
 def _within_total_variation(subject: WithinTotalVariation, delta: float, compose: int, options: dict) -> EpsilonResult:
@@ -528,3 +552,162 @@ def pld_bracket(subject: Any, delta: float, *, compose: int = 1, discretisation:
     if any(release_kind(s) is None for s, _ in query.parts):
         return None
     return pld_for_parts(query.parts, discretisation, lower_bound=True).epsilon(query.delta)
+
+
+# ---- the registry of added routes and the named policies ---------------------------------------------
+#
+# Every epsilon the project prints or charges is decided here: ``epsilon_routes`` (policy
+# "interactive"), the in-memory and durable ledgers' spend and a bandit run's budget (policy
+# "ledger", :func:`ledger_epsilon`), calibration, ``from_dp_event`` and the ``CertifiedAccountant``
+# (through ``epsilon_routes``). A route added with :func:`register_route` joins every policy, so
+# the ledger's spend and a run's budget move together.
+
+_REGISTERED: list = []
+#: callbacks run when the registry changes (memo caches of values that depend on the route set)
+_ON_CHANGE: list = []
+
+
+def register_route(route: Any) -> None:
+    """Add ``route`` (an object with ``name`` and ``plan(query, budget)``, :class:`accounting._planner.Route`)
+    to every policy. Its values must be certified upper bounds: the answer is the smallest."""
+    if not (isinstance(getattr(route, "name", None), str) and callable(getattr(route, "plan", None))):
+        raise AccountingError("route", route, "an object with a str name and a plan(query, budget) method")
+    if any(r.name == route.name for r in _REGISTERED):
+        raise AccountingError("route", route.name, "a name not registered yet")
+    _REGISTERED.append(route)
+    _changed()
+
+
+def unregister_route(name: str) -> None:
+    """Remove the registered route called ``name``."""
+    index = next((i for i, r in enumerate(_REGISTERED) if r.name == name), None)
+    if index is None:
+        raise AccountingError("name", name, f"a registered route, one of {tuple(r.name for r in _REGISTERED)}")
+    del _REGISTERED[index]
+    _changed()
+
+
+def on_routes_changed(callback: Any) -> None:
+    """Call ``callback()`` whenever the registry changes (a memo of spends clears itself)."""
+    _ON_CHANGE.append(callback)
+
+
+def _changed() -> None:
+    for callback in _ON_CHANGE:
+        callback()
+
+
+class _LedgerRdpRoute:
+    """The ledger's RDP route: one mechanism n times by its exact curve (the conversion memoised
+    with the routes and a run's budget); otherwise the releases' RDP curves summed and converted
+    at what the approximate-DP charges (basic composition, in Arb) leave of delta."""
+
+    name = "rdp-cks"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        if len(query.parts) == 1 and isinstance(query.parts[0][0], Shuffled):
+            return NotApplicable(self.name, "rounds of one shuffled protocol: the amplification routes answer")
+        return Plan(self.name, lambda left: self._run(query), Cost(COST_RDP))
+
+    def _run(self, query: Query) -> EpsilonResult:
+        from ._certified import exact, lower_float
+        from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
+        from ._guarantees import _sum_up, _times_up
+
+        delta = query.delta
+        if len(query.parts) == 1 and not isinstance(query.parts[0][0], (PureDP, ZCDP, ApproxDP, RDP)):
+            g, n = query.parts[0]
+            r = mechanism_rdp_epsilon(g, delta, compose=n)
+            return EpsilonResult(_sum_up(r.epsilon, 0.0), delta, self.name, r.alpha, "exact RDP curve, CKS conversion")
+        curves: list[RDP] = []
+        counts: list[int] = []
+        approx: list[tuple[ApproxDP, int]] = []
+        for g, n in query.parts:
+            if isinstance(g, ApproxDP):
+                approx.append((g, n))
+            else:
+                curves.append(g.to_rdp() if isinstance(g, (PureDP, ZCDP)) else g if isinstance(g, RDP) else g.rdp())
+                counts.append(n)
+        # basic composition of the approximate-DP charges, summed in Arb and rounded up: a delta
+        # beyond the budget's leaves no eps at the budget's delta (an infinite spend)
+        eps_approx = _sum_up(*(_times_up(g.epsilon, n) for g, n in approx)) if approx else 0.0
+        delta_approx = _sum_up(*(_times_up(g.delta, n) for g, n in approx)) if approx else 0.0
+        detail = "RDP curves summed, CKS conversion" + (" + basic composition of the approximate-DP charges" if approx else "")
+        if delta_approx > delta:
+            return EpsilonResult(math.inf, delta, self.name, None, "the approximate-DP charges alone exceed delta")
+        if not curves:
+            return EpsilonResult(eps_approx, delta, self.name, None, "basic composition of the approximate-DP charges")
+        with working_precision(None):
+            delta_left = lower_float(exact(delta) - exact(delta_approx))
+        if delta_left <= 0:
+            return EpsilonResult(math.inf, delta, self.name, None, "the approximate-DP charges alone use up delta")
+        result = rdp_to_epsilon(RDP.sequence(curves, counts), delta_left)
+        return EpsilonResult(_sum_up(result.epsilon, eps_approx), delta, self.name, result.alpha, detail)
+
+
+class _LedgerShuffleRoute:
+    """Rounds of one shuffled protocol: the amplification routes (:func:`accounting.shuffle_routes`,
+    no comparisons). Composed with other charges a round counts as its eps0-DP curve (the RDP route)."""
+
+    name = "shuffle"
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        if not (len(query.parts) == 1 and isinstance(query.parts[0][0], Shuffled)):
+            return NotApplicable(self.name, "not rounds of one shuffled protocol")
+        subject, rounds = query.parts[0]
+
+        def run(left: float) -> EpsilonResult:
+            from ._guarantees import _sum_up
+
+            r = shuffle_routes(subject, query.delta, compose=rounds, comparisons=False)
+            return EpsilonResult(_sum_up(r.epsilon, 0.0), query.delta, r.route, r.alpha, r.detail)
+
+        return Plan(self.name, run, Cost(COST_RDP))
+
+
+class _ExactOnly:
+    """A route kept only where its plan is exact for the query (policy "exact-only")."""
+
+    def __init__(self, route: Any) -> None:
+        self.route, self.name = route, route.name
+
+    def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
+        plan = self.route.plan(query, budget)
+        if isinstance(plan, Plan) and not plan.exact and not plan.comparison:
+            return NotApplicable(self.name, "not exact for this query (policy exact-only)")
+        return plan
+
+
+def _interactive(query: Query) -> tuple[list, Query]:
+    return routes_for(query), query
+
+
+def _exact_only(query: Query) -> tuple[list, Query]:
+    return [_ExactOnly(r) for r in routes_for(query)], query
+
+
+def _ledger(query: Query) -> tuple[list, Query]:
+    # deterministic: no time budget (the routes' estimates decide nothing here), no comparisons
+    fixed = Query(query.parts, query.delta, math.inf, False, False, False, memory_budget=query.memory_budget)
+    return [_AnalyticGaussianRoute(), _LedgerShuffleRoute(), _LedgerRdpRoute(), *_REGISTERED], fixed
+
+
+#: the planner's named policies: each maps a query to (its routes, the query as the policy runs it)
+POLICIES = {
+    "interactive": _interactive,
+    "exact-only": _exact_only,
+    "ledger": _ledger,
+}
+
+
+def run_policy(query: Query, policy: str = "interactive") -> EpsilonResult:
+    """Run ``query`` through the planner with the routes of ``policy`` (:data:`POLICIES`)."""
+    routes, query = POLICIES[policy](query)
+    return run_plan(routes, query)
+
+
+def ledger_epsilon(parts: Any, delta: float) -> float:
+    """The (eps, delta) spend of ((guarantee, count), ...) (mechanisms, PureDP/ZCDP/RDP curves,
+    ApproxDP charges) at ``delta``: policy "ledger" (the ledgers' spend and a run's budget)."""
+    query = Query(tuple((g, int(n)) for g, n in parts), float(delta), math.inf, False, False, False)
+    return run_policy(query, "ledger").epsilon

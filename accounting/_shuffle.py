@@ -62,12 +62,17 @@ Routes (each an upper bound of the true eps(delta); a route's label says which p
    (certified for the certified rounds; a comparison for the closed forms). The PLD grid is
    h = min(1e-4, 0.02/k), losses rounded up (pessimistic), so the k-fold value carries a bias of
    about k h / 2 in eps on top of the grouping's (benchmarks/shuffle_accounting.md).
+   Every route is a planner route (:mod:`accounting._planner`, issue 30): it has a cost estimate
+   (time and memory; the PLD's composed window from the single round's loss spread, which grows
+   like sqrt(k)) and runs when it fits ``time_budget`` and ``memory_budget``, reported with why
+   when not; there is no size threshold (the PLD routes used to be skipped above 2,048 rounds).
 Every shuffled mechanism is also eps0-DP (the reports are eps0-DP and shuffling is post-processing),
 which gives the ``pure`` route and the RDP curve the ledger composes with other charges.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, replace
@@ -90,6 +95,7 @@ __all__ = [
     "clone_epsilon",
     "fmt21_closed_form",
     "fmt23_closed_form",
+    "shuffle_report",
     "shuffle_routes",
     "shuffled_rr_delta",
     "shuffled_rr_epsilon",
@@ -550,9 +556,6 @@ class _Count:
                     best = v
             return min(1.0, upper_float(best))
 
-    def output_pair(self) -> "_CountIntegerPair":
-        return _CountIntegerPair(self)
-
 
 def _float_count_delta(epsilon0: float, n: int, m: int, eps: float) -> float:
     """Float hs(P_m || Q_m)(eps) (scan only: locates the worst configuration m)."""
@@ -797,11 +800,6 @@ def _count_pld(epsilon0: float, n: int, m: int, h: float):
     return PrivacyLossDistribution.from_pair(_count_pair(_count(epsilon0, n, m)), discretisation=h, lower_bound=False, tail_mass=1e-12)
 
 
-#: above this many rounds the PLD routes are skipped (n = 1000: k = 1,000 took 1.6 CPU s and 0.3 GB,
-#: 4,096 3.6 s and 1.1 GB, 10^5 3 GB; issue 15's fuzz harness)
-_PLD_MAX_COMPOSE = 2048
-
-
 def _pld_h(k: int) -> float:
     return min(1e-4, 0.02 / k)
 
@@ -816,79 +814,314 @@ _VARIANT_LABEL = {
 }
 
 
-def _single_round(subject, delta: float) -> tuple[list[EpsilonResult], list[EpsilonResult]]:
-    eps0, n = subject.epsilon0, subject.n
-    certified: list[EpsilonResult] = []
-    comparison: list[EpsilonResult] = []
-    for variant in subject.clone_variants():
+# ----------------------------------------------------------------------------------------------
+# the routes as planner routes (accounting._planner): each plans with a cost estimate; no size
+# threshold inside a route (issue 30: the PLD routes used to be skipped above 2,048 rounds)
+
+#: estimated seconds: fixed, and per unit of n p (the clone pair's c window walked in Arb)
+COST_CLONE_FIXED = 0.05
+COST_CLONE_UNIT = 1.0e-5
+#: ... of the worst-configuration scan of binary RR: per configuration x n (floats), plus fixed
+COST_SCAN_UNIT = 1.0e-7
+COST_SCAN_FIXED = 0.3
+#: ... of a clone pair's PLD: per (n p)^1.5 (tabulating the grouped pair in Arb: measured 0.25 to
+#: 14.4 s from n p = 3,700 to 54,000, eps0 = 1, n = 10^4 and 10^5), per grid point of the single
+#: round (measured n = 1,000, eps0 = 1: 0.55 s at h = 2e-5), and per composed point x log2(points)
+#: of the one-pass composition (measured 6e-9 to 1.8e-8 at 1.2M to 8.3M points)
+COST_PAIR_UNIT = 1.2e-6
+COST_PAIR_POINT = 5e-6
+COST_COMPOSE_POINT = 2.5e-8
+#: bytes per composed point (float spectra and tilted passes; 0.9 GB measured at 8.3M points)
+BYTES_COMPOSE_POINT = 120
+#: standard deviations of the k-fold loss kept by the one-pass window (measured ~9.8 for 1e-20)
+_WINDOW_SIGMAS = 10.0
+
+
+def _clone_loss_std(epsilon0: float, n: int, variant: str) -> float:
+    """Float estimate of the standard deviation of the clone pair's privacy loss under P (a size
+    for the cost estimate only: the composed window grows like sqrt(k) times it)."""
+    from scipy.stats import binom
+
+    p = math.exp(-epsilon0) if variant == "fmt21" else 2 / (math.exp(epsilon0) + 1)
+    q = math.exp(epsilon0) / (math.exp(epsilon0) + 1)
+    r = 1 - q
+    lo, hi = _c_window(n, p)
+    cs = np.arange(lo, hi + 1)
+    weights = binom.pmf(cs, n - 1, p)
+    sd = math.sqrt(max((n - 1) * p * (1 - p), 1.0))
+    step = max(1, int(sd / 3))
+    m1 = m2 = total = 0.0
+    for start in range(lo, hi + 1, step):
+        w = float(weights[start - lo : start - lo + step].sum())
+        a_lo, a_hi = _binomial_window(start, 0.5, _A_SIGMAS)
+        a = np.arange(a_lo, a_hi + 2)
+        b_prev = binom.pmf(a - 1, start, 0.5)
+        b_here = binom.pmf(a, start, 0.5)
+        P = q * b_prev + r * b_here
+        Q = r * b_prev + q * b_here
+        keep = (P > 0) & (Q > 0)
+        loss = np.log(P[keep] / Q[keep])
+        mass = w * P[keep]
+        total += float(mass.sum())
+        m1 += float((mass * loss).sum())
+        m2 += float((mass * loss * loss).sum())
+    if total <= 0:
+        return float(epsilon0)
+    mean = m1 / total
+    return math.sqrt(max(m2 / total - mean * mean, 0.0))
+
+
+def _clone_cost(epsilon0: float, n: int, variant: str) -> float:
+    p = math.exp(-epsilon0) if variant == "fmt21" else 2 / (math.exp(epsilon0) + 1)
+    return COST_CLONE_FIXED + COST_CLONE_UNIT * n * p
+
+
+def _scan_cost(n: int) -> float:
+    return COST_SCAN_FIXED + COST_SCAN_UNIT * len(_scan_configurations(n)) * n if n <= _FULL_SCAN else \
+        COST_SCAN_FIXED + COST_SCAN_UNIT * (128 + 257) * n
+
+
+def _pld_cost(epsilon0: float, n: int, variant: str, k: int):
+    """(Cost, composed points) of the k-fold PLD of the clone pair on h = _pld_h(k)."""
+    from ._pld_fft_power import MAX_WINDOW
+    from ._planner import Cost
+
+    h = _pld_h(k)
+    p = math.exp(-epsilon0) if variant == "fmt21" else 2 / (math.exp(epsilon0) + 1)
+    single = 2 * epsilon0 / h + 1
+    width = 2 * _WINDOW_SIGMAS * math.sqrt(k) * _clone_loss_std(epsilon0, n, variant) + 2 * epsilon0
+    points = max(int(width / h) + 1, int(single))
+    build = COST_CLONE_FIXED + COST_PAIR_UNIT * (n * p) ** 1.5 + COST_PAIR_POINT * single
+    if points > MAX_WINDOW:  # beyond one FFT pass: binary powering, whose window grows like k
+        return Cost(math.inf, BYTES_COMPOSE_POINT * points), points
+    return Cost(build + COST_COMPOSE_POINT * points * math.log2(points), BYTES_COMPOSE_POINT * points), points
+
+
+class _ShuffleRoute:
+    """One route of a shuffled subject: ``kind`` is "pure", "clone", "count", "closed",
+    "pld", "pld-count" or "advanced" (the module docstring's items); ``run(query)`` computes it."""
+
+    def __init__(self, name: str, kind: str, plan_fn) -> None:
+        self.name, self.kind, self._plan = name, kind, plan_fn
+
+    def plan(self, query, budget: float):
+        return self._plan(query, budget)
+
+
+def _subject_rounds(query) -> tuple[Any, int]:
+    subject, k = query.parts[0]
+    return subject, k
+
+
+class _WithinBudget:
+    """A shuffled route run only when its own estimate fits the time and memory budgets (each
+    route on its own: the shuffled routes have always all run, and a query that asked for a
+    small ``time_budget`` keeps the values it had; a route estimated above the budget, such as a
+    PLD of 10^5 rounds, is not run and says why)."""
+
+    def __init__(self, route, time_budget: float, memory_budget: float) -> None:
+        self.route, self.name, self.kind = route, route.name, route.kind
+        self.time_budget, self.memory_budget = time_budget, memory_budget
+
+    def plan(self, query, budget: float):
+        from ._planner import Plan, _bytes, _seconds
+
+        plan = self.route.plan(query, budget)
+        if not isinstance(plan, Plan) or plan.off:
+            return plan
+        if plan.cost.seconds > self.time_budget:
+            need = math.ceil(plan.cost.seconds * 1.2) + 1 if math.isfinite(plan.cost.seconds) else None
+            reason = f"estimated {plan.cost} exceeds the time budget of {_seconds(self.time_budget)}"
+            how = f"time_budget={need} (CLI: --time-budget {need})" if need else "no argument runs it (the composed window exceeds one FFT pass)"
+            return dataclasses.replace(plan, off=reason, how=how)
+        if plan.cost.bytes > self.memory_budget:
+            return dataclasses.replace(plan, off=f"estimated {plan.cost} exceeds the memory budget of {_bytes(self.memory_budget)}",
+                                       how=f"memory_budget={2 ** math.ceil(math.log2(plan.cost.bytes * 1.2))}")
+        return plan
+
+
+def shuffle_route_objects(subject, *, include_pld: bool = True, comparisons: bool = True, time_budget: float = math.inf,
+                          memory_budget: float = math.inf) -> list:
+    """The planner routes of a lone shuffled subject (module docstring), in the order they are
+    listed (ties between equal values go to the first), each run when its own estimate fits
+    ``time_budget`` and ``memory_budget`` (:class:`_WithinBudget`; the planner is then given no
+    overall budget)."""
+    routes = _shuffle_routes(subject, include_pld=include_pld, comparisons=comparisons)
+    return [_WithinBudget(r, time_budget, memory_budget) for r in routes]
+
+
+def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = True) -> list:
+    from ._planner import Cost, NotApplicable, Plan
+
+    eps0, n = float(subject.epsilon0), subject.n
+    variants = subject.clone_variants()
+    rr = isinstance(subject, ShuffledRandomizedResponse)
+    routes: list = []
+
+    def pure(query, budget):
+        k = query.parts[0][1]
+        return Plan("pure", lambda left: EpsilonResult(subject.pure().times(k).epsilon, query.delta, "pure", None,
+                                                       "eps0-LDP reports, basic composition (no amplification)"), Cost(2e-4))
+
+    routes.append(_ShuffleRoute("pure", "pure", pure))
+
+    def single_round(variant):
         route, detail = _VARIANT_LABEL[variant]
-        certified.append(EpsilonResult(clone_epsilon(eps0, n, delta, variant), delta, route, None, detail))
-    if isinstance(subject, ShuffledRandomizedResponse):
-        eps, ms, full = _rr_worst(float(eps0), n, float(delta))
-        # only a full scan rules out every configuration; after a partial one the worst m may have
-        # been missed, so the value is shown as a comparison, never as a certified answer
-        scan = "every configuration scanned" if full else "NOT certified: only m < 64, > n-65 and a 257-point grid scanned"
-        (certified if full else comparison).append(
-            EpsilonResult(eps, delta, "exact-count", None, f"exact hockey-stick of the shuffled count (Arb), worst of m = {sorted(set(ms))} others holding 1; {scan} in floats")
-        )
-    closed = fmt21_closed_form(eps0, n, delta)
-    if closed is not None:
-        comparison.append(EpsilonResult(closed, delta, "closed-form:fmt21-thm3.1", None, "FMT21 Thm 3.1 (authors' reference-code form)"))
-    if "fmt23" in subject.clone_variants():
-        closed = fmt23_closed_form(eps0, n, delta)
-        if closed is not None:
-            comparison.append(EpsilonResult(closed, delta, "closed-form:fmt23", None, "FMT23 closed form (stronger clone)"))
-    return certified, comparison
+
+        def plan(query, budget):
+            if query.parts[0][1] != 1:
+                return NotApplicable(route, "one round (k rounds: the PLD and advanced routes)")
+            return Plan(route, lambda left: EpsilonResult(clone_epsilon(eps0, n, query.delta, variant), query.delta, route, None, detail),
+                        Cost(_clone_cost(eps0, n, variant)))
+
+        return _ShuffleRoute(route, "clone", plan)
+
+    routes += [single_round(v) for v in variants]
+    full = n <= _FULL_SCAN
+    scan = "every configuration scanned" if full else "NOT certified: only m < 64, > n-65 and a 257-point grid scanned"
+    if rr:
+        def count(query, budget):
+            if query.parts[0][1] != 1:
+                return NotApplicable("exact-count", "one round", comparison=not full)
+            if not full and not comparisons:
+                return NotApplicable("exact-count", "comparisons=False (a partial scan is a comparison)", comparison=True)
+
+            def run(left):
+                eps, ms, _ = _rr_worst(eps0, n, float(query.delta))
+                return EpsilonResult(eps, query.delta, "exact-count", None,
+                                     f"exact hockey-stick of the shuffled count (Arb), worst of m = {sorted(set(ms))} others holding 1; {scan} in floats")
+
+            return Plan("exact-count", run, Cost(_scan_cost(n)), comparison=not full)
+
+        routes.append(_ShuffleRoute("exact-count", "count", count))
+
+    def closed(label, form, needs):
+        def plan(query, budget):
+            if query.parts[0][1] != 1 or not comparisons:
+                return NotApplicable(label, "one round, comparisons=True", comparison=True)
+            value = form(eps0, n, query.delta)
+            if value is None:
+                return NotApplicable(label, "outside the closed form's range of eps0", comparison=True)
+            return Plan(label, lambda left: EpsilonResult(value, query.delta, label, None, needs), Cost(2e-4), comparison=True)
+
+        return _ShuffleRoute(label, "closed", plan)
+
+    routes.append(closed("closed-form:fmt21-thm3.1", fmt21_closed_form, "FMT21 Thm 3.1 (authors' reference-code form)"))
+    if "fmt23" in variants:
+        routes.append(closed("closed-form:fmt23", fmt23_closed_form, "FMT23 closed form (stronger clone)"))
+
+    def pld(variant):
+        route, _ = _VARIANT_LABEL[variant]
+        name = f"pld:{route}"
+
+        def plan(query, budget):
+            k = query.parts[0][1]
+            if k == 1:
+                return NotApplicable(name, "k rounds (one round: the clone routes themselves)")
+            h = _pld_h(k)
+            cost, points = _pld_cost(eps0, n, variant, k)
+
+            def run(left):
+                value = _clone_pld(eps0, n, variant, h).self_compose(k).epsilon(query.delta).epsilon
+                return EpsilonResult(value, query.delta, name, None, f"PLD of the {route} pair (c rounded down to groups), h = {h:.3g}, losses rounded up")
+
+            off = "" if include_pld else "switched off (include_pld=False; CLI: --no-pld)"
+            return Plan(name, run, cost, setting=f"grid h = {h:.3g}; composed window ~{points:,} points", how="include_pld=True" if off else "", off=off)
+
+        return _ShuffleRoute(name, "pld", plan)
+
+    routes += [pld(v) for v in variants]
+    if rr:
+        def pld_count(query, budget):
+            k = query.parts[0][1]
+            if k == 1 or not comparisons or not include_pld:
+                return NotApplicable("pld:exact-count", "k rounds, comparisons=True, include_pld=True", comparison=True)
+            h = _pld_h(k)
+            cost, points = _pld_cost(eps0, n, "fmt23", k)
+
+            def run(left):
+                # the configurations m come from the one-round scan: the k-fold worst m is not
+                # searched, so this is a comparison (an estimate of the exact value), not a bound
+                _, ms, _ = _rr_worst(eps0, n, query.delta)
+                worst = max(_count_pld(eps0, n, m, h).self_compose(k).epsilon(query.delta).epsilon for m in sorted(set(ms)))
+                return EpsilonResult(worst, query.delta, "pld:exact-count", None,
+                                     f"PLD of the shuffled count, k rounds on one data set, worst of the one-round candidates m = {sorted(set(ms))} (NOT certified: the k-round worst m is not searched); h = {h:.3g}")
+
+            return Plan("pld:exact-count", run, Cost(cost.seconds + _scan_cost(n), cost.bytes), comparison=True)
+
+        routes.append(_ShuffleRoute("pld:exact-count", "pld-count", pld_count))
+
+    # one round at delta/(2k), composed by Dwork-Rothblum-Vadhan with slack delta/2: certified
+    # when the round's value is (the closed forms stay comparisons). Listed when comparisons are
+    # asked for or the PLD routes are off (as before issue 30: a ledger's spend did not use it)
+    def advanced(inner):
+        name = f"advanced:{inner.name}"
+
+        def plan(query, budget):
+            k = query.parts[0][1]
+            if k == 1:
+                return NotApplicable(name, "k rounds", comparison=inner.kind == "closed")
+            if not (comparisons or not include_pld):
+                return NotApplicable(name, "comparisons=False with the PLD routes on", comparison=inner.kind == "closed")
+            single = Query(((subject, 1),), query.delta / (2 * k), query.time_budget, include_pld, comparisons, False, memory_budget=query.memory_budget)
+            one = inner.plan(single, budget)
+            if not isinstance(one, Plan):
+                return NotApplicable(name, one.reason, comparison=one.comparison)
+
+            def run(left):
+                from ._composition import advanced_composition
+
+                result = one.run(left)
+                composed = advanced_composition(ApproxDP(result.epsilon, query.delta / (2 * k)), k, query.delta / 2)
+                return EpsilonResult(composed.epsilon, query.delta, name, None, f"{result.route} at delta/(2k), Dwork-Rothblum-Vadhan advanced composition")
+
+            return Plan(name, run, one.cost, comparison=one.comparison)
+
+        return _ShuffleRoute(name, "advanced", plan)
+
+    from ._planner import Query
+
+    routes += [advanced(r) for r in routes if r.kind in ("clone", "count", "closed")]
+    return routes
 
 
-def shuffle_routes(subject, delta: float, *, compose: int = 1, include_pld: bool = True, comparisons: bool = True) -> EpsilonResult:
+def shuffle_routes(subject, delta: float, *, compose: int = 1, include_pld: bool = True, comparisons: bool = True,
+                   time_budget: float | None = None, exhaustive: bool = False, memory_budget: float | None = None) -> EpsilonResult:
     """The smallest certified eps at ``delta`` after ``compose`` shuffled rounds, with every route
-    (the ``alternatives`` of the result); see the module docstring for each route."""
+    (the ``alternatives`` of the result); see the module docstring for each route. The routes go
+    through the planner (:mod:`accounting._planner`): each has a cost estimate, runs when it fits
+    ``time_budget`` (default 10 s) and ``memory_budget``, and is reported with why when not."""
+    from ._planner import DEFAULT_MEMORY_BUDGET, DEFAULT_TIME_BUDGET, Query, run_plan
+
     if not isinstance(subject, Shuffled):
         raise AccountingError("subject", subject, "a ShuffledLDP or ShuffledRandomizedResponse")
     check_probability("delta", delta)
     k = check_positive_int("compose", compose)
-    delta = float(delta)
-    certified: list[EpsilonResult] = [EpsilonResult(subject.pure().times(k).epsilon, delta, "pure", None, "eps0-LDP reports, basic composition (no amplification)")]
-    comparison: list[EpsilonResult] = []
-    eps0, n = float(subject.epsilon0), subject.n
-    if k == 1:
-        c, m = _single_round(subject, delta)
-        certified += c
-        comparison += m if comparisons else []
-    else:
-        if include_pld and k > _PLD_MAX_COMPOSE:
-            certified.append(EpsilonResult(math.inf, delta, "pld", None, f"skipped: compose={k} > {_PLD_MAX_COMPOSE} (the grid step shrinks like 1/k: "
-                                           "memory grows with k; the other routes cost O(1) in k)"))
-        elif include_pld:
-            h = _pld_h(k)
-            for variant in subject.clone_variants():
-                route, detail = _VARIANT_LABEL[variant]
-                pld = _clone_pld(eps0, n, variant, h).self_compose(k).epsilon(delta)
-                certified.append(EpsilonResult(pld.epsilon, delta, f"pld:{route}", None, f"PLD of the {route} pair (c rounded down to groups), h = {h:.3g}, losses rounded up"))
-            if isinstance(subject, ShuffledRandomizedResponse) and comparisons:
-                # the configurations m come from the one-round scan: the k-fold worst m is not
-                # searched, so this is a comparison (an estimate of the exact value), not a bound
-                _, ms, _ = _rr_worst(eps0, n, delta)
-                worst = max(_count_pld(eps0, n, m, h).self_compose(k).epsilon(delta).epsilon for m in sorted(set(ms)))
-                comparison.append(
-                    EpsilonResult(worst, delta, "pld:exact-count", None, f"PLD of the shuffled count, k rounds on one data set, worst of the one-round candidates m = {sorted(set(ms))} (NOT certified: the k-round worst m is not searched); h = {h:.3g}")
-                )
-        if comparisons or not include_pld:
-            # one round at delta/(2k), composed by Dwork-Rothblum-Vadhan with slack delta/2: certified
-            # when the round's value is (the closed forms stay comparisons)
-            from ._composition import advanced_composition
+    time_budget = DEFAULT_TIME_BUDGET if time_budget is None else time_budget
+    memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
+    check_positive("time_budget", time_budget, allow_inf=True)
+    check_positive("memory_budget", memory_budget, allow_inf=True)
+    query = Query(((subject, k),), float(delta), math.inf, include_pld, comparisons, exhaustive, memory_budget=math.inf)
+    routes = shuffle_route_objects(subject, include_pld=include_pld, comparisons=comparisons, time_budget=float(time_budget), memory_budget=float(memory_budget))
+    return shuffle_report(run_plan(routes, query))
 
-            single_c, single_m = _single_round(subject, delta / (2 * k))
-            for result, bucket in [(r, certified) for r in single_c] + [(r, comparison) for r in single_m]:
-                if result.route == "pure" or (bucket is comparison and not comparisons):
-                    continue
-                composed = advanced_composition(ApproxDP(result.epsilon, delta / (2 * k)), k, delta / 2)
-                bucket.append(
-                    EpsilonResult(composed.epsilon, delta, f"advanced:{result.route}", None, f"{result.route} at delta/(2k), Dwork-Rothblum-Vadhan advanced composition")
-                )
-    best = min(certified, key=lambda r: r.epsilon)
+
+def shuffle_report(result: EpsilonResult) -> EpsilonResult:
+    """The planner's answer for a shuffled subject in this module's report: ``alternatives`` are
+    the certified routes that ran (in route order), each certified route the budgets kept from
+    running (eps = inf, its reason and the argument that runs it in ``detail``), then the
+    comparisons that ran; routes that do not apply, or that the caller switched off, are left out
+    (the report every shuffled query has given since the routes were written)."""
+    certified: list[EpsilonResult] = []
+    comparison: list[EpsilonResult] = []
+    for r in result.alternatives:
+        status = getattr(r, "status", "run")
+        if status in ("run", "answer"):
+            (comparison if r.comparison else certified).append(EpsilonResult(r.epsilon, r.delta, r.route, r.alpha, r.detail))
+        elif status in ("not run", "failed") and not r.comparison and "switched off" not in r.reason:
+            how = f" ({r.how})" if r.how else ""
+            certified.append(EpsilonResult(math.inf, r.delta, r.route, None, f"{status}: {r.reason}{how}"))
     # a comparison says so in its own field (callers read "certified" from it; issue 34 item 5):
     # never "upper bound", whatever its detail says
     marked = [replace(r, direction="comparison (not certified)") for r in comparison]
-    return EpsilonResult(best.epsilon, delta, best.route, best.alpha, best.detail, alternatives=tuple(certified + marked))
+    return EpsilonResult(result.epsilon, result.delta, result.route, result.alpha, result.detail, alternatives=tuple(certified + marked))

@@ -25,8 +25,7 @@ from ._conversions import EpsilonResult
 from ._guarantees import PureDP
 from ._optimal_composition import OptimalComposition, _groups, exact_support, kov_heterogeneous_bound
 from ._planner import DEFAULT_TIME_BUDGET, NotApplicable, Query, run_plan
-from ._routes import ANALYTIC_GAUSSIAN_DETAIL, _AnalyticGaussianRoute, _is_gaussian, _KovRoute, _OptimalCompositionRoute, _pure_groups, _rr_surrogate
-from ._pld_route import PldRoute
+from ._routes import ANALYTIC_GAUSSIAN_DETAIL, _is_gaussian, _pure_groups, routes_for
 from ._validation import check_positive, check_probability
 
 __all__ = ["ANALYTIC_GAUSSIAN_DETAIL", "is_gaussian", "kov_heterogeneous_bound", "optimal_composition_epsilon", "tight_routes"]
@@ -37,9 +36,13 @@ def is_gaussian(subject: Any) -> bool:
     return _is_gaussian(subject)
 
 
+_OPTIMAL = ("optimal-composition", "optimal-composition-pld", "kov-heterogeneous-bound")
+
+
 def _optimal_routes(query: Query) -> list:
-    return [_OptimalCompositionRoute(), PldRoute("optimal-composition-pld", _rr_surrogate, "optimal composition of pure DP through the randomized responses' PLD "
-                                                 "(Murtagh-Vadhan 2016)", exact_for_lattice=True), _KovRoute()]
+    """The optimal-composition routes, taken from the planner's registry (the same objects
+    ``epsilon_routes`` plans with: no route is rebuilt here)."""
+    return [r for r in routes_for(query) if r.name in _OPTIMAL]
 
 
 def optimal_composition_epsilon(
@@ -73,7 +76,7 @@ def tight_routes(parts: Sequence[tuple[Any, int]], delta: float) -> list[Epsilon
     query = Query(tuple((s, int(n)) for s, n in parts), delta)
     if not all(_is_gaussian(s) for s, _ in query.parts) and isinstance(_pure_groups(query), NotApplicable):
         return []  # neither class applies; a failure of a route that does apply is raised, not hidden
-    report = run_plan([_AnalyticGaussianRoute(), *_optimal_routes(query)], query)
+    report = run_plan([r for r in routes_for(query) if r.name == "analytic-gaussian" or r.name in _OPTIMAL], query)
     out = [r for r in report.alternatives if r.status in ("run", "answer") and r.route == "analytic-gaussian"]  # type: ignore[attr-defined]
     optimal = [r for r in report.alternatives if r.status in ("run", "answer") and r.route != "analytic-gaussian"]  # type: ignore[attr-defined]
     if optimal:

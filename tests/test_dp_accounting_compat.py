@@ -140,8 +140,9 @@ def test_get_delta_goes_through_the_planners_cost_guard(monkeypatch, steps, budg
     pld = next(r for r in report.alternatives if r.route == "pld")
     if steps == 10**5:  # coarsened to fit, and says which argument runs the default grid
         assert pld.status in ("run", "answer") and built and "time_budget=" in pld.how
-    else:  # no grid fits: not built, and the report says why
-        assert pld.status in ("not run", "not applicable") and pld.reason
+    else:  # the default grid cannot be composed in one pass: coarsened until a grid fits (issue 30:
+        # this used to fail while planning, on the infinite cost of the default grid, and was not run)
+        assert pld.status in ("run", "answer") and built and "no time budget runs it" in pld.how
     assert report.delta == min(r.delta for r in report.alternatives if r.status in ("run", "answer"))
 
 

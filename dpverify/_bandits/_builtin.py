@@ -74,10 +74,19 @@ def _budget_cached(algorithm: str, epsilon: float, s: float, p: float, tau_p: fl
         return acc.PureDP(max(g.pure().epsilon for g in guarantees))
     if algorithm == "dist-cdp-se":
         return acc.ZCDP(max(g.zcdp().rho for g in guarantees))
-    # only the certified answer is read: the comparison routes (closed forms, Mironov) are skipped;
-    # the exact conversion is memoised per (mechanism, delta), shared with the ledger's check
-    worst = max(acc.epsilon_routes(g, delta, include_pld=False, comparisons=False).epsilon for g in guarantees)
+    # the planner's "ledger" policy: the routes the run's ledger charges with (one path, so a
+    # route added to the planner moves the budget and the charge alike); the exact conversion is
+    # memoised per (mechanism, delta), shared with the ledger's check
+    worst = max(acc.epsilon_routes(g, delta, policy="ledger").epsilon for g in guarantees)
     return acc.ApproxDP(worst, delta)
+
+
+def _clear_budgets() -> None:
+    _budget_cached.cache_clear()
+    calibrated_batch_epsilon.cache_clear()
+
+
+acc.on_routes_changed(_clear_budgets)  # a route added to the planner moves the budgets
 
 
 def run_budget(config: Any, arms: int) -> Any:

@@ -305,9 +305,16 @@ def differences(recorded: dict, replayed: dict, allowed: dict | None = None) -> 
     means identical bit for bit. ``allowed`` (an allow-list entry's ``values``: leaf path -> new
     value) accepts a leaf only if the replayed value is exactly the listed one and is tighter than
     the recorded one (a string, e.g. a route name, is accepted if it is the listed one)."""
-    old, new = _leaves(recorded, "", {}), _leaves(replayed, "", {})
     allowed = allowed or {}
     lines = []
+    if allowed.get("routes") == "by-name":
+        # (issue 30, planner30) an entry whose report gained a route: its alternatives compared
+        # route by route, not slot by slot: every recorded route with a value is still listed,
+        # at that value or tighter (a recorded route without a value may be gone)
+        lines += _routes_by_name(recorded.get("routes", []), replayed.get("routes", []))
+        recorded = {k: v for k, v in recorded.items() if k != "routes"}
+        replayed = {k: v for k, v in replayed.items() if k != "routes"}
+    old, new = _leaves(recorded, "", {}), _leaves(replayed, "", {})
     for key in sorted(set(old) | set(new), key=str):
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
         if a == b:
@@ -316,6 +323,18 @@ def differences(recorded: dict, replayed: dict, allowed: dict | None = None) -> 
             continue
         note = " (allow-listed, but not the listed value or not tighter)" if key in allowed else ""
         lines.append(f"{key}: recorded {a!r}, now {b!r}{note}")
+    return lines
+
+
+def _routes_by_name(recorded: list, replayed: list) -> list[str]:
+    now = {route: value for route, _, value in replayed}
+    lines = []
+    for route, _, value in recorded:
+        if route not in now:
+            if _is_float(value) and math.isfinite(float(value)):
+                lines.append(f"routes: {route} (recorded {value!r}) is gone")
+        elif now[route] != value and not _tighter("routes", now[route], value):
+            lines.append(f"routes: {route} recorded {value!r}, now {now[route]!r} (not tighter)")
     return lines
 
 
