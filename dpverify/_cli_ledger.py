@@ -14,6 +14,7 @@ and what to do.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -91,14 +92,17 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from rich.markup import escape
+
+    console = Console(highlight=False)
     budget = summary["budget"]
     worst = summary["worst_user_spend"]
-    console.print(f"ledger {summary['url']} ({summary['store']}, schema {summary['schema_version']}, chain {summary['chain']})")
+    url_shown = escape(printable(summary["url"]))
+    console.print(f"ledger {url_shown} ({escape(printable(summary['store']))}, schema {summary['schema_version']}, chain {summary['chain']})")
     for problem in summary["integrity"]:
-        console.print(f"  [bold red]INTEGRITY[/]: {problem}", highlight=False)
+        console.print(f"  [bold red]INTEGRITY[/]: {escape(printable(problem))}")
     if summary["integrity"]:
-        console.print(f"  dpverify refuses to charge this ledger; `dpverify ledger verify {summary['url']}` lists every disagreement")
+        console.print(f"  dpverify refuses to charge this ledger; `dpverify ledger verify {url_shown}` lists every disagreement")
     console.print(f"  budget {_describe(budget)}; worst user's spend {'nothing yet' if worst is None else f'{worst:.6g}'}; remaining {summary['remaining']:.6g}")
     console.print(f"  {summary['charges']} charges; users at >= {near:g} of the budget: {summary['users_near_limit']}; "
                   f"most charges on one user: {summary['max_charges_per_user']}")
@@ -109,9 +113,27 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
         for column in ("#", "label", "guarantee", "users", "worst after", "recorded (UTC)"):
             table.add_column(column)
         for row in summary["history"]:
-            table.add_row(str(row["seq"]), row["label"], _describe(row["guarantee"]), "everyone" if row["users"] is None else str(row["users"]),
-                          f"{row['spent_after']:.6g}", row["recorded_at"])
+            table.add_row(str(row["seq"]), _plain(row["label"]), _plain(_describe(row["guarantee"])),
+                          "everyone" if row["users"] is None else str(row["users"]), f"{row['spent_after']:.6g}", _plain(row["recorded_at"]))
         console.print(table)
+
+
+#: control characters (C0, DEL, C1) and the bidirectional overrides that reorder what a terminal shows
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object) -> str:
+    """Text stored in a ledger (labels, and problems quoting them) as the terminal may show it:
+    control characters as visible escapes (no ANSI sequence reaches the terminal, no line can be
+    forged or overwritten). Rich markup is escaped separately where the text goes through rich."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def _plain(text: object):
+    """A stored text as a rich Text: never parsed as markup, control characters escaped."""
+    from rich.text import Text
+
+    return Text(printable(text))
 
 
 def _describe(spec: dict) -> str:
@@ -145,10 +167,10 @@ def verify_command(url: str, as_json: bool) -> None:
     else:
         verdict = "agrees" if report.ok else f"DISAGREES ({len(report.disagreements)})"
         worst = "nothing charged" if report.worst is None else f"worst user's spend {report.worst:.6g}"
-        click.echo(f"{url}: {report.charges} charges, {report.segments} user ranges, {report.profiles} profiles; "
+        click.echo(f"{printable(url)}: {report.charges} charges, {report.segments} user ranges, {report.profiles} profiles; "
                    f"recomputed {worst} against budget {report.budget}: {verdict}")
         for line in report.disagreements:
-            click.echo(f"  {line}")
+            click.echo(f"  {printable(line)}")
     if not report.ok:
         sys.exit(1)
 
