@@ -145,6 +145,27 @@ def _runs(participants: Any) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), stops.tolist()))
 
 
+def _bounded(participants: Any) -> Any:
+    """A range of user ids refused unless it lies in [0, EVERYONE) (a range past 2^63 has no
+    length in Python: it raised OverflowError, not the ValueError naming it)."""
+    if isinstance(participants, range) and not (0 <= participants.start <= EVERYONE and 0 <= participants.stop <= EVERYONE):
+        raise AccountingError("participants", f"range({participants.start}, {participants.stop})", f"user ids in [0, 2^62 = {EVERYONE})")
+    return participants
+
+
+def _checked_label(label: Any) -> str:
+    """A charge's label: text that UTF-8 can store (a lone surrogate, e.g. from an undecodable
+    command line, raised a raw UnicodeEncodeError from the driver)."""
+    if not isinstance(label, str):
+        raise AccountingError("label", label, "a string")
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise AccountingError("label", label.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:80],
+                              f"text UTF-8 can encode ({error.reason} at position {error.start})") from None
+    return label
+
+
 def _stored_participants(participants: Any) -> Any:
     """Participants as stored: null (everyone), {"range": [a, b]}, or an id array as its runs
     {"runs": [[a, b], ...]} (a run's wrapped-around batch is two runs, not millions of ids)."""
@@ -671,7 +692,7 @@ class DurableLedger(Ledger):
         self._check_writable()
         entries = []
         for guarantee, participants, label in items:
-            entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
+            entry = Charge(_guarantee_of(guarantee), _normalise_participants(_bounded(participants)), _checked_label(label))
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
             spec, cid = self._spec_of_object(entry.guarantee), _charge_id()
@@ -775,7 +796,7 @@ class DurableLedger(Ledger):
     @_reconnecting
     def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
         """Would this charge fit now? (Records nothing; another process may charge in between.)"""
-        entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants))
+        entry = Charge(_guarantee_of(guarantee), _normalise_participants(_bounded(participants)))
         self._check_known(entry.guarantee)
         spec = guarantee_spec(entry.guarantee)
         with self._store.read():

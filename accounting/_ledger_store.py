@@ -9,7 +9,9 @@ Every wait is bounded, with defaults a pipeline can live with, each overridable 
 (seconds): ``lock_timeout`` (30: waiting for another writer's lock), ``statement_timeout`` (60:
 one transaction's work once the lock is held, including the integrity check on open),
 ``connect_timeout`` (10, PostgreSQL: a host that accepts TCP and never answers) and
-``reconnect_timeout`` (30, PostgreSQL: how long a lost connection is retried). SQLite enforces the
+``reconnect_timeout`` (30, PostgreSQL: how long a lost connection is retried). A charge holds the
+write lock no longer than the smaller of ``lock_timeout`` and ``statement_timeout`` (a longer one
+is refused, nothing charged), so one big charge never outlasts the other writers' patience. SQLite enforces the
 statement timeout with a progress handler, PostgreSQL with its own ``statement_timeout``,
 ``lock_timeout`` and ``idle_in_transaction_session_timeout`` (a dpverify writer stalled while holding
 the lock is rolled back by the server, so it cannot block everyone else for ever).
@@ -54,6 +56,13 @@ class StoreOptions:
     connect_timeout: float = 10.0
     reconnect_timeout: float = 30.0
     synchronous: str = "FULL"
+
+    @property
+    def hold_limit(self) -> float:
+        """How long one charge may hold the ledger's write lock: no longer than another writer
+        waits for it (``lock_timeout``), nor than ``statement_timeout``; a charge too big for
+        that is refused (nothing charged) rather than making every other writer give up."""
+        return min(self.statement_timeout, self.lock_timeout)
 
 
 _TIMEOUTS = ("lock_timeout", "statement_timeout", "connect_timeout", "reconnect_timeout")
@@ -179,21 +188,37 @@ class Store(abc.ABC):
         self.options = options
         self.read_only = read_only
         self.connection: Any = None
+        self._hold_deadline = math.inf  # while a write transaction holds the lock: when it must give up
 
     def _sql(self, sql: str) -> str:
         return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
 
+    def _check_hold(self) -> None:
+        if time.monotonic() > self._hold_deadline:
+            raise self.held_too_long()
+
+    def held_too_long(self) -> AccountingError:
+        return self.error(f"a charge that holds the ledger's lock at most {self.options.hold_limit:g} s (the smaller of "
+                          f"lock_timeout={self.options.lock_timeout:g} s, how long other writers wait for it, and "
+                          f"statement_timeout={self.options.statement_timeout:g} s)",
+                          "nothing was charged; split the charge (fewer runs of user ids per charge), or raise ?lock_timeout= "
+                          "for every writer of this ledger")
+
     def all(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        self._check_hold()
         return list(self._execute(self._sql(sql), params).fetchall())
 
     def one(self, sql: str, params: Sequence = ()) -> tuple | None:
+        self._check_hold()
         return self._execute(self._sql(sql), params).fetchone()
 
     def run(self, sql: str, params: Sequence = ()) -> None:
+        self._check_hold()
         self._execute(self._sql(sql), params)
 
     def run_many(self, sql: str, rows: Sequence[Sequence]) -> None:
         if rows:
+            self._check_hold()
             self._execute_many(self._sql(sql), rows)
 
     def rows(self, sql: str, params: Sequence = ()) -> Iterator[tuple]:
@@ -348,20 +373,25 @@ class SQLiteStore(Store):
         return self._unreadable(text, action)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, limit: float | None = None) -> Iterator[None]:
         """BEGIN IMMEDIATE (the write lock, before anything is read) ... COMMIT, or ROLLBACK."""
         self.connection.execute("BEGIN IMMEDIATE")
-        self._deadline = time.monotonic() + self.options.statement_timeout  # the lock wait is bounded apart
+        # the lock wait is bounded apart; once held, no longer than other writers wait for it
+        self._deadline = self._hold_deadline = time.monotonic() + (self.options.hold_limit if limit is None else limit)
         try:
             yield
-        except BaseException:
+        except BaseException as error:
+            self._hold_deadline = math.inf
             self.connection.execute("ROLLBACK")
+            if isinstance(error, self._sqlite3.OperationalError) and "interrupted" in str(error).lower() and time.monotonic() > self._deadline:
+                raise self.held_too_long() from None
             raise
+        self._hold_deadline = math.inf
         self.connection.execute("COMMIT")
 
     @contextlib.contextmanager
     def creating(self) -> Iterator[None]:
-        with self.guard("creating the ledger"), self._locked():
+        with self.guard("creating the ledger"), self._locked(self.options.statement_timeout):
             yield
 
     def became_ledger(self) -> None:
@@ -528,9 +558,13 @@ class PostgresStore(Store):
             # pipeline mode: writes are sent without waiting for each reply (reads still wait),
             # so the lock is held for fewer round trips
             with self.connection.pipeline(), self.connection.transaction():
-                if not durable:
-                    self.run("SET LOCAL synchronous_commit = off")
-                yield
+                self._hold_deadline = time.monotonic() + self.options.hold_limit
+                try:
+                    if not durable:
+                        self.run("SET LOCAL synchronous_commit = off")
+                    yield
+                finally:
+                    self._hold_deadline = math.inf
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:

@@ -254,8 +254,8 @@ def _participants(users: str | None):
         start_i, stop_i = int(start), int(stop)
     except ValueError:
         raise click.BadParameter(f"users={users!r} is invalid: expected START:STOP (user ids START..STOP-1)", param_hint="--users") from None
-    if not 0 <= start_i < stop_i:
-        raise click.BadParameter(f"users={users!r} is invalid: expected 0 <= START < STOP", param_hint="--users")
+    if not 0 <= start_i < stop_i <= 2**62:
+        raise click.BadParameter(f"users={users!r} is invalid: expected 0 <= START < STOP <= 2^62 (= {2**62})", param_hint="--users")
     return range(start_i, stop_i)
 
 
