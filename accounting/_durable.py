@@ -79,7 +79,7 @@ from ._ledger import (
     canonical_multiset,
     compose_canonical,
 )
-from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, encode, set_hex, set_of
+from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, WITNESS_VARIABLE, Chain, Witness, WitnessBroken, acceptance_log, encode, set_hex, set_of
 from ._ledger_codec import guarantee_from_dict, guarantee_spec
 from ._ledger_store import ConnectionLost, Store, connect, redacted
 from ._validation import AccountingError, BudgetExceeded, check_positive_int
@@ -275,6 +275,15 @@ class VerifyReport:
         }
 
 
+def _checked_head(head: Any) -> str | None:
+    """A pinned head digest: 64 hex digits (a chain link, as `ledger show` prints it), or None."""
+    if head is None:
+        return None
+    if not isinstance(head, str) or len(head.strip()) != 64 or any(c not in "0123456789abcdef" for c in head.strip().lower()):
+        raise AccountingError("expect_head", head, "a chain link: 64 hex digits, as `dpverify ledger show` prints the head")
+    return head.strip().lower()
+
+
 def _tampered_hint(url: str) -> str:
     return (f"nothing was charged; inspect it with `dpverify ledger verify {url}` and `dpverify ledger show {url}`, "
             "and restore it from a backup you trust")
@@ -313,7 +322,10 @@ class DurableLedger(Ledger):
         self._chain = chain
         self.ledger_id = meta["ledger_id"]
         self._genesis = chain.genesis(self.ledger_id, meta["budget"], meta.get("name", ""), meta.get("format", LEDGER_FORMAT))
-        self._witness = Witness(self.ledger_id)
+        self._witness = Witness(store.identity())
+        # the creation record the witness binds to the database's location
+        self._identity = {"ledger_id": self.ledger_id, "created_at": str(meta.get("created_at", meta.get("upgraded_at", "")))}
+        self._expect_head: str | None = None
         self._known: _Head | None = None
         self._appended: list[tuple[_Head, _Head]] = []  # stretches of the chain other processes wrote, to check
         self.integrity: tuple[str, ...] = ()
@@ -340,7 +352,8 @@ class DurableLedger(Ledger):
 
     @classmethod
     def connect(cls, url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False,
-                create: bool = False) -> "DurableLedger":
+                create: bool = False, expect_head: str | None = None) -> "DurableLedger":
+        expect_head = _checked_head(expect_head)
         if budget is not None and not isinstance(budget, (PureDP, ZCDP, ApproxDP)):
             raise AccountingError("budget", budget, "a PureDP, ZCDP or ApproxDP budget")
         chain = Chain.from_environment()
@@ -355,6 +368,7 @@ class DurableLedger(Ledger):
             if not read_only:
                 store.became_ledger()
             ledger = cls(store, stored_budget, meta.get("name", ""), meta, chain)
+            ledger._expect_head = expect_head
             ledger.integrity = tuple(ledger._check_on_open())
             if ledger.integrity and not read_only:
                 raise AccountingError("ledger", store.shown, "a ledger that passes its integrity check (found: "
@@ -526,6 +540,49 @@ class DurableLedger(Ledger):
         if "format" not in dict(store.all("SELECT key, value FROM dpverify_meta")):
             store.run("INSERT INTO dpverify_meta (key, value) VALUES ('format', ?)", (identity["format"],))
 
+    @classmethod
+    def accept_restore(cls, url: str, *, expect_head: str | None = None) -> dict:
+        """Accept the ledger at ``url`` as it is now, after a restore made on purpose (a backup, a
+        copy that lost its last commits in a power cut, a ledger replaced at this location): the
+        witness of this location is replaced by the current head, and the decision is logged (one
+        JSON line in ``accepted.log`` next to the witnesses, and the returned record).
+
+        Only the witness is overruled: the ledger must pass every other check (the file, the
+        whole chain, the derived tables' digests, the key of a keyed ledger, and ``expect_head``
+        when given), or nothing is accepted. Charges recorded after the restored head are gone
+        from the ledger; accepting says that their users' budget is no longer counted."""
+        expect_head = _checked_head(expect_head)
+        ledger = cls.connect(url, read_only=True)
+        try:
+            ledger._expect_head = expect_head
+            problems, head = ledger._scan(use_witness=False)
+            if problems:
+                raise AccountingError("ledger", ledger.url, "a ledger that passes every check but the witness before its restore is "
+                                      f"accepted (found: {'; '.join(problems[:3])})", _tampered_hint(ledger.url))
+            try:
+                before = ledger._witness.read()
+            except WitnessBroken as error:
+                before = {"broken": str(error)}
+            if ledger._witness.path is None:
+                raise AccountingError(WITNESS_VARIABLE, "off", "a witness directory to accept a restore into",
+                                      "with the witness off there is nothing to accept: the ledger opens as it is")
+            ledger._witness.replace(ledger._identity, head.charges, head.last_seq, head.link)
+            record = {"accepted_at": _now(), "url": ledger.url, "location": ledger._witness.location, "witness": str(ledger._witness.path),
+                      "before": before, "after": {**ledger._identity, "charges": head.charges, "seq": head.last_seq, "link": head.link}}
+            log = acceptance_log()
+            try:
+                with open(log, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(record, sort_keys=True) + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as error:
+                raise WitnessBroken(WITNESS_VARIABLE, str(log), f"a writable acceptance log ({error.strerror or error})",
+                                    "the witness was replaced but the acceptance could not be logged") from None
+            record["log"] = str(log)
+            return record
+        finally:
+            ledger.close()
+
     def close(self) -> None:
         self._store.close()
         self._witness.close()
@@ -554,14 +611,27 @@ class DurableLedger(Ledger):
         problems, head = self._scan()
         self._known = head
         if not problems and head is not None:
-            self._witness.record(head.charges, head.last_seq, head.link, self.url)
+            self._witness.record(self._identity, head.charges, head.last_seq, head.link, required=not self._store.read_only)
         return problems
 
-    def _scan(self) -> tuple[list[str], _Head | None]:
+    def _scan(self, use_witness: bool = True) -> tuple[list[str], _Head | None]:
         """Recompute the chain over every charge row and the set digests of segments and profiles
-        (hashes only), and compare them with the state row and the witness."""
+        (hashes only), and compare them with the state row, the witness (``use_witness``) and the
+        pinned head (``expect_head``)."""
         chain, problems = self._chain, []
-        witness = self._witness.read()
+        witness, way_out = None, (f"if you restored or replaced it on purpose, accept it with "
+                                  f"`dpverify ledger accept-restore {self.url}` (logged)")
+        if use_witness:
+            try:
+                witness = self._witness.read()
+            except WitnessBroken as error:
+                problems.append(f"the witness of this ledger's head is broken: {error}")
+        if witness is not None and (witness["ledger_id"], witness["created_at"]) != (self._identity["ledger_id"], self._identity["created_at"]):
+            problems.append(f"this machine saw ledger {witness['ledger_id']} (created {witness['created_at'] or 'before schema 2'}) at "
+                            f"this location (witness {self._witness.path}); it now holds ledger {self.ledger_id} (created "
+                            f"{self._identity['created_at'] or 'before schema 2'}): it was replaced or rewritten; {way_out}")
+            witness = None
+        pinned, pinned_seen = self._expect_head, self._expect_head is not None and self._expect_head == self._genesis
         with self._store.guard("checking the ledger's chain"), self._store.read():
             state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1")
             if state is None:
@@ -579,6 +649,8 @@ class DurableLedger(Ledger):
                 link, position = stored, seq
                 if witness is not None and seq == witness["seq"]:
                     witnessed = stored
+                if stored == pinned and expected == stored:
+                    pinned_seen = True
             seg_sum = set_of(chain.segments(map(tuple, self._store.rows("SELECT start, stop, profile FROM dpverify_segments"))))
             prof_sum = set_of(chain.profile(*row) for row in self._store.rows("SELECT id, key, spend, releases FROM dpverify_profiles"))
         if seen != count or position != last_seq:
@@ -597,10 +669,13 @@ class DurableLedger(Ledger):
         if witness is not None:
             if witness["charges"] > seen:
                 problems.append(f"this machine saw {witness['charges']} charges in this ledger (witness {self._witness.path}); "
-                                f"it now holds {seen}: it was rolled back or rewritten")
+                                f"it now holds {seen}: it was rolled back or rewritten; {way_out}")
             elif witnessed != witness["link"] and witness["charges"] > 0:
                 problems.append(f"charge {witness['seq']} differs from the one this machine saw (witness {self._witness.path}): "
-                                "the history was rewritten")
+                                f"the history was rewritten; {way_out}")
+        if pinned is not None and not pinned_seen:
+            problems.append(f"the pinned head {pinned} (expect_head) is not a link of this ledger's chain: its history was rewritten, "
+                            "replaced or rolled back to before that head")
         return problems, _Head(count, last_seq, head, segments, profiles, worst)
 
     def _catch_up(self, state: tuple) -> None:
@@ -757,7 +832,11 @@ class DurableLedger(Ledger):
             self._known = _Head(count, seq, link, *sums, worst)
         finally:
             self._end_pending(committed)
-        self._witness.record(count, seq, link, self.url)
+        try:
+            self._witness.record(self._identity, count, seq, link)
+        except WitnessBroken as error:
+            raise WitnessBroken(error.name, error.value, error.allowed,
+                                f"the charge was recorded (seq {seq}); {error.hint}") from None
 
     def _begin_pending(self) -> None:
         self._pending_gids, self._pending_pids, self._pending_keys, self._absent_keys = {}, {}, {}, set()

@@ -448,6 +448,10 @@ class SQLiteStore(Store):
                 timer.cancel()
         return [] if rows == ["ok"] else [f"SQLite quick_check: {row}" for row in rows]
 
+    def identity(self) -> str:
+        """Where the database lives (what its witness is named after): the file's real path."""
+        return "sqlite:" + os.path.realpath(self.path)
+
     def close(self) -> None:
         super().close()
         if self._made_file:  # a refused creation leaves no empty file behind
@@ -596,6 +600,11 @@ class PostgresStore(Store):
 
     def integrity_problems(self) -> list[str]:
         return []  # the server checks its own pages (data checksums, WAL); nothing a client can add cheaply
+
+    def identity(self) -> str:
+        """Where the database lives: the server (host or socket directory, port) and the database."""
+        info = self.connection.info
+        return f"postgresql://{info.host}:{info.port}/{info.dbname}"
 
     def describe(self) -> str:
         with self.guard("reading settings"):

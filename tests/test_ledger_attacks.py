@@ -140,3 +140,130 @@ def test_a_charge_holds_the_lock_no_longer_than_other_writers_wait(tmp_path):
     with Ledger.open(f"sqlite:///{path}") as patient:
         patient.charge(PureDP(0.1), ids, label="big")
         assert len(patient.charges) == 2
+
+
+# ---- items 11 and 15: the witness bound to the database's location; pinned heads; restores -------
+
+
+def _ledger_at(path, spend: float, charges: int = 8) -> str:
+    url = f"sqlite:///{path}"
+    with Ledger.open(url, PureDP(2.0), create=True) as ledger:
+        for i in range(charges):
+            ledger.charge(PureDP(spend), range(0, 100), label=f"batch {i}")
+        return ledger.summary(last=0)["head"]
+
+
+def _rewrite_under_a_new_id(path, tmp_path, monkeypatch) -> None:
+    """The forger's rewrite: the same charges at a tenth of their eps, built by dpverify's own code
+    as a new ledger (a new ledger id, a chain recomputed from its own genesis), moved over the
+    original file. Every check inside the database passes."""
+    with monkeypatch.context() as patch:
+        patch.setenv("DPVERIFY_LEDGER_WITNESS", "off")
+        _ledger_at(tmp_path / "forged.db", 0.025)
+    os.replace(tmp_path / "forged.db", path)
+
+
+def test_a_rewrite_under_a_new_ledger_id_is_caught_by_the_location_and_by_a_pinned_head(tmp_path, monkeypatch):
+    """The history rewritten with a new ledger id and a recomputed chain (self-consistent: with the
+    witness off it opens and verifies, and it would accept 72 more charges of 0.025 on users who
+    already spent 2.0). This machine's witness of the location refuses it for charging (API and
+    exit 2), `ledger verify` exits 1; on a machine that never saw it (witness off) the head pinned
+    elsewhere refuses it (API, `ledger verify --expect-head` exit 1, `account charge --expect-head`
+    exit 2) while the sound ledger passes the same pin. The wrong variant (the witness looked up
+    by the ledger id the database claims) opened the forgery and charged it."""
+    path = tmp_path / "l.db"
+    url = f"sqlite:///{path}"
+    head = _ledger_at(path, 0.25)
+    with Ledger.open(url, expect_head=head) as sound:  # the control: the pin passes on the real ledger
+        assert sound.integrity == ()
+    _rewrite_under_a_new_id(path, tmp_path, monkeypatch)
+    with pytest.raises(AccountingError, match=r"it now holds ledger [0-9a-f]+ .*replaced or rewritten.*accept-restore"):
+        Ledger.open(url)
+    charged = _invoke(["account", "charge", "--ledger", url, "--pure", "0.025", "--users", "0:100"])
+    assert charged.exit_code == 2 and "replaced or rewritten" in charged.output
+    assert _invoke(["ledger", "verify", url]).exit_code == 1
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", "off")  # a machine that never saw it
+    with Ledger.open(url) as forged:  # nothing inside the database tells the forgery apart ...
+        assert forged.integrity == () and forged.verify().ok and forged.can_afford(PureDP(0.025), range(0, 100))
+    with pytest.raises(AccountingError, match=r"pinned head .* not a link"):  # ... but the pinned head does
+        Ledger.open(url, expect_head=head)
+    assert _invoke(["ledger", "verify", url, "--expect-head", head]).exit_code == 1
+    charged = _invoke(["account", "charge", "--ledger", url, "--pure", "0.025", "--expect-head", head])
+    assert charged.exit_code == 2 and "pinned head" in charged.output
+    with pytest.raises(AccountingError, match="expect_head"):
+        Ledger.open(url, expect_head="not hex")
+
+
+def test_restores_made_on_purpose_are_accepted_explicitly_and_logged(tmp_path, witness):
+    """A backup restored (as the refusal message suggested) is refused with a message naming
+    `ledger accept-restore`; that command (exit 0) logs the decision and the ledger then opens and
+    charges. A ledger that lost its last commits (a NORMAL-sync power cut: the witness ahead of
+    the file) is the same case. A copy of a ledger at another path charged on its own leaves the
+    original openable. A tampered ledger is not accepted (only the witness can be overruled).
+    The wrong variant (the witness keyed by ledger id, with no acceptance step) refused the
+    restored backup for ever and the original after its copy was charged."""
+    import shutil
+
+    path = tmp_path / "a.db"
+    url = f"sqlite:///{path}"
+    _ledger_at(path, 0.125, charges=4)
+    shutil.copy(path, tmp_path / "backup.db")
+    with Ledger.open(url) as ledger:
+        ledger.charge(PureDP(0.125), range(0, 100), label="after the backup")
+    # the copy: charged at its own path, the original still opens
+    shutil.copy(path, tmp_path / "b.db")
+    with Ledger.open(f"sqlite:///{tmp_path / 'b.db'}") as copy:
+        copy.charge(PureDP(0.125), range(0, 100), label="only in the copy")
+    with Ledger.open(url) as original:
+        assert original.integrity == () and len(original.charges) == 5
+    # the restore (or a power cut that lost the last commit)
+    shutil.copy(tmp_path / "backup.db", path)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"{path}{suffix}")
+    with pytest.raises(AccountingError, match=r"saw 5 charges.*now holds 4.*accept-restore"):
+        Ledger.open(url)
+    accepted = _invoke(["ledger", "accept-restore", url])
+    assert accepted.exit_code == 0 and "at 4 charges" in accepted.output and "at 5 charges" in accepted.output, accepted.output
+    log = [line for line in (witness / "accepted.log").read_text().splitlines() if line]
+    assert len(log) == 1 and '"charges": 5' in log[0] and '"charges": 4' in log[0]
+    with Ledger.open(url) as restored:
+        restored.charge(PureDP(0.125), range(0, 100), label="after the restore")
+        assert len(restored.charges) == 5
+    # only the witness can be overruled: a tampered ledger is not accepted
+    with _sqlite(path) as connection:
+        connection.execute("UPDATE dpverify_charges SET spent_after = 0.0 WHERE seq = 2")
+    refused = _invoke(["ledger", "accept-restore", url])
+    assert refused.exit_code == 2 and "does not match its link" in refused.output
+    assert len((witness / "accepted.log").read_text().splitlines()) == 1
+
+
+def test_a_damaged_or_unwritable_witness_is_an_error_not_a_skipped_check(tmp_path, monkeypatch, witness):
+    """Garbage in the witness file: opening for writing is refused naming the file and the way out
+    (accept-restore, or the witness turned off explicitly); `ledger show` reports it. A witness
+    directory that cannot be created: refused too. A torn record in one slot (a crash mid-write)
+    is not an error: the other slot holds the previous head. The wrong variant (an unreadable
+    witness read as absent, an unwritable one ignored) opened and charged both times."""
+    path = tmp_path / "l.db"
+    url = f"sqlite:///{path}"
+    _ledger_at(path, 0.125, charges=2)
+    (file,) = [p for p in witness.iterdir() if p.suffix == ".json"]
+    data = file.read_bytes()
+    file.write_bytes(data[:512] + b"\x00" * 100)  # the second slot torn: the first still holds a head
+    with Ledger.open(url) as ledger:
+        ledger.charge(PureDP(0.125), range(0, 100))
+    file.write_bytes(b"garbage")
+    with pytest.raises(AccountingError, match=r"witness.*no whole record.*accept-restore"):
+        Ledger.open(url)
+    shown = _invoke(["ledger", "show", url])
+    assert shown.exit_code == 0 and "witness" in shown.output and "INTEGRITY" in shown.output
+    assert _invoke(["ledger", "accept-restore", url]).exit_code == 0
+    with Ledger.open(url) as ledger:
+        ledger.charge(PureDP(0.125), range(0, 100))
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(blocked / "witness"))
+    with pytest.raises(AccountingError, match=r"witness.*cannot be (read|written).*DPVERIFY_LEDGER_WITNESS=off"):
+        Ledger.open(url)
+    with Ledger.open(url, read_only=True) as reader:  # reading needs no witness
+        assert len(reader.charges) == 4
