@@ -608,13 +608,13 @@ class DurableLedger(Ledger):
             raise self._store.error(f"an undamaged SQLite ledger ({problems[0]})",
                                     "the file is damaged: nothing was charged; restore it from a backup, and "
                                     "inspect the damaged copy with the sqlite3 shell's .recover")
-        problems, head = self._scan()
+        problems, head = self._scan(baseline=True)
         self._known = head
         if not problems and head is not None:
             self._witness.record(self._identity, head.charges, head.last_seq, head.link, required=not self._store.read_only)
         return problems
 
-    def _scan(self, use_witness: bool = True) -> tuple[list[str], _Head | None]:
+    def _scan(self, use_witness: bool = True, baseline: bool = False) -> tuple[list[str], _Head | None]:
         """Recompute the chain over every charge row and the set digests of segments and profiles
         (hashes only), and compare them with the state row, the witness (``use_witness``) and the
         pinned head (``expect_head``)."""
@@ -633,6 +633,8 @@ class DurableLedger(Ledger):
             witness = None
         pinned, pinned_seen = self._expect_head, self._expect_head is not None and self._expect_head == self._genesis
         with self._store.guard("checking the ledger's chain"), self._store.read():
+            if baseline:
+                self._store.changed_behind()  # the baseline: what this scan reads is what later charges compare with
             state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1")
             if state is None:
                 return ["table dpverify_state has lost its row"], None
@@ -700,6 +702,26 @@ class DurableLedger(Ledger):
         self._known = current
         if count - known.charges <= _CHECKED_UNDER_LOCK:
             self._check_appended()
+
+    def _check_derived(self, state: tuple) -> None:
+        """Under the lock, when another connection wrote since this handle's last look (SQLite's
+        data version; always on PostgreSQL): the segments and profiles this charge will read must
+        be the ones the chain vouches for. The rows appended meanwhile are checked now (their links
+        up to the state row's head, whose digests the last of them commits to), then both set
+        digests are recomputed over the tables (hashes only) and compared with the state row. An
+        edit made while this handle was open (a segment deleted or re-pointed, a profile's spend
+        lowered) is refused before it can let a charge through."""
+        self._check_appended()
+        chain = self._chain
+        with self._store.guard("checking the ledger's segments and profiles"):
+            segments = set_of(chain.segments(map(tuple, self._store.all("SELECT start, stop, profile FROM dpverify_segments"))))
+            profiles = set_of(chain.profile(*row) for row in self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"))
+        if segments != state[3]:
+            self._refuse("table dpverify_segments differs from its digest in dpverify_state (a segment was edited, added or "
+                         "deleted while this ledger was open)")
+        if profiles != state[4]:
+            self._refuse("table dpverify_profiles differs from its digest in dpverify_state (a profile was edited while this "
+                         "ledger was open)")
 
     def _check_appended(self) -> None:
         """The queued stretches of rows other processes appended: each row must link to the one
@@ -804,6 +826,8 @@ class DurableLedger(Ledger):
                 state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1"
                                         + self._store.lock_suffix)
                 self._catch_up(state)
+                if self._store.changed_behind():
+                    self._check_derived(state)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
                 self._sums = [int(state[3], 16), int(state[4], 16)]
                 for entry in entries:

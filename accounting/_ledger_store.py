@@ -260,6 +260,11 @@ class Store(abc.ABC):
     def integrity_problems(self) -> list[str]:
         """The storage engine's own check of its pages (bounded by the statement timeout)."""
 
+    def changed_behind(self) -> bool:
+        """Under the write lock: whether another connection may have written to the database since
+        this one last asked (True when the engine cannot tell: the caller then checks everything)."""
+        return True
+
     def reconnect(self) -> None:  # pragma: no cover - SQLite never loses its connection
         raise self.error("a reachable ledger", "the connection was lost")
 
@@ -301,6 +306,7 @@ class SQLiteStore(Store):
             raise self.error("a writable ledger file (the file is read-only)",
                              "charging needs write access; `dpverify ledger show`/`verify` read it as it is")
         self.immutable = False
+        self._data_version = None  # see changed_behind
         self._made_file = self.fresh and not os.path.exists(path)  # removed again if nothing is written to it
         self.connection = self._open(path, read_only)
         self.connection.set_progress_handler(self._past_deadline, 20_000)  # every ~0.2-1 ms of VM work: a timeout in seconds, at little cost per charge
@@ -327,6 +333,14 @@ class SQLiteStore(Store):
         except sqlite3.Error as error:
             raise self.error(f"a SQLite file that can be opened ({_sqlite_problem(error)})",
                              "check the path and its permissions") from None
+
+    def changed_behind(self) -> bool:
+        """``PRAGMA data_version`` moved: another connection committed since this one last asked
+        (its own commits never move it). Asked under the write lock, nobody else can commit
+        between two answers unseen."""
+        version = self.connection.execute("PRAGMA data_version").fetchone()[0]
+        changed, self._data_version = version != self._data_version, version
+        return changed
 
     def _pragma(self, sql: str) -> None:
         with self.guard("configuring the connection"):

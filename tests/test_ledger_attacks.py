@@ -267,3 +267,64 @@ def test_a_damaged_or_unwritable_witness_is_an_error_not_a_skipped_check(tmp_pat
         Ledger.open(url)
     with Ledger.open(url, read_only=True) as reader:  # reading needs no witness
         assert len(reader.charges) == 4
+
+
+# ---- item 12: an open handle checks what it reads ------------------------------------------------
+
+
+def _tamper(url: str, statement: str) -> None:
+    if url.startswith("sqlite:"):
+        with _sqlite(url[len("sqlite:///"):]) as connection:
+            connection.execute(statement)
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(statement)
+
+
+def _dump(url: str) -> list:
+    tables = ("dpverify_state", "dpverify_charges ORDER BY seq", "dpverify_segments ORDER BY start", "dpverify_profiles ORDER BY id")
+    if url.startswith("sqlite:"):
+        with _sqlite(url[len("sqlite:///"):]) as connection:
+            return [connection.execute(f"SELECT * FROM {t}").fetchall() for t in tables]
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        return [connection.execute(f"SELECT * FROM {t}").fetchall() for t in tables]
+
+
+OPEN_HANDLE_EDITS = {
+    "a segment deleted": "DELETE FROM dpverify_segments WHERE start = 0",
+    "a segment re-pointed at the empty-ish profile": "UPDATE dpverify_segments SET profile = (SELECT MIN(id) FROM dpverify_profiles) WHERE start = 0",
+    "a profile's spend lowered": "UPDATE dpverify_profiles SET spend = 0.0",
+}
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("edit", list(OPEN_HANDLE_EDITS))
+def test_an_open_handle_refuses_segments_edited_behind_its_back(store, edit, tmp_path, request):
+    """A writer's handle is open on a ledger whose users 0..99 have spent 9.5 of 10 (19 charges
+    of 0.5) and users 100..199 0.5; while it is open, a tamperer edits the segment or profile rows
+    (and nothing else). The handle's next charge of 1.0 on users 0..199 would fit only for the
+    edited rows: it is refused as an integrity failure, the database unchanged. The control: the
+    same handle, unedited, refuses that charge for budget and accepts 0.5. The wrong variant (the
+    handle trusting the state row it left) accepted the charge (75-80 more in the issue's run)."""
+    url = f"sqlite:///{tmp_path}/l.db" if store == "sqlite" else request.getfixturevalue("postgres").url()
+    with Ledger.open(url, PureDP(10.0), create=True) as setup:
+        for i in range(19):
+            setup.charge(PureDP(0.5), range(0, 100), label=f"batch {i}")
+        setup.charge(PureDP(0.5), range(100, 200), label="others")
+    writer = Ledger.open(url)
+    try:
+        with pytest.raises(BudgetExceeded):  # the control: the sound ledger refuses it for budget
+            writer.charge(PureDP(1.0), range(0, 200))
+        _tamper(url, OPEN_HANDLE_EDITS[edit])
+        before = _dump(url)
+        with pytest.raises(AccountingError, match=r"integrity check.*(segments|profiles) differs from its digest"):
+            writer.charge(PureDP(1.0), range(0, 200), label="over budget")
+        assert _dump(url) == before
+    finally:
+        writer.close()
+    with pytest.raises(AccountingError, match="integrity check"):
+        Ledger.open(url)
