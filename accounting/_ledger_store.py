@@ -70,6 +70,12 @@ _SQLITE_KEYS = ("synchronous", "lock_timeout", "statement_timeout")
 _POSTGRES_KEYS = ("lock_timeout", "statement_timeout", "reconnect_timeout")  # ours; connect_timeout is libpq's too
 
 
+#: libpq's TCP keepalive settings used unless the URL gives its own (seconds; ignored on Unix sockets)
+_KEEPALIVES = (("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"))
+#: how long past its own bounds (lock wait + statement) the client waits for a silent server
+_GRACE = 2.0
+
+
 class ConnectionLost(AccountingError):
     """The connection to a PostgreSQL ledger broke (server restart, failover, network)."""
 
@@ -139,6 +145,11 @@ def parse(url: Any) -> tuple[str, str, StoreOptions]:
                 passed.append((key, value))
         if not any(key == "connect_timeout" for key, _ in passed):
             passed.append(("connect_timeout", str(max(1, round(options.connect_timeout)))))
+        # TCP keepalives (libpq's defaults leave them to the kernel: hours): a peer that vanished
+        # is noticed within about a minute even with no statement under way
+        for key, value in _KEEPALIVES:
+            if not any(k == key for k, _ in passed):
+                passed.append((key, value))
         return "postgresql", parts._replace(query=urlencode(passed, safe="/:", quote_via=quote)).geturl(), options
     raise AccountingError("url", redacted(url), f"a ledger URL: {URL_FORMS}")
 
@@ -491,6 +502,9 @@ class PostgresStore(Store):
         self._psycopg = psycopg
         self._target = target
         self.fresh = False
+        self._depth = 0  # nested guards: the outermost one arms the deadline
+        self.lost_because = ""  # why the connection was last lost (named when reconnecting fails)
+        self._silenced: float | None = None  # the deadline (s) after which the client closed a silent connection
         self._connect()
 
     def _connect(self) -> None:
@@ -515,13 +529,14 @@ class PostgresStore(Store):
         pause = 0.1
         while True:
             self.close()
+            self._depth = 0
             try:
                 self._connect()
                 return
             except AccountingError as error:
                 if time.monotonic() + pause > deadline:
                     raise self.error(f"a reachable PostgreSQL server within reconnect_timeout={self.options.reconnect_timeout:g} s "
-                                     f"after the connection was lost ({error.allowed})",
+                                     f"after the connection was lost ({self.lost_because or 'lost'}; reconnecting: {error.allowed})",
                                      "the interrupted charge was not recorded twice; charges committed before are kept; "
                                      "retry when the server is back") from None
             time.sleep(pause)
@@ -545,18 +560,61 @@ class PostgresStore(Store):
         connection = self.connection
         return isinstance(error, self._psycopg.OperationalError) and (connection is None or connection.closed or connection.broken)
 
+    @property
+    def client_deadline(self) -> float:
+        """The client's own bound on one guarded exchange (s): the server's lock wait and statement
+        bounds plus a grace. The server enforces those itself and answers; a connection still
+        silent after this long (a network that stopped forwarding, a frozen host) is closed by the
+        client, and the exchange fails as a lost connection instead of hanging."""
+        return self.options.lock_timeout + self.options.statement_timeout + _GRACE
+
+    def _silence(self, connection: Any) -> None:
+        """The deadline passed with the exchange still waiting: shut the socket down, so that the
+        blocked read returns at once (the descriptor stays the driver's to close)."""
+        import socket
+
+        if connection is not self.connection or connection.closed:
+            return
+        self._silenced = self.client_deadline
+        with contextlib.suppress(OSError, ValueError):
+            duplicate = socket.socket(fileno=os.dup(connection.fileno()))
+            try:
+                duplicate.shutdown(socket.SHUT_RDWR)
+            finally:
+                duplicate.close()
+
     @contextlib.contextmanager
     def guard(self, action: str) -> Iterator[None]:
         psycopg = self._psycopg
+        timer = None
+        if self._depth == 0 and self.connection is not None:
+            import threading
+
+            self._silenced = None
+            timer = threading.Timer(self.client_deadline, self._silence, (self.connection,))
+            timer.daemon = True
+            timer.start()
+        self._depth += 1
         try:
             yield
         except psycopg.Error as error:
             raise self._mapped(error, action) from None
+        finally:
+            self._depth -= 1
+            if timer is not None:
+                timer.cancel()
 
     def _mapped(self, error: Exception, action: str) -> AccountingError:
         errors = self._psycopg.errors
         text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        if self._silenced is not None:
+            self.lost_because = f"no answer within {self._silenced:g} s: the connection went silent and dpverify closed it"
+            return ConnectionLost("ledger", self.shown, f"a server that answers while {action} (no answer within "
+                                  f"{self._silenced:g} s = lock_timeout + statement_timeout + {_GRACE:g} s: the connection went "
+                                  "silent, and dpverify closed it)",
+                                  "dpverify reconnects and checks the charge id before retrying")
         if self._lost(error):
+            self.lost_because = text
             return ConnectionLost("ledger", self.shown, f"an open connection while {action} (lost: {text})",
                                   "dpverify reconnects and checks the charge id before retrying")
         if isinstance(error, errors.LockNotAvailable):

@@ -328,3 +328,93 @@ def test_an_open_handle_refuses_segments_edited_behind_its_back(store, edit, tmp
         writer.close()
     with pytest.raises(AccountingError, match="integrity check"):
         Ledger.open(url)
+
+
+# ---- item 13: a silent PostgreSQL connection ---------------------------------------------------
+
+
+@pytest.fixture
+def silent_proxy(postgres):
+    """A TCP proxy on 127.0.0.1 (and nowhere else) in front of the test server's Unix socket: it
+    forwards both ways until ``stop()``, then goes silent (established connections stay open and
+    unanswered; new ones are accepted and never answered), as a network that stops forwarding."""
+    import select
+    import socket
+    import threading
+
+    forwarding = threading.Event()
+    forwarding.set()
+    closing = threading.Event()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def pump(client: socket.socket, server: socket.socket) -> None:
+        peers = {client: server, server: client}
+        while not closing.is_set():
+            if not forwarding.is_set():
+                closing.wait(0.05)
+                continue
+            ready, _, _ = select.select(list(peers), [], [], 0.05)
+            for source in ready:
+                if not forwarding.is_set():
+                    break
+                data = source.recv(65536)
+                if not data:
+                    return
+                peers[source].sendall(data)
+
+    def accept() -> None:
+        while True:
+            try:
+                client = listener.accept()[0]
+            except OSError:
+                return
+            held.append(client)
+            if not forwarding.is_set():
+                continue
+            server = socket.socket(socket.AF_UNIX)
+            server.connect(str(postgres.directory / ".s.PGSQL.5432"))
+            held.append(server)
+            threading.Thread(target=pump, args=(client, server), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+
+    class Proxy:
+        port = listener.getsockname()[1]
+        stop = forwarding.clear
+
+    yield Proxy
+    closing.set()
+    listener.close()
+    for connection in held:
+        with contextlib.suppress(OSError):
+            connection.close()
+
+
+def test_a_charge_through_a_connection_gone_silent_fails_clearly_within_its_bounds(postgres, silent_proxy):
+    """A ledger reached through the proxy (lock_timeout = statement_timeout = 1 s, connect and
+    reconnect timeouts small): a charge works; the proxy stops forwarding; the next charge fails
+    with an AccountingError naming the silence and the reconnect bound, within lock + statement +
+    grace + reconnect (about 7 s; 20 s allowed), and is not recorded. The wrong variant (no
+    client-side deadline: libpq waits on an established connection for ever) hung for 150 s in the
+    issue's run (the test would hit its own 20 s bound through the timer's absence)."""
+    import time
+    from urllib.parse import urlsplit
+
+    database = urlsplit(postgres.url()).path.lstrip("/")
+    url = (f"postgresql://postgres@127.0.0.1:{silent_proxy.port}/{database}"
+           "?connect_timeout=2&lock_timeout=1&statement_timeout=1&reconnect_timeout=1")
+    ledger = Ledger.open(url, PureDP(1.0), create=True)
+    try:
+        ledger.charge(PureDP(0.1), range(0, 10), label="through the proxy")
+        silent_proxy.stop()
+        started = time.monotonic()
+        with pytest.raises(AccountingError, match=r"reachable PostgreSQL server within reconnect_timeout=1 s.*no answer within 4 s"):
+            ledger.charge(PureDP(0.1), range(0, 10), label="into the silence")
+        assert time.monotonic() - started < 20
+    finally:
+        ledger.close()
+    with Ledger.open(postgres.admin_url(database), read_only=True) as reader:
+        assert [c.label for c in reader.charges] == ["through the proxy"]
