@@ -36,7 +36,9 @@ the head this machine saw last; a ledger that disagrees is refused for charging 
 report it: ``dpverify ledger verify``/``show``). A handle then checks only what changed
 (incrementally): under the lock, that the state row is the one it left or moved forward, and the
 rows other processes appended meanwhile (when a few; a longer stretch, from many writers queueing
-for the lock, is checked before the handle's next charge, outside the lock). Every charge has an
+for the lock, is checked before the handle's next charge, outside the lock); and, whenever another
+connection wrote since its last look, the segments and profiles the charge reads, against the
+digests the chain vouches for (:meth:`DurableLedger._check_derived`). Every charge has an
 id (``cid``), so that a charge interrupted by a lost PostgreSQL connection is looked up after
 reconnecting and counted once, whatever the retry.
 
@@ -346,6 +348,8 @@ class DurableLedger(Ledger):
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._terms: dict[tuple[int, int, int], int] = {}  # see _segments_delta
+        self._segment_terms: dict[tuple, int] = {}  # see _check_derived
+        self._profile_terms: dict[tuple, int] = {}
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -359,9 +363,10 @@ class DurableLedger(Ledger):
         chain = Chain.from_environment()
         store = connect(url, read_only=read_only, create=create)
         try:
-            meta = cls._read_meta(store)
+            meta, created = cls._read_meta(store), False
             if meta is None:
                 meta = cls._create_in(store, url, budget, name, chain, read_only=read_only, create=create)
+                created = meta.pop("_created", False)
             stored_budget = cls._check_meta(store, meta, chain)
             if budget is not None and budget != stored_budget:
                 raise AccountingError("budget", budget, f"the ledger's own budget {stored_budget} (fixed when the ledger at {store.shown} was created)")
@@ -369,6 +374,8 @@ class DurableLedger(Ledger):
                 store.became_ledger()
             ledger = cls(store, stored_budget, meta.get("name", ""), meta, chain)
             ledger._expect_head = expect_head
+            if created:
+                ledger._witness_created()
             ledger.integrity = tuple(ledger._check_on_open())
             if ledger.integrity and not read_only:
                 raise AccountingError("ledger", store.shown, "a ledger that passes its integrity check (found: "
@@ -422,7 +429,7 @@ class DurableLedger(Ledger):
             genesis = chain.genesis(ledger_id, spec, name, LEDGER_FORMAT)
             store.run("INSERT INTO dpverify_state (id, worst, charges, cursor, head, segments, profiles, last_seq) "
                       "VALUES (1, NULL, 0, 0, ?, ?, ?, 0)", (genesis, EMPTY_SET, EMPTY_SET))
-        return meta
+        return {**meta, "_created": True}
 
     @staticmethod
     def _check_meta(store: Store, meta: dict, chain: Chain) -> Budget:
@@ -569,19 +576,38 @@ class DurableLedger(Ledger):
             ledger._witness.replace(ledger._identity, head.charges, head.last_seq, head.link)
             record = {"accepted_at": _now(), "url": ledger.url, "location": ledger._witness.location, "witness": str(ledger._witness.path),
                       "before": before, "after": {**ledger._identity, "charges": head.charges, "seq": head.last_seq, "link": head.link}}
-            log = acceptance_log()
-            try:
-                with open(log, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(record, sort_keys=True) + "\n")
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            except OSError as error:
-                raise WitnessBroken(WITNESS_VARIABLE, str(log), f"a writable acceptance log ({error.strerror or error})",
-                                    "the witness was replaced but the acceptance could not be logged") from None
-            record["log"] = str(log)
+            record["log"] = ledger._log_acceptance(record)
             return record
         finally:
             ledger.close()
+
+    def _witness_created(self) -> None:
+        """This process has just created the ledger (``create=True`` on an empty database): the
+        witness of the location starts from its genesis. A ledger this machine saw there before
+        (moved or deleted since) is named in the acceptance log, so a fresh budget started where
+        an old one vanished leaves a trace."""
+        try:
+            before = self._witness.read()
+        except WitnessBroken as error:
+            before = {"broken": str(error)}
+        self._witness.replace(self._identity, 0, 0, self._genesis)
+        if before is not None:
+            self._log_acceptance({"created_at": _now(), "url": self.url, "location": self._witness.location, "witness": str(self._witness.path),
+                                  "before": before, "after": {**self._identity, "charges": 0, "seq": 0, "link": self._genesis},
+                                  "reason": "a new ledger created where this machine had seen another"})
+
+    @staticmethod
+    def _log_acceptance(record: dict) -> str:
+        log = acceptance_log()
+        try:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, sort_keys=True) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:
+            raise WitnessBroken(WITNESS_VARIABLE, str(log), f"a writable acceptance log ({error.strerror or error})",
+                                "the witness was replaced but the decision could not be logged") from None
+        return str(log)
 
     def close(self) -> None:
         self._store.close()
@@ -634,7 +660,7 @@ class DurableLedger(Ledger):
         pinned, pinned_seen = self._expect_head, self._expect_head is not None and self._expect_head == self._genesis
         with self._store.guard("checking the ledger's chain"), self._store.read():
             if baseline:
-                self._store.changed_behind()  # the baseline: what this scan reads is what later charges compare with
+                self._store.baseline()  # what this scan reads is what later charges compare with
             state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1")
             if state is None:
                 return ["table dpverify_state has lost its row"], None
@@ -712,16 +738,35 @@ class DurableLedger(Ledger):
         edit made while this handle was open (a segment deleted or re-pointed, a profile's spend
         lowered) is refused before it can let a charge through."""
         self._check_appended()
-        chain = self._chain
         with self._store.guard("checking the ledger's segments and profiles"):
-            segments = set_of(chain.segments(map(tuple, self._store.all("SELECT start, stop, profile FROM dpverify_segments"))))
-            profiles = set_of(chain.profile(*row) for row in self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"))
+            segments = set_hex(self._sum_of_terms(self._segment_terms, self._store.all("SELECT start, stop, profile FROM dpverify_segments"),
+                                                  lambda rows: self._chain.segments(rows)))
+            profiles = set_hex(self._sum_of_terms(self._profile_terms, self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"),
+                                                  lambda rows: [self._chain.profile(*row) for row in rows]))
         if segments != state[3]:
             self._refuse("table dpverify_segments differs from its digest in dpverify_state (a segment was edited, added or "
                          "deleted while this ledger was open)")
         if profiles != state[4]:
             self._refuse("table dpverify_profiles differs from its digest in dpverify_state (a profile was edited while this "
                          "ledger was open)")
+
+    @staticmethod
+    def _sum_of_terms(kept: dict, rows: list[tuple], terms: Callable[[list[tuple]], list[int]]) -> int:
+        """The sum of the rows' set-digest terms, hashing only rows not met before (a term is a
+        pure function of its row, so a kept one is never stale; at most _KEPT_TERMS are kept)."""
+        total, new = 0, []
+        for row in rows:
+            term = kept.get(row)
+            if term is None:
+                new.append(row)
+            else:
+                total += term
+        if new:
+            fresh = terms(new)
+            total += sum(fresh)
+            if len(kept) < _KEPT_TERMS:
+                kept.update(zip(new, fresh))
+        return total
 
     def _check_appended(self) -> None:
         """The queued stretches of rows other processes appended: each row must link to the one

@@ -273,8 +273,12 @@ class Store(abc.ABC):
 
     def changed_behind(self) -> bool:
         """Under the write lock: whether another connection may have written to the database since
-        this one last asked (True when the engine cannot tell: the caller then checks everything)."""
+        this one last asked or since :meth:`baseline` (True when the engine cannot tell: the caller
+        then checks everything)."""
         return True
+
+    def baseline(self) -> None:
+        """Inside the read of the check on open: what later :meth:`changed_behind` calls compare with."""
 
     def reconnect(self) -> None:  # pragma: no cover - SQLite never loses its connection
         raise self.error("a reachable ledger", "the connection was lost")
@@ -352,6 +356,9 @@ class SQLiteStore(Store):
         version = self.connection.execute("PRAGMA data_version").fetchone()[0]
         changed, self._data_version = version != self._data_version, version
         return changed
+
+    def baseline(self) -> None:
+        self._data_version = self.connection.execute("PRAGMA data_version").fetchone()[0]
 
     def _pragma(self, sql: str) -> None:
         with self.guard("configuring the connection"):
@@ -504,6 +511,8 @@ class PostgresStore(Store):
         self.fresh = False
         self._depth = 0  # nested guards: the outermost one arms the deadline
         self.lost_because = ""  # why the connection was last lost (named when reconnecting fails)
+        self._last_xid: int | None = None  # see changed_behind
+        self._others = True
         self._silenced: float | None = None  # the deadline (s) after which the client closed a silent connection
         self._connect()
 
@@ -530,6 +539,7 @@ class PostgresStore(Store):
         while True:
             self.close()
             self._depth = 0
+            self.baseline()
             try:
                 self._connect()
                 return
@@ -672,6 +682,24 @@ class PostgresStore(Store):
 
     def integrity_problems(self) -> list[str]:
         return []  # the server checks its own pages (data checksums, WAL); nothing a client can add cheaply
+
+    def changed_behind(self) -> bool:
+        """Inside a charge, after the state row's lock: lock the derived tables against every other
+        writer until the commit (a concurrent UPDATE or DELETE waits; readers do not), then tell
+        whether any transaction may have written since this connection's last charge: transaction
+        ids are handed out in order, so none did if this transaction's id follows the last one's
+        and no other transaction was in progress then (one that was could commit later under an
+        older id). Conservative: any write anywhere on the server counts."""
+        self.run("LOCK TABLE dpverify_segments, dpverify_profiles IN SHARE ROW EXCLUSIVE MODE")
+        xid, others = self.one("SELECT pg_current_xact_id()::text, (SELECT count(*) FROM pg_snapshot_xip(pg_current_snapshot()) AS x "
+                               "WHERE x <> pg_current_xact_id())")
+        xid = int(xid)
+        changed = self._last_xid is None or self._others or xid != self._last_xid + 1
+        self._last_xid, self._others = xid, bool(others)
+        return changed
+
+    def baseline(self) -> None:
+        self._last_xid, self._others = None, True  # the first charge checks everything
 
     def identity(self) -> str:
         """Where the database lives: the server (host or socket directory, port) and the database."""

@@ -101,6 +101,8 @@ def show_command(url: str, near: float, last: int, as_json: bool, expect_head: s
     worst = summary["worst_user_spend"]
     url_shown = escape(printable(summary["url"]))
     console.print(f"ledger {url_shown} ({escape(printable(summary['store']))}, schema {summary['schema_version']}, chain {summary['chain']})")
+    if summary["head"]:
+        console.print(f"  head {summary['head']} (keep it elsewhere; --expect-head checks the ledger still holds it)")
     for problem in summary["integrity"]:
         console.print(f"  [bold red]INTEGRITY[/]: {escape(printable(problem))}")
     if summary["integrity"]:

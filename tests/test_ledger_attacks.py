@@ -176,6 +176,8 @@ def test_a_rewrite_under_a_new_ledger_id_is_caught_by_the_location_and_by_a_pinn
     head = _ledger_at(path, 0.25)
     with Ledger.open(url, expect_head=head) as sound:  # the control: the pin passes on the real ledger
         assert sound.integrity == ()
+    shown = _invoke(["ledger", "show", url, "--expect-head", head])
+    assert shown.exit_code == 0 and f"head {head}" in shown.output and "INTEGRITY" not in shown.output
     _rewrite_under_a_new_id(path, tmp_path, monkeypatch)
     with pytest.raises(AccountingError, match=r"it now holds ledger [0-9a-f]+ .*replaced or rewritten.*accept-restore"):
         Ledger.open(url)
