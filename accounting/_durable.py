@@ -56,6 +56,7 @@ profiles, worst spend and chain.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import math
@@ -100,6 +101,8 @@ _REPORTED = 10
 _KEPT_TERMS = 100_000
 #: most rows other processes appended that a charge checks while it holds the lock (more wait for its next charge)
 _CHECKED_UNDER_LOCK = 2
+#: most charges by others a handle's mirror is refreshed over (more: it is read again whole)
+_REFRESHED_CHARGES = 1000
 #: most attempts of one charge across lost connections (each reconnect is bounded in time too)
 _ATTEMPTS = 5
 _CHARGE_COLUMNS = "seq, cid, label, guarantee, participants, users, spent_after, recorded_at, derived, link"
@@ -128,6 +131,106 @@ class _Entry:
     participants: str | None  # as stored (JSON)
     users: int | None
     content: bytes  # the link's fields between seq and spent_after, encoded (see _ledger_chain.encode)
+
+
+class _Mirror:
+    """The segments and profiles as a handle last verified them against the chain (under the lock).
+
+    Built by one full read the first time another connection is found to have written; then kept
+    up to date by the handle's own writes (undone if the transaction rolls back) and, after other
+    processes' charges, by re-reading only the id ranges their runs touched (a charge on [a, b)
+    changes only segments overlapping or adjoining [a, b)) and the profiles added since (profile
+    rows are only ever inserted). Its two sums must equal the state row's digests; a charge then
+    reads profiles from it and compares the segment rows the database returns with it, so a row
+    edited anywhere, inside or outside the refreshed ranges, is either caught or not used."""
+
+    def __init__(self, chain: Chain, seq: int) -> None:
+        self.chain = chain
+        self.seq = seq  # the last charge the mirror reflects
+        self.segments: dict[int, tuple[int, int, int]] = {}  # start -> (stop, profile, term)
+        self.starts: list[int] = []
+        self.segment_sum = 0
+        self.profiles: dict[int, tuple[str, float, int, int]] = {}  # id -> (key, spend, releases, term)
+        self.pid_of_key: dict[str, int] = {}
+        self.profile_sum = 0
+        self.max_pid = 0
+        self._undo: list[tuple] | None = None
+
+    def begin(self) -> None:
+        self._undo = []
+
+    def end(self, committed: bool) -> None:
+        undo, self._undo = self._undo, None
+        if not committed and undo:
+            for op in reversed(undo):
+                if op[0] == "segment+":
+                    self._remove_segment(op[1], log=False)
+                elif op[0] == "segment-":
+                    self._add_segments([op[1]], log=False)
+                else:
+                    pid = op[1]
+                    key, _, _, term = self.profiles.pop(pid)
+                    self.pid_of_key.pop(key, None)
+                    self.profile_sum -= term
+                    self.max_pid = op[2]
+
+    def _add_segments(self, rows: list[tuple[int, int, int]], log: bool = True) -> None:
+        for row, term in zip(rows, self.chain.segments(rows)):
+            start = row[0]
+            if start in self.segments:
+                raise KeyError(start)
+            self.segments[start] = (row[1], row[2], term)
+            bisect.insort(self.starts, start)
+            self.segment_sum += term
+            if log and self._undo is not None:
+                self._undo.append(("segment+", start))
+
+    def add_segments(self, rows: Sequence[Sequence[int]]) -> None:
+        self._add_segments([tuple(r) for r in rows])
+
+    def _remove_segment(self, start: int, log: bool = True) -> None:
+        stop, pid, term = self.segments.pop(start)
+        del self.starts[bisect.bisect_left(self.starts, start)]
+        self.segment_sum -= term
+        if log and self._undo is not None:
+            self._undo.append(("segment-", (start, stop, pid)))
+
+    def remove_segment(self, start: int) -> None:
+        if start in self.segments:
+            self._remove_segment(start)
+
+    def near(self, a: int, b: int, adjoining: bool) -> list[tuple[int, int, int]]:
+        """The segments overlapping [a, b) (and, if ``adjoining``, those ending at a or starting at b)."""
+        i = bisect.bisect_left(self.starts, a)
+        if i > 0:
+            stop = self.segments[self.starts[i - 1]][0]
+            if stop > a or (adjoining and stop == a):
+                i -= 1
+        j = (bisect.bisect_right if adjoining else bisect.bisect_left)(self.starts, b)
+        return [(start, *self.segments[start][:2]) for start in self.starts[i:j]]
+
+    def add_profiles(self, rows: Sequence[Sequence[Any]]) -> None:
+        for pid, key, spend, releases in rows:
+            if pid in self.profiles:
+                raise KeyError(pid)
+            term = self.chain.profile(pid, key, spend, releases)
+            self.profiles[pid] = (key, spend, releases, term)
+            self.pid_of_key[key] = pid
+            self.profile_sum += term
+            if self._undo is not None:
+                self._undo.append(("profile", pid, self.max_pid))
+            self.max_pid = max(self.max_pid, pid)
+
+    def rows_for(self, a: int, b: int) -> list[tuple[int, int, int]]:
+        """The rows _plan's query returns for [a, b): the two segments starting at or before a,
+        those starting in (a, b], and the first one starting after b."""
+        i = bisect.bisect_right(self.starts, a)
+        j = bisect.bisect_right(self.starts, b)
+        chosen = self.starts[max(0, i - 2):i] + self.starts[i:j] + self.starts[j:j + 1]
+        return [(start, *self.segments[start][:2]) for start in chosen]
+
+    def digests(self) -> tuple[str, str]:
+        return set_hex(self.segment_sum), set_hex(self.profile_sum)
 
 
 def _runs(participants: Any) -> list[tuple[int, int]]:
@@ -348,8 +451,8 @@ class DurableLedger(Ledger):
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._terms: dict[tuple[int, int, int], int] = {}  # see _segments_delta
-        self._segment_terms: dict[tuple, int] = {}  # see _check_derived
-        self._profile_terms: dict[tuple, int] = {}
+        self._mirror: _Mirror | None = None  # see _Mirror and _check_derived
+        self._in_charge = False
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
@@ -731,42 +834,72 @@ class DurableLedger(Ledger):
 
     def _check_derived(self, state: tuple) -> None:
         """Under the lock, when another connection wrote since this handle's last look (SQLite's
-        data version; always on PostgreSQL): the segments and profiles this charge will read must
-        be the ones the chain vouches for. The rows appended meanwhile are checked now (their links
-        up to the state row's head, whose digests the last of them commits to), then both set
-        digests are recomputed over the tables (hashes only) and compared with the state row. An
-        edit made while this handle was open (a segment deleted or re-pointed, a profile's spend
-        lowered) is refused before it can let a charge through."""
+        data version; PostgreSQL's transaction ids): the segments and profiles this charge will
+        read must be the ones the chain vouches for. The rows appended meanwhile are checked now
+        (their links up to the state row's head, whose digests the last of them commits to); then
+        the handle's :class:`_Mirror` is brought up to the state row (built by one full read the
+        first time, then refreshed over the ranges other charges touched) and its sums compared
+        with the state row's digests. An edit made while this handle was open (a segment deleted
+        or re-pointed, a profile's spend lowered) is refused here, or, outside the refreshed
+        ranges, when a charge reads it (:meth:`_plan`); the mirror, not the edited row, is used."""
         self._check_appended()
+        last_seq, mirror = state[5], self._mirror
+        self._mirror = None  # until it checks out
+        if mirror is not None:
+            mirror._undo = None  # others' committed rows stay whatever becomes of this transaction
         with self._store.guard("checking the ledger's segments and profiles"):
-            segments = set_hex(self._sum_of_terms(self._segment_terms, self._store.all("SELECT start, stop, profile FROM dpverify_segments"),
-                                                  lambda rows: self._chain.segments(rows)))
-            profiles = set_hex(self._sum_of_terms(self._profile_terms, self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"),
-                                                  lambda rows: [self._chain.profile(*row) for row in rows]))
+            if mirror is None or last_seq - mirror.seq > _REFRESHED_CHARGES:
+                mirror = _Mirror(self._chain, last_seq)
+                mirror.add_segments(self._store.all("SELECT start, stop, profile FROM dpverify_segments"))
+                mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"))
+            else:
+                if last_seq > mirror.seq:
+                    ranges = sorted(r for (stored,) in self._store.all("SELECT participants FROM dpverify_charges WHERE seq > ? AND seq <= ?",
+                                                                       (mirror.seq, last_seq))
+                                    for r in _runs_of_stored(json.loads(stored)))
+                    merged: list[list[int]] = []
+                    for a, b in ranges:
+                        if merged and a <= merged[-1][1]:
+                            merged[-1][1] = max(merged[-1][1], b)
+                        else:
+                            merged.append([a, b])
+                    for a, b in merged:
+                        self._refresh_region(mirror, a, b)
+                mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles WHERE id > ?", (mirror.max_pid,)))
+                mirror.seq = last_seq
+        segments, profiles = mirror.digests()
         if segments != state[3]:
             self._refuse("table dpverify_segments differs from its digest in dpverify_state (a segment was edited, added or "
                          "deleted while this ledger was open)")
         if profiles != state[4]:
             self._refuse("table dpverify_profiles differs from its digest in dpverify_state (a profile was edited while this "
                          "ledger was open)")
+        mirror._undo = [] if self._in_charge else None  # this transaction's own writes can be undone
+        self._mirror = mirror
+        # what the handle remembered of profiles may have come from edited rows: the mirror answers from now on
+        self._profile_of_pid, self._pid_of_key = {}, {}
 
-    @staticmethod
-    def _sum_of_terms(kept: dict, rows: list[tuple], terms: Callable[[list[tuple]], list[int]]) -> int:
-        """The sum of the rows' set-digest terms, hashing only rows not met before (a term is a
-        pure function of its row, so a kept one is never stale; at most _KEPT_TERMS are kept)."""
-        total, new = 0, []
-        for row in rows:
-            term = kept.get(row)
-            if term is None:
-                new.append(row)
-            else:
-                total += term
-        if new:
-            fresh = terms(new)
-            total += sum(fresh)
-            if len(kept) < _KEPT_TERMS:
-                kept.update(zip(new, fresh))
-        return total
+    def _refresh_region(self, mirror: _Mirror, a: int, b: int) -> None:
+        """Replace the mirror's segments around [a, b), which other charges may have rewritten, by
+        the database's: a charge on [a, b) rewrites the segments overlapping or adjoining it, so the
+        region starts as the hull of those (in both copies), and grows while a segment of either
+        copy straddles one of its ends (charges one after another can move those ends); outside
+        it, the two copies agree unless someone edited a row, which the digests or a later read
+        then catch."""
+        near = "SELECT start, stop, profile FROM dpverify_segments WHERE stop >= ? AND start <= ?"
+        rows = self._store.all(near, (a, b)) + mirror.near(a, b, adjoining=True)
+        lo, hi = min([a, *(r[0] for r in rows)]), max([b, *(r[1] for r in rows)])
+        while True:
+            theirs = self._store.all("SELECT start, stop, profile FROM dpverify_segments WHERE stop > ? AND start < ?", (lo, hi))
+            mine = mirror.near(lo, hi, adjoining=False)
+            new_lo = min([lo, *(r[0] for r in theirs), *(r[0] for r in mine)])
+            new_hi = max([hi, *(r[1] for r in theirs), *(r[1] for r in mine)])
+            if (new_lo, new_hi) == (lo, hi):
+                break
+            lo, hi = new_lo, new_hi
+        for start, _, _ in mine:
+            mirror.remove_segment(start)
+        mirror.add_segments(theirs)
 
     def _check_appended(self) -> None:
         """The queued stretches of rows other processes appended: each row must link to the one
@@ -899,6 +1032,8 @@ class DurableLedger(Ledger):
                                 "WHERE id = 1", (worst, count, link, *sums, seq))
             committed = True
             self._known = _Head(count, seq, link, *sums, worst)
+            if self._mirror is not None:
+                self._mirror.seq = seq
         finally:
             self._end_pending(committed)
         try:
@@ -909,10 +1044,16 @@ class DurableLedger(Ledger):
 
     def _begin_pending(self) -> None:
         self._pending_gids, self._pending_pids, self._pending_keys, self._absent_keys = {}, {}, {}, set()
+        self._in_charge = True
+        if self._mirror is not None:
+            self._mirror.begin()
 
     def _end_pending(self, committed: bool) -> None:
         """After the transaction: a commit makes the new rows' ids everyone's (cache them); a
         rollback frees them (forget them)."""
+        self._in_charge = False
+        if self._mirror is not None:
+            self._mirror.end(committed)
         if committed:
             for gid, (spec, g) in self._pending_gids.items():
                 self._gid_of_spec[spec] = gid
@@ -1087,6 +1228,14 @@ class DurableLedger(Ledger):
         return g
 
     def _profile(self, pid: int) -> tuple[str, float]:
+        mirror = self._mirror
+        if mirror is not None:
+            found = mirror.profiles.get(pid)
+            if found is not None:
+                return found[0], found[1]
+            if self._in_charge:  # the mirror is the whole table here
+                self._refuse(f"profile {pid}, named by a segment, is missing from dpverify_profiles")
+            # outside a charge the mirror may lag behind other processes: read it
         known = self._profile_of_pid.get(pid) or self._pending_pids.get(pid)
         if known is None:
             row = self._store.one("SELECT key, spend FROM dpverify_profiles WHERE id = ?", (pid,))
@@ -1110,6 +1259,11 @@ class DurableLedger(Ledger):
             "FROM dpverify_segments WHERE start > ? ORDER BY start LIMIT 1) AS r",
             (a, a, b, b),
         ))
+        mirror = self._mirror
+        if mirror is not None and self._in_charge and rows != mirror.rows_for(a, b):
+            self._mirror = None
+            self._refuse(f"the segments a charge on users [{a}, {b}) reads differ from the ones the chain vouches for "
+                         "(table dpverify_segments was edited while this ledger was open)")
         pieces: list[tuple[int, int, str, int | None]] = []
         touched: list[str] = []
 
@@ -1175,6 +1329,11 @@ class DurableLedger(Ledger):
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
         """(id, spend) of a profile already in the database (committed, or written by this
         transaction), or None."""
+        mirror = self._mirror
+        if mirror is not None:
+            pid = mirror.pid_of_key.get(key)
+            if pid is not None or self._in_charge:
+                return None if pid is None else (pid, mirror.profiles[pid][1])
         known = self._pid_of_key.get(key) or self._pending_keys.get(key)
         if known is not None or key in self._absent_keys:
             return known
@@ -1208,6 +1367,8 @@ class DurableLedger(Ledger):
         self._sums[1] += self._chain.profile(pid, key, spend, releases)
         self._pending_keys[key] = (pid, spend)
         self._pending_pids[pid] = (key, spend)
+        if self._mirror is not None:
+            self._mirror.add_profiles([(pid, key, spend, releases)])
         self._absent_keys.discard(key)
         return pid
 
@@ -1237,6 +1398,11 @@ class DurableLedger(Ledger):
         self._sums[0] += self._segments_delta([tuple(by_start[start]) for start in old], [tuple(m) for m in merged])
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
+        mirror = self._mirror
+        if mirror is not None:
+            for start in old:
+                mirror.remove_segment(start)
+            mirror.add_segments(merged)
 
     # ---- reading --------------------------------------------------------------------------------
 

@@ -305,13 +305,19 @@ OPEN_HANDLE_EDITS = {
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 @pytest.mark.parametrize("edit", list(OPEN_HANDLE_EDITS))
-def test_an_open_handle_refuses_segments_edited_behind_its_back(store, edit, tmp_path, request):
+@pytest.mark.parametrize("others", [False, True])
+def test_an_open_handle_refuses_segments_edited_behind_its_back(store, edit, others, tmp_path, request):
     """A writer's handle is open on a ledger whose users 0..99 have spent 9.5 of 10 (19 charges
     of 0.5) and users 100..199 0.5; while it is open, a tamperer edits the segment or profile rows
     (and nothing else). The handle's next charge of 1.0 on users 0..199 would fit only for the
-    edited rows: it is refused as an integrity failure, the database unchanged. The control: the
-    same handle, unedited, refuses that charge for budget and accepts 0.5. The wrong variant (the
-    handle trusting the state row it left) accepted the charge (75-80 more in the issue's run)."""
+    edited rows: it is refused, the database unchanged, and the next open refuses the ledger.
+    ``others``: another handle charged legitimately (users 300..309) before the edit, so the
+    writer checks from its refreshed copy of the tables rather than a full read: a segment edit
+    is then caught when the charge reads it, and a lowered profile spend is not used (the refusal
+    is for budget, decided on the verified spend). The control: the same handle, unedited, refuses
+    that charge for budget (and the other handle's charges are accepted, not taken for tampering).
+    The wrong variant (the handle trusting the state row it left) accepted the charge (75-80 more
+    in the issue's run)."""
     url = f"sqlite:///{tmp_path}/l.db" if store == "sqlite" else request.getfixturevalue("postgres").url()
     with Ledger.open(url, PureDP(10.0), create=True) as setup:
         for i in range(19):
@@ -319,12 +325,22 @@ def test_an_open_handle_refuses_segments_edited_behind_its_back(store, edit, tmp
         setup.charge(PureDP(0.5), range(100, 200), label="others")
     writer = Ledger.open(url)
     try:
+        if others:
+            with Ledger.open(url) as other:
+                other.charge(PureDP(0.5), range(300, 310), label="another process")
         with pytest.raises(BudgetExceeded):  # the control: the sound ledger refuses it for budget
             writer.charge(PureDP(1.0), range(0, 200))
+        if others:
+            with Ledger.open(url) as other:
+                other.charge(PureDP(0.5), range(305, 320), label="another process again")
         _tamper(url, OPEN_HANDLE_EDITS[edit])
         before = _dump(url)
-        with pytest.raises(AccountingError, match=r"integrity check.*(segments|profiles) differs from its digest"):
+        caught = r"integrity check.*((segments|profiles) differs from its digest|segments a charge on users \[0, 200\) reads differ)"
+        with pytest.raises((AccountingError, BudgetExceeded)) as refused:
             writer.charge(PureDP(1.0), range(0, 200), label="over budget")
+        mirrored = others or store == "postgresql"  # (PostgreSQL's first charge after open reads the tables whole)
+        if not (mirrored and "profile" in edit):
+            assert refused.type is AccountingError and re.search(caught, str(refused.value)), refused.value
         assert _dump(url) == before
     finally:
         writer.close()
@@ -420,3 +436,46 @@ def test_a_charge_through_a_connection_gone_silent_fails_clearly_within_its_boun
         ledger.close()
     with Ledger.open(postgres.admin_url(database), read_only=True) as reader:
         assert [c.label for c in reader.charges] == ["through the proxy"]
+
+
+def test_interleaved_handles_keep_copies_that_match_the_tables(tmp_path):
+    """Three handles on one SQLite ledger take turns (seeded: 240 charges of ranges of 1-60 users
+    and scattered ids over 400 users, budget eps 1.5, refusals included): after every charge, each
+    handle that has a verified copy of the tables (see _Mirror) holds exactly the rows of the
+    database once it has refreshed, and no sound charge is ever refused as tampering. What it has
+    power to detect: any segment a refresh misses (a merge at a range's end, a refusal undone the
+    wrong way) shows up as a difference in the rows or a false integrity refusal. Deterministic
+    given the seed (false-alarm rate 0); the wrong variant (refreshing only the segments
+    overlapping each charge's range, not those adjoining it, which a merge rewrites) fails it."""
+    path = tmp_path / "l.db"
+    url = f"sqlite:///{path}"
+    rng = np.random.default_rng(34)
+    handles = [Ledger.open(url, PureDP(1.5), create=True)] + [Ledger.open(url) for _ in range(2)]
+    refused = 0
+    try:
+        for i in range(240):
+            handle = handles[int(rng.integers(3))]
+            eps = [0.05, 0.1, 0.25][int(rng.integers(3))]
+            if rng.random() < 0.75:
+                start = int(rng.integers(0, 340))
+                users = range(start, start + int(rng.integers(1, 60)))
+            else:
+                users = np.unique(rng.integers(0, 400, size=int(rng.integers(1, 12))))
+            try:
+                handle.charge(PureDP(eps), users, label=f"c{i}")
+            except BudgetExceeded:
+                refused += 1
+            mirror = handle._mirror
+            if mirror is not None:
+                with _sqlite(path) as connection:
+                    table = connection.execute("SELECT start, stop, profile FROM dpverify_segments ORDER BY start").fetchall()
+                    profiles = connection.execute("SELECT id, key, spend, releases FROM dpverify_profiles ORDER BY id").fetchall()
+                assert mirror.rows_for(-1, 10**6) == table or [(s, *mirror.segments[s][:2]) for s in mirror.starts] == table
+                assert sorted((pid, *v[:3]) for pid, v in mirror.profiles.items()) == profiles
+        assert 0 < refused < 240
+        assert sum(h._mirror is not None for h in handles) >= 2  # the refresh path was exercised
+    finally:
+        for handle in handles:
+            handle.close()
+    with Ledger.open(url, read_only=True) as reader:
+        assert reader.verify().ok
