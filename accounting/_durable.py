@@ -886,12 +886,10 @@ class DurableLedger(Ledger):
         copy straddles one of its ends (charges one after another can move those ends); outside
         it, the two copies agree unless someone edited a row, which the digests or a later read
         then catch."""
-        near = "SELECT start, stop, profile FROM dpverify_segments WHERE stop >= ? AND start <= ?"
-        rows = self._store.all(near, (a, b)) + mirror.near(a, b, adjoining=True)
+        rows = self._segments_near(a, b, adjoining=True) + mirror.near(a, b, adjoining=True)
         lo, hi = min([a, *(r[0] for r in rows)]), max([b, *(r[1] for r in rows)])
         while True:
-            theirs = self._store.all("SELECT start, stop, profile FROM dpverify_segments WHERE stop > ? AND start < ?", (lo, hi))
-            mine = mirror.near(lo, hi, adjoining=False)
+            theirs, mine = self._segments_near(lo, hi, adjoining=False), mirror.near(lo, hi, adjoining=False)
             new_lo = min([lo, *(r[0] for r in theirs), *(r[0] for r in mine)])
             new_hi = max([hi, *(r[1] for r in theirs), *(r[1] for r in mine)])
             if (new_lo, new_hi) == (lo, hi):
@@ -900,6 +898,16 @@ class DurableLedger(Ledger):
         for start, _, _ in mine:
             mirror.remove_segment(start)
         mirror.add_segments(theirs)
+
+    def _segments_near(self, a: int, b: int, adjoining: bool) -> list[tuple]:
+        """The segment rows overlapping [a, b) (and, if ``adjoining``, those ending at a or starting
+        at b): the last one starting before a, if it reaches a, and those starting in [a, b) (or
+        [a, b]), by the primary key (a condition on stop would scan the table)."""
+        rows = self._store.all(
+            "SELECT start, stop, profile FROM (SELECT start, stop, profile FROM dpverify_segments WHERE start < ? ORDER BY start DESC "
+            f"LIMIT 1) AS l UNION ALL SELECT start, stop, profile FROM dpverify_segments WHERE start >= ? AND start {'<=' if adjoining else '<'} ?",
+            (a, a, b))
+        return [tuple(r) for r in rows if r[0] >= a or r[1] > a or (adjoining and r[1] == a)]
 
     def _check_appended(self) -> None:
         """The queued stretches of rows other processes appended: each row must link to the one
