@@ -863,8 +863,7 @@ class DurableLedger(Ledger):
                             merged[-1][1] = max(merged[-1][1], b)
                         else:
                             merged.append([a, b])
-                    for a, b in merged:
-                        self._refresh_region(mirror, a, b)
+                    self._refresh_regions(mirror, [tuple(m) for m in merged])
                 mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles WHERE id > ?", (mirror.max_pid,)))
                 mirror.seq = last_seq
         segments, profiles = mirror.digests()
@@ -879,35 +878,71 @@ class DurableLedger(Ledger):
         # what the handle remembered of profiles may have come from edited rows: the mirror answers from now on
         self._profile_of_pid, self._pid_of_key = {}, {}
 
-    def _refresh_region(self, mirror: _Mirror, a: int, b: int) -> None:
-        """Replace the mirror's segments around [a, b), which other charges may have rewritten, by
-        the database's: a charge on [a, b) rewrites the segments overlapping or adjoining it, so the
-        region starts as the hull of those (in both copies), and grows while a segment of either
-        copy straddles one of its ends (charges one after another can move those ends); outside
-        it, the two copies agree unless someone edited a row, which the digests or a later read
-        then catch."""
-        rows = self._segments_near(a, b, adjoining=True) + mirror.near(a, b, adjoining=True)
-        lo, hi = min([a, *(r[0] for r in rows)]), max([b, *(r[1] for r in rows)])
-        while True:
-            theirs, mine = self._segments_near(lo, hi, adjoining=False), mirror.near(lo, hi, adjoining=False)
-            new_lo = min([lo, *(r[0] for r in theirs), *(r[0] for r in mine)])
-            new_hi = max([hi, *(r[1] for r in theirs), *(r[1] for r in mine)])
-            if (new_lo, new_hi) == (lo, hi):
-                break
-            lo, hi = new_lo, new_hi
-        for start, _, _ in mine:
-            mirror.remove_segment(start)
-        mirror.add_segments(theirs)
+    def _refresh_regions(self, mirror: _Mirror, intervals: list[tuple[int, int]]) -> None:
+        """Replace the mirror's segments around each of ``intervals`` (disjoint, sorted), which
+        other charges may have rewritten, by the database's. A charge on [a, b) rewrites only the
+        segments overlapping or adjoining it, so each region starts as the hull of those (in both
+        copies); when a segment of either copy reaches past that hull (charges one after another
+        can move its ends) the regions grow and are read again, until no segment straddles an end.
+        Outside the regions the copies agree unless someone edited a row, which the digests or a
+        later read then catch. One query for all regions on PostgreSQL (usually once)."""
+        found = self._segments_near(intervals, adjoining=True)
+        hulls, theirs, covered = [], [], True
+        for (a, b), rows in zip(intervals, found):
+            lo, hi = min([a, *(r[0] for r in rows)]), max([b, *(r[1] for r in rows)])
+            mine = mirror.near(a, b, adjoining=True) + mirror.near(lo, hi, adjoining=False)
+            if any(r[0] < lo or r[1] > hi for r in mine):
+                covered = False  # the mirror reaches past what was read: read the grown region
+            hulls.append([min([lo, *(r[0] for r in mine)]), max([hi, *(r[1] for r in mine)])])
+            theirs.append(rows)
+        if covered and all(left[1] < right[0] for left, right in zip(hulls, hulls[1:])):
+            # rows overlapping [lo, hi) are exactly the ones read: none can start inside a read row
+            regions = list(zip(hulls, theirs))
+        else:
+            while True:
+                merged: list[list[int]] = []
+                for lo, hi in sorted(hulls):
+                    if merged and lo <= merged[-1][1]:
+                        merged[-1][1] = max(merged[-1][1], hi)
+                    else:
+                        merged.append([lo, hi])
+                theirs = self._segments_near([tuple(h) for h in merged], adjoining=False)
+                grown = False
+                for hull, rows in zip(merged, theirs):
+                    mine = mirror.near(hull[0], hull[1], adjoining=False)
+                    lo = min([hull[0], *(r[0] for r in rows), *(r[0] for r in mine)])
+                    hi = max([hull[1], *(r[1] for r in rows), *(r[1] for r in mine)])
+                    if (lo, hi) != (hull[0], hull[1]):
+                        hull[0], hull[1], grown = lo, hi, True
+                hulls = merged
+                if not grown:
+                    break
+            regions = list(zip(merged, theirs))
+        for (lo, hi), rows in regions:
+            for start, _, _ in mirror.near(lo, hi, adjoining=False):
+                mirror.remove_segment(start)
+        for _, rows in regions:
+            mirror.add_segments([r for r in rows if r[0] not in mirror.segments])
 
-    def _segments_near(self, a: int, b: int, adjoining: bool) -> list[tuple]:
-        """The segment rows overlapping [a, b) (and, if ``adjoining``, those ending at a or starting
-        at b): the last one starting before a, if it reaches a, and those starting in [a, b) (or
-        [a, b]), by the primary key (a condition on stop would scan the table)."""
-        rows = self._store.all(
-            "SELECT start, stop, profile FROM (SELECT start, stop, profile FROM dpverify_segments WHERE start < ? ORDER BY start DESC "
-            f"LIMIT 1) AS l UNION ALL SELECT start, stop, profile FROM dpverify_segments WHERE start >= ? AND start {'<=' if adjoining else '<'} ?",
-            (a, a, b))
-        return [tuple(r) for r in rows if r[0] >= a or r[1] > a or (adjoining and r[1] == a)]
+    def _segments_near(self, intervals: list[tuple[int, int]], adjoining: bool) -> list[list[tuple]]:
+        """For each [a, b) of ``intervals``, the segment rows overlapping it (and, if ``adjoining``,
+        those ending at a or starting at b): the last one starting before a, if it reaches a, and
+        those starting in [a, b) (or [a, b]), by the primary key (a condition on stop would scan
+        the table). PostgreSQL: one query for all of them (a round trip each cost more)."""
+        op = "<=" if adjoining else "<"
+        before = "SELECT start, stop, profile FROM dpverify_segments WHERE start < {a} ORDER BY start DESC LIMIT 1"
+        inside = "SELECT start, stop, profile FROM dpverify_segments WHERE start >= {a} AND start " + op + " {b}"
+        if self._store.kind == "postgresql":
+            out: list[list[tuple]] = [[] for _ in intervals]
+            for i, start, stop, profile in self._store.all(
+                    "SELECT r.i, s.start, s.stop, s.profile FROM unnest(?::bigint[], ?::bigint[]) WITH ORDINALITY AS r(a, b, i) "
+                    f"CROSS JOIN LATERAL (({before.format(a='r.a')}) UNION ALL ({inside.format(a='r.a', b='r.b')})) AS s",
+                    ([a for a, _ in intervals], [b for _, b in intervals])):
+                out[i - 1].append((start, stop, profile))
+        else:
+            out = [[tuple(r) for r in self._store.all(f"SELECT * FROM ({before.format(a='?')}) AS l UNION ALL {inside.format(a='?', b='?')}",
+                                                       (a, a, b))] for a, b in intervals]
+        return [[r for r in rows if r[0] >= a or r[1] > a or (adjoining and r[1] == a)] for (a, _), rows in zip(intervals, out)]
 
     def _check_appended(self) -> None:
         """The queued stretches of rows other processes appended: each row must link to the one
