@@ -684,13 +684,12 @@ class PostgresStore(Store):
         return []  # the server checks its own pages (data checksums, WAL); nothing a client can add cheaply
 
     def changed_behind(self) -> bool:
-        """Inside a charge, after the state row's lock: lock the derived tables against every other
-        writer until the commit (a concurrent UPDATE or DELETE waits; readers do not), then tell
-        whether any transaction may have written since this connection's last charge: transaction
-        ids are handed out in order, so none did if this transaction's id follows the last one's
-        and no other transaction was in progress then (one that was could commit later under an
-        older id). Conservative: any write anywhere on the server counts."""
-        self.run("LOCK TABLE dpverify_segments, dpverify_profiles IN SHARE ROW EXCLUSIVE MODE")
+        """Inside a charge, after the state row's lock: whether any transaction may have written
+        since this connection's last charge. Transaction ids are handed out in order, and every
+        other dpverify charge takes the state row's lock (and its id) after this connection's last
+        one committed, so none did if this transaction's id follows the last one's and no other
+        transaction was in progress then. Conservative: any write anywhere on the server counts.
+        (Rows edited meanwhile outside a charge are caught when read: see DurableLedger._plan.)"""
         xid, others = self.one("SELECT pg_current_xact_id()::text, (SELECT count(*) FROM pg_snapshot_xip(pg_current_snapshot()) AS x "
                                "WHERE x <> pg_current_xact_id())")
         xid = int(xid)
