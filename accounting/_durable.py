@@ -452,6 +452,7 @@ class DurableLedger(Ledger):
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._terms: dict[tuple[int, int, int], int] = {}  # see _segments_delta
         self._mirror: _Mirror | None = None  # see _Mirror and _check_derived
+        self._checked_runs: dict[int, str] = {}  # participants of rows _check_appended verified, by seq
         self._in_charge = False
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
@@ -854,9 +855,13 @@ class DurableLedger(Ledger):
                 mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"))
             else:
                 if last_seq > mirror.seq:
-                    ranges = sorted(r for (stored,) in self._store.all("SELECT participants FROM dpverify_charges WHERE seq > ? AND seq <= ?",
-                                                                       (mirror.seq, last_seq))
-                                    for r in _runs_of_stored(json.loads(stored)))
+                    known = self._checked_runs
+                    if all(seq in known for seq in range(mirror.seq + 1, last_seq + 1)):  # seqs have no gaps
+                        stored_runs = [known[seq] for seq in range(mirror.seq + 1, last_seq + 1)]
+                    else:
+                        stored_runs = [r for (r,) in self._store.all("SELECT participants FROM dpverify_charges WHERE seq > ? AND seq <= ?",
+                                                                     (mirror.seq, last_seq))]
+                    ranges = sorted(r for stored in stored_runs for r in _runs_of_stored(json.loads(stored)))
                     merged: list[list[int]] = []
                     for a, b in ranges:
                         if merged and a <= merged[-1][1]:
@@ -866,6 +871,7 @@ class DurableLedger(Ledger):
                     self._refresh_regions(mirror, [tuple(m) for m in merged])
                 mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles WHERE id > ?", (mirror.max_pid,)))
                 mirror.seq = last_seq
+        self._checked_runs = {}
         segments, profiles = mirror.digests()
         if segments != state[3]:
             self._refuse("table dpverify_segments differs from its digest in dpverify_state (a segment was edited, added or "
@@ -958,6 +964,8 @@ class DurableLedger(Ledger):
                 if self._chain.link(link, [seq, cid, label, self._spec(gid), participants, users, after, at, derived]) != stored:
                     self._refuse(f"charge {seq} does not match its link")
                 link = stored
+                if self._mirror is not None and len(self._checked_runs) < _REFRESHED_CHARGES:
+                    self._checked_runs[seq] = participants  # (verified: the mirror's refresh reads them here)
             if start.charges + len(rows) != end.charges or link != end.link:
                 self._refuse("the charges appended since this process last looked do not lead to the head it saw")
             if derived != self._chain.derived(end.segments, end.profiles, end.worst, end.charges):
