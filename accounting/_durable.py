@@ -36,7 +36,9 @@ the head this machine saw last; a ledger that disagrees is refused for charging 
 report it: ``dpverify ledger verify``/``show``). A handle then checks only what changed
 (incrementally): under the lock, that the state row is the one it left or moved forward, and the
 rows other processes appended meanwhile (when a few; a longer stretch, from many writers queueing
-for the lock, is checked before the handle's next charge, outside the lock). Every charge has an
+for the lock, is checked before the handle's next charge, outside the lock); and, whenever another
+connection wrote since its last look, the segments and profiles the charge reads, against the
+digests the chain vouches for (:meth:`DurableLedger._check_derived`). Every charge has an
 id (``cid``), so that a charge interrupted by a lost PostgreSQL connection is looked up after
 reconnecting and counted once, whatever the retry.
 
@@ -54,6 +56,7 @@ profiles, worst spend and chain.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import math
@@ -79,7 +82,7 @@ from ._ledger import (
     canonical_multiset,
     compose_canonical,
 )
-from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, Chain, Witness, encode, set_hex, set_of
+from ._ledger_chain import EMPTY_SET, KEY_VARIABLE, WITNESS_VARIABLE, Chain, Witness, WitnessBroken, acceptance_log, encode, set_hex, set_of
 from ._ledger_codec import guarantee_from_dict, guarantee_spec
 from ._ledger_store import ConnectionLost, Store, connect, redacted
 from ._validation import AccountingError, BudgetExceeded, check_positive_int
@@ -98,6 +101,8 @@ _REPORTED = 10
 _KEPT_TERMS = 100_000
 #: most rows other processes appended that a charge checks while it holds the lock (more wait for its next charge)
 _CHECKED_UNDER_LOCK = 2
+#: most charges by others a handle's mirror is refreshed over (more: it is read again whole)
+_REFRESHED_CHARGES = 1000
 #: most attempts of one charge across lost connections (each reconnect is bounded in time too)
 _ATTEMPTS = 5
 _CHARGE_COLUMNS = "seq, cid, label, guarantee, participants, users, spent_after, recorded_at, derived, link"
@@ -128,6 +133,106 @@ class _Entry:
     content: bytes  # the link's fields between seq and spent_after, encoded (see _ledger_chain.encode)
 
 
+class _Mirror:
+    """The segments and profiles as a handle last verified them against the chain (under the lock).
+
+    Built by one full read the first time another connection is found to have written; then kept
+    up to date by the handle's own writes (undone if the transaction rolls back) and, after other
+    processes' charges, by re-reading only the id ranges their runs touched (a charge on [a, b)
+    changes only segments overlapping or adjoining [a, b)) and the profiles added since (profile
+    rows are only ever inserted). Its two sums must equal the state row's digests; a charge then
+    reads profiles from it and compares the segment rows the database returns with it, so a row
+    edited anywhere, inside or outside the refreshed ranges, is either caught or not used."""
+
+    def __init__(self, chain: Chain, seq: int) -> None:
+        self.chain = chain
+        self.seq = seq  # the last charge the mirror reflects
+        self.segments: dict[int, tuple[int, int, int]] = {}  # start -> (stop, profile, term)
+        self.starts: list[int] = []
+        self.segment_sum = 0
+        self.profiles: dict[int, tuple[str, float, int, int]] = {}  # id -> (key, spend, releases, term)
+        self.pid_of_key: dict[str, int] = {}
+        self.profile_sum = 0
+        self.max_pid = 0
+        self._undo: list[tuple] | None = None
+
+    def begin(self) -> None:
+        self._undo = []
+
+    def end(self, committed: bool) -> None:
+        undo, self._undo = self._undo, None
+        if not committed and undo:
+            for op in reversed(undo):
+                if op[0] == "segment+":
+                    self._remove_segment(op[1], log=False)
+                elif op[0] == "segment-":
+                    self._add_segments([op[1]], log=False)
+                else:
+                    pid = op[1]
+                    key, _, _, term = self.profiles.pop(pid)
+                    self.pid_of_key.pop(key, None)
+                    self.profile_sum -= term
+                    self.max_pid = op[2]
+
+    def _add_segments(self, rows: list[tuple[int, int, int]], log: bool = True) -> None:
+        for row, term in zip(rows, self.chain.segments(rows)):
+            start = row[0]
+            if start in self.segments:
+                raise KeyError(start)
+            self.segments[start] = (row[1], row[2], term)
+            bisect.insort(self.starts, start)
+            self.segment_sum += term
+            if log and self._undo is not None:
+                self._undo.append(("segment+", start))
+
+    def add_segments(self, rows: Sequence[Sequence[int]]) -> None:
+        self._add_segments([tuple(r) for r in rows])
+
+    def _remove_segment(self, start: int, log: bool = True) -> None:
+        stop, pid, term = self.segments.pop(start)
+        del self.starts[bisect.bisect_left(self.starts, start)]
+        self.segment_sum -= term
+        if log and self._undo is not None:
+            self._undo.append(("segment-", (start, stop, pid)))
+
+    def remove_segment(self, start: int) -> None:
+        if start in self.segments:
+            self._remove_segment(start)
+
+    def near(self, a: int, b: int, adjoining: bool) -> list[tuple[int, int, int]]:
+        """The segments overlapping [a, b) (and, if ``adjoining``, those ending at a or starting at b)."""
+        i = bisect.bisect_left(self.starts, a)
+        if i > 0:
+            stop = self.segments[self.starts[i - 1]][0]
+            if stop > a or (adjoining and stop == a):
+                i -= 1
+        j = (bisect.bisect_right if adjoining else bisect.bisect_left)(self.starts, b)
+        return [(start, *self.segments[start][:2]) for start in self.starts[i:j]]
+
+    def add_profiles(self, rows: Sequence[Sequence[Any]]) -> None:
+        for pid, key, spend, releases in rows:
+            if pid in self.profiles:
+                raise KeyError(pid)
+            term = self.chain.profile(pid, key, spend, releases)
+            self.profiles[pid] = (key, spend, releases, term)
+            self.pid_of_key[key] = pid
+            self.profile_sum += term
+            if self._undo is not None:
+                self._undo.append(("profile", pid, self.max_pid))
+            self.max_pid = max(self.max_pid, pid)
+
+    def rows_for(self, a: int, b: int) -> list[tuple[int, int, int]]:
+        """The rows _plan's query returns for [a, b): the two segments starting at or before a,
+        those starting in (a, b], and the first one starting after b."""
+        i = bisect.bisect_right(self.starts, a)
+        j = bisect.bisect_right(self.starts, b)
+        chosen = self.starts[max(0, i - 2):i] + self.starts[i:j] + self.starts[j:j + 1]
+        return [(start, *self.segments[start][:2]) for start in chosen]
+
+    def digests(self) -> tuple[str, str]:
+        return set_hex(self.segment_sum), set_hex(self.profile_sum)
+
+
 def _runs(participants: Any) -> list[tuple[int, int]]:
     """Normalised participants as sorted disjoint [start, stop) runs (None: every user)."""
     if participants is None:
@@ -143,6 +248,27 @@ def _runs(participants: Any) -> list[tuple[int, int]]:
     starts = ids[np.concatenate(([0], breaks))]
     stops = ids[np.concatenate((breaks - 1, [ids.size - 1]))] + 1
     return list(zip(starts.tolist(), stops.tolist()))
+
+
+def _bounded(participants: Any) -> Any:
+    """A range of user ids refused unless it lies in [0, EVERYONE) (a range past 2^63 has no
+    length in Python: it raised OverflowError, not the ValueError naming it)."""
+    if isinstance(participants, range) and not (0 <= participants.start <= EVERYONE and 0 <= participants.stop <= EVERYONE):
+        raise AccountingError("participants", f"range({participants.start}, {participants.stop})", f"user ids in [0, 2^62 = {EVERYONE})")
+    return participants
+
+
+def _checked_label(label: Any) -> str:
+    """A charge's label: text that UTF-8 can store (a lone surrogate, e.g. from an undecodable
+    command line, raised a raw UnicodeEncodeError from the driver)."""
+    if not isinstance(label, str):
+        raise AccountingError("label", label, "a string")
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise AccountingError("label", label.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:80],
+                              f"text UTF-8 can encode ({error.reason} at position {error.start})") from None
+    return label
 
 
 def _stored_participants(participants: Any) -> Any:
@@ -254,6 +380,15 @@ class VerifyReport:
         }
 
 
+def _checked_head(head: Any) -> str | None:
+    """A pinned head digest: 64 hex digits (a chain link, as `ledger show` prints it), or None."""
+    if head is None:
+        return None
+    if not isinstance(head, str) or len(head.strip()) != 64 or any(c not in "0123456789abcdef" for c in head.strip().lower()):
+        raise AccountingError("expect_head", head, "a chain link: 64 hex digits, as `dpverify ledger show` prints the head")
+    return head.strip().lower()
+
+
 def _tampered_hint(url: str) -> str:
     return (f"nothing was charged; inspect it with `dpverify ledger verify {url}` and `dpverify ledger show {url}`, "
             "and restore it from a backup you trust")
@@ -292,7 +427,10 @@ class DurableLedger(Ledger):
         self._chain = chain
         self.ledger_id = meta["ledger_id"]
         self._genesis = chain.genesis(self.ledger_id, meta["budget"], meta.get("name", ""), meta.get("format", LEDGER_FORMAT))
-        self._witness = Witness(self.ledger_id)
+        self._witness = Witness(store.identity())
+        # the creation record the witness binds to the database's location
+        self._identity = {"ledger_id": self.ledger_id, "created_at": str(meta.get("created_at", meta.get("upgraded_at", "")))}
+        self._expect_head: str | None = None
         self._known: _Head | None = None
         self._appended: list[tuple[_Head, _Head]] = []  # stretches of the chain other processes wrote, to check
         self.integrity: tuple[str, ...] = ()
@@ -313,27 +451,35 @@ class DurableLedger(Ledger):
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._terms: dict[tuple[int, int, int], int] = {}  # see _segments_delta
+        self._mirror: _Mirror | None = None  # see _Mirror and _check_derived
+        self._checked_runs: dict[int, str] = {}  # participants of rows _check_appended verified, by seq
+        self._in_charge = False
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
     # ---- opening --------------------------------------------------------------------------------
 
     @classmethod
     def connect(cls, url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False,
-                create: bool = False) -> "DurableLedger":
+                create: bool = False, expect_head: str | None = None) -> "DurableLedger":
+        expect_head = _checked_head(expect_head)
         if budget is not None and not isinstance(budget, (PureDP, ZCDP, ApproxDP)):
             raise AccountingError("budget", budget, "a PureDP, ZCDP or ApproxDP budget")
         chain = Chain.from_environment()
         store = connect(url, read_only=read_only, create=create)
         try:
-            meta = cls._read_meta(store)
+            meta, created = cls._read_meta(store), False
             if meta is None:
                 meta = cls._create_in(store, url, budget, name, chain, read_only=read_only, create=create)
+                created = meta.pop("_created", False)
             stored_budget = cls._check_meta(store, meta, chain)
             if budget is not None and budget != stored_budget:
                 raise AccountingError("budget", budget, f"the ledger's own budget {stored_budget} (fixed when the ledger at {store.shown} was created)")
             if not read_only:
                 store.became_ledger()
             ledger = cls(store, stored_budget, meta.get("name", ""), meta, chain)
+            ledger._expect_head = expect_head
+            if created:
+                ledger._witness_created()
             ledger.integrity = tuple(ledger._check_on_open())
             if ledger.integrity and not read_only:
                 raise AccountingError("ledger", store.shown, "a ledger that passes its integrity check (found: "
@@ -387,7 +533,7 @@ class DurableLedger(Ledger):
             genesis = chain.genesis(ledger_id, spec, name, LEDGER_FORMAT)
             store.run("INSERT INTO dpverify_state (id, worst, charges, cursor, head, segments, profiles, last_seq) "
                       "VALUES (1, NULL, 0, 0, ?, ?, ?, 0)", (genesis, EMPTY_SET, EMPTY_SET))
-        return meta
+        return {**meta, "_created": True}
 
     @staticmethod
     def _check_meta(store: Store, meta: dict, chain: Chain) -> Budget:
@@ -505,6 +651,68 @@ class DurableLedger(Ledger):
         if "format" not in dict(store.all("SELECT key, value FROM dpverify_meta")):
             store.run("INSERT INTO dpverify_meta (key, value) VALUES ('format', ?)", (identity["format"],))
 
+    @classmethod
+    def accept_restore(cls, url: str, *, expect_head: str | None = None) -> dict:
+        """Accept the ledger at ``url`` as it is now, after a restore made on purpose (a backup, a
+        copy that lost its last commits in a power cut, a ledger replaced at this location): the
+        witness of this location is replaced by the current head, and the decision is logged (one
+        JSON line in ``accepted.log`` next to the witnesses, and the returned record).
+
+        Only the witness is overruled: the ledger must pass every other check (the file, the
+        whole chain, the derived tables' digests, the key of a keyed ledger, and ``expect_head``
+        when given), or nothing is accepted. Charges recorded after the restored head are gone
+        from the ledger; accepting says that their users' budget is no longer counted."""
+        expect_head = _checked_head(expect_head)
+        ledger = cls.connect(url, read_only=True)
+        try:
+            ledger._expect_head = expect_head
+            problems, head = ledger._scan(use_witness=False)
+            if problems:
+                raise AccountingError("ledger", ledger.url, "a ledger that passes every check but the witness before its restore is "
+                                      f"accepted (found: {'; '.join(problems[:3])})", _tampered_hint(ledger.url))
+            try:
+                before = ledger._witness.read()
+            except WitnessBroken as error:
+                before = {"broken": str(error)}
+            if ledger._witness.path is None:
+                raise AccountingError(WITNESS_VARIABLE, "off", "a witness directory to accept a restore into",
+                                      "with the witness off there is nothing to accept: the ledger opens as it is")
+            ledger._witness.replace(ledger._identity, head.charges, head.last_seq, head.link)
+            record = {"accepted_at": _now(), "url": ledger.url, "location": ledger._witness.location, "witness": str(ledger._witness.path),
+                      "before": before, "after": {**ledger._identity, "charges": head.charges, "seq": head.last_seq, "link": head.link}}
+            record["log"] = ledger._log_acceptance(record)
+            return record
+        finally:
+            ledger.close()
+
+    def _witness_created(self) -> None:
+        """This process has just created the ledger (``create=True`` on an empty database): the
+        witness of the location starts from its genesis. A ledger this machine saw there before
+        (moved or deleted since) is named in the acceptance log, so a fresh budget started where
+        an old one vanished leaves a trace."""
+        try:
+            before = self._witness.read()
+        except WitnessBroken as error:
+            before = {"broken": str(error)}
+        self._witness.replace(self._identity, 0, 0, self._genesis)
+        if before is not None:
+            self._log_acceptance({"created_at": _now(), "url": self.url, "location": self._witness.location, "witness": str(self._witness.path),
+                                  "before": before, "after": {**self._identity, "charges": 0, "seq": 0, "link": self._genesis},
+                                  "reason": "a new ledger created where this machine had seen another"})
+
+    @staticmethod
+    def _log_acceptance(record: dict) -> str:
+        log = acceptance_log()
+        try:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, sort_keys=True) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:
+            raise WitnessBroken(WITNESS_VARIABLE, str(log), f"a writable acceptance log ({error.strerror or error})",
+                                "the witness was replaced but the decision could not be logged") from None
+        return str(log)
+
     def close(self) -> None:
         self._store.close()
         self._witness.close()
@@ -530,18 +738,33 @@ class DurableLedger(Ledger):
             raise self._store.error(f"an undamaged SQLite ledger ({problems[0]})",
                                     "the file is damaged: nothing was charged; restore it from a backup, and "
                                     "inspect the damaged copy with the sqlite3 shell's .recover")
-        problems, head = self._scan()
+        problems, head = self._scan(baseline=True)
         self._known = head
         if not problems and head is not None:
-            self._witness.record(head.charges, head.last_seq, head.link, self.url)
+            self._witness.record(self._identity, head.charges, head.last_seq, head.link, required=not self._store.read_only)
         return problems
 
-    def _scan(self) -> tuple[list[str], _Head | None]:
+    def _scan(self, use_witness: bool = True, baseline: bool = False) -> tuple[list[str], _Head | None]:
         """Recompute the chain over every charge row and the set digests of segments and profiles
-        (hashes only), and compare them with the state row and the witness."""
+        (hashes only), and compare them with the state row, the witness (``use_witness``) and the
+        pinned head (``expect_head``)."""
         chain, problems = self._chain, []
-        witness = self._witness.read()
+        witness, way_out = None, (f"if you restored or replaced it on purpose, accept it with "
+                                  f"`dpverify ledger accept-restore {self.url}` (logged)")
+        if use_witness:
+            try:
+                witness = self._witness.read()
+            except WitnessBroken as error:
+                problems.append(f"the witness of this ledger's head is broken: {error}")
+        if witness is not None and (witness["ledger_id"], witness["created_at"]) != (self._identity["ledger_id"], self._identity["created_at"]):
+            problems.append(f"this machine saw ledger {witness['ledger_id']} (created {witness['created_at'] or 'before schema 2'}) at "
+                            f"this location (witness {self._witness.path}); it now holds ledger {self.ledger_id} (created "
+                            f"{self._identity['created_at'] or 'before schema 2'}): it was replaced or rewritten; {way_out}")
+            witness = None
+        pinned, pinned_seen = self._expect_head, self._expect_head is not None and self._expect_head == self._genesis
         with self._store.guard("checking the ledger's chain"), self._store.read():
+            if baseline:
+                self._store.baseline()  # what this scan reads is what later charges compare with
             state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1")
             if state is None:
                 return ["table dpverify_state has lost its row"], None
@@ -558,6 +781,8 @@ class DurableLedger(Ledger):
                 link, position = stored, seq
                 if witness is not None and seq == witness["seq"]:
                     witnessed = stored
+                if stored == pinned and expected == stored:
+                    pinned_seen = True
             seg_sum = set_of(chain.segments(map(tuple, self._store.rows("SELECT start, stop, profile FROM dpverify_segments"))))
             prof_sum = set_of(chain.profile(*row) for row in self._store.rows("SELECT id, key, spend, releases FROM dpverify_profiles"))
         if seen != count or position != last_seq:
@@ -576,10 +801,13 @@ class DurableLedger(Ledger):
         if witness is not None:
             if witness["charges"] > seen:
                 problems.append(f"this machine saw {witness['charges']} charges in this ledger (witness {self._witness.path}); "
-                                f"it now holds {seen}: it was rolled back or rewritten")
+                                f"it now holds {seen}: it was rolled back or rewritten; {way_out}")
             elif witnessed != witness["link"] and witness["charges"] > 0:
                 problems.append(f"charge {witness['seq']} differs from the one this machine saw (witness {self._witness.path}): "
-                                "the history was rewritten")
+                                f"the history was rewritten; {way_out}")
+        if pinned is not None and not pinned_seen:
+            problems.append(f"the pinned head {pinned} (expect_head) is not a link of this ledger's chain: its history was rewritten, "
+                            "replaced or rolled back to before that head")
         return problems, _Head(count, last_seq, head, segments, profiles, worst)
 
     def _catch_up(self, state: tuple) -> None:
@@ -605,6 +833,123 @@ class DurableLedger(Ledger):
         if count - known.charges <= _CHECKED_UNDER_LOCK:
             self._check_appended()
 
+    def _check_derived(self, state: tuple) -> None:
+        """Under the lock, when another connection wrote since this handle's last look (SQLite's
+        data version; PostgreSQL's transaction ids): the segments and profiles this charge will
+        read must be the ones the chain vouches for. The rows appended meanwhile are checked now
+        (their links up to the state row's head, whose digests the last of them commits to); then
+        the handle's :class:`_Mirror` is brought up to the state row (built by one full read the
+        first time, then refreshed over the ranges other charges touched) and its sums compared
+        with the state row's digests. An edit made while this handle was open (a segment deleted
+        or re-pointed, a profile's spend lowered) is refused here, or, outside the refreshed
+        ranges, when a charge reads it (:meth:`_plan`); the mirror, not the edited row, is used."""
+        self._check_appended()
+        last_seq, mirror = state[5], self._mirror
+        self._mirror = None  # until it checks out
+        if mirror is not None:
+            mirror._undo = None  # others' committed rows stay whatever becomes of this transaction
+        with self._store.guard("checking the ledger's segments and profiles"):
+            if mirror is None or last_seq - mirror.seq > _REFRESHED_CHARGES:
+                mirror = _Mirror(self._chain, last_seq)
+                mirror.add_segments(self._store.all("SELECT start, stop, profile FROM dpverify_segments"))
+                mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"))
+            else:
+                if last_seq > mirror.seq:
+                    known = self._checked_runs
+                    if all(seq in known for seq in range(mirror.seq + 1, last_seq + 1)):  # seqs have no gaps
+                        stored_runs = [known[seq] for seq in range(mirror.seq + 1, last_seq + 1)]
+                    else:
+                        stored_runs = [r for (r,) in self._store.all("SELECT participants FROM dpverify_charges WHERE seq > ? AND seq <= ?",
+                                                                     (mirror.seq, last_seq))]
+                    ranges = sorted(r for stored in stored_runs for r in _runs_of_stored(json.loads(stored)))
+                    merged: list[list[int]] = []
+                    for a, b in ranges:
+                        if merged and a <= merged[-1][1]:
+                            merged[-1][1] = max(merged[-1][1], b)
+                        else:
+                            merged.append([a, b])
+                    self._refresh_regions(mirror, [tuple(m) for m in merged])
+                mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles WHERE id > ?", (mirror.max_pid,)))
+                mirror.seq = last_seq
+        self._checked_runs = {}
+        segments, profiles = mirror.digests()
+        if segments != state[3]:
+            self._refuse("table dpverify_segments differs from its digest in dpverify_state (a segment was edited, added or "
+                         "deleted while this ledger was open)")
+        if profiles != state[4]:
+            self._refuse("table dpverify_profiles differs from its digest in dpverify_state (a profile was edited while this "
+                         "ledger was open)")
+        mirror._undo = [] if self._in_charge else None  # this transaction's own writes can be undone
+        self._mirror = mirror
+        # what the handle remembered of profiles may have come from edited rows: the mirror answers from now on
+        self._profile_of_pid, self._pid_of_key = {}, {}
+
+    def _refresh_regions(self, mirror: _Mirror, intervals: list[tuple[int, int]]) -> None:
+        """Replace the mirror's segments around each of ``intervals`` (disjoint, sorted), which
+        other charges may have rewritten, by the database's. A charge on [a, b) rewrites only the
+        segments overlapping or adjoining it, so each region starts as the hull of those (in both
+        copies); when a segment of either copy reaches past that hull (charges one after another
+        can move its ends) the regions grow and are read again, until no segment straddles an end.
+        Outside the regions the copies agree unless someone edited a row, which the digests or a
+        later read then catch. One query for all regions on PostgreSQL (usually once)."""
+        found = self._segments_near(intervals, adjoining=True)
+        hulls, theirs, covered = [], [], True
+        for (a, b), rows in zip(intervals, found):
+            lo, hi = min([a, *(r[0] for r in rows)]), max([b, *(r[1] for r in rows)])
+            mine = mirror.near(a, b, adjoining=True) + mirror.near(lo, hi, adjoining=False)
+            if any(r[0] < lo or r[1] > hi for r in mine):
+                covered = False  # the mirror reaches past what was read: read the grown region
+            hulls.append([min([lo, *(r[0] for r in mine)]), max([hi, *(r[1] for r in mine)])])
+            theirs.append(rows)
+        if covered and all(left[1] < right[0] for left, right in zip(hulls, hulls[1:])):
+            # rows overlapping [lo, hi) are exactly the ones read: none can start inside a read row
+            regions = list(zip(hulls, theirs))
+        else:
+            while True:
+                merged: list[list[int]] = []
+                for lo, hi in sorted(hulls):
+                    if merged and lo <= merged[-1][1]:
+                        merged[-1][1] = max(merged[-1][1], hi)
+                    else:
+                        merged.append([lo, hi])
+                theirs = self._segments_near([tuple(h) for h in merged], adjoining=False)
+                grown = False
+                for hull, rows in zip(merged, theirs):
+                    mine = mirror.near(hull[0], hull[1], adjoining=False)
+                    lo = min([hull[0], *(r[0] for r in rows), *(r[0] for r in mine)])
+                    hi = max([hull[1], *(r[1] for r in rows), *(r[1] for r in mine)])
+                    if (lo, hi) != (hull[0], hull[1]):
+                        hull[0], hull[1], grown = lo, hi, True
+                hulls = merged
+                if not grown:
+                    break
+            regions = list(zip(merged, theirs))
+        for (lo, hi), rows in regions:
+            for start, _, _ in mirror.near(lo, hi, adjoining=False):
+                mirror.remove_segment(start)
+        for _, rows in regions:
+            mirror.add_segments([r for r in rows if r[0] not in mirror.segments])
+
+    def _segments_near(self, intervals: list[tuple[int, int]], adjoining: bool) -> list[list[tuple]]:
+        """For each [a, b) of ``intervals``, the segment rows overlapping it (and, if ``adjoining``,
+        those ending at a or starting at b): the last one starting before a, if it reaches a, and
+        those starting in [a, b) (or [a, b]), by the primary key (a condition on stop would scan
+        the table). PostgreSQL: one query for all of them (a round trip each cost more)."""
+        op = "<=" if adjoining else "<"
+        before = "SELECT start, stop, profile FROM dpverify_segments WHERE start < {a} ORDER BY start DESC LIMIT 1"
+        inside = "SELECT start, stop, profile FROM dpverify_segments WHERE start >= {a} AND start " + op + " {b}"
+        if self._store.kind == "postgresql":
+            out: list[list[tuple]] = [[] for _ in intervals]
+            for i, start, stop, profile in self._store.all(
+                    "SELECT r.i, s.start, s.stop, s.profile FROM unnest(?::bigint[], ?::bigint[]) WITH ORDINALITY AS r(a, b, i) "
+                    f"CROSS JOIN LATERAL (({before.format(a='r.a')}) UNION ALL ({inside.format(a='r.a', b='r.b')})) AS s",
+                    ([a for a, _ in intervals], [b for _, b in intervals])):
+                out[i - 1].append((start, stop, profile))
+        else:
+            out = [[tuple(r) for r in self._store.all(f"SELECT * FROM ({before.format(a='?')}) AS l UNION ALL {inside.format(a='?', b='?')}",
+                                                       (a, a, b))] for a, b in intervals]
+        return [[r for r in rows if r[0] >= a or r[1] > a or (adjoining and r[1] == a)] for (a, _), rows in zip(intervals, out)]
+
     def _check_appended(self) -> None:
         """The queued stretches of rows other processes appended: each row must link to the one
         before, the last to the head the state row showed, and its derived digest to that state
@@ -619,6 +964,8 @@ class DurableLedger(Ledger):
                 if self._chain.link(link, [seq, cid, label, self._spec(gid), participants, users, after, at, derived]) != stored:
                     self._refuse(f"charge {seq} does not match its link")
                 link = stored
+                if self._mirror is not None and len(self._checked_runs) < _REFRESHED_CHARGES:
+                    self._checked_runs[seq] = participants  # (verified: the mirror's refresh reads them here)
             if start.charges + len(rows) != end.charges or link != end.link:
                 self._refuse("the charges appended since this process last looked do not lead to the head it saw")
             if derived != self._chain.derived(end.segments, end.profiles, end.worst, end.charges):
@@ -671,7 +1018,7 @@ class DurableLedger(Ledger):
         self._check_writable()
         entries = []
         for guarantee, participants, label in items:
-            entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants), label)
+            entry = Charge(_guarantee_of(guarantee), _normalise_participants(_bounded(participants)), _checked_label(label))
             self._check_known(entry.guarantee)
             # guarantee_spec refuses a free-form RDP curve before any I/O
             spec, cid = self._spec_of_object(entry.guarantee), _charge_id()
@@ -708,6 +1055,8 @@ class DurableLedger(Ledger):
                 state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1"
                                         + self._store.lock_suffix)
                 self._catch_up(state)
+                if self._store.changed_behind():
+                    self._check_derived(state)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
                 self._sums = [int(state[3], 16), int(state[4], 16)]
                 for entry in entries:
@@ -734,16 +1083,28 @@ class DurableLedger(Ledger):
                                 "WHERE id = 1", (worst, count, link, *sums, seq))
             committed = True
             self._known = _Head(count, seq, link, *sums, worst)
+            if self._mirror is not None:
+                self._mirror.seq = seq
         finally:
             self._end_pending(committed)
-        self._witness.record(count, seq, link, self.url)
+        try:
+            self._witness.record(self._identity, count, seq, link)
+        except WitnessBroken as error:
+            raise WitnessBroken(error.name, error.value, error.allowed,
+                                f"the charge was recorded (seq {seq}); {error.hint}") from None
 
     def _begin_pending(self) -> None:
         self._pending_gids, self._pending_pids, self._pending_keys, self._absent_keys = {}, {}, {}, set()
+        self._in_charge = True
+        if self._mirror is not None:
+            self._mirror.begin()
 
     def _end_pending(self, committed: bool) -> None:
         """After the transaction: a commit makes the new rows' ids everyone's (cache them); a
         rollback frees them (forget them)."""
+        self._in_charge = False
+        if self._mirror is not None:
+            self._mirror.end(committed)
         if committed:
             for gid, (spec, g) in self._pending_gids.items():
                 self._gid_of_spec[spec] = gid
@@ -775,7 +1136,7 @@ class DurableLedger(Ledger):
     @_reconnecting
     def can_afford(self, guarantee: Any, participants: Any = None) -> bool:
         """Would this charge fit now? (Records nothing; another process may charge in between.)"""
-        entry = Charge(_guarantee_of(guarantee), _normalise_participants(participants))
+        entry = Charge(_guarantee_of(guarantee), _normalise_participants(_bounded(participants)))
         self._check_known(entry.guarantee)
         spec = guarantee_spec(entry.guarantee)
         with self._store.read():
@@ -918,6 +1279,14 @@ class DurableLedger(Ledger):
         return g
 
     def _profile(self, pid: int) -> tuple[str, float]:
+        mirror = self._mirror
+        if mirror is not None:
+            found = mirror.profiles.get(pid)
+            if found is not None:
+                return found[0], found[1]
+            if self._in_charge:  # the mirror is the whole table here
+                self._refuse(f"profile {pid}, named by a segment, is missing from dpverify_profiles")
+            # outside a charge the mirror may lag behind other processes: read it
         known = self._profile_of_pid.get(pid) or self._pending_pids.get(pid)
         if known is None:
             row = self._store.one("SELECT key, spend FROM dpverify_profiles WHERE id = ?", (pid,))
@@ -941,6 +1310,11 @@ class DurableLedger(Ledger):
             "FROM dpverify_segments WHERE start > ? ORDER BY start LIMIT 1) AS r",
             (a, a, b, b),
         ))
+        mirror = self._mirror
+        if mirror is not None and self._in_charge and rows != mirror.rows_for(a, b):
+            self._mirror = None
+            self._refuse(f"the segments a charge on users [{a}, {b}) reads differ from the ones the chain vouches for "
+                         "(table dpverify_segments was edited while this ledger was open)")
         pieces: list[tuple[int, int, str, int | None]] = []
         touched: list[str] = []
 
@@ -1006,6 +1380,11 @@ class DurableLedger(Ledger):
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
         """(id, spend) of a profile already in the database (committed, or written by this
         transaction), or None."""
+        mirror = self._mirror
+        if mirror is not None:
+            pid = mirror.pid_of_key.get(key)
+            if pid is not None or self._in_charge:
+                return None if pid is None else (pid, mirror.profiles[pid][1])
         known = self._pid_of_key.get(key) or self._pending_keys.get(key)
         if known is not None or key in self._absent_keys:
             return known
@@ -1039,6 +1418,8 @@ class DurableLedger(Ledger):
         self._sums[1] += self._chain.profile(pid, key, spend, releases)
         self._pending_keys[key] = (pid, spend)
         self._pending_pids[pid] = (key, spend)
+        if self._mirror is not None:
+            self._mirror.add_profiles([(pid, key, spend, releases)])
         self._absent_keys.discard(key)
         return pid
 
@@ -1068,6 +1449,11 @@ class DurableLedger(Ledger):
         self._sums[0] += self._segments_delta([tuple(by_start[start]) for start in old], [tuple(m) for m in merged])
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])
         self._store.run_many("INSERT INTO dpverify_segments (start, stop, profile) VALUES (?, ?, ?)", [tuple(m) for m in merged])
+        mirror = self._mirror
+        if mirror is not None:
+            for start in old:
+                mirror.remove_segment(start)
+            mirror.add_segments(merged)
 
     # ---- reading --------------------------------------------------------------------------------
 

@@ -301,17 +301,19 @@ class Ledger:
             Ledger._durable = cls
 
     @staticmethod
-    def open(url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False, create: bool = False) -> "Ledger":
+    def open(url: str, budget: Budget | None = None, *, name: str = "", read_only: bool = False, create: bool = False,
+             expect_head: str | None = None) -> "Ledger":
         """The durable ledger at ``url``: ``sqlite:////absolute/path/ledger.db`` or ``postgresql://user@host/db``.
 
         ``create=True`` creates it with ``budget`` when the database is new (a missing SQLite file,
         an empty database); without it a missing ledger is refused, so a mistyped path never starts
         a fresh budget. An existing ledger's own budget is used; ``budget``, if given, must equal it.
         Same charges, guarantees and exact values as the in-memory ledger; every charge is one
-        atomic check-and-charge, chained and checked (see :mod:`accounting._durable`)."""
+        atomic check-and-charge, chained and checked (see :mod:`accounting._durable`). ``expect_head``:
+        a chain head kept elsewhere (64 hex digits) that the ledger must still hold."""
         if Ledger._durable is None:  # pragma: no cover - accounting/__init__ imports accounting._durable
             raise AccountingError("url", url, "a ledger URL, once accounting._durable is imported")
-        return Ledger._durable.connect(url, budget, name=name, read_only=read_only, create=create)
+        return Ledger._durable.connect(url, budget, name=name, read_only=read_only, create=create, expect_head=expect_head)
 
     def __repr__(self) -> str:
         return f"Ledger(budget={self._budget!s}, charges={len(self._charges)}, spent={_fmt(self.spent())})"

@@ -19,11 +19,15 @@ composition); :meth:`DurableLedger.verify` also recomputes every spend with the 
 
 **Witness.** Without a key anyone can recompute a consistent chain, and even with one a ledger
 can be rolled back to an earlier copy. Each process therefore records the last head it wrote or
-verified (charges, seq, link) in a small file per ledger, outside the database (the directory in
-:data:`WITNESS_VARIABLE`, by default ``$XDG_STATE_HOME/dpverify/ledger-heads``; ``off`` disables
-it). Opening checks that the ledger still holds that row with that link: a rewritten or rolled-back
-history is then refused on every machine that has seen the ledger. Writing the witness is best
-effort (an unwritable directory only loses this check, never budget).
+verified (charges, seq, link), with the ledger id and creation time, in a small file per database
+location, outside the database (the directory in :data:`WITNESS_VARIABLE`, by default
+``$XDG_STATE_HOME/dpverify/ledger-heads``; ``off`` disables it). Opening checks that the database
+still holds that ledger, and that row with that link: a replaced, rewritten (under any ledger id)
+or rolled-back history is then refused on every machine that has seen it. A damaged or unwritable
+witness is an error, not a skipped check. A restore made on purpose (a backup, a copy that lost
+its last commits in a power cut) is accepted explicitly, and logged, by
+``dpverify ledger accept-restore`` (:meth:`DurableLedger.accept_restore`). A user can also keep a
+head digest elsewhere and pin it (``expect_head``, ``--expect-head``): the ledger must hold it.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Any, Iterable, Sequence
 
 from ._validation import AccountingError
 
-__all__ = ["Chain", "KEY_VARIABLE", "WITNESS_VARIABLE", "Witness", "encode", "set_hex", "set_of"]
+__all__ = ["Chain", "KEY_VARIABLE", "WITNESS_VARIABLE", "Witness", "WitnessBroken", "acceptance_log", "encode", "set_hex", "set_of"]
 
 #: the environment variable holding the ledger's key (absent: an unkeyed SHA-256 chain)
 KEY_VARIABLE = "DPVERIFY_LEDGER_KEY"
@@ -156,58 +160,122 @@ def set_of(terms: Iterable[int]) -> str:
     return set_hex(sum(terms))
 
 
-class Witness:
-    """The last chain head this machine saw for one ledger, in a file outside the database.
+class WitnessBroken(AccountingError):
+    """The witness file exists but cannot be read or written: the check it adds is refused, not skipped."""
 
-    One small file per ledger, rewritten in place (one ``pwrite`` of a fixed-size record on a
-    descriptor kept open, never synced: a rename per charge cost more than the charge's own
-    work). A record torn by a crash does not parse and counts as absent: the witness only ever
-    adds a check, so losing it loses that check, never budget."""
+
+class Witness:
+    """The last chain head this machine saw in one database, in a file outside it.
+
+    The file is named after the database's *location* (the SQLite file's real path, the
+    PostgreSQL server and database), not after the ledger id the database claims: a forger who
+    rewrites the history under a new id still meets the witness of that location, which records
+    the ledger id and creation time first seen there. A copy of a ledger at another path has a
+    witness of its own (charging the copy never makes the original look rolled back).
+
+    Two fixed-size slots, each with its own checksum, rewritten alternately in place (``pwrite``
+    on a descriptor kept open, never synced: a rename per charge cost more than the charge): a
+    record torn by a crash leaves the other slot whole. A file with no whole slot, or one that
+    cannot be read or written, is an error (:class:`WitnessBroken`), never a check silently
+    skipped; :func:`accept` replaces it after an explicit, logged decision."""
 
     SIZE = 512
 
-    def __init__(self, ledger_id: str) -> None:
-        self.ledger_id = ledger_id
+    def __init__(self, location: str) -> None:
+        self.location = location
         directory = _witness_directory()
-        self.path = None if directory is None else directory / f"{ledger_id}.json"
+        name = hashlib.sha256(location.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        self.path = None if directory is None else directory / f"{name}.json"
         self._fd: int | None = None
+        self._slot = 0
 
     def read(self) -> dict | None:
+        """The newest whole record, None if there is no witness yet; WitnessBroken if the file is damaged."""
         if self.path is None:
             return None
         try:
             if self._fd is not None:
-                text = os.pread(self._fd, self.SIZE, 0)
+                data = os.pread(self._fd, 2 * self.SIZE, 0)
             else:
                 with open(self.path, "rb") as handle:
-                    text = handle.read(self.SIZE)
-            data = json.loads(text)
-        except (OSError, ValueError):
-            return None  # absent or unreadable: as if absent (the witness only ever adds a check)
-        if not isinstance(data, dict) or not all(isinstance(data.get(k), int) for k in ("charges", "seq")) or not isinstance(data.get("link"), str):
+                    data = handle.read(2 * self.SIZE)
+        except FileNotFoundError:
             return None
-        return data
+        except OSError as error:
+            raise self._broken(f"it cannot be read: {error.strerror or error}") from None
+        records = [r for r in (_parse(data[i * self.SIZE:(i + 1) * self.SIZE]) for i in (0, 1)) if r is not None]
+        if not records:
+            raise self._broken("it holds no whole record (damaged, truncated or not a witness)")
+        return max(records, key=lambda r: (r["charges"], r["seq"]))
 
-    def record(self, charges: int, seq: int, link: str, url: str) -> None:
-        """Best effort (errors ignored)."""
+    def _broken(self, problem: str) -> WitnessBroken:
+        return WitnessBroken(WITNESS_VARIABLE, str(self.path), f"a readable and writable witness file ({problem})",
+                             f"it is what detects a rolled-back or rewritten ledger; once you have checked the ledger "
+                             f"(`dpverify ledger verify`), `dpverify ledger accept-restore URL` writes a new witness, or set "
+                             f"{WITNESS_VARIABLE}=off to run without one")
+
+    def record(self, identity: dict, charges: int, seq: int, link: str, *, required: bool = True) -> None:
+        """Record the head; an unwritable witness raises WitnessBroken (``required=False``: ignored)."""
         if self.path is None:
             return
+        body = json.dumps({**identity, "location": self.location[:200], "charges": charges, "seq": seq, "link": link}, sort_keys=True)
+        record = json.dumps({"record": body, "check": hashlib.sha256(body.encode()).hexdigest()}).encode()
         try:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-                self._url = json.dumps(url[:200])  # (ids, counts and hex links need no escaping)
-            # no read first: a race between processes may leave an older head, which is still on the chain
-            record = f'{{"ledger_id": "{self.ledger_id}", "charges": {charges}, "seq": {seq}, "link": "{link}", "url": {self._url}}}'
-            os.pwrite(self._fd, record.encode().ljust(self.SIZE), 0)
-        except OSError:
-            pass
+                if not self.path.exists():
+                    _create(self.path, record.ljust(self.SIZE) * 2)
+                self._fd = os.open(self.path, os.O_RDWR)
+            self._slot ^= 1
+            os.pwrite(self._fd, record.ljust(self.SIZE), self._slot * self.SIZE)
+        except OSError as error:
+            if required:
+                raise self._broken(f"it cannot be written: {error.strerror or error}") from None
+
+    def replace(self, identity: dict, charges: int, seq: int, link: str) -> None:
+        """A new witness in place of the old one (atomically: the accepted state, whatever the file held)."""
+        self.close()
+        if self.path is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.path)
+        self.record(identity, charges, seq, link)
 
     def close(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
+
+
+def _create(path: Path, data: bytes) -> None:
+    """A new witness file, whole or not at all (written aside, then renamed into place)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+    os.replace(temporary, path)
+
+
+def _parse(data: bytes) -> dict | None:
+    try:
+        outer = json.loads(data)
+        body = outer["record"]
+        if hashlib.sha256(body.encode()).hexdigest() != outer["check"]:
+            return None
+        record = json.loads(body)
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        return None
+    if not isinstance(record, dict) or not all(isinstance(record.get(k), int) for k in ("charges", "seq")):
+        return None
+    if not all(isinstance(record.get(k), str) for k in ("link", "ledger_id", "created_at")):
+        return None
+    return record
+
+
+def acceptance_log() -> Path | None:
+    """Where accepted restores are logged (a line of JSON each), next to the witnesses."""
+    directory = _witness_directory()
+    return None if directory is None else directory / "accepted.log"
 
 
 def _witness_directory() -> Path | None:

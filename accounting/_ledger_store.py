@@ -9,7 +9,9 @@ Every wait is bounded, with defaults a pipeline can live with, each overridable 
 (seconds): ``lock_timeout`` (30: waiting for another writer's lock), ``statement_timeout`` (60:
 one transaction's work once the lock is held, including the integrity check on open),
 ``connect_timeout`` (10, PostgreSQL: a host that accepts TCP and never answers) and
-``reconnect_timeout`` (30, PostgreSQL: how long a lost connection is retried). SQLite enforces the
+``reconnect_timeout`` (30, PostgreSQL: how long a lost connection is retried). A charge holds the
+write lock no longer than the smaller of ``lock_timeout`` and ``statement_timeout`` (a longer one
+is refused, nothing charged), so one big charge never outlasts the other writers' patience. SQLite enforces the
 statement timeout with a progress handler, PostgreSQL with its own ``statement_timeout``,
 ``lock_timeout`` and ``idle_in_transaction_session_timeout`` (a dpverify writer stalled while holding
 the lock is rolled back by the server, so it cannot block everyone else for ever).
@@ -55,10 +57,23 @@ class StoreOptions:
     reconnect_timeout: float = 30.0
     synchronous: str = "FULL"
 
+    @property
+    def hold_limit(self) -> float:
+        """How long one charge may hold the ledger's write lock: no longer than another writer
+        waits for it (``lock_timeout``), nor than ``statement_timeout``; a charge too big for
+        that is refused (nothing charged) rather than making every other writer give up."""
+        return min(self.statement_timeout, self.lock_timeout)
+
 
 _TIMEOUTS = ("lock_timeout", "statement_timeout", "connect_timeout", "reconnect_timeout")
 _SQLITE_KEYS = ("synchronous", "lock_timeout", "statement_timeout")
 _POSTGRES_KEYS = ("lock_timeout", "statement_timeout", "reconnect_timeout")  # ours; connect_timeout is libpq's too
+
+
+#: libpq's TCP keepalive settings used unless the URL gives its own (seconds; ignored on Unix sockets)
+_KEEPALIVES = (("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"))
+#: how long past its own bounds (lock wait + statement) the client waits for a silent server
+_GRACE = 2.0
 
 
 class ConnectionLost(AccountingError):
@@ -130,6 +145,11 @@ def parse(url: Any) -> tuple[str, str, StoreOptions]:
                 passed.append((key, value))
         if not any(key == "connect_timeout" for key, _ in passed):
             passed.append(("connect_timeout", str(max(1, round(options.connect_timeout)))))
+        # TCP keepalives (libpq's defaults leave them to the kernel: hours): a peer that vanished
+        # is noticed within about a minute even with no statement under way
+        for key, value in _KEEPALIVES:
+            if not any(k == key for k, _ in passed):
+                passed.append((key, value))
         return "postgresql", parts._replace(query=urlencode(passed, safe="/:", quote_via=quote)).geturl(), options
     raise AccountingError("url", redacted(url), f"a ledger URL: {URL_FORMS}")
 
@@ -179,21 +199,37 @@ class Store(abc.ABC):
         self.options = options
         self.read_only = read_only
         self.connection: Any = None
+        self._hold_deadline = math.inf  # while a write transaction holds the lock: when it must give up
 
     def _sql(self, sql: str) -> str:
         return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
 
+    def _check_hold(self) -> None:
+        if time.monotonic() > self._hold_deadline:
+            raise self.held_too_long()
+
+    def held_too_long(self) -> AccountingError:
+        return self.error(f"a charge that holds the ledger's lock at most {self.options.hold_limit:g} s (the smaller of "
+                          f"lock_timeout={self.options.lock_timeout:g} s, how long other writers wait for it, and "
+                          f"statement_timeout={self.options.statement_timeout:g} s)",
+                          "nothing was charged; split the charge (fewer runs of user ids per charge), or raise ?lock_timeout= "
+                          "for every writer of this ledger")
+
     def all(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        self._check_hold()
         return list(self._execute(self._sql(sql), params).fetchall())
 
     def one(self, sql: str, params: Sequence = ()) -> tuple | None:
+        self._check_hold()
         return self._execute(self._sql(sql), params).fetchone()
 
     def run(self, sql: str, params: Sequence = ()) -> None:
+        self._check_hold()
         self._execute(self._sql(sql), params)
 
     def run_many(self, sql: str, rows: Sequence[Sequence]) -> None:
         if rows:
+            self._check_hold()
             self._execute_many(self._sql(sql), rows)
 
     def rows(self, sql: str, params: Sequence = ()) -> Iterator[tuple]:
@@ -234,6 +270,15 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def integrity_problems(self) -> list[str]:
         """The storage engine's own check of its pages (bounded by the statement timeout)."""
+
+    def changed_behind(self) -> bool:
+        """Under the write lock: whether another connection may have written to the database since
+        this one last asked or since :meth:`baseline` (True when the engine cannot tell: the caller
+        then checks everything)."""
+        return True
+
+    def baseline(self) -> None:
+        """Inside the read of the check on open: what later :meth:`changed_behind` calls compare with."""
 
     def reconnect(self) -> None:  # pragma: no cover - SQLite never loses its connection
         raise self.error("a reachable ledger", "the connection was lost")
@@ -276,6 +321,7 @@ class SQLiteStore(Store):
             raise self.error("a writable ledger file (the file is read-only)",
                              "charging needs write access; `dpverify ledger show`/`verify` read it as it is")
         self.immutable = False
+        self._data_version = None  # see changed_behind
         self._made_file = self.fresh and not os.path.exists(path)  # removed again if nothing is written to it
         self.connection = self._open(path, read_only)
         self.connection.set_progress_handler(self._past_deadline, 20_000)  # every ~0.2-1 ms of VM work: a timeout in seconds, at little cost per charge
@@ -302,6 +348,17 @@ class SQLiteStore(Store):
         except sqlite3.Error as error:
             raise self.error(f"a SQLite file that can be opened ({_sqlite_problem(error)})",
                              "check the path and its permissions") from None
+
+    def changed_behind(self) -> bool:
+        """``PRAGMA data_version`` moved: another connection committed since this one last asked
+        (its own commits never move it). Asked under the write lock, nobody else can commit
+        between two answers unseen."""
+        version = self.connection.execute("PRAGMA data_version").fetchone()[0]
+        changed, self._data_version = version != self._data_version, version
+        return changed
+
+    def baseline(self) -> None:
+        self._data_version = self.connection.execute("PRAGMA data_version").fetchone()[0]
 
     def _pragma(self, sql: str) -> None:
         with self.guard("configuring the connection"):
@@ -348,20 +405,25 @@ class SQLiteStore(Store):
         return self._unreadable(text, action)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, limit: float | None = None) -> Iterator[None]:
         """BEGIN IMMEDIATE (the write lock, before anything is read) ... COMMIT, or ROLLBACK."""
         self.connection.execute("BEGIN IMMEDIATE")
-        self._deadline = time.monotonic() + self.options.statement_timeout  # the lock wait is bounded apart
+        # the lock wait is bounded apart; once held, no longer than other writers wait for it
+        self._deadline = self._hold_deadline = time.monotonic() + (self.options.hold_limit if limit is None else limit)
         try:
             yield
-        except BaseException:
+        except BaseException as error:
+            self._hold_deadline = math.inf
             self.connection.execute("ROLLBACK")
+            if isinstance(error, self._sqlite3.OperationalError) and "interrupted" in str(error).lower() and time.monotonic() > self._deadline:
+                raise self.held_too_long() from None
             raise
+        self._hold_deadline = math.inf
         self.connection.execute("COMMIT")
 
     @contextlib.contextmanager
     def creating(self) -> Iterator[None]:
-        with self.guard("creating the ledger"), self._locked():
+        with self.guard("creating the ledger"), self._locked(self.options.statement_timeout):
             yield
 
     def became_ledger(self) -> None:
@@ -418,6 +480,10 @@ class SQLiteStore(Store):
                 timer.cancel()
         return [] if rows == ["ok"] else [f"SQLite quick_check: {row}" for row in rows]
 
+    def identity(self) -> str:
+        """Where the database lives (what its witness is named after): the file's real path."""
+        return "sqlite:" + os.path.realpath(self.path)
+
     def close(self) -> None:
         super().close()
         if self._made_file:  # a refused creation leaves no empty file behind
@@ -443,6 +509,11 @@ class PostgresStore(Store):
         self._psycopg = psycopg
         self._target = target
         self.fresh = False
+        self._depth = 0  # nested guards: the outermost one arms the deadline
+        self.lost_because = ""  # why the connection was last lost (named when reconnecting fails)
+        self._last_xid: int | None = None  # see changed_behind
+        self._others = True
+        self._silenced: float | None = None  # the deadline (s) after which the client closed a silent connection
         self._connect()
 
     def _connect(self) -> None:
@@ -467,13 +538,15 @@ class PostgresStore(Store):
         pause = 0.1
         while True:
             self.close()
+            self._depth = 0
+            self.baseline()
             try:
                 self._connect()
                 return
             except AccountingError as error:
                 if time.monotonic() + pause > deadline:
                     raise self.error(f"a reachable PostgreSQL server within reconnect_timeout={self.options.reconnect_timeout:g} s "
-                                     f"after the connection was lost ({error.allowed})",
+                                     f"after the connection was lost ({self.lost_because or 'lost'}; reconnecting: {error.allowed})",
                                      "the interrupted charge was not recorded twice; charges committed before are kept; "
                                      "retry when the server is back") from None
             time.sleep(pause)
@@ -497,18 +570,61 @@ class PostgresStore(Store):
         connection = self.connection
         return isinstance(error, self._psycopg.OperationalError) and (connection is None or connection.closed or connection.broken)
 
+    @property
+    def client_deadline(self) -> float:
+        """The client's own bound on one guarded exchange (s): the server's lock wait and statement
+        bounds plus a grace. The server enforces those itself and answers; a connection still
+        silent after this long (a network that stopped forwarding, a frozen host) is closed by the
+        client, and the exchange fails as a lost connection instead of hanging."""
+        return self.options.lock_timeout + self.options.statement_timeout + _GRACE
+
+    def _silence(self, connection: Any) -> None:
+        """The deadline passed with the exchange still waiting: shut the socket down, so that the
+        blocked read returns at once (the descriptor stays the driver's to close)."""
+        import socket
+
+        if connection is not self.connection or connection.closed:
+            return
+        self._silenced = self.client_deadline
+        with contextlib.suppress(OSError, ValueError):
+            duplicate = socket.socket(fileno=os.dup(connection.fileno()))
+            try:
+                duplicate.shutdown(socket.SHUT_RDWR)
+            finally:
+                duplicate.close()
+
     @contextlib.contextmanager
     def guard(self, action: str) -> Iterator[None]:
         psycopg = self._psycopg
+        timer = None
+        if self._depth == 0 and self.connection is not None:
+            import threading
+
+            self._silenced = None
+            timer = threading.Timer(self.client_deadline, self._silence, (self.connection,))
+            timer.daemon = True
+            timer.start()
+        self._depth += 1
         try:
             yield
         except psycopg.Error as error:
             raise self._mapped(error, action) from None
+        finally:
+            self._depth -= 1
+            if timer is not None:
+                timer.cancel()
 
     def _mapped(self, error: Exception, action: str) -> AccountingError:
         errors = self._psycopg.errors
         text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        if self._silenced is not None:
+            self.lost_because = f"no answer within {self._silenced:g} s: the connection went silent and dpverify closed it"
+            return ConnectionLost("ledger", self.shown, f"a server that answers while {action} (no answer within "
+                                  f"{self._silenced:g} s = lock_timeout + statement_timeout + {_GRACE:g} s: the connection went "
+                                  "silent, and dpverify closed it)",
+                                  "dpverify reconnects and checks the charge id before retrying")
         if self._lost(error):
+            self.lost_because = text
             return ConnectionLost("ledger", self.shown, f"an open connection while {action} (lost: {text})",
                                   "dpverify reconnects and checks the charge id before retrying")
         if isinstance(error, errors.LockNotAvailable):
@@ -528,9 +644,13 @@ class PostgresStore(Store):
             # pipeline mode: writes are sent without waiting for each reply (reads still wait),
             # so the lock is held for fewer round trips
             with self.connection.pipeline(), self.connection.transaction():
-                if not durable:
-                    self.run("SET LOCAL synchronous_commit = off")
-                yield
+                self._hold_deadline = time.monotonic() + self.options.hold_limit
+                try:
+                    if not durable:
+                        self.run("SET LOCAL synchronous_commit = off")
+                    yield
+                finally:
+                    self._hold_deadline = math.inf
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
@@ -562,6 +682,28 @@ class PostgresStore(Store):
 
     def integrity_problems(self) -> list[str]:
         return []  # the server checks its own pages (data checksums, WAL); nothing a client can add cheaply
+
+    def changed_behind(self) -> bool:
+        """Inside a charge, after the state row's lock: whether any transaction may have written
+        since this connection's last charge. Transaction ids are handed out in order, and every
+        other dpverify charge takes the state row's lock (and its id) after this connection's last
+        one committed, so none did if this transaction's id follows the last one's and no other
+        transaction was in progress then. Conservative: any write anywhere on the server counts.
+        (Rows edited meanwhile outside a charge are caught when read: see DurableLedger._plan.)"""
+        xid, others = self.one("SELECT pg_current_xact_id()::text, (SELECT count(*) FROM pg_snapshot_xip(pg_current_snapshot()) AS x "
+                               "WHERE x <> pg_current_xact_id())")
+        xid = int(xid)
+        changed = self._last_xid is None or self._others or xid != self._last_xid + 1
+        self._last_xid, self._others = xid, bool(others)
+        return changed
+
+    def baseline(self) -> None:
+        self._last_xid, self._others = None, True  # the first charge checks everything
+
+    def identity(self) -> str:
+        """Where the database lives: the server (host or socket directory, port) and the database."""
+        info = self.connection.info
+        return f"postgresql://{info.host}:{info.port}/{info.dbname}"
 
     def describe(self) -> str:
         with self.guard("reading settings"):

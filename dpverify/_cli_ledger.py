@@ -5,7 +5,8 @@ Registered by the lead on the main group (``_LazyGroup._lazy["ledger"]``) and on
 last charges (a table, or ``--json``); ``verify`` opens the ledger read-only and recomputes every
 user's spend from the raw charges with the exact accountant (exit 0 when everything agrees, 1 on
 any disagreement); ``export``/``import`` move the JSON trail (``accounting.Ledger.to_json``) in
-and out losslessly; ``upgrade`` adds the hash chain to a schema-1 ledger once it verifies;
+and out losslessly; ``accept-restore`` accepts a ledger restored on purpose (replacing this
+machine's witness of its head, logged); ``--expect-head`` pins a head kept elsewhere; ``upgrade`` adds the hash chain to a schema-1 ledger once it verifies;
 ``account charge`` records one charge (exit 1 if refused, the ledger unchanged). Exit 2 for a bad
 parameter, a ledger that cannot be reached, read, written or trusted, with the message naming it
 and what to do.
@@ -14,6 +15,7 @@ and what to do.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -72,13 +74,14 @@ def ledger_group() -> None:
 @click.option("--near", type=float, default=0.9, show_default=True, help="Count users who spent at least this fraction of the budget.")
 @click.option("--last", type=int, default=20, show_default=True, help="How many of the latest charges to list (0: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def show_command(url: str, near: float, last: int, as_json: bool) -> None:
+@click.option("--expect-head", default=None, metavar="HEX", help="A chain head kept elsewhere (as `ledger show` prints it): the ledger must still hold it.")
+def show_command(url: str, near: float, last: int, as_json: bool, expect_head: str | None) -> None:
     """Budget, worst user's spend, users near their limit and the history of charges at URL."""
     if not 0 < near <= 1:
         _fail_usage(ValueError(f"near={near} is invalid: expected a fraction in (0, 1]"))
     if not 0 <= last < 2**63:  # SQLite's and PostgreSQL's integers
         _fail_usage(ValueError(f"last={last} is invalid: expected an integer in [0, 2^63)"))
-    ledger = _open(url, read_only=True)
+    ledger = _open(url, read_only=True, expect_head=expect_head)
     try:
         summary = ledger.summary(near=near, last=last)
     except ValueError as error:
@@ -91,14 +94,19 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from rich.markup import escape
+
+    console = Console(highlight=False)
     budget = summary["budget"]
     worst = summary["worst_user_spend"]
-    console.print(f"ledger {summary['url']} ({summary['store']}, schema {summary['schema_version']}, chain {summary['chain']})")
+    url_shown = escape(printable(summary["url"]))
+    console.print(f"ledger {url_shown} ({escape(printable(summary['store']))}, schema {summary['schema_version']}, chain {summary['chain']})")
+    if summary["head"]:
+        console.print(f"  head {summary['head']} (keep it elsewhere; --expect-head checks the ledger still holds it)")
     for problem in summary["integrity"]:
-        console.print(f"  [bold red]INTEGRITY[/]: {problem}", highlight=False)
+        console.print(f"  [bold red]INTEGRITY[/]: {escape(printable(problem))}")
     if summary["integrity"]:
-        console.print(f"  dpverify refuses to charge this ledger; `dpverify ledger verify {summary['url']}` lists every disagreement")
+        console.print(f"  dpverify refuses to charge this ledger; `dpverify ledger verify {url_shown}` lists every disagreement")
     console.print(f"  budget {_describe(budget)}; worst user's spend {'nothing yet' if worst is None else f'{worst:.6g}'}; remaining {summary['remaining']:.6g}")
     console.print(f"  {summary['charges']} charges; users at >= {near:g} of the budget: {summary['users_near_limit']}; "
                   f"most charges on one user: {summary['max_charges_per_user']}")
@@ -109,9 +117,27 @@ def show_command(url: str, near: float, last: int, as_json: bool) -> None:
         for column in ("#", "label", "guarantee", "users", "worst after", "recorded (UTC)"):
             table.add_column(column)
         for row in summary["history"]:
-            table.add_row(str(row["seq"]), row["label"], _describe(row["guarantee"]), "everyone" if row["users"] is None else str(row["users"]),
-                          f"{row['spent_after']:.6g}", row["recorded_at"])
+            table.add_row(str(row["seq"]), _plain(row["label"]), _plain(_describe(row["guarantee"])),
+                          "everyone" if row["users"] is None else str(row["users"]), f"{row['spent_after']:.6g}", _plain(row["recorded_at"]))
         console.print(table)
+
+
+#: control characters (C0, DEL, C1) and the bidirectional overrides that reorder what a terminal shows
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object) -> str:
+    """Text stored in a ledger (labels, and problems quoting them) as the terminal may show it:
+    control characters as visible escapes (no ANSI sequence reaches the terminal, no line can be
+    forged or overwritten). Rich markup is escaped separately where the text goes through rich."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def _plain(text: object):
+    """A stored text as a rich Text: never parsed as markup, control characters escaped."""
+    from rich.text import Text
+
+    return Text(printable(text))
 
 
 def _describe(spec: dict) -> str:
@@ -131,9 +157,10 @@ def _describe(spec: dict) -> str:
 @ledger_group.command("verify")
 @click.argument("url")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def verify_command(url: str, as_json: bool) -> None:
+@click.option("--expect-head", default=None, metavar="HEX", help="A chain head kept elsewhere (as `ledger show` prints it): the ledger must still hold it.")
+def verify_command(url: str, as_json: bool, expect_head: str | None) -> None:
     """Recompute every user's spend at URL from the raw charges (read-only); exit 1 on any disagreement."""
-    ledger = _open(url, read_only=True)
+    ledger = _open(url, read_only=True, expect_head=expect_head)
     try:
         report = ledger.verify()
     except ValueError as error:
@@ -145,12 +172,34 @@ def verify_command(url: str, as_json: bool) -> None:
     else:
         verdict = "agrees" if report.ok else f"DISAGREES ({len(report.disagreements)})"
         worst = "nothing charged" if report.worst is None else f"worst user's spend {report.worst:.6g}"
-        click.echo(f"{url}: {report.charges} charges, {report.segments} user ranges, {report.profiles} profiles; "
+        click.echo(f"{printable(url)}: {report.charges} charges, {report.segments} user ranges, {report.profiles} profiles; "
                    f"recomputed {worst} against budget {report.budget}: {verdict}")
         for line in report.disagreements:
-            click.echo(f"  {line}")
+            click.echo(f"  {printable(line)}")
     if not report.ok:
         sys.exit(1)
+
+
+@ledger_group.command("accept-restore")
+@click.argument("url")
+@click.option("--expect-head", default=None, metavar="HEX", help="Accept only if the ledger holds this chain head.")
+def accept_restore_command(url: str, expect_head: str | None) -> None:
+    """Accept the ledger at URL as it is now after a restore made on purpose (a backup, a copy that
+    lost its last commits): replaces this machine's witness of its head, and logs the decision.
+    The ledger must pass every other check. Charges after the restored head no longer count."""
+    from accounting._durable import DurableLedger
+
+    try:
+        record = DurableLedger.accept_restore(url, expect_head=expect_head)
+    except ValueError as error:
+        _fail_usage(error)
+        return
+    before = record["before"]
+    was = ("no witness" if before is None else "a broken witness" if "broken" in before
+           else f"ledger {before['ledger_id']} at {before['charges']} charges, head {before['link']}")
+    after = record["after"]
+    click.echo(f"accepted {printable(record['url'])}: ledger {after['ledger_id']} at {after['charges']} charges, head {after['link']} "
+               f"(this machine had seen {was}); logged in {record['log']}")
 
 
 @ledger_group.command("upgrade")
@@ -232,8 +281,8 @@ def _participants(users: str | None):
         start_i, stop_i = int(start), int(stop)
     except ValueError:
         raise click.BadParameter(f"users={users!r} is invalid: expected START:STOP (user ids START..STOP-1)", param_hint="--users") from None
-    if not 0 <= start_i < stop_i:
-        raise click.BadParameter(f"users={users!r} is invalid: expected 0 <= START < STOP", param_hint="--users")
+    if not 0 <= start_i < stop_i <= 2**62:
+        raise click.BadParameter(f"users={users!r} is invalid: expected 0 <= START < STOP <= 2^62 (= {2**62})", param_hint="--users")
     return range(start_i, stop_i)
 
 
@@ -247,7 +296,8 @@ def _participants(users: str | None):
 @click.option("--users", default=None, help="The users it touches, START:STOP (default: every user).")
 @click.option("--label", default="", help="A label kept with the charge.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def account_charge_command(url, budget, create, pure_eps, rho, approx, users, label, as_json) -> None:
+@click.option("--expect-head", default=None, metavar="HEX", help="A chain head kept elsewhere (as `ledger show` prints it): the ledger must still hold it.")
+def account_charge_command(url, budget, create, pure_eps, rho, approx, users, label, as_json, expect_head) -> None:
     """Charge one guarantee to USERS of a durable ledger (exit 1 if refused; nothing is recorded then)."""
     from accounting import ZCDP, ApproxDP, BudgetExceeded, PureDP
 
@@ -270,7 +320,7 @@ def account_charge_command(url, budget, create, pure_eps, rho, approx, users, la
         _fail_usage(error)
         return
     participants = _participants(users)
-    ledger = _open(url, budget=parse_budget(budget) if budget else None, create=create)
+    ledger = _open(url, budget=parse_budget(budget) if budget else None, create=create, expect_head=expect_head)
     try:
         ledger.charge(guarantee, participants, label=label)
         spent = ledger.spent()

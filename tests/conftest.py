@@ -5,6 +5,7 @@
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -17,3 +18,14 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throwaway PostgreSQL server for the session (tests/_postgres.py; started on first use,
+    stopped at the end), shared by every durable-ledger test module."""
+    from _postgres import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.stop()

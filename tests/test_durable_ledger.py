@@ -22,17 +22,8 @@ from accounting import ZCDP, AccountingError, ApproxDP, BudgetExceeded, Ledger, 
 from accounting._durable import DurableLedger
 from accounting._ledger_store import ConnectionLost
 
-from _postgres import PostgresServer
 
 STORES = ("sqlite", "postgresql")
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    """One throwaway server for the session (started on first use, stopped at the end)."""
-    server = PostgresServer()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(autouse=True)
