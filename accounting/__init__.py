@@ -19,6 +19,7 @@ behind each route:
 - :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
 - :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
 - :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms;
+- :mod:`accounting._opacus_compat` — Opacus's accountant interface and ``get_noise_multiplier``, certified;
 - :mod:`accounting._shuffle` — amplification by shuffling (FMT21/FMT23 clone pairs, shuffled RR).
 """
 
@@ -59,6 +60,7 @@ from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
 from ._pld_continuous import GaussianLoss, LaplaceLoss, MonotoneLossPair
 from ._subsampling import PoissonSampled, SampledWithoutReplacement
 from ._dp_event import from_dp_event
+from ._opacus_compat import CertifiedOpacusAccountant, get_noise_multiplier
 from ._paper_params import (
     DistributedParameters,
     theorem1_parameters,
@@ -85,6 +87,8 @@ from ._total_variation import WithinTotalVariation
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
+    "CertifiedOpacusAccountant",
+    "get_noise_multiplier",
     "WithinTotalVariation",
     "GaussianLoss",
     "LaplaceLoss",
