@@ -212,7 +212,8 @@ def get_noise_multiplier(
         result = calibrate(lambda sigma: dp_sgd_step(sigma, sample_rate), target_epsilon, target_delta, compose=steps, lower=1e-2,
                            upper=MAX_SIGMA, relative_tolerance=relative_tolerance, time_budget=time_budget)
     except AccountingError as error:
-        if error.args and "upper" in str(error):
-            raise AccountingError("target_epsilon", target_epsilon, f"a budget some noise multiplier <= {MAX_SIGMA:g} meets ({error})") from error
+        if error.name == "upper":  # Opacus's "The privacy budget is too low.", naming the parameter
+            raise AccountingError("target_epsilon", target_epsilon, f"a budget some noise multiplier <= {MAX_SIGMA:g} meets",
+                                  str(error)) from error
         raise
     return result.parameter

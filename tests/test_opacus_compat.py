@@ -172,6 +172,8 @@ def test_get_noise_multiplier_refusals():
         get_noise_multiplier(target_epsilon=1.0, target_delta=DELTA, sample_rate=0.1, steps=10, accountant="moments")
     with pytest.raises(ValueError, match="sample_rate"):
         get_noise_multiplier(target_epsilon=1.0, target_delta=DELTA, sample_rate=1.5, steps=10)
+    with pytest.raises(ValueError, match="target_epsilon"):  # Opacus: "The privacy budget is too low."
+        get_noise_multiplier(target_epsilon=1e-9, target_delta=DELTA, sample_rate=1.0, steps=10**6)
 
 
 # ---- Opacus's own accountant tests, with the class swapped (when Opacus is importable) ------------
