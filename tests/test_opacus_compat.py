@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import sys
-import time
 import types
 import unittest
 
 import mpmath
 import pytest
 
-import accounting as acc
 from accounting import CertifiedOpacusAccountant, get_noise_multiplier
 
 DELTA = 1e-5
