@@ -21,6 +21,7 @@ behind each route:
 - :mod:`accounting._pld_continuous` — connect-the-dots PLDs of continuous (monotone-loss) pairs;
 - :mod:`accounting._subsampling` — Poisson and without-replacement subsampling (RDP and PLD);
 - :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms;
+- :mod:`accounting._opacus_compat` — Opacus's accountant interface and ``get_noise_multiplier``, certified;
 - :mod:`accounting._shuffle` — amplification by shuffling (FMT21/FMT23 clone pairs, shuffled RR).
 
 Layers above (``dpverify``) import this package's public API and :mod:`accounting.internal` (the one
@@ -66,6 +67,7 @@ from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
 from ._pld_continuous import GaussianLoss, LaplaceLoss, MonotoneLossPair
 from ._subsampling import PoissonSampled, SampledWithoutReplacement
 from ._dp_event import from_dp_event
+from ._opacus_compat import CertifiedOpacusAccountant, get_noise_multiplier
 from ._paper_params import (
     DistributedParameters,
     theorem1_parameters,
@@ -97,6 +99,8 @@ __all__ = [
     "on_routes_changed",
     "register_route",
     "unregister_route",
+    "CertifiedOpacusAccountant",
+    "get_noise_multiplier",
     "WithinTotalVariation",
     "GaussianLoss",
     "LaplaceLoss",
