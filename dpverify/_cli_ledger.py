@@ -187,7 +187,7 @@ def accept_restore_command(url: str, expect_head: str | None) -> None:
     """Accept the ledger at URL as it is now after a restore made on purpose (a backup, a copy that
     lost its last commits): replaces this machine's witness of its head, and logs the decision.
     The ledger must pass every other check. Charges after the restored head no longer count."""
-    from accounting._durable import DurableLedger
+    from accounting import DurableLedger
 
     try:
         record = DurableLedger.accept_restore(url, expect_head=expect_head)
