@@ -15,6 +15,7 @@ _SOURCES = {
     "._audit": ("DEFAULT_ORDERS", "AuditReport", "AuditResult", "NeighbourPair", "audit", "replace_one_pairs", "scalar_pairs", "statdp_pairs"),
     "._privatizer": ("BatchProtocol", "Privatizer", "Release"),
     "._audit._runs": ("RunTarget", "audit_run", "run_engine", "run_pairs", "run_target"),
+    "._audit._loops": ("LoopRun", "loop_engine"),
     "._mechanisms": (
         "NoiseMechanism",
         "discrete_gaussian_mechanism",

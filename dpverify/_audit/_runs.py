@@ -238,7 +238,8 @@ def run_pairs(
     batch); "flat": every reward halfway.
 
     ``placements``: (batch, arm) pairs of the all-active run. Default: for "threshold", every
-    placement with a threshold table; for the other bases, the first arm's user in the first, a
+    placement with a threshold table (if none has one: nothing when other bases are tried, else
+    every placement on the flat table); for the other bases, the first arm's user in the first, a
     middle and the last batch (:func:`spread_placements`). Given, every base is tried at every
     one (a placement without a threshold table then gets the flat table if nothing else is
     tried there). Labels name the view, the user, her batch and arm, and the base table.
@@ -282,9 +283,11 @@ def run_pairs(
         if isinstance(b, str) and b == "threshold":
             places = given if given is not None else all_places
             found = [(p, engine.threshold_tables(p, (lo, hi))) for p in places]
-            if given is None:
-                found = [(p, t) for p, t in found if t]
-            candidates.extend(found)
+            if given is None and any(t for _, t in found):
+                found = [(p, t) for p, t in found if t]  # the threshold placements
+            elif given is None and len(bases) > 1:
+                found = []  # no decision sits at a threshold table: the other bases stand in
+            candidates.extend(found)  # (threshold alone, none with a table: every placement, on the flat table)
         else:
             table = (np.asarray(b, dtype=np.float64), "the given base table") if not isinstance(b, str) else _data_base(b, engine.rows, engine.arms_in_table, lo, hi)
             places = given if given is not None else (spread_placements(all_places) if isinstance(b, str) else all_places)
