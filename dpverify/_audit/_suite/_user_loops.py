@@ -30,6 +30,7 @@ released), :func:`fixed_seed` (a privatizer seeded with a constant "for reproduc
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
@@ -76,6 +77,12 @@ def elimination(run: Any, epsilon: float = 1.0, *, protocol: Any = None, private
             eliminated[a] = b
         b += 1
     return eliminated + extra
+
+
+@functools.lru_cache(maxsize=64)
+def _curator(epsilon: float) -> Any:
+    """DP-SE's curator at ``epsilon`` (made once per value: its exact scale is Fraction work)."""
+    return dpverify.central_laplace_protocol(epsilon)
 
 
 class _Wrapped(dpverify.BatchProtocol):
@@ -195,7 +202,7 @@ class _RangeSensitivity(_Wrapped):
         spread = float(rewards.max() - rewards.min())  # PLANTED: sensitivity read off the data
         if spread == 0:
             return float(rewards.sum())
-        return dpverify.central_laplace_protocol(self.epsilon / spread).estimate_sum(rewards, rng, path=path)
+        return _curator(self.epsilon / spread).estimate_sum(rewards, rng, path=path)
 
 
 def range_sensitivity(run: Any, epsilon: float = 1.0) -> list[float]:
@@ -218,7 +225,7 @@ def rr_skips_exact_rewards(run: Any, epsilon: float = 1.0) -> list[float]:
 class _NoiseForTheMean(_Wrapped):
     def estimate_sum(self, rewards: np.ndarray, rng: np.random.Generator, *, path: str = "per-user") -> float:
         # PLANTED: the noise of the batch *mean* (sensitivity 1/n), scaled back onto the sum
-        return dpverify.central_laplace_protocol(self.epsilon * rewards.size).estimate_sum(rewards, rng, path=path)
+        return _curator(self.epsilon * rewards.size).estimate_sum(rewards, rng, path=path)
 
 
 def noise_for_the_mean(run: Any, epsilon: float = 1.0) -> list[float]:
