@@ -140,3 +140,27 @@ def test_claim_files_name_a_user_loop_and_its_base(tmp_path: Path) -> None:
     assert isinstance(built.mechanism.engine, LoopEngine) and built.mechanism.engine.parameters == {"epsilon": 0.5}
     with pytest.raises(SuiteError, match="neighbours.base"):
         build(load_claim(_claim_file(tmp_path, 'base = "constant"'), tmp_path))
+
+
+def test_a_batched_mode_draws_many_runs_per_call() -> None:
+    """Deterministic: a loop offering ``batched(table, rng, reps)`` is drawn through it (one call for
+    ``reps`` runs); the probe and ledger runs stay plain, so the claim is still the ledger's."""
+    calls = []
+
+    def batched(table, rng, reps):
+        calls.append(reps)
+        server = np.stack([table[0:2, 0].sum() + rng.laplace(size=reps), table[2:4, 1].sum() + rng.laplace(size=reps)], axis=1)
+        return {"server": server, "public": np.zeros((reps, 1))}
+
+    def loop(run):
+        private = run.privatizer(dpverify.central_laplace_protocol(1.0))
+        for arm in range(2):
+            rewards, users = run.pull(arm, 2)
+            private.release_sum(rewards, users, label=f"b=1 arm={arm}")
+        return [0]
+
+    loop.batched = batched
+    target = run_target(loop, "server", arms=2, horizon=4)
+    assert target.claim("pure") == PureDP(1.0) and calls == []
+    out = target.mechanism(target.pairs[0].d, np.random.default_rng(0), 7)
+    assert calls == [7] and out.shape == (7, 2)
