@@ -14,8 +14,8 @@ the arm it recommends, the batch each arm was eliminated in, an estimate it repo
         ...
         return eliminated                            # the public view
 
-    target = dpverify.run_target(elimination, arms=2, horizon=256, view="transcript", epsilon=1.0)
-    report = dpverify.audit_run(target)
+    target = dpverify.run_target(elimination, "transcript", arms=2, horizon=256, parameters={"epsilon": 1.0})
+    report = dpverify.audit_run(target)     # the claim: what run.ledger was charged, per user
 
 What :class:`LoopRun` offers (and all a loop may touch of the data):
 
