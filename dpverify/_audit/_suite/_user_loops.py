@@ -9,9 +9,10 @@ Everything here uses what ``import dpverify`` offers and nothing private: the lo
 
 :func:`elimination` is successive elimination on doubling batches (every active arm gets 2^b
 users in batch b, each batch's sum is released by the privatizer, an arm is dropped when its
-mean is 2 radius below the best); the planted loops are it with one realistic mistake each. Seven
-leak only on particular data (the base tables the run audit generates: every reward 0, every
-reward 1, mixed 0/1 users, the first batch):
+mean is 2 radius below the best); the planted loops are it with one realistic mistake each. Six
+leak only, or much more, on particular data (the base tables the run audit generates: every
+reward 0, every reward 1, mixed 0/1 users) or only in the first batch; the seventh only through
+the changed user's exact rewards:
 
 - :func:`zero_sum_unnoised`: a batch whose sum is 0 is released as 0, without noise;
 - :func:`saturated_unnoised`: a batch of all ones (a raw count of ones equal to n) is released exactly;
