@@ -164,3 +164,17 @@ def test_a_batched_mode_draws_many_runs_per_call() -> None:
     assert target.claim("pure") == PureDP(1.0) and calls == []
     out = target.mechanism(target.pairs[0].d, np.random.default_rng(0), 7)
     assert calls == [7] and out.shape == (7, 2)
+
+
+def test_every_user_loop_has_its_claim_file() -> None:
+    """Deterministic: each loop of ``_user_loops`` is audited by the suite, the planted ones as
+    planted files expecting a violation, the correct ones as ordinary claims, all with the default
+    neighbours (no ``base`` or ``placements`` key)."""
+    from dpverify._audit._suite import load_suite
+
+    specs = {s.target.rsplit(":", 1)[1]: s for s in load_suite(ROOT / "audits") if "._user_loops:" in s.target}
+    assert set(specs) == set(_user_loops.__all__)
+    correct = {"elimination", "clipped_estimates", "rr_biased"}
+    for name, spec in specs.items():
+        assert spec.planted == (name not in correct) and (name in correct or spec.expect == "violated"), name
+        assert "base" not in spec.neighbours and "placements" not in spec.neighbours
