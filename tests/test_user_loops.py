@@ -178,3 +178,11 @@ def test_every_user_loop_has_its_claim_file() -> None:
     for name, spec in specs.items():
         assert spec.planted == (name not in correct) and (name in correct or spec.expect == "violated"), name
         assert "base" not in spec.neighbours and "placements" not in spec.neighbours
+
+
+def test_run_engine_takes_a_loop() -> None:
+    """Deterministic: ``run_engine`` makes a loop's engine as ``run_target`` does; a bad name is refused."""
+    engine = dpverify.run_engine(echo_loop, arms=2, horizon=12, epsilon=0.5)
+    assert isinstance(engine, LoopEngine) and run_target(engine, "public").claim("pure") == PureDP(0.5)
+    with pytest.raises(ValueError, match="algorithm"):
+        dpverify.run_engine("my-own-loop", arms=2, horizon=12, epsilon=1.0)

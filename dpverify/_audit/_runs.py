@@ -373,6 +373,14 @@ SUITE_LEARNED = False
 SUITE_SEARCH_SAMPLES = 2000
 
 
+#: what an engine offers (``TranscriptEngine``'s interface; an object that has all of it is taken as one)
+_ENGINE_METHODS = ("run", "columns", "placements", "threshold_tables", "streams", "sample", "labels")
+
+
+def _is_engine(engine: Any) -> bool:
+    return isinstance(engine, TranscriptEngine) or all(callable(getattr(engine, m, None)) for m in _ENGINE_METHODS)
+
+
 def run_target(engine: Any, view: str = "transcript", *, arms: int | None = None, horizon: int | None = None,
                parameters: dict[str, Any] | None = None, slots: Sequence[tuple[int, int]] | None = None,
                **pair_options: Any) -> RunTarget:
@@ -385,7 +393,7 @@ def run_target(engine: Any, view: str = "transcript", *, arms: int | None = None
     ``run.pull``, ``run.privatizer``, ``run.ledger``; it returns its public outputs), with
     ``arms`` and ``horizon`` (and optional ``slots``, the (batch, arm) releases it may make
     beyond those its probe runs show)."""
-    if not isinstance(engine, TranscriptEngine):
+    if not _is_engine(engine):
         if not callable(engine):
             raise AccountingError("engine", engine, "a TranscriptEngine (run_engine(...)) or a loop(run, **parameters)")
         if arms is None or horizon is None:
@@ -458,7 +466,15 @@ def register_run_algorithm(spec: RunAlgorithm) -> None:
     RUN_ALGORITHMS[spec.name] = spec
 
 
-def run_engine(algorithm: str, **options: Any) -> TranscriptEngine:
+def run_engine(algorithm: Any, **options: Any) -> TranscriptEngine:
+    """The transcript engine of a registered algorithm (``RUN_ALGORITHMS``: ``arms``, ``horizon``,
+    ``epsilon`` and its runner's options), or of a user's loop ``loop(run, **parameters)``
+    (``dpverify._audit._loops``: ``arms``, ``horizon``, optional ``slots``, the loop's keyword
+    arguments)."""
+    if callable(algorithm) and not isinstance(algorithm, str):
+        from ._loops import loop_engine
+
+        return loop_engine(algorithm, **options)
     if algorithm not in RUN_ALGORITHMS:
         raise AccountingError("algorithm", algorithm, f"one of {sorted(RUN_ALGORITHMS)}")
     return RUN_ALGORITHMS[algorithm].build(**options)
