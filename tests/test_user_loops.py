@@ -182,6 +182,8 @@ def test_every_user_loop_has_its_claim_file() -> None:
 
 def test_run_engine_takes_a_loop() -> None:
     """Deterministic: ``run_engine`` makes a loop's engine as ``run_target`` does; a bad name is refused."""
+    assert {"LoopRun", "loop_engine", "run_target", "run_engine", "audit_run"} <= set(dpverify.__all__)
+    assert dpverify.LoopRun.__name__ == "LoopRun"
     engine = dpverify.run_engine(echo_loop, arms=2, horizon=12, epsilon=0.5)
     assert isinstance(engine, LoopEngine) and run_target(engine, "public").claim("pure") == PureDP(0.5)
     with pytest.raises(ValueError, match="algorithm"):
