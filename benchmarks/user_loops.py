@@ -12,6 +12,7 @@ Every audit's result is appended to ``--log`` as one JSON line as soon as it is 
 interrupted run keeps its counts; ``--report`` writes the markdown summary from the log.
 
     python benchmarks/user_loops.py --soundness 200 --seeds 20 --log results/user_loops.jsonl
+    python benchmarks/user_loops.py --soundness 0 --first-seed 5 --seeds 20 --no-throughput   # more power seeds
     python benchmarks/user_loops.py --report --log results/user_loops.jsonl > benchmarks/user_loops.md
 """
 
@@ -63,12 +64,12 @@ def run(args: argparse.Namespace) -> None:
     log = Path(args.log)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as out:
-        for loop in CORRECT + PLANTED:
+        for loop in (CORRECT + PLANTED) if args.throughput else ():
             for rep in range(5):
                 out.write(json.dumps({"throughput": loop, "rep": rep, "runs_per_cpu_second": throughput(loop)}) + "\n")
                 out.flush()
         jobs = [(CORRECT[i % len(CORRECT)], 10_000 + i) for i in range(args.soundness)]
-        jobs += [(loop, 20_000 + s) for s in range(args.seeds) for loop in PLANTED]
+        jobs += [(loop, 20_000 + s) for s in range(args.first_seed, args.seeds) for loop in PLANTED]
         # interleave: power first (20 x 10), then soundness, so that an interrupted run has both early
         order = jobs[args.soundness:] + jobs[:args.soundness]
         for k, (loop, seed) in enumerate(order):
@@ -125,6 +126,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--soundness", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0, help="power: seeds 20000 + first_seed .. 20000 + seeds - 1")
+    parser.add_argument("--no-throughput", dest="throughput", action="store_false")
     parser.add_argument("--log", default="results/user_loops.jsonl")
     parser.add_argument("--report", action="store_true")
     args = parser.parse_args()
