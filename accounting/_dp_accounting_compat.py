@@ -239,7 +239,6 @@ def _build(dp_event: Any, pa: Any) -> type:
 
 def _build_rdp(base: type, pa: Any) -> type:
     import numpy as np
-    from flint import arb
 
     from ._certified import exact, upper_float, working_precision
     from ._conversions import _delta_at, _epsilon_at, rdp_to_delta, rdp_to_epsilon

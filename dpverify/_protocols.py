@@ -431,6 +431,10 @@ class CentralGridLaplaceProtocol(BatchProtocol):
 
     def guarantee(self, n: int) -> Any:
         check_positive_int("n", n)
+        return self._guarantee
+
+    @functools.cached_property
+    def _guarantee(self) -> Any:  # one immutable object: every release charges it (a run audit makes ~10^5)
         return acc.GridDiscreteLaplace(self.grid, self.scale)
 
     @property

@@ -21,7 +21,6 @@ import click
 
 from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
 from ._console import busy as _busy
-from ._console import console as _console
 from ._console import emit as _emit
 from ._console import print_table as _print_table
 from ._json import jsonable

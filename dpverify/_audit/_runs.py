@@ -56,6 +56,7 @@ __all__ = [
     "register_run_algorithm",
     "run_pairs",
     "run_target",
+    "spread_placements",
 ]
 
 
@@ -184,52 +185,125 @@ def _changed(base: np.ndarray, row: int, value: float) -> np.ndarray:
     return table
 
 
+#: the base tables :func:`run_pairs` generates by default: today's threshold tables, and tables
+#: whose data meets the conditions data-dependent bugs need (issue 32)
+DEFAULT_BASES = ("threshold", "zeros", "ones", "mixed")
+#: every named base: the threshold tables, every reward low ("zeros"), every reward high ("ones"),
+#: rows alternating low / high by user ("mixed": exact 0s and 1s in every batch), every reward halfway ("flat")
+BASES = ("threshold", "zeros", "ones", "mixed", "flat")
+
+
+def _data_base(kind: str, rows: int, arms: int, lo: float, hi: float) -> tuple[np.ndarray, str]:
+    if kind == "zeros":
+        return np.full((rows, arms), lo), f"every reward {lo:g} (zeros)"
+    if kind == "ones":
+        return np.full((rows, arms), hi), f"every reward {hi:g} (ones)"
+    if kind == "mixed":
+        column = np.where(np.arange(rows) % 2 == 1, hi, lo)
+        return np.tile(column[:, None], (1, arms)), f"user u's rewards {hi:g} for odd u, {lo:g} for even u (mixed)"
+    return np.full((rows, arms), (lo + hi) / 2), f"every reward {(lo + hi) / 2:g} (flat)"
+
+
+def spread_placements(placements: Sequence[Any]) -> list[Any]:
+    """The first arm's user in the first, a middle and the last batch of the all-active run."""
+    batches = sorted({p.batch for p in placements})
+    if not batches:
+        return []
+    chosen = sorted({batches[0], batches[len(batches) // 2], batches[-1]})
+    first = {}
+    for p in placements:
+        if p.batch in chosen and (p.batch not in first or p.arm < first[p.batch].arm):
+            first[p.batch] = p
+    return [first[b] for b in chosen]
+
+
 def run_pairs(
     engine: TranscriptEngine,
     view: str,
     *,
     placements: Sequence[tuple[int, int]] | None = None,
     extremes: tuple[float, float] | None = None,
-    base: np.ndarray | None = None,
+    base: Any = None,
 ) -> list[NeighbourPair]:
     """Candidate neighbouring tables: one user's row moved between ``extremes`` (default: the reward
-    range's ends), on base tables that put the decision at her placement at its threshold
-    (``engine.threshold_tables``), or on ``base`` if given.
+    range's ends) on each base table at each placement.
 
-    ``placements``: (batch, arm) pairs of the all-active run (default: every one that has a
-    threshold table, or every one if none has). A placement without a threshold table gets the
-    flat table (every reward halfway between the extremes). Labels name the view, the user, her
-    batch and arm, and the base table.
+    ``base``: one base or a list of them, each a name of :data:`BASES` or a reward table (an
+    array); default :data:`DEFAULT_BASES`. "threshold": tables that put the decision at the
+    placement's batch at its threshold (``engine.threshold_tables``; engines that know no
+    decision rule, such as a user's loop, have none); "zeros" / "ones": every reward at the low /
+    high extreme (all-zero batches, all-one batches: what a leak on a zero-sum batch or a raw
+    count of ones needs); "mixed": users alternating low and high (exact 0s and 1s in every
+    batch); "flat": every reward halfway.
+
+    ``placements``: (batch, arm) pairs of the all-active run. Default: for "threshold", every
+    placement with a threshold table (if none has one: nothing when other bases are tried, else
+    every placement on the flat table); for the other bases, the first arm's user in the first, a
+    middle and the last batch (:func:`spread_placements`). Given, every base is tried at every
+    one (a placement without a threshold table then gets the flat table if nothing else is
+    tried there). Labels name the view, the user, her batch and arm, and the base table.
     """
     if view not in VIEWS:
         raise AccountingError("view", view, f"one of {VIEWS}")
     lo, hi = extremes if extremes is not None else (engine.low, engine.high)
     if not (engine.low <= lo <= engine.high and engine.low <= hi <= engine.high) or lo == hi:
         raise AccountingError("extremes", extremes, f"two different rewards in [{engine.low:g}, {engine.high:g}]")
-    known = {(p.batch, p.arm): p for p in engine.placements()}
-    if placements is None:
-        chosen = list(known.values())
+    if base is None:
+        bases: list[Any] = list(DEFAULT_BASES)
+    elif isinstance(base, (str, np.ndarray)):
+        bases = [base]
     else:
-        chosen = []
+        bases = list(base)
+    if not bases:
+        raise AccountingError("base", base, f"at least one base: a name of {BASES} or a reward table")
+    for b in bases:
+        if isinstance(b, str):
+            if b not in BASES:
+                raise AccountingError("base", b, f"one of {BASES}, or a reward table")
+        else:
+            array = np.asarray(b, dtype=np.float64)
+            if array.ndim != 2 or array.shape[1] != engine.arms_in_table or array.shape[0] < engine.rows:
+                raise AccountingError("base", f"a table of shape {array.shape}", f"a ({engine.rows} users, {engine.arms_in_table} arms) reward table")
+            if not np.all((array >= engine.low) & (array <= engine.high)):
+                raise AccountingError("base", "a table with rewards outside the range", f"rewards in [{engine.low:g}, {engine.high:g}]")
+    all_places = engine.placements()
+    known = {(p.batch, p.arm): p for p in all_places}
+    if placements is None:
+        given = None
+    else:
+        given = []
         for where in placements:
             key = (int(where[0]), int(where[1]))
             if key not in known:
                 raise AccountingError("placements", list(where), f"a ({engine.unit}, arm) of the all-active run, one of {sorted(known)}")
-            chosen.append(known[key])
-    flat = np.full((engine.rows, engine.arms_in_table), (lo + hi) / 2)
-    candidates = []
-    for place in chosen:
-        tables = [(np.asarray(base, dtype=np.float64), "the given base table")] if base is not None else engine.threshold_tables(place, (lo, hi))
-        candidates.append((place, tables))
-    if base is None and placements is None and any(tables for _, tables in candidates):
-        candidates = [(place, tables) for place, tables in candidates if tables]  # by default: the threshold placements
+            given.append(known[key])
+    candidates: list[tuple[Any, list[tuple[np.ndarray, str]]]] = []
+    for b in bases:
+        if isinstance(b, str) and b == "threshold":
+            places = given if given is not None else all_places
+            found = [(p, engine.threshold_tables(p, (lo, hi))) for p in places]
+            if given is None and any(t for _, t in found):
+                found = [(p, t) for p, t in found if t]  # the threshold placements
+            elif given is None and len(bases) > 1:
+                found = []  # no decision sits at a threshold table: the other bases stand in
+            candidates.extend(found)  # (threshold alone, none with a table: every placement, on the flat table)
+        else:
+            table = (np.asarray(b, dtype=np.float64), "the given base table") if not isinstance(b, str) else _data_base(b, engine.rows, engine.arms_in_table, lo, hi)
+            places = given if given is not None else (spread_placements(all_places) if isinstance(b, str) else all_places)
+            candidates.extend((p, [table]) for p in places)
+    tried = {p for p, tables in candidates if tables}
     pairs = []
     for place, tables in candidates:
-        if not tables:  # no decision of this batch can sit at its threshold (its radius is too wide)
-            tables = [(flat, f"every reward {(lo + hi) / 2:g} (no threshold table at this {engine.unit})")]
+        if not tables:
+            if place in tried:
+                continue
+            tried.add(place)  # no decision of this batch can sit at its threshold: the flat table instead
+            tables = [_data_base("flat", engine.rows, engine.arms_in_table, lo, hi)]
         for table, text in tables:
             d, d_prime = _changed(table, place.row, lo), _changed(table, place.row, hi)
             pairs.append(NeighbourPair(d, d_prime, f"{view} view; {place.text}: rewards {lo:g} -> {hi:g} on every arm; base: {text}"))
+    if not pairs:
+        raise AccountingError("placements", placements, "placements of the all-active run (the engine offers none)")
     return pairs
 
 
@@ -291,9 +365,43 @@ class RunTarget:
         return named
 
 
-def run_target(engine: TranscriptEngine, view: str, **pair_options: Any) -> RunTarget:
-    """The run of ``engine`` as an audit target on ``view``, with generated candidate pairs
-    (:func:`run_pairs`) and the claim its ledger records on them."""
+#: the suite's defaults, which :func:`audit_run` shares: family-wise false-alarm rate, the views
+#: (no learned views: the run's own coordinates, histograms and thresholds), draws per candidate
+SUITE_ALPHA = 1e-3
+SUITE_LEARNED = False
+SUITE_SEARCH_SAMPLES = 2000
+
+
+#: what an engine offers (``TranscriptEngine``'s interface; an object that has all of it is taken as one)
+_ENGINE_METHODS = ("run", "columns", "placements", "threshold_tables", "streams", "sample", "labels")
+
+
+def _is_engine(engine: Any) -> bool:
+    return isinstance(engine, TranscriptEngine) or all(callable(getattr(engine, m, None)) for m in _ENGINE_METHODS)
+
+
+def run_target(engine: Any, view: str = "transcript", *, arms: int | None = None, horizon: int | None = None,
+               parameters: dict[str, Any] | None = None, slots: Sequence[tuple[int, int]] | None = None,
+               **pair_options: Any) -> RunTarget:
+    """A whole run as an audit target on ``view`` ("server", "public" or "transcript"), with
+    generated candidate pairs (:func:`run_pairs`: ``placements``, ``extremes``, ``base``) and the
+    claim its ledger records on them.
+
+    ``engine``: a transcript engine (:func:`run_engine` for the built-in algorithms), or a user's
+    loop ``loop(run, **parameters)`` written against the public pieces (``dpverify._audit._loops``:
+    ``run.pull``, ``run.privatizer``, ``run.ledger``; it returns its public outputs), with
+    ``arms`` and ``horizon`` (and optional ``slots``, the (batch, arm) releases it may make
+    beyond those its probe runs show)."""
+    if not _is_engine(engine):
+        if not callable(engine):
+            raise AccountingError("engine", engine, "a TranscriptEngine (run_engine(...)) or a loop(run, **parameters)")
+        if arms is None or horizon is None:
+            raise AccountingError("arms" if arms is None else "horizon", None, "an integer: a user's loop needs arms= and horizon=")
+        from ._loops import loop_engine
+
+        engine = loop_engine(engine, arms=arms, horizon=horizon, slots=slots, **(parameters or {}))
+    elif arms is not None or horizon is not None or parameters is not None or slots is not None:
+        raise AccountingError("engine", engine.describe(), "a user's loop for arms=, horizon=, parameters=, slots= (an engine has its own)")
     pairs = tuple(run_pairs(engine, view, **pair_options))
     tables = [t for p in pairs for t in (p.d, p.d_prime)]
     return RunTarget(engine, view, pairs, recorded_guarantee(engine, tables))
@@ -306,13 +414,31 @@ def audit_run(
     claim: Any = None,
     samples: int = 100_000,
     keep_pairs: int = 1,
-    search_samples: int | None = None,
+    search_samples: int | None = SUITE_SEARCH_SAMPLES,
+    alpha: float = SUITE_ALPHA,
+    learned: bool | str = SUITE_LEARNED,
     **audit_options: Any,
 ) -> AuditReport:
     """Audit a run target: the auditor's pair search picks ``keep_pairs`` of the candidates on samples
-    of its own, then audits them at ``samples`` draws per table; events name view, batch and arm."""
+    of its own (``search_samples`` draws per table each, a separate stream: no error budget spent),
+    then audits them at ``samples`` draws per table; events name view, batch and arm.
+
+    The defaults are the audit suite's (``dpverify audit``): ``alpha = 1e-3`` and the run's own
+    views (histograms and thresholds of its coordinates, no learned classifiers). False alarms:
+    the probability that a run whose ledger's claim is true is reported "violated" is at most
+    ``alpha`` (exact binomial bounds, Bonferroni over the results). Power: a violation is found
+    when one of the candidate pairs (:func:`run_pairs`: a changed user on the threshold tables,
+    all-zero, all-one and mixed tables, in the first, a middle and the last batch) makes some
+    event of one coordinate of the view (or of a short row) more likely by a factor well above
+    e^claim at the sample size: e.g. an un-noised release (a zero-sum batch released exactly,
+    a raw count published) is found at a few thousand runs, a factor e^(2 eps) against a claim
+    of eps at tens of thousands; a leak that only a combination of many coordinates shows, or on
+    data none of the candidates has, is not seen (a "holds" is not a proof). ``executor="process"``
+    draws the runs on a local process pool; a user's loop reports its plain runs per second per
+    process in ``target.engine.describe()`` (measured on its probe runs).
+    """
     chosen = claim if claim is not None else target.claim(form)
-    report = audit(target.mechanism, list(target.pairs), chosen, samples=samples, pair_search="pilot",
+    report = audit(target.mechanism, list(target.pairs), chosen, samples=samples, pair_search="pilot", alpha=alpha, learned=learned,
                    search_budget=len(target.pairs), keep_pairs=keep_pairs, search_samples=search_samples, **audit_options)
     results = tuple(replace(r, event=target.describe_event(r.event)) for r in report.results)
     return replace(report, results=results)
@@ -339,7 +465,15 @@ def register_run_algorithm(spec: RunAlgorithm) -> None:
     RUN_ALGORITHMS[spec.name] = spec
 
 
-def run_engine(algorithm: str, **options: Any) -> TranscriptEngine:
+def run_engine(algorithm: Any, **options: Any) -> TranscriptEngine:
+    """The transcript engine of a registered algorithm (``RUN_ALGORITHMS``: ``arms``, ``horizon``,
+    ``epsilon`` and its runner's options), or of a user's loop ``loop(run, **parameters)``
+    (``dpverify._audit._loops``: ``arms``, ``horizon``, optional ``slots``, the loop's keyword
+    arguments)."""
+    if callable(algorithm) and not isinstance(algorithm, str):
+        from ._loops import loop_engine
+
+        return loop_engine(algorithm, **options)
     if algorithm not in RUN_ALGORITHMS:
         raise AccountingError("algorithm", algorithm, f"one of {sorted(RUN_ALGORITHMS)}")
     return RUN_ALGORITHMS[algorithm].build(**options)
