@@ -59,9 +59,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from accounting import Ledger, PureDP
-from accounting._ledger import Charge, _normalise_participants
-from accounting._validation import AccountingError, check_positive_int
+from accounting import AccountingError, Charge, Ledger, PureDP
+from accounting.internal import check_positive_int
+from accounting.internal import normalise_participants as _normalise_participants
 
 from .._bandits._transcripts import NOT_RELEASED, VIEWS, Placement, TranscriptEngine, release_views
 from .._privatizer import Privatizer
