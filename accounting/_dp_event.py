@@ -124,6 +124,17 @@ class NonPrivate(Mechanism):
         return "non-private release"
 
 
+
+def check_k_ary(noise_parameter: Any, num_buckets: Any) -> Fraction:
+    """dp_accounting's k-ary randomized response parameters, validated: the noise parameter as an
+    exact Fraction in (0, 1] and an integer number of buckets >= 2."""
+    p = Fraction(noise_parameter)
+    if not (0 < p <= 1):
+        raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 2:
+        raise AccountingError("num_buckets", num_buckets, "an integer >= 2")
+    return p
+
 @dataclass(frozen=True)
 class KaryRandomizedResponse(Mechanism):
     """dp_accounting's RandomizedResponse over ``num_buckets`` = k buckets with noise parameter p:
@@ -139,12 +150,7 @@ class KaryRandomizedResponse(Mechanism):
     rdp_is_exact = True  # rdp() is the exact curve (route labels)
 
     def __post_init__(self) -> None:
-        p = Fraction(self.noise_parameter)
-        if not (0 < p <= 1):
-            raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
-        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) or self.num_buckets < 2:
-            raise AccountingError("num_buckets", self.num_buckets, "an integer >= 2")
-        object.__setattr__(self, "noise_parameter", p)
+        object.__setattr__(self, "noise_parameter", check_k_ary(self.noise_parameter, self.num_buckets))
 
     def _ab(self) -> tuple[Fraction, Fraction]:
         p, k = self.noise_parameter, self.num_buckets

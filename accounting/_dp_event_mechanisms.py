@@ -90,12 +90,9 @@ class SpecialRandomizedResponse(Mechanism):
     family = "randomized-response-special"
 
     def __post_init__(self) -> None:
-        p = Fraction(self.noise_parameter)
-        if not (0 < p <= 1):
-            raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
-        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) or self.num_buckets < 2:
-            raise AccountingError("num_buckets", self.num_buckets, "an integer >= 2")
-        object.__setattr__(self, "noise_parameter", p)
+        from ._dp_event import check_k_ary  # _dp_event imports this module lazily
+
+        object.__setattr__(self, "noise_parameter", check_k_ary(self.noise_parameter, self.num_buckets))
 
     def _masses(self) -> tuple[tuple[Fraction, Fraction], tuple[Fraction, Fraction]]:
         """(P, Q) on (x's bucket, the other k - 1 buckets merged): losses are equal within a class."""
