@@ -40,7 +40,7 @@ from flint import arb
 from ._certified import exact, upper_float, working_precision
 from ._guarantees import RDP, PureDP
 from ._mechanisms._base import Mechanism
-from ._validation import AccountingError
+from ._validation import AccountingError, check_k_ary
 
 __all__ = ["Composition", "KaryRandomizedResponse", "NonPrivate", "event_from_json", "from_dp_event"]
 
@@ -123,17 +123,6 @@ class NonPrivate(Mechanism):
     def describe(self) -> str:
         return "non-private release"
 
-
-
-def check_k_ary(noise_parameter: Any, num_buckets: Any) -> Fraction:
-    """dp_accounting's k-ary randomized response parameters, validated: the noise parameter as an
-    exact Fraction in (0, 1] and an integer number of buckets >= 2."""
-    p = Fraction(noise_parameter)
-    if not (0 < p <= 1):
-        raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
-    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 2:
-        raise AccountingError("num_buckets", num_buckets, "an integer >= 2")
-    return p
 
 @dataclass(frozen=True)
 class KaryRandomizedResponse(Mechanism):

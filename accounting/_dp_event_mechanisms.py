@@ -32,7 +32,7 @@ from flint import arb
 from ._certified import exact, upper_float, working_precision
 from ._guarantees import RDP, PureDP
 from ._mechanisms._base import Mechanism
-from ._validation import AccountingError
+from ._validation import AccountingError, check_k_ary
 
 __all__ = ["FractionalOrderSampledGaussian", "GaussianMixtureShift", "RepeatAndSelect", "ReplaceOnePoissonGaussian", "SpecialRandomizedResponse", "ZCdpGuarantee"]
 
@@ -90,8 +90,6 @@ class SpecialRandomizedResponse(Mechanism):
     family = "randomized-response-special"
 
     def __post_init__(self) -> None:
-        from ._dp_event import check_k_ary  # _dp_event imports this module lazily
-
         object.__setattr__(self, "noise_parameter", check_k_ary(self.noise_parameter, self.num_buckets))
 
     def _masses(self) -> tuple[tuple[Fraction, Fraction], tuple[Fraction, Fraction]]:

@@ -111,3 +111,14 @@ def check_integer(name: str, value: object, *, minimum: int | None = None) -> in
 
 def check_positive_int(name: str, value: object) -> int:
     return check_integer(name, value, minimum=1)
+
+
+def check_k_ary(noise_parameter: object, num_buckets: object) -> Fraction:
+    """dp_accounting's k-ary randomized response parameters, validated: the noise parameter as an
+    exact Fraction in (0, 1] and an integer number of buckets >= 2."""
+    p = Fraction(noise_parameter)
+    if not (0 < p <= 1):
+        raise AccountingError("noise_parameter", float(p), "a probability in (0, 1]")
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 2:
+        raise AccountingError("num_buckets", num_buckets, "an integer >= 2")
+    return p

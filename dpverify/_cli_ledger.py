@@ -91,12 +91,13 @@ def show_command(url: str, near: float, last: int, as_json: bool, expect_head: s
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
-    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from rich.markup import escape
+    from ._console import console as make_console
+    from ._console import print_table
 
-    console = Console(highlight=False)
+    console = make_console(highlight=False)  # sized like every table of the CLI: not cut at 80 columns in pipes
     budget = summary["budget"]
     worst = summary["worst_user_spend"]
     url_shown = escape(printable(summary["url"]))
@@ -119,7 +120,7 @@ def show_command(url: str, near: float, last: int, as_json: bool, expect_head: s
         for row in summary["history"]:
             table.add_row(str(row["seq"]), _plain(row["label"]), _plain(_describe(row["guarantee"])),
                           "everyone" if row["users"] is None else str(row["users"]), f"{row['spent_after']:.6g}", _plain(row["recorded_at"]))
-        console.print(table)
+        print_table(table, console)
 
 
 #: control characters (C0, DEL, C1) and the bidirectional overrides that reorder what a terminal shows

@@ -48,15 +48,15 @@ def _is_terminal(stream: Any) -> bool:
         return False
 
 
-def console(*, stderr: bool = False):
+def console(*, stderr: bool = False, highlight: bool = True):
     """A rich console on standard output (or error): the window's width on a terminal, else
     :data:`PIPE_WIDTH` columns (rich imported on first use: ``account`` stays light)."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
     if _is_terminal(stream):
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, width=PIPE_WIDTH)
+        return Console(stderr=stderr, highlight=highlight)
+    return Console(stderr=stderr, width=PIPE_WIDTH, highlight=highlight)
 
 
 def print_table(renderable: Any, out: Any = None) -> None:

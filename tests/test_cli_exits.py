@@ -154,7 +154,7 @@ def test_ctrl_c_is_exit_130_one_line_workers_stopped_no_output(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [sys.executable, "-c", "from dpverify.cli import main; main()", "run", "-a", "dist-dp-se", "-i", "easy", "--eps", "1",
-         "-T", "4000000", "--seeds", "4", "--workers", "2", "--json", str(out), "--yes"],
+         "-T", "4000000", "--seeds", "64", "--workers", "2", "--json", str(out), "--yes"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
     try:

@@ -254,6 +254,13 @@ ROWS = [
     _r(f"ledger show {LEDGER} --near {{}}", "near", setup=(MAKE_LEDGER,)),
     _r(f"ledger show {LEDGER} --last {{}}", "last", setup=(MAKE_LEDGER,)),
     _r("ledger verify {}", "url", "ledger"),
+    # a pinned head (issue 34 item 11): malformed is exit 2 naming expect_head; a well-formed head the
+    # chain does not hold is verify's exit 1 or charge's refusal (exit 2), each saying "head"
+    _r(f"ledger show {LEDGER} --expect-head {{}}", "expect_head", "expect-head", setup=(MAKE_LEDGER,)),
+    _r(f"ledger verify {LEDGER} --expect-head {{}}", "expect_head", "expect-head", setup=(MAKE_LEDGER,), codes=((1, "head"),)),
+    _r(f"account charge --ledger {LEDGER} --pure 0.001 --users 0:10 --expect-head {{}}", "expect_head", "expect-head", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),
+    _r("ledger accept-restore {}", "url", "ledger"),
+    _r(f"ledger accept-restore {LEDGER} --expect-head {{}}", "expect_head", "expect-head", setup=(MAKE_LEDGER,)),
     _r("ledger export {}", "url", "ledger"),
     _r("ledger upgrade {}", "url", "ledger"),
     _r(f"ledger export {LEDGER} --out {{}}", "out", setup=(MAKE_LEDGER,)),

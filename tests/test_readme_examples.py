@@ -73,6 +73,7 @@ BLOCKS: dict[str, tuple[str, str]] = {
     'target = "run:dist-dp-se"       # run:<algorithm>; planted variants are run:bug.<name>': (RUN, "loaded and validated, not audited"),
     'target = "mypackage.mechanisms:noisy_max"': ("not run", "names a package of the reader's (mypackage)"),
     '@_target("my-mechanism", "one line for the docs", cost=1.0)': ("not run", "a fragment of dpverify/_audit/_suite's registry"),
+    'target = "run:mypackage.bandits:elimination"': ("not run", "names a package of the reader's (mypackage); the same kind of loop is a claim of the gate: audits/runs/user_*.toml (tests/test_audit_suite.py)"),
     'mode = "one-run"': ("not run", "a fragment of a claim file; audits/ldp_ucb_l_eps1_one_run.toml is a whole one, run by the gate (tests/test_audit_suite.py)"),
 }
 
