@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -89,15 +90,48 @@ _PATHS = ("per-user", "aggregate")
 
 @dataclass(frozen=True)
 class BatchParameters:
-    """g, tau, m of one batch of n users, and the noise the theorem prescribes."""
+    """g, tau, m of one batch of n users, and the noise the theorem prescribes.
+
+    The noise is one of three quantities, each an exact positive rational under its own name;
+    exactly one is set (the others None), by the protocol's kind:
+
+    - ``scale``: the Lap_Z scale b (dist-dp, cdp: of the summed noise; ldp: of each user's);
+    - ``total_variance``: the variance of the summed Skellam noise (dist-rdp);
+    - ``per_user_variance``: the variance of each user's discrete Gaussian (dist-cdp).
+    """
 
     n: int
     g: int
     tau: int
     m: int
-    #: Lap_Z scale b (dist-dp, cdp, ldp), total Skellam variance (dist-rdp), per-user discrete
-    #: Gaussian variance (dist-cdp); an exact rational
-    noise: Fraction
+    scale: Fraction | None = None
+    total_variance: Fraction | None = None
+    per_user_variance: Fraction | None = None
+
+    def __post_init__(self) -> None:
+        named = {"scale": self.scale, "total_variance": self.total_variance, "per_user_variance": self.per_user_variance}
+        given = [k for k, v in named.items() if v is not None]
+        if len(given) != 1:
+            raise AccountingError(
+                "noise", given or None, "exactly one of scale, total_variance, per_user_variance (the others None)"
+            )
+        value = named[given[0]]
+        if not isinstance(value, Fraction) or value <= 0:
+            raise AccountingError(given[0], value, "an exact rational (Fraction) > 0")
+
+    @property
+    def noise(self) -> Fraction:
+        """Deprecated: whichever of ``scale``, ``total_variance``, ``per_user_variance`` is set."""
+        warnings.warn(
+            "BatchParameters.noise is deprecated: use .scale (Lap_Z scale b), .total_variance (Skellam) "
+            "or .per_user_variance (discrete Gaussian)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        for value in (self.scale, self.total_variance, self.per_user_variance):
+            if value is not None:
+                return value
+        raise AssertionError("unreachable: validated on construction")
 
     @property
     def bits_per_user(self) -> int:
@@ -155,15 +189,15 @@ class DistributedProtocol(BatchProtocol):
     def _exact_scale(self, params: BatchParameters) -> Fraction:
         """The discrete Laplace scale b of the batch (dist-dp, cdp, ldp), which the exact sampler takes:
         g/eps, or rounded up by :meth:`_compute_parameters` (``_samplers.sampler_parameter_at_least``)."""
-        return params.noise
+        return params.scale
 
     def _noise_epsilon(self, params: BatchParameters) -> Any:
         """The eps of the batch's discrete Laplace noise (dist-dp, cdp, ldp): eps itself, or g/b when b
         was rounded up (the per-user Polya path of dist-dp draws through e^(-eps/g) with it, so that
         both paths sum to Lap_Z(b))."""
-        if params.noise == params.g / Fraction(self.epsilon):
+        if params.scale == params.g / Fraction(self.epsilon):
             return self.epsilon
-        return Fraction(params.g) / params.noise
+        return Fraction(params.g) / params.scale
 
     def _compute_parameters(self, n: int) -> BatchParameters:
         p_tau = self.tau_p if self.tau_p is not None else self.p
@@ -171,24 +205,24 @@ class DistributedProtocol(BatchProtocol):
             d = acc.theorem1_parameters(self.epsilon, n, p_tau)
             noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
             if noise == d.noise:
-                return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+                return BatchParameters(n, d.g, d.tau, d.m, scale=d.noise)
             # tau bounds b log(2/p), linear in b: tau + ceil(tau (b'/b - 1)) covers the rounded-up b'
             tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
-            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
+            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, scale=noise)
         if self.kind == "dist-rdp":
             d = acc.theorem2_parameters(self.epsilon, self.s, n, p_tau)
-            return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+            return BatchParameters(n, d.g, d.tau, d.m, total_variance=d.noise)
         if self.kind == "dist-cdp":
             d = acc.theorem4_parameters(self.epsilon, self.s, n, p_tau)
             # rounded up if the exact sampler needs it: the protocol then samples, accounts
             # (guarantee) and bounds (assumption1, tau) with the rounded value, so the three agree
             noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_gaussian")
             if noise == d.noise:
-                return BatchParameters(n, d.g, d.tau, d.m, d.noise)
+                return BatchParameters(n, d.g, d.tau, d.m, per_user_variance=d.noise)
             # tau bounds (g/eps) sqrt(2 log(2/p)) = sqrt(2 n v log(2/p)); with v' = v (1 + r) the
             # bound grows by sqrt(1 + r) <= 1 + r, so tau + ceil(tau r) covers it
             tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
-            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
+            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, per_user_variance=noise)
         # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
         d = acc.theorem1_parameters(self.epsilon, n, p_tau)
         noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
@@ -197,7 +231,7 @@ class DistributedProtocol(BatchProtocol):
         v_b = 2 * q / (1 - q) ** 2
         log_term = math.log(2 / p_tau)
         tau = math.ceil(math.sqrt(2 * n * v_b * log_term) + 2 * b * log_term)
-        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, noise)
+        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, scale=noise)
 
     # ---- privacy -----------------------------------------------------------------------------
 
@@ -213,14 +247,14 @@ class DistributedProtocol(BatchProtocol):
         params = self.parameters(n)
         g = params.g
         if self.kind in ("dist-dp", "cdp", "ldp"):
-            return acc.DiscreteLaplace(scale=params.noise, sensitivity=g)
+            return acc.DiscreteLaplace(scale=params.scale, sensitivity=g)
         if self.kind == "dist-rdp":
-            return acc.Skellam(variance=params.noise, l1_sensitivity=g, l2_sensitivity=g)
+            return acc.Skellam(variance=params.total_variance, l1_sensitivity=g, l2_sensitivity=g)
         # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim). The n users'
         # exact samplers each draw N_Z(0, sigma^2) conditioned on |X| <= ymax, within total variation
         # 2^-100 of it (_samplers.DG_TRUNCATION_TV), so the server's view is within n 2^-100 of the
         # analysed sum's: carried beside its zCDP, paid in delta by every (eps, delta) conversion
-        sigma = sigma_at_most(params.noise)
+        sigma = sigma_at_most(params.per_user_variance)
         analysed = acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
         return WithinTotalVariation(analysed, n * _samplers.DG_TRUNCATION_TV)
 
@@ -232,15 +266,15 @@ class DistributedProtocol(BatchProtocol):
         eps = float(self.epsilon)
         if self.kind in ("dist-dp", "cdp"):
             # h = b/g: 1/eps, or 1/eps' = b'/g (rounded up) when the sampler's b' is above g/eps
-            return rounding, (1 / eps if params.noise == g / Fraction(self.epsilon) else _float_up(params.noise / g))
+            return rounding, (1 / eps if params.scale == g / Fraction(self.epsilon) else _float_up(params.scale / g))
         if self.kind == "dist-rdp":
             return rounding + 2 / eps, math.sqrt(2) / g
         if self.kind == "dist-cdp":
             # sqrt(2)/eps for the theorem's variance g^2/(n eps^2); scaled if the sampler's is larger
             theorem = Fraction(g * g) / (n * Fraction(self.epsilon) ** 2)
-            scale = 1.0 if params.noise == theorem else math.sqrt(float(params.noise / theorem))
+            scale = 1.0 if params.per_user_variance == theorem else math.sqrt(float(params.per_user_variance / theorem))
             return rounding + math.sqrt(2) / eps * scale, 0.0
-        b = float(params.noise)
+        b = float(params.scale)
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
         return rounding + math.sqrt(2 * n * v_b) / g, 2 * b / g
@@ -265,9 +299,9 @@ class DistributedProtocol(BatchProtocol):
                     )
                 if self.kind == "dist-dp":
                     return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=self._exact_scale(params))
-                return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.noise))
+                return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.total_variance))
             if self.kind == "dist-cdp":
-                return pk.server_views(rng, x, params.g, params.m, reps, "discrete_gaussian", sigma2=params.noise)
+                return pk.server_views(rng, x, params.g, params.m, reps, "discrete_gaussian", sigma2=params.per_user_variance)
             if self.kind == "dist-dp":
                 return pk.server_views(rng, x, params.g, params.m, reps, "polya", eps=self._noise_epsilon(params))
             return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self.epsilon)
@@ -320,7 +354,7 @@ class DistributedProtocol(BatchProtocol):
                 return super().estimate_from_rounded_sum(xhat_sum, n, rng)
             params = self.parameters(n)
             if self.kind == "dist-rdp":
-                kind, s, t, half_mu = pk._total_noise_args("skellam", None, float(params.noise))
+                kind, s, t, half_mu = pk._total_noise_args("skellam", None, float(params.total_variance))
             else:
                 kind, s, t, half_mu = pk._total_noise_args("discrete_laplace", self._exact_scale(params), None)
             args = self._by_n[key] = (params.m, int(kind), int(s), int(t), float(half_mu), params.g, n * params.g + params.tau)

@@ -126,7 +126,7 @@ def test_estimate_from_rounded_sum_matches_analyzer():
         params = proto.parameters(n)
         for xhat_sum in (0, 1, n * params.g // 2, n * params.g):
             est = proto.estimate_from_rounded_sum(xhat_sum, n, np.random.default_rng(4))
-            noise = ("skellam", {"variance": float(params.noise)}) if proto.kind == "dist-rdp" else ("discrete_laplace", {"scale": params.noise})
+            noise = ("skellam", {"variance": float(params.total_variance)}) if proto.kind == "dist-rdp" else ("discrete_laplace", {"scale": params.scale})
             view = pk.aggregate_views_of_sum(np.random.default_rng(4), xhat_sum, params.m, 1, noise[0], **noise[1])
             assert est == proto.analyze(view, n)[0]
 

@@ -62,10 +62,10 @@ def test_callers_keep_their_parameters_where_the_sampler_takes_them() -> None:
     for make in (central_dp_protocol, dist_dp_protocol, local_dp_protocol):
         protocol = make(Fraction(1, 2), 0.1)
         params = protocol.parameters(64)
-        assert params.noise == Fraction(params.g) / Fraction(1, 2)
+        assert params.scale == Fraction(params.g) / Fraction(1, 2)
     protocol = dist_cdp_protocol(Fraction(1, 2), 10.0, 0.1)
     params = protocol.parameters(64)
-    assert params.noise == Fraction(params.g**2) / (64 * Fraction(1, 4))
+    assert params.per_user_variance == Fraction(params.g**2) / (64 * Fraction(1, 4))
 
 
 def _expected_round_up(value: Fraction, takes) -> Fraction:
@@ -116,7 +116,7 @@ def test_a_variance_the_sampler_cannot_take_is_rounded_up() -> None:
     rounded = sampler_parameter_at_least("epsilon", eps, value, "discrete_gaussian")
     assert rounded >= value and _gaussian_takes(rounded)
     assert rounded == _expected_round_up(value, _gaussian_takes)
-    assert dist_cdp_protocol(eps, 10.0, 0.1).parameters(n).noise == rounded
+    assert dist_cdp_protocol(eps, 10.0, 0.1).parameters(n).per_user_variance == rounded
 
 
 def test_a_parameter_beyond_every_representable_fraction_names_itself_and_the_range() -> None:
@@ -132,7 +132,7 @@ def test_rounded_up_scale_charges_no_more_than_the_requested_epsilon() -> None:
     awkward = 0.30000000000000004
     protocol = central_dp_protocol(awkward, 0.1)
     params = protocol.parameters(64)
-    assert params.noise >= Fraction(params.g) / Fraction(awkward)
+    assert params.scale >= Fraction(params.g) / Fraction(awkward)
     assert protocol.guarantee(64).pure().epsilon <= awkward * (1 + 1e-15)
 
 
@@ -150,3 +150,28 @@ def test_rounded_scale_is_not_cut_at_two_scales() -> None:
     assert stats.binom.cdf(threshold - 1, n, p) < 1e-6
     draws = _samplers.discrete_laplace(np.random.default_rng(7), b, n, method="inversion")
     assert np.count_nonzero(np.abs(draws) >= k) >= threshold
+
+
+def test_batch_parameters_name_their_noise_and_keep_noise_as_a_deprecated_alias() -> None:
+    """Each kind sets exactly one of scale / total_variance / per_user_variance; the old ``noise``
+    still answers that one value and warns; construction with none or two of them is refused."""
+    from dpverify._protocols import BatchParameters, dist_rdp_protocol
+
+    cases = (
+        (dist_dp_protocol(Fraction(1, 2), 0.1), "scale"),
+        (local_dp_protocol(Fraction(1, 2), 0.1), "scale"),
+        (dist_rdp_protocol(Fraction(1, 2), 10.0, 0.1), "total_variance"),
+        (dist_cdp_protocol(Fraction(1, 2), 10.0, 0.1), "per_user_variance"),
+    )
+    names = ("scale", "total_variance", "per_user_variance")
+    for protocol, name in cases:
+        params = protocol.parameters(64)
+        assert [k for k in names if getattr(params, k) is not None] == [name]
+        with pytest.warns(DeprecationWarning, match="BatchParameters.noise"):
+            assert params.noise == getattr(params, name)
+    with pytest.raises(ValueError, match="exactly one"):
+        BatchParameters(4, 2, 3, 15)
+    with pytest.raises(ValueError, match="exactly one"):
+        BatchParameters(4, 2, 3, 15, scale=Fraction(1), total_variance=Fraction(1))
+    with pytest.raises(ValueError, match="scale"):
+        BatchParameters(4, 2, 3, 15, scale=Fraction(-1))

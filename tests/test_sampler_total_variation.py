@@ -34,7 +34,7 @@ def test_dist_cdp_charge_carries_the_users_truncation() -> None:
     charge (the bare DiscreteGaussianSum) carried nothing and fails here."""
     protocol = _protocol()
     params = protocol.parameters(N)
-    p, q, _, ymax = discrete_gaussian_range(params.noise)
+    p, q, _, ymax = discrete_gaussian_range(params.per_user_variance)
     # the premise, recomputed in floats with a margin far above their rounding error
     sigma2 = p / q
     x = ymax + 1

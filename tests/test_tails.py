@@ -149,7 +149,7 @@ def test_wrapped_tail_matches_the_implemented_analyzer():
     z = np.arange(-3 * params.m, 3 * params.m + 1)
     views = (X + z) % params.m
     err = np.abs(np.asarray(protocol.analyze(views, n)) * params.g - X)
-    q = math.exp(-1 / float(params.noise))
+    q = math.exp(-1 / float(params.scale))
     pmf = (1 - q) / (1 + q) * q ** np.abs(z)
     for r in (params.tau - 2, params.tau, params.tau + 3):
         actual = float(pmf[err > r].sum())

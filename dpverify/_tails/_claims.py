@@ -178,12 +178,12 @@ def noise_law(protocol: P.DistributedProtocol, n: int) -> NoiseLaw:
     params = protocol.parameters(n)
     kind = protocol.kind
     if kind in ("dist-dp", "cdp"):
-        return DiscreteLaplaceLaw(params.noise)
+        return DiscreteLaplaceLaw(params.scale)
     if kind == "dist-rdp":
-        return SkellamLaw(params.noise)
+        return SkellamLaw(params.total_variance)
     if kind == "dist-cdp":
-        return DiscreteGaussianSumLaw(n, params.noise)
-    return DiscreteLaplaceSumLaw(n, params.noise)
+        return DiscreteGaussianSumLaw(n, params.per_user_variance)
+    return DiscreteLaplaceSumLaw(n, params.scale)
 
 
 def rounding_constant(n: int, g: int) -> float:
