@@ -51,7 +51,7 @@ def mechanisms():
 
         proto = dist_dp_protocol(1.0, 0.1)
         n = 16
-        claim = proto.guarantee(n).pure()
+        claim = proto.mechanism(n).pure()
         out.append((f"Dist-DP-SE Polya protocol, n = {n} users (eps = 1)", proto.server_views,
                     replace_one_pairs(np.zeros(n), [1.0]), claim))
     except ImportError:

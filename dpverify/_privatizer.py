@@ -9,7 +9,7 @@ estimate. Learners are handed privatizers (or a feedback object built on them); 
 a sampler, an RNG that touches private data, the raw rewards or the noise.
 
 The guarantee charged is the one object the accountant computes for the protocol at that batch
-size (``protocol.guarantee(n)``): the same object the auditor tests and the report prints.
+size (``protocol.mechanism(n)``): the same object the auditor tests and the report prints.
 
 Idealised protocols. A protocol whose ``idealised`` attribute is true draws float Laplace or
 Gaussian noise (the papers' mechanisms, not DP in floating point: ``dpverify._noise``). Its charges
@@ -21,6 +21,7 @@ and is read as a record of DP spending) refuses them unless the caller passes
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -74,9 +75,29 @@ class BatchProtocol(ABC):
     #: True for a protocol that draws float Laplace/Gaussian noise (not DP in floating point)
     idealised: bool = False
 
-    @abstractmethod
+    def mechanism(self, n: int) -> Any:
+        """The ``accounting`` mechanism of one batch of ``n`` users: what the ledger is charged per user,
+        the auditor tests and the report prints. Every protocol defines it.
+
+        (A subclass written before the rename that defines only :meth:`guarantee` still works: its
+        ``guarantee`` is used, with a ``DeprecationWarning``.)"""
+        if type(self).guarantee is not BatchProtocol.guarantee:
+            warnings.warn(
+                f"{type(self).__name__} defines guarantee(n): rename it mechanism(n) (it returns the batch's mechanism)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return self.guarantee(n)
+        raise NotImplementedError(f"{type(self).__name__} must define mechanism(n)")
+
     def guarantee(self, n: int) -> Any:
-        """The per-user privacy guarantee of one batch of ``n`` users (an ``accounting`` object)."""
+        """Deprecated name of :meth:`mechanism` (it returns a mechanism, not a guarantee): warns and forwards."""
+        warnings.warn(
+            "protocol.guarantee(n) is deprecated: use protocol.mechanism(n) (it returns the batch's accounting mechanism)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.mechanism(n)
 
     @abstractmethod
     def estimate_sum(self, rewards: np.ndarray, rng: np.random.Generator, *, path: str = "per-user") -> float:
@@ -190,7 +211,7 @@ class Privatizer(AccountedReleaser):
         """Charge the ledger for this batch, then return the protocol's private estimate of sum(rewards)."""
         array = _check_rewards(rewards)
         n = array.size
-        self._charge(self._protocol.guarantee(n), participants, n, label)
+        self._charge(self._protocol.mechanism(n), participants, n, label)
         if self._transcript is None:
             estimate = self._protocol.estimate_sum(array, self._rng, path=self._path)
         else:
@@ -211,6 +232,6 @@ class Privatizer(AccountedReleaser):
             raise AccountingError("protocol", self._protocol.describe(), "a protocol with a one-draw aggregate path (dist-dp, dist-rdp, cdp)")
         if isinstance(xhat_sum, bool) or not isinstance(xhat_sum, (int, np.integer)) or not 0 <= xhat_sum <= n * g:
             raise AccountingError("xhat_sum", xhat_sum, f"an integer in [0, n g] = [0, {n * g}]")
-        self._charge(self._protocol.guarantee(n), participants, n, label)
+        self._charge(self._protocol.mechanism(n), participants, n, label)
         estimate = self._protocol.estimate_from_rounded_sum(int(xhat_sum), n, self._rng)
         return Release(float(estimate), n, self._path)

@@ -235,15 +235,15 @@ class DistributedProtocol(BatchProtocol):
 
     # ---- privacy -----------------------------------------------------------------------------
 
-    def guarantee(self, n: int) -> Any:
-        """The per-user guarantee of one batch of n users, from the accountant (one object per n)."""
-        key = ("guarantee", n)
+    def mechanism(self, n: int) -> Any:
+        """The per-user mechanism of one batch of n users, from the accountant (one object per n)."""
+        key = ("mechanism", n)
         found = self._by_n.get(key)
         if found is None:
-            found = self._by_n[key] = self._guarantee(n)
+            found = self._by_n[key] = self._mechanism(n)
         return found
 
-    def _guarantee(self, n: int) -> Any:
+    def _mechanism(self, n: int) -> Any:
         params = self.parameters(n)
         g = params.g
         if self.kind in ("dist-dp", "cdp", "ldp"):
@@ -411,7 +411,7 @@ class CentralLaplaceIdealised(BatchProtocol):
     def __post_init__(self) -> None:
         check_positive("epsilon", self.epsilon)
 
-    def guarantee(self, n: int) -> Any:
+    def mechanism(self, n: int) -> Any:
         check_positive_int("n", n)
         return acc.Laplace(scale=1 / Fraction(self.epsilon), sensitivity=1)
 
@@ -463,12 +463,12 @@ class CentralGridLaplaceProtocol(BatchProtocol):
         # cached: every release asks for it (guarantee, noise), and eps -> g/eps is exact Fraction work
         return _noise.grid_laplace_scale(self.epsilon, self.grid)
 
-    def guarantee(self, n: int) -> Any:
+    def mechanism(self, n: int) -> Any:
         check_positive_int("n", n)
-        return self._guarantee
+        return self._mechanism
 
     @functools.cached_property
-    def _guarantee(self) -> Any:  # one immutable object: every release charges it (a run audit makes ~10^5)
+    def _mechanism(self) -> Any:  # one immutable object: every release charges it (a run audit makes ~10^5)
         return acc.GridDiscreteLaplace(self.grid, self.scale)
 
     @property

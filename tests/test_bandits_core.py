@@ -40,7 +40,7 @@ class _TinyProtocol(BatchProtocol):
         self.eps = eps
         self.draws = 0
 
-    def guarantee(self, n):
+    def mechanism(self, n):
         return acc.Laplace(scale=1 / self.eps, sensitivity=1)
 
     def estimate_sum(self, rewards, rng, *, path="per-user"):
@@ -270,7 +270,7 @@ def test_dist_cdp_variance_beyond_the_sampler_is_rounded_up_everywhere():
         with pytest.raises(ValueError):
             discrete_gaussian_range(theorem.noise)
         assert params.tau > theorem.tau and params.m == n * params.g + 2 * params.tau + 1
-        assert proto.guarantee(n).mechanism.sigma == sigma_at_most(params.per_user_variance)
+        assert proto.mechanism(n).mechanism.sigma == sigma_at_most(params.per_user_variance)
         assert proto.assumption1(n, 0.1)[0] > math.sqrt(n / 2) / params.g + math.sqrt(2) / 0.2499
     exact = P.dist_cdp_protocol(Fraction(1, 2), 10.0, 0.1)
     assert exact.parameters(1024).per_user_variance == acc.theorem4_parameters(Fraction(1, 2), 10.0, 1024, 0.1).noise

@@ -147,7 +147,7 @@ def test_the_check_catches_a_protocol_drawing_gaussian_noise_in_python(watched):
     class Gaussian(_privatizer.BatchProtocol):
         name = "gaussian"
 
-        def guarantee(self, n):
+        def mechanism(self, n):
             return acc.DiscreteLaplace(4, 1)
 
         def estimate_sum(self, rewards, rng, *, path="per-user"):
@@ -339,7 +339,7 @@ def test_float_safe_dp_se_estimate_law():
     assert not res.rejected, str(res)
     no_rounding = base[2:2 + (hi - lo + 1)]
     assert res.power_against(no_rounding, 0.0, max(0.0, 1 - no_rounding.sum())) > 0.999
-    assert proto.guarantee(3) == acc.GridDiscreteLaplace(4, Fraction(4))
+    assert proto.mechanism(3) == acc.GridDiscreteLaplace(4, Fraction(4))
     assert proto.estimate_sum(np.array([0.3]), np.random.default_rng(1)) * 4 == pytest.approx(round(proto.estimate_sum(np.array([0.3]), np.random.default_rng(1)) * 4))
 
 

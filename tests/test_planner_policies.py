@@ -59,7 +59,7 @@ def test_a_registered_route_moves_the_ledger_spend_and_the_run_budget_alike():
     arms = 4
     before = run_budget(config, arms)
     protocol = make_protocol(config.algorithm, config.epsilon, s=config.s, p=config.confidence, tau_p=config.tau_p_for(arms))
-    guarantees = [protocol.guarantee(n) for n in batch_sizes(config.horizon, config.batch_base)]
+    guarantees = [protocol.mechanism(n) for n in batch_sizes(config.horizon, config.batch_base)]
     values = [acc.epsilon_routes(g, config.delta, policy="ledger").epsilon for g in guarantees]
     worst = guarantees[values.index(max(values))]
     assert before.epsilon == max(values)

@@ -15,7 +15,7 @@ class _CountingProtocol(BatchProtocol):
     def __init__(self) -> None:
         self.draws = 0
 
-    def guarantee(self, n):
+    def mechanism(self, n):
         return acc.DiscreteLaplace(scale=4, sensitivity=1)  # 0.25-DP per user
 
     def estimate_sum(self, rewards, rng, *, path="per-user"):
@@ -89,3 +89,31 @@ def test_public_api_matches_all():
         for name in package.__all__:
             assert getattr(package, name) is not None, f"{package.__name__}.{name}"
         assert sorted(package.__all__) == sorted(set(package.__all__))
+
+
+def test_guarantee_is_a_deprecated_alias_of_mechanism():
+    """``protocol.guarantee(n)`` (the old name: it returns a mechanism) warns and answers what
+    ``mechanism(n)`` does, for a built-in protocol and a subclass; a subclass written against the old
+    name (defining only ``guarantee``) still charges, with a warning; one defining neither is refused."""
+    from dpverify._protocols import central_dp_protocol, dist_rdp_protocol
+
+    for protocol in (central_dp_protocol(0.5, 0.1), dist_rdp_protocol(0.5, 10.0, 0.1), _CountingProtocol()):
+        with pytest.warns(DeprecationWarning, match=r"guarantee\(n\) is deprecated"):
+            assert protocol.guarantee(16) == protocol.mechanism(16)
+
+    class _OldStyle(_CountingProtocol):
+        mechanism = BatchProtocol.mechanism  # as written before the rename: only guarantee(n)
+
+        def guarantee(self, n):
+            return acc.DiscreteLaplace(scale=2, sensitivity=1)
+
+    ledger = acc.Ledger(acc.PureDP(1.0))
+    with pytest.warns(DeprecationWarning, match="rename it mechanism"):
+        Privatizer(_OldStyle(), ledger, np.random.SeedSequence(7)).release_sum(np.full(4, 0.5), range(0, 4))
+    assert ledger.spent() == acc.DiscreteLaplace(scale=2, sensitivity=1).pure()
+
+    class _Neither(_CountingProtocol):
+        mechanism = BatchProtocol.mechanism
+
+    with pytest.raises(NotImplementedError, match="must define mechanism"):
+        _Neither().mechanism(4)

@@ -55,7 +55,7 @@ def _batches(x: float, sizes=(2, 4, 8, 16, 32, 64, 128, 256)) -> RDP:
     """The maximum over batch sizes of Dist-CDP-SE's exact per-batch curves at noise multiplier x."""
     config = RunConfig("dist-cdp-se", "easy", 2**15, epsilon=0.5, seeds=1, seed=2, population=2**14, max_returns=4)
     protocol = _builtin.make_protocol(config.algorithm, _builtin._snap_down(1.0 / x), s=config.s, p=config.confidence, tau_p=config.tau_p_for(10))
-    curves = [protocol.guarantee(n).rdp() for n in sizes]
+    curves = [protocol.mechanism(n).rdp() for n in sizes]
     return curves[0].parallel(*curves[1:])
 
 
@@ -218,7 +218,7 @@ def _certified_over_returns(result: dict, args: tuple) -> float:
 
     algorithm, epsilon, delta, returns, s, p, tau_p, horizon, base, _ = args
     protocol = _builtin.make_protocol(algorithm, result["batch_epsilon"], s=s, p=p, tau_p=tau_p)
-    guarantees = [protocol.guarantee(n) for n in _builtin.batch_sizes(horizon, base)]
+    guarantees = [protocol.mechanism(n) for n in _builtin.batch_sizes(horizon, base)]
     t = max(getattr(g, "total_variation", 0.0) for g in guarantees)
     with mpmath.workdps(60):
         left = math.nextafter(float(mpmath.mpf(delta) - (1 + mpmath.e ** mpmath.mpf(epsilon)) * returns * mpmath.mpf(t)), 0.0)

@@ -92,7 +92,7 @@ def _per_user_charges(ledger) -> dict[tuple, int]:
 
 
 def _worst_curve(protocol, horizon: int, base: int = 2):
-    curves = [protocol.guarantee(n).rdp() for n in _builtin.batch_sizes(horizon, base)]
+    curves = [protocol.mechanism(n).rdp() for n in _builtin.batch_sizes(horizon, base)]
     return curves[0].parallel(*curves[1:])
 
 

@@ -172,7 +172,7 @@ def test_recorded_claim_is_what_the_ledger_charges() -> None:
     assert RecordedGuarantee([log.charges]).pure() == PureDP(1.0)
     rdp_engine = run_engine("dist-rdp-se", arms=2, horizon=256, epsilon=1.0)
     rdp = run_target(rdp_engine, "public", placements=[(4, 1)]).claim("rdp")
-    released = [rdp_engine.protocol.guarantee(int(n)).rdp() for n in rdp_engine.schedule[1:, 2]]  # batches 2 .. 64, each user in one
+    released = [rdp_engine.protocol.mechanism(int(n)).rdp() for n in rdp_engine.schedule[1:, 2]]  # batches 2 .. 64, each user in one
     for order in (1.5, 4.0, 32.0):
         assert rdp(order) == pytest.approx(max(curve(order) for curve in released), rel=1e-12)
 

@@ -133,7 +133,7 @@ def test_rounded_up_scale_charges_no_more_than_the_requested_epsilon() -> None:
     protocol = central_dp_protocol(awkward, 0.1)
     params = protocol.parameters(64)
     assert params.scale >= Fraction(params.g) / Fraction(awkward)
-    assert protocol.guarantee(64).pure().epsilon <= awkward * (1 + 1e-15)
+    assert protocol.mechanism(64).pure().epsilon <= awkward * (1 + 1e-15)
 
 
 def test_rounded_scale_is_not_cut_at_two_scales() -> None:

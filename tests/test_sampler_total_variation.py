@@ -40,7 +40,7 @@ def test_dist_cdp_charge_carries_the_users_truncation() -> None:
     x = ymax + 1
     assert math.log(2) - x * x / (2 * sigma2) - math.log1p(-math.exp(-x / sigma2)) < -100 * math.log(2) + 1e-6
     assert _truncation_tv_upper(p, q, ymax) <= 2.0**-100
-    charged = protocol.guarantee(N)
+    charged = protocol.mechanism(N)
     assert isinstance(charged, WithinTotalVariation)
     assert charged.total_variation >= N * 2.0**-100
     assert charged.pure() is None  # a truncated law is not pure DP
@@ -53,7 +53,7 @@ def test_conversion_to_epsilon_delta_pays_the_total_variation() -> None:
     delta' + (1 + e^eps) t <= delta (checked here with mpmath), and no smaller than the analysed
     mechanism's own eps at delta. At delta = 1e-22 the slack (1 + e^10.2) 64 2^-100 = 1.3e-24 is a
     relative 1.3e-2 of delta, so the eps moves visibly (a conversion that ignored t would not)."""
-    charged = _protocol().guarantee(N)
+    charged = _protocol().mechanism(N)
     delta = 1e-22
     result = acc.epsilon_routes(charged, delta, include_pld=False)
     analysed = acc.epsilon_routes(charged.mechanism, delta, include_pld=False)
@@ -66,7 +66,7 @@ def test_conversion_to_epsilon_delta_pays_the_total_variation() -> None:
 
 
 def test_approx_ledger_pays_the_total_variation_and_zcdp_ledger_carries_it() -> None:
-    charged = _protocol().guarantee(N)
+    charged = _protocol().mechanism(N)
     tv = N * 2.0**-100
     zledger = acc.Ledger(acc.ZCDP(2.0))
     zledger.charge(charged, range(N))
@@ -94,7 +94,7 @@ def test_approx_ledger_pays_the_total_variation_and_zcdp_ledger_carries_it() -> 
 
 def test_durable_ledger_keeps_and_reports_the_total_variation(tmp_path) -> None:
     """The charge round-trips through the durable store, and its total variation is read back."""
-    charged = _protocol().guarantee(N)
+    charged = _protocol().mechanism(N)
     ledger = acc.Ledger.open(f"sqlite:///{tmp_path}/tv.db", acc.ZCDP(2.0), create=True)
     try:
         ledger.charge(charged, range(N))
@@ -112,7 +112,7 @@ def test_delta_at_epsilon_pays_the_total_variation() -> None:
 
     from accounting._routes import delta_routes
 
-    charged = _protocol().guarantee(N)
+    charged = _protocol().mechanism(N)
     eps = 8.0
     result = delta_routes(charged, eps)
     analysed = delta_routes(charged.mechanism, eps)

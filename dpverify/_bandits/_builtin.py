@@ -68,7 +68,7 @@ def batch_sizes(horizon: int, base: int) -> list[int]:
 @lru_cache(maxsize=256)
 def _budget_cached(algorithm: str, epsilon: float, s: float, p: float, tau_p: float, horizon: int, base: int, delta: float) -> Any:
     protocol = make_protocol(algorithm, epsilon, s=s, p=p, tau_p=tau_p)
-    guarantees = [protocol.guarantee(n) for n in batch_sizes(horizon, base)]
+    guarantees = [protocol.mechanism(n) for n in batch_sizes(horizon, base)]
     if algorithm in ("dist-dp-se", "cdp-se", "ldp-se"):
         # the accountant's certified value (eps itself, rounded up when eps is not a dyadic float)
         return acc.PureDP(max(g.pure().epsilon for g in guarantees))
@@ -147,13 +147,13 @@ def calibrated_batch_epsilon(
     # A protocol executed within total variation t of its analysed law (Dist-CDP-SE's truncated
     # exact samplers: n 2^-100 per batch, whatever the noise) pays (1 + e^eps) t per batch in
     # delta, as its (eps, delta) ledger does: the curves are calibrated at what is left.
-    slack = max(total_variation_of(make_protocol(algorithm, epsilon, s=s, p=p, tau_p=tau_p).guarantee(n)) for n in sizes)
+    slack = max(total_variation_of(make_protocol(algorithm, epsilon, s=s, p=p, tau_p=tau_p).mechanism(n)) for n in sizes)
     if slack:
         delta = delta_before_total_variation(epsilon, delta, times_total_variation(slack, returns))
 
     def worst_curve(x: float) -> Any:
         protocol = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p)
-        guarantees = [protocol.guarantee(n) for n in sizes]
+        guarantees = [protocol.mechanism(n) for n in sizes]
         if any(total_variation_of(g) > slack for g in guarantees):  # the slack paid above must cover every parameter's
             raise AccountingError("protocol", algorithm, f"a sampler total variation independent of the noise (at most {slack!r} per batch)")
         curves = [g.rdp() for g in guarantees]
@@ -164,7 +164,7 @@ def calibrated_batch_epsilon(
         # table has n = 2 entries). The family is an RDP curve, whose one route is its conversion
         # (rdp-cks): when the conversion of that part alone provably exceeds the target, so does
         # every certified evaluation of the maximum, and calibrate skips the evaluation.
-        guarantee = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p).guarantee(sizes[0])
+        guarantee = make_protocol(algorithm, _snap_down(1.0 / x), s=s, p=p, tau_p=tau_p).mechanism(sizes[0])
         if isinstance(guarantee, acc.WithinTotalVariation):  # its curve is the analysed mechanism's
             guarantee = guarantee.mechanism
         if not guarantee.rdp_is_exact:
@@ -273,7 +273,7 @@ def dp_se_setup(config: Any, instance: Any) -> EliminationSetup:
         instance=instance,
         horizon=config.horizon,
         protocol=protocol,
-        budget=protocol.guarantee(1).pure(),
+        budget=protocol.mechanism(1).pure(),
         p=config.confidence,
         path=config.path,
         realised=config.realised,

@@ -119,7 +119,7 @@ class BatchFeedback:
         for arm, label in zip(arms, labels):
             self._taken[arm] = self._users.take(n)
             privatizer = self._privatizers[arm]
-            items.append((privatizer.protocol.guarantee(n), self._taken[arm], label + privatizer.label_suffix))
+            items.append((privatizer.protocol.mechanism(n), self._taken[arm], label + privatizer.label_suffix))
         ledger.prepay(items)
 
     def release(self, arm: int, n: int, label: str) -> float:

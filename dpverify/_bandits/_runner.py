@@ -242,7 +242,7 @@ def prepare_ledgers(configs: Sequence[RunConfig]) -> None:
             if budget is not None and budget_of_config != budget:
                 raise AccountingError("epsilon", config.epsilon, f"the budget {budget} of the other runs sharing the ledger {url}")
             budget = budget_of_config
-            legs.append(([protocol.guarantee(n) for n in batch_sizes(config.horizon, config.batch_base)], config.seeds * config.horizon))
+            legs.append(([protocol.mechanism(n) for n in batch_sizes(config.horizon, config.batch_base)], config.seeds * config.horizon))
         populations = {config.population for config in group}
         if len(populations) > 1:
             raise AccountingError("population", sorted(populations), f"one population for every run sharing the ledger {url}")

@@ -454,7 +454,7 @@ class EliminationEngine(TranscriptEngine):
                 rewards = [table[user_rows(start0 + i * n, n, self.population), a] for i, a in enumerate(released)]
                 if ledger is not None:
                     for i, a in enumerate(released):
-                        ledger.charge(self.protocol.guarantee(n), self.participants(pool, start0 + i * n, n), label=f"{self.unit[0]}={b} arm={a}")
+                        ledger.charge(self.protocol.mechanism(n), self.participants(pool, start0 + i * n, n), label=f"{self.unit[0]}={b} arm={a}")
                     if len(released) < len(arms):
                         pool.take(T - (start0 + len(released) * n))  # the unfinished batch (never charged)
                 outs = self.release_round(released, rewards, rngs, members.size)

@@ -48,7 +48,7 @@ def _bug_polya_beta(p: _Table, nb: _Table) -> Built:
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
         return pk.server_views(rng, rewards, bp.g, bp.m, size, "polya", eps=proto.epsilon * bp.g)
 
-    return Built(mechanism, _reward_pair(nb, n), proto.guarantee(n), "pure")
+    return Built(mechanism, _reward_pair(nb, n), proto.mechanism(n), "pure")
 
 
 @_target("bug.dist-rdp-skellam-variance", "PLANTED Thm 2 with per-user Skellam variance g/(n eps^2) instead of g^2/(n eps^2)")
@@ -61,7 +61,7 @@ def _bug_skellam_variance(p: _Table, nb: _Table) -> Built:
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
         return pk.server_views(rng, rewards, bp.g, bp.m, size, "skellam", eps=wrong_eps)
 
-    return Built(mechanism, _reward_pair(nb, n), proto.guarantee(n), "rdp")
+    return Built(mechanism, _reward_pair(nb, n), proto.mechanism(n), "rdp")
 
 
 @_target("bug.dist-cdp-variance-over-n", "PLANTED Thm 4 with per-user discrete Gaussian variance g^2/(n^2 eps^2) (divided by n twice)", cost=8.0)
@@ -77,7 +77,7 @@ def _bug_dgauss_variance(p: _Table, nb: _Table) -> Built:
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
         return pk.server_views(rng, rewards, bp.g, bp.m, size, "discrete_gaussian", eps=wrong_eps)
 
-    return Built(mechanism, _reward_pair(nb, n), proto.guarantee(n), "rdp")
+    return Built(mechanism, _reward_pair(nb, n), proto.mechanism(n), "rdp")
 
 
 @_target("bug.cdp-noise-scale", "PLANTED CDP-SE whose central noise is Lap_Z(1/eps) instead of Lap_Z(g/eps) (g forgotten)")
@@ -90,7 +90,7 @@ def _bug_cdp_scale(p: _Table, nb: _Table) -> Built:
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
         return pk.aggregate_views(rng, rewards, bp.g, bp.m, size, "discrete_laplace", scale=wrong_scale)
 
-    return Built(mechanism, _reward_pair(nb, n), proto.guarantee(n), "pure")
+    return Built(mechanism, _reward_pair(nb, n), proto.mechanism(n), "pure")
 
 
 @_target("bug.discrete-laplace-scale", "PLANTED discrete Laplace sampled at scale - 1 (claimed scale b, drawn b - 1)")
@@ -155,7 +155,7 @@ def _bug_secagg_reveals(p: _Table, nb: _Table) -> Built:
             out[j] = pk.secure_aggregate(y, bp.m) * bp.m + int(y[0])
         return out
 
-    return Built(mechanism, _reward_pair(nb, n), proto.guarantee(n), "pure")
+    return Built(mechanism, _reward_pair(nb, n), proto.mechanism(n), "pure")
 
 
 @_target("bug.secagg-noise-dropped", "PLANTED Dist-DP-SE whose randomizer adds no noise (noise='none'); its exact law is declared")
@@ -177,5 +177,5 @@ def _bug_noise_dropped(p: _Table, nb: _Table) -> Built:
         value = int(round(float(np.sum(rewards)) * bp.g)) % bp.m
         return np.where(np.asarray(outputs).reshape(-1) == value, 0.0, -math.inf)
 
-    return Built(mechanism, pairs, proto.guarantee(n), "pure", log_pmf=log_pmf)
+    return Built(mechanism, pairs, proto.mechanism(n), "pure", log_pmf=log_pmf)
 

@@ -226,7 +226,7 @@ def _make_protocol_target(kind: str) -> None:
         path = p.choice("path", paths, "per-user")
         proto = _protocol(kind, p, underflow=underflow)
         pairs = _reward_pair(nb, n)
-        guarantee = proto.guarantee(n)
+        guarantee = proto.mechanism(n)
         if output == "messages":
             def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
                 return np.stack([proto.messages(rewards, rng) for _ in range(size)])
@@ -262,5 +262,5 @@ def _dp_se(p: _Table, nb: _Table) -> Built:
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
         return proto.estimate_sums(rewards, rng, size)
 
-    return Built(mechanism, pairs, proto.guarantee(n), "pure", note=proto.describe())
+    return Built(mechanism, pairs, proto.mechanism(n), "pure", note=proto.describe())
 

@@ -94,8 +94,8 @@ class _Wrapped(dpverify.BatchProtocol):
         self.epsilon = epsilon
         self.name = f"home-made({self.inner.name})"
 
-    def guarantee(self, n: int) -> Any:
-        return self.inner.guarantee(n)
+    def mechanism(self, n: int) -> Any:
+        return self.inner.mechanism(n)
 
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
         return self.inner.assumption1(n, p)
@@ -123,7 +123,7 @@ class _RandomizedResponse(dpverify.BatchProtocol):
         self.epsilon = epsilon
         self.name = "randomized response"
 
-    def guarantee(self, n: int) -> Any:
+    def mechanism(self, n: int) -> Any:
         return PureDP(self.epsilon)
 
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
