@@ -210,7 +210,7 @@ def _ucb_run(algorithm: str, instance: BanditInstance, horizon: int, epsilon: fl
         read[start:start + use] = True
         taken[arm] += n
     curator = LocalCurator(UCB_ALGORITHMS[algorithm][0], noise_epsilon)
-    claim = LocalCurator(UCB_ALGORITHMS[algorithm][0], epsilon).guarantee().pure().epsilon
+    claim = LocalCurator(UCB_ALGORITHMS[algorithm][0], epsilon).mechanism().pure().epsilon
     if curator.kind == "ctl-s":  # the response is s(reward) + noise: rescale so that a canary's 0 and 1 sit at 0 and 1
         lo, hi = 0.5, 1.0 / (1.0 + np.exp(-1.0))
         responses = (responses - lo) / (hi - lo)

@@ -114,7 +114,7 @@ class UCBEngine(TranscriptEngine):
             if reps != 1:
                 raise AccountingError("reps", reps, "1 when a ledger is charged (the ledger of one run)")
             if self.curator.kind != "identity":  # run_ucb admits T + K chunk users at once (chunk = 1)
-                ledger.charge(self.curator.guarantee(), range(0, T + K), label=f"{self.curator.kind} users 0..{T + K - 1}")
+                ledger.charge(self.curator.mechanism(), range(0, T + K), label=f"{self.curator.kind} users 0..{T + K - 1}")
         laplace_index = UCB_ALGORITHMS[self.algorithm][1]
         eps = float(self.epsilon) if self.epsilon is not None else 1.0
         counts = np.zeros((reps, K), dtype=np.int64)

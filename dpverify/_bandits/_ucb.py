@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -112,7 +113,7 @@ class LocalCurator:
             return float(Fraction(self.grid) / self.scale)
         return self.epsilon_f
 
-    def guarantee(self) -> Any:
+    def mechanism(self) -> Any:
         """CTB(-S): BernoulliCurator(eps); CTL(-S): GridDiscreteLaplace(g, b) as executed (float-safe),
         or Laplace(1/eps, sensitivity 1), the real-arithmetic mechanism (idealised; inputs in [0, 1])."""
         if self.kind == "identity":
@@ -122,6 +123,15 @@ class LocalCurator:
         if self.float_safe:
             return GridDiscreteLaplace(self.grid, self.scale)
         return Laplace(scale=1 / self.epsilon_f, sensitivity=1)
+
+    def guarantee(self) -> Any:
+        """Deprecated name of :meth:`mechanism` (it returns a mechanism): warns and forwards."""
+        warnings.warn(
+            "LocalCurator.guarantee() is deprecated: use LocalCurator.mechanism() (it returns the curator's accounting mechanism)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.mechanism()
 
     def describe(self) -> str:
         """The implementation, as the run's ledger and reports name it."""
@@ -186,7 +196,7 @@ class LocalPrivatizer:
         cohort = range(self._admitted_stop, self._admitted_stop + users)
         if self._ledger is not None:
             label = f"{self._curator.kind} users {cohort.start}..{cohort.stop - 1}: {self._curator.describe()}"
-            self._ledger.charge(self._curator.guarantee(), cohort, label=label)
+            self._ledger.charge(self._curator.mechanism(), cohort, label=label)
         self._admitted_stop = cohort.stop
 
     def respond(self, rewards: np.ndarray) -> np.ndarray:
@@ -305,7 +315,7 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     curator = LocalCurator(curator_kind, setup.epsilon if curator_kind != "identity" else None, noise=setup.noise)
     ledger = None
     if curator_kind != "identity":
-        ledger = acc.Ledger(curator.guarantee().pure(), name=setup.algorithm)  # the accountant's certified eps
+        ledger = acc.Ledger(curator.mechanism().pure(), name=setup.algorithm)  # the accountant's certified eps
     privatizer = LocalPrivatizer(curator, ledger, seeds["privatizer"])
     if setup.transcript is not None:  # a run audit's recording (chunk = 1: each response drawn at its pull)
         setup.transcript.ledger = ledger

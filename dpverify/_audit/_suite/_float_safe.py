@@ -43,7 +43,7 @@ def _bug_grid_ceil_rounding(p: _Table, nb: _Table) -> Built:
         xg = x * grid
         return (y + (xg != np.floor(xg))) / grid  # the bug: ceil, not floor, for an off-grid value
 
-    return Built(mechanism, pairs, curator.guarantee(), "pure", note=f"{curator.describe()}, encoder rounding up")
+    return Built(mechanism, pairs, curator.mechanism(), "pure", note=f"{curator.describe()}, encoder rounding up")
 
 
 def _snapping(p: _Table, nb: _Table, *, clamp_input: bool) -> Built:

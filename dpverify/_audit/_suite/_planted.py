@@ -124,7 +124,7 @@ def _bug_biased_coin(p: _Table, nb: _Table) -> Built:
     curator = LocalCurator("ctb" if kind == "rr" else kind, eps)
     pairs = _scalar_pair(nb, (0, 1) if kind == "rr" else (0.0, 1.0), integer=kind == "rr")
     _check_unit(nb, pairs)
-    guarantee = acc.RandomizedResponse(eps) if kind == "rr" else curator.guarantee()
+    guarantee = acc.RandomizedResponse(eps) if kind == "rr" else curator.mechanism()
     coins = None if k == 1.0 else (lambda rng: _BiasedCoins(rng, k))
     return Built(_curator_mechanism(curator, binary=True, coins=coins), pairs, guarantee, "pure")
 
@@ -137,7 +137,7 @@ def _bug_ctl_scale(p: _Table, nb: _Table) -> Built:
     claimed = LocalCurator("ctl", eps)
     pairs = _scalar_pair(nb, (0.0, 1.0), integer=False)
     _check_unit(nb, pairs)
-    return Built(_curator_mechanism(LocalCurator("ctl", 1.0 / eps), binary=False), pairs, claimed.guarantee(), "pure")
+    return Built(_curator_mechanism(LocalCurator("ctl", 1.0 / eps), binary=False), pairs, claimed.mechanism(), "pure")
 
 
 @_target("bug.secagg-reveals-first", "PLANTED SecAgg that also reveals user 0's message: the view (yhat, y_1), encoded yhat*m + y_1", cost=20.0)

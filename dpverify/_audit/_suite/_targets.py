@@ -162,7 +162,7 @@ def _randomized_response(p: _Table, nb: _Table) -> Built:
     return Built(_curator_mechanism(curator, binary=True), pairs, acc.RandomizedResponse(eps), "pure")
 
 
-@_target("curator", "an LDP curator of Ren et al. (ctl, ctb, ctl-s, ctb-s: LocalCurator.respond; CTL float-safe or idealised); its guarantee()")
+@_target("curator", "an LDP curator of Ren et al. (ctl, ctb, ctl-s, ctb-s: LocalCurator.respond; CTL float-safe or idealised); its mechanism()")
 def _curator(p: _Table, nb: _Table) -> Built:
     from ... import _noise
     from ..._bandits._ucb import LocalCurator
@@ -174,7 +174,7 @@ def _curator(p: _Table, nb: _Table) -> Built:
     curator = LocalCurator(kind, eps, noise=noise, grid=grid)
     pairs = _scalar_pair(nb, (0.0, 1.0), integer=False)
     _check_unit(nb, pairs)
-    return Built(_curator_mechanism(curator, binary=kind in ("ctb", "ctb-s")), pairs, curator.guarantee(), "pure")
+    return Built(_curator_mechanism(curator, binary=kind in ("ctb", "ctb-s")), pairs, curator.mechanism(), "pure")
 
 
 def _check_unit(nb: _Table, pairs: Sequence[NeighbourPair]) -> None:
