@@ -29,3 +29,13 @@ def postgres():
     server = PostgresServer()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def witness(tmp_path, monkeypatch):
+    """Each test's own ledger witness directory (the default is the user's state directory), and no
+    ledger key from the environment: used by every durable-ledger test module."""
+    directory = tmp_path / "witness"
+    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(directory))
+    monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+    return directory

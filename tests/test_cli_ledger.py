@@ -12,11 +12,8 @@ from click.testing import CliRunner
 from accounting import ApproxDP, Ledger, PureDP
 from dpverify.cli import main
 
-@pytest.fixture(autouse=True)
-def witness(tmp_path, monkeypatch):
-    """Each test's own witness directory (the default is the user's state directory)."""
-    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(tmp_path / "witness"))
-    monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
+#: every test of this module gets its own ledger witness directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("witness")
 
 
 RUN = ["run", "--algorithm", "dist-dp-se", "--instance", "easy", "--eps", "1", "--horizon", "20000", "--seeds", "1",

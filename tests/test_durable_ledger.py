@@ -26,13 +26,8 @@ from accounting._ledger_store import ConnectionLost
 STORES = ("sqlite", "postgresql")
 
 
-@pytest.fixture(autouse=True)
-def witness(tmp_path, monkeypatch):
-    """Each test's own witness directory (the default is the user's state directory)."""
-    directory = tmp_path / "witness"
-    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(directory))
-    monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
-    return directory
+#: every test of this module gets its own ledger witness directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("witness")
 
 
 @pytest.fixture(params=STORES)

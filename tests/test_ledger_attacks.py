@@ -22,13 +22,8 @@ from accounting import AccountingError, BudgetExceeded, Ledger, PureDP
 from dpverify.cli import main
 
 
-@pytest.fixture(autouse=True)
-def witness(tmp_path, monkeypatch):
-    """Each test's own witness directory (the default is the user's state directory)."""
-    directory = tmp_path / "witness"
-    monkeypatch.setenv("DPVERIFY_LEDGER_WITNESS", str(directory))
-    monkeypatch.delenv("DPVERIFY_LEDGER_KEY", raising=False)
-    return directory
+#: every test of this module gets its own ledger witness directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("witness")
 
 
 def _sqlite(path) -> contextlib.closing:
