@@ -271,11 +271,15 @@ def _build_rdp(base: type, pa: Any) -> type:
             if array.size == 0 or np.isnan(array).any() or (array <= 0).any():
                 raise AccountingError("orders", values, "a non-empty sequence of Renyi orders > 0")
             self._orders = array
+            #: (composed state, curve, pure, curve at the given orders), rebuilt when the state changes
+            self._curve_cache: tuple | None = None
+            #: orders that answered an epsilon query (candidates of later delta queries)
+            self._answered_orders: set[float] = set()
 
         def _curve(self):
             # one curve per composed state: its evaluations are cached across queries
             key = tuple(self._parts)
-            cached = getattr(self, "_curve_cache", None)
+            cached = self._curve_cache
             if cached is None or cached[0] != key:
                 cached = (key, self._subject().rdp(), self._subject().pure(), _fractional(self._subject()).rdp())
                 self._curve_cache = cached
@@ -374,7 +378,7 @@ def _build_rdp(base: type, pa: Any) -> type:
             if best[1] is not None and math.isfinite(best[1]):
                 # the order that answered is a candidate of later delta queries (any order is
                 # valid): get_delta(get_epsilon(delta)) then gives back at most delta
-                self.__dict__.setdefault("_answered_orders", set()).add(float(best[1]))
+                self._answered_orders.add(float(best[1]))
             return best
 
         def get_epsilon(self, target_delta: float) -> float:
@@ -392,7 +396,7 @@ def _build_rdp(base: type, pa: Any) -> type:
             curve = self._curve()
             at_orders = self._order_curve()
             given = {float(a) for a in self._orders}
-            extra = sorted(getattr(self, "_answered_orders", set()) - given)
+            extra = sorted(self._answered_orders - given)
             if target_epsilon == 0:  # (the real-order optimiser needs eps > 0): a grid of real orders
                 extra += [1 + 2.0 ** k for k in range(-10, 14)]
             with working_precision(None):

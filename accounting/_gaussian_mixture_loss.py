@@ -49,6 +49,7 @@ class GaussianMixtureLoss(MonotoneLossPair):
         self.q = self._law("q", q_shifts, q_weights)
         self.symmetric = symmetric
         self.label = label
+        self._reverse: GaussianMixtureLoss | None = None  # reversed_pair(), built on first use
         s = float(self.sigma)
         self._pa = np.array([float(a) for a, _ in self.p])
         self._pw = np.log(np.array([float(w) for _, w in self.p]))
@@ -206,7 +207,7 @@ class GaussianMixtureLoss(MonotoneLossPair):
 
     def reversed_pair(self) -> "GaussianMixtureLoss":
         """(Q, P) mirrored by x -> -x, so that its loss is again nondecreasing in x."""
-        cached = getattr(self, "_reverse", None)
+        cached = self._reverse
         if cached is None:
             cached = GaussianMixtureLoss(self.sigma, [-a for a, _ in self.q], [w for _, w in self.q], [-a for a, _ in self.p],
                                          [w for _, w in self.p], symmetric=self.symmetric, label=f"reversed {self.label}")
