@@ -76,7 +76,8 @@ def ledger_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--expect-head", default=None, metavar="HEX", help="A chain head kept elsewhere (as `ledger show` prints it): the ledger must still hold it.")
 def show_command(url: str, near: float, last: int, as_json: bool, expect_head: str | None) -> None:
-    """Budget, worst user's spend, users near their limit and the history of charges at URL."""
+    """Budget, worst user's spend, users near their limit and the history of charges at URL; exit 1
+    (after printing everything) when the ledger fails an integrity check, as `ledger verify` does."""
     if not 0 < near <= 1:
         _fail_usage(ValueError(f"near={near} is invalid: expected a fraction in (0, 1]"))
     if not 0 <= last < 2**63:  # SQLite's and PostgreSQL's integers
@@ -90,7 +91,13 @@ def show_command(url: str, near: float, last: int, as_json: bool, expect_head: s
         ledger.close()
     if as_json:
         click.echo(json.dumps(summary, indent=2))
-        return
+    else:
+        _print_summary(summary, near)
+    if summary["integrity"]:
+        sys.exit(1)  # a pipeline that pins --expect-head must not read a broken ledger as a pass
+
+
+def _print_summary(summary: dict, near: float) -> None:
     from rich.markup import escape
     from rich.table import Table
 

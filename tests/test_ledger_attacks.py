@@ -163,8 +163,8 @@ def test_a_rewrite_under_a_new_ledger_id_is_caught_by_the_location_and_by_a_pinn
     witness off it opens and verifies, and it would accept 72 more charges of 0.025 on users who
     already spent 2.0). This machine's witness of the location refuses it for charging (API and
     exit 2), `ledger verify` exits 1; on a machine that never saw it (witness off) the head pinned
-    elsewhere refuses it (API, `ledger verify --expect-head` exit 1, `account charge --expect-head`
-    exit 2) while the sound ledger passes the same pin. The wrong variant (the witness looked up
+    elsewhere refuses it (API, `ledger verify --expect-head` and `ledger show --expect-head` exit 1,
+    `account charge --expect-head` exit 2) while the sound ledger passes the same pin. The wrong variant (the witness looked up
     by the ledger id the database claims) opened the forgery and charged it."""
     path = tmp_path / "l.db"
     url = f"sqlite:///{path}"
@@ -185,6 +185,8 @@ def test_a_rewrite_under_a_new_ledger_id_is_caught_by_the_location_and_by_a_pinn
     with pytest.raises(AccountingError, match=r"pinned head .* not a link"):  # ... but the pinned head does
         Ledger.open(url, expect_head=head)
     assert _invoke(["ledger", "verify", url, "--expect-head", head]).exit_code == 1
+    shown = _invoke(["ledger", "show", url, "--expect-head", head])  # shown in full, and exit 1
+    assert shown.exit_code == 1 and "INTEGRITY" in shown.output and "budget" in shown.output
     charged = _invoke(["account", "charge", "--ledger", url, "--pure", "0.025", "--expect-head", head])
     assert charged.exit_code == 2 and "pinned head" in charged.output
     with pytest.raises(AccountingError, match="expect_head"):
@@ -253,7 +255,7 @@ def test_a_damaged_or_unwritable_witness_is_an_error_not_a_skipped_check(tmp_pat
     with pytest.raises(AccountingError, match=r"witness.*no whole record.*accept-restore"):
         Ledger.open(url)
     shown = _invoke(["ledger", "show", url])
-    assert shown.exit_code == 0 and "witness" in shown.output and "INTEGRITY" in shown.output
+    assert shown.exit_code == 1 and "witness" in shown.output and "INTEGRITY" in shown.output
     assert _invoke(["ledger", "accept-restore", url]).exit_code == 0
     with Ledger.open(url) as ledger:
         ledger.charge(PureDP(0.125), range(0, 100))
