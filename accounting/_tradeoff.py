@@ -1,0 +1,399 @@
+"""Risk as people read it: the trade-off curve (f-DP), the attack advantage and TPR at a given FPR.
+
+What is computed
+----------------
+A membership (or attribute) attack on a release is a test of H0: "the data set is D" against
+H1: "it is D'", D and D' neighbours. A test phi (the probability of saying D') has type I error
+alpha = E_P[phi] (P = M(D)) -- its false-positive rate, FPR -- and type II error beta =
+1 - E_Q[phi] (Q = M(D')), so its true-positive rate is TPR = 1 - beta. The trade-off function
+(Dong, Roth & Su 2022, "Gaussian differential privacy", Def. 2.1) is
+
+    T(P, Q)(alpha) = inf { beta_phi : alpha_phi <= alpha },
+
+the least type II error any test reaches at type I error alpha: the curve an attacker cannot get
+below. A mechanism is f-DP when T(M(D), M(D')) >= f for every neighbouring pair.
+
+From the privacy profile
+------------------------
+For every event S, (eps, delta)-DP gives Q(S) <= e^eps P(S) + delta and P(S^c) <= e^eps Q(S^c)
++ delta (both directions: the accountant's delta(eps) is the larger of its two hockey-stick
+divergences). With S the rejection region of phi, Q(S) = 1 - beta and P(S) = alpha, so the first
+reads 1 - beta <= e^eps alpha + delta, i.e. beta >= 1 - delta - e^eps alpha; with P(S^c) = 1 - alpha
+and Q(S^c) = beta the second reads 1 - alpha <= e^eps beta + delta, i.e. beta >= e^-eps (1 - delta -
+alpha). Since beta >= 0 as well, every (eps, delta) pair the mechanism satisfies gives
+
+    beta >= f_{eps,delta}(alpha) = max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha)),
+
+and a mechanism that is (eps, delta(eps))-DP for every eps >= 0 is f-DP with
+
+    f(alpha) = sup_{eps >= 0} f_{eps, delta(eps)}(alpha)        (Dong, Roth & Su, Prop. 2.12),
+
+which equals T(P, Q) itself when the pair is symmetric (the Gaussian, Laplace and randomized
+response pairs): for the Gaussian the eps at which 1 - delta(eps) - e^eps alpha touches the curve
+is the log-likelihood threshold of the Neyman-Pearson test of level alpha.
+
+Which side is certified, and why
+--------------------------------
+:func:`tradeoff_curve` reads delta(eps) off the *certified* (pessimistic) PLD the planner's PLD
+route builds (:func:`accounting._pld_route.pld_for_parts`), at a finite grid of eps starting at 0.
+f_{eps,delta} is non-increasing in delta, a finite grid's sup is at most the sup over all eps, and
+every float operation below is rounded in the direction that lowers the result, so
+
+    ``type_ii(alpha)`` <= the true f(alpha):  a certified LOWER bound of the type II error,
+
+the privacy-relevant side: no attacker's test has a smaller type II error (a larger TPR) at that
+FPR, whatever the grid. ``tpr(fpr) = 1 - type_ii(fpr)`` is a certified upper bound on any attack's
+TPR at that FPR, and ``advantage`` a certified upper bound on max (TPR - FPR) over all tests, which
+is the total variation distance delta(0): it is the least, over the profile's points, of the
+advantage (eps, delta) allows, delta + (1 - delta) (e^eps - 1) / (e^eps + 1), rounded up (the
+eps = 0 point gives delta(0) itself).
+
+The other side is a reading aid, not a guarantee: from the *optimistic* twin of the same PLD (a
+certified lower bound delta_lo(eps) of the true profile) and monotonicity between grid points --
+for eps in [e_i, e_{i+1}], delta(eps) >= delta_lo(e_{i+1}) and e^eps >= e^{e_i} -- the sup over
+*every* eps >= 0 is at most ``type_ii_upper(alpha)``. So the true f of the profile lies in
+[type_ii, type_ii_upper]; for a symmetric pair that is the pair's trade-off, and 1 - type_ii_upper
+is a TPR some test reaches. The gap is the certification margin (the PLD's grid and truncation)
+plus the eps grid's coarseness.
+
+The same profile machinery draws an accountant's *claim* (:meth:`TradeOffCurve.from_approx_dp`,
+one (eps, delta) point: f_{eps,delta} itself) and an RDP claim (:meth:`TradeOffCurve.from_rdp`,
+Mironov's conversion delta(eps) = exp((a - 1)(eps_a - eps)) at each order a on a grid of eps:
+valid, not tight); the audit report's HTML page (issue 33) draws its claim curves with these.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from flint import arb
+
+from ._certified import lower_float, upper_float
+from ._validation import AccountingError, check_positive_int
+
+__all__ = ["DEFAULT_FPRS", "TradeOffCurve", "TradeOffPoint", "tradeoff_curve"]
+
+#: the type I errors (FPRs) a report lists by default
+DEFAULT_FPRS = (1e-4, 1e-3, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5)
+#: grid points of eps a PLD curve is read at by default
+DEFAULT_POINTS = 96
+#: the eps grid ends where the certified delta falls below this (or at the largest finite loss)
+_GRID_END_DELTA = 1e-12
+
+
+def _up(x: np.ndarray) -> np.ndarray:
+    """Every entry moved up by one ulp: an upper bound of the exact result of one IEEE operation."""
+    return np.nextafter(x, np.inf)
+
+
+def _down(x: np.ndarray) -> np.ndarray:
+    return np.nextafter(x, -np.inf)
+
+
+def _alphas(name: str, value: Any) -> tuple[np.ndarray, bool]:
+    """``value`` as a float array of probabilities in [0, 1] (and whether it was a scalar)."""
+    scalar = np.ndim(value) == 0
+    try:
+        a = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise AccountingError(name, value, "a probability in [0, 1] or an array of them") from None
+    if isinstance(value, bool) or a.ndim != 1 or not np.all((a >= 0) & (a <= 1)):
+        bad = value if scalar else next((float(x) for x in a if not (0 <= x <= 1)), value)
+        raise AccountingError(name, bad, "a probability in [0, 1]")
+    return a, scalar
+
+
+def _out(values: np.ndarray, scalar: bool) -> Any:
+    return float(values[0]) if scalar else values
+
+
+def _exp_bounds(eps: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Directed float bounds of e^eps and e^-eps: (e^eps down, e^eps up, e^-eps down, e^-eps up)."""
+    rows = []
+    for e in eps:
+        if math.isinf(e):
+            rows.append((math.inf, math.inf, 0.0, 0.0))
+            continue
+        ball, inv = arb(e).exp(), (-arb(e)).exp()
+        rows.append((lower_float(ball), upper_float(ball), lower_float(inv), upper_float(inv)))
+    a = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    return a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+
+
+def _profile_lower(eps: np.ndarray, delta_up: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """max(0, max_i f_{eps_i, delta_i}(alpha)), every operation rounded down: a lower bound of the
+    sup over the profile's points (module docstring)."""
+    _, e_up, inv_down, _ = _exp_bounds(eps)
+    a = alpha[None, :]
+    one_minus_delta = _down(1.0 - delta_up)[:, None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        first = _down(one_minus_delta - _up(e_up[:, None] * a))  # 1 - delta - e^eps alpha
+        first = np.where(np.isnan(first), -np.inf, first)  # inf * 0 (an infinite eps at alpha 0): no information
+        rest = _down(one_minus_delta - a)  # 1 - delta - alpha
+        second = np.where(rest > 0, _down(inv_down[:, None] * rest), 0.0)  # e^-eps (1 - delta - alpha)
+    best = np.maximum(first.max(axis=0), second.max(axis=0))
+    return np.maximum(best, 0.0)
+
+
+def _profile_upper(eps: np.ndarray, delta_low: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """An upper bound of sup over *every* eps >= 0 of f_{eps, delta(eps)}(alpha), given certified
+    lower bounds delta_low of delta at the sorted grid eps (monotonicity between grid points)."""
+    e_down, _, _, inv_up = _exp_bounds(eps)
+    a = alpha[None, :]
+    # interval [e_i, e_{i+1}]: delta >= delta_low[i + 1], e^eps >= e^{e_i}, e^-eps <= e^-{e_i};
+    # beyond the last point: delta >= 0
+    d_next = np.append(delta_low[1:], 0.0)
+    one_minus = _up(1.0 - d_next)[:, None]
+    with np.errstate(invalid="ignore"):
+        first = _up(one_minus - _down(e_down[:, None] * a))
+        first = np.where(np.isnan(first), 1.0, first)
+        rest = np.maximum(_up(one_minus - a), 0.0)
+        second = _up(inv_up[:, None] * rest)
+    best = np.maximum(first.max(axis=0), second.max(axis=0))
+    return np.clip(best, 0.0, None)
+
+
+@dataclass(frozen=True)
+class TradeOffPoint:
+    """The curve at one FPR: certified ``type_ii_lower`` (no test's type II error is smaller) and
+    ``tpr_upper`` = 1 - type_ii_lower (no test's TPR is larger); ``type_ii_upper`` / ``tpr_lower``
+    are the other side of the sandwich (None without the optimistic profile)."""
+
+    fpr: float
+    type_ii_lower: float
+    tpr_upper: float
+    type_ii_upper: float | None = None
+    tpr_lower: float | None = None
+
+    def __post_init__(self) -> None:
+        _alphas("fpr", self.fpr)
+        for name in ("type_ii_lower", "tpr_upper", "type_ii_upper", "tpr_lower"):
+            value = getattr(self, name)
+            if value is not None:
+                _alphas(name, value)
+        if self.type_ii_upper is not None and self.type_ii_upper < self.type_ii_lower:
+            raise AccountingError("type_ii_upper", self.type_ii_upper, f"a probability >= type_ii_lower = {self.type_ii_lower!r}")
+
+    def as_dict(self) -> dict:
+        return {"fpr": self.fpr, "type_ii_lower": self.type_ii_lower, "tpr_upper": self.tpr_upper,
+                "type_ii_upper": self.type_ii_upper, "tpr_lower": self.tpr_lower}
+
+
+@dataclass(frozen=True)
+class TradeOffCurve:
+    """A certified trade-off curve, held as the privacy profile it is read from.
+
+    ``epsilons`` (non-decreasing, >= 0) and ``deltas`` (certified upper bounds of delta(eps), the
+    larger of both directions) are the profile; ``deltas_lower`` (optional) certified lower bounds
+    of the same profile, from the optimistic PLD. ``source`` says where the profile came from.
+    Evaluate at any FPR (module docstring: which side is certified):
+
+    - :meth:`type_ii` -- certified lower bound of the least type II error at type I error alpha;
+    - :meth:`tpr` -- certified upper bound of any attack's TPR at that FPR (1 - type_ii);
+    - :attr:`advantage` -- certified upper bound of max (TPR - FPR), the total variation distance;
+    - :meth:`type_ii_upper`, :meth:`tpr_lower`, :attr:`advantage_lower` -- the other side of the
+      sandwich, from ``deltas_lower`` (None without it): a reading aid, not a guarantee.
+    """
+
+    epsilons: tuple[float, ...]
+    deltas: tuple[float, ...]
+    deltas_lower: tuple[float, ...] | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        eps = tuple(float(e) for e in self.epsilons)
+        deltas = tuple(float(d) for d in self.deltas)
+        if len(eps) == 0:
+            raise AccountingError("epsilons", self.epsilons, "a non-empty sequence of epsilons >= 0")
+        if len(deltas) != len(eps):
+            raise AccountingError("deltas", self.deltas, f"one delta per epsilon ({len(eps)} values)")
+        for e in eps:
+            if not (e >= 0):
+                raise AccountingError("epsilons", e, "epsilons >= 0 (inf allowed)")
+        if any(b < a for a, b in zip(eps, eps[1:])):
+            raise AccountingError("epsilons", self.epsilons, "a non-decreasing sequence of epsilons")
+        for d in deltas:
+            if not (0 <= d <= 1):
+                raise AccountingError("deltas", d, "probabilities in [0, 1]")
+        object.__setattr__(self, "epsilons", eps)
+        object.__setattr__(self, "deltas", deltas)
+        if self.deltas_lower is not None:
+            low = tuple(float(d) for d in self.deltas_lower)
+            if len(low) != len(eps):
+                raise AccountingError("deltas_lower", self.deltas_lower, f"one delta per epsilon ({len(eps)} values)")
+            for d, u in zip(low, deltas):
+                if not (0 <= d <= u):
+                    raise AccountingError("deltas_lower", d, f"a probability in [0, {u!r}] (at most the upper delta)")
+            object.__setattr__(self, "deltas_lower", low)
+
+    # ---- constructors -----------------------------------------------------------------------
+
+    @classmethod
+    def from_approx_dp(cls, epsilon: float, delta: float) -> "TradeOffCurve":
+        """The trade-off an (epsilon, delta)-DP claim certifies: f_{eps,delta} (one profile point)."""
+        if not (isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and epsilon >= 0):
+            raise AccountingError("epsilon", epsilon, "a real number >= 0 (inf allowed)")
+        if not (isinstance(delta, (int, float)) and not isinstance(delta, bool) and 0 <= delta <= 1):
+            raise AccountingError("delta", delta, "a probability in [0, 1]")
+        return cls((float(epsilon),), (float(delta),), source=f"({epsilon:g}, {delta:g})-DP")
+
+    @classmethod
+    def from_rdp(cls, orders: Sequence[float], rdp_epsilons: Sequence[float], *, points: int = 64) -> "TradeOffCurve":
+        """The trade-off an RDP claim implies through Mironov's conversion (Prop. 3): at each order
+        a > 1 with finite eps_a and each eps on a grid of ``points`` from 0 to eps_a + 12 / (a - 1),
+        delta(eps) = exp(min(0, (a - 1)(eps_a - eps))), rounded up; the profile keeps the least delta
+        found at each eps (valid, not tight: an (eps, delta) pair at any order is a guarantee)."""
+        check_positive_int("points", points)
+        if len(orders) != len(rdp_epsilons):
+            raise AccountingError("rdp_epsilons", rdp_epsilons, f"one value per order ({len(orders)} orders)")
+        best: dict[float, float] = {}
+        for a, ea in zip(orders, rdp_epsilons):
+            a, ea = float(a), float(ea)
+            if not (a > 1 and math.isfinite(a)):
+                raise AccountingError("orders", a, "finite Renyi orders > 1")
+            if math.isnan(ea) or ea < 0:
+                raise AccountingError("rdp_epsilons", ea, "RDP epsilons >= 0 (inf allowed)")
+            if not math.isfinite(ea):
+                continue
+            for e in np.linspace(0.0, ea + 12.0 / (a - 1), points):
+                e = float(e)
+                d = min(1.0, upper_float((arb(a - 1) * (arb(ea) - arb(e))).exp()))
+                best[e] = min(best.get(e, 1.0), d)
+        if not best:
+            return cls((0.0,), (1.0,), source="RDP claim with no finite order: no information")
+        eps = sorted(best)
+        return cls(tuple(eps), tuple(best[e] for e in eps), source=f"RDP at {len(orders)} orders, Mironov's conversion")
+
+    # ---- evaluation -------------------------------------------------------------------------
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.epsilons, dtype=np.float64), np.asarray(self.deltas, dtype=np.float64)
+
+    def type_ii(self, alpha: Any) -> Any:
+        """Certified lower bound of the least type II error at type I error ``alpha`` (in [0, 1];
+        a float for a float, an array for an array)."""
+        a, scalar = _alphas("alpha", alpha)
+        eps, deltas = self._arrays()
+        return _out(np.minimum(_profile_lower(eps, deltas, a), 1.0 - a), scalar)
+
+    def type_ii_upper(self, alpha: Any) -> Any:
+        """Upper bound of the profile's f at ``alpha`` (None without ``deltas_lower``)."""
+        if self.deltas_lower is None:
+            return None
+        a, scalar = _alphas("alpha", alpha)
+        eps = np.asarray(self.epsilons, dtype=np.float64)
+        upper = _profile_upper(eps, np.asarray(self.deltas_lower, dtype=np.float64), a)
+        # never below the certified lower bound, never above the trivial curve 1 - alpha
+        upper = np.maximum(np.minimum(upper, _up(1.0 - a)), _profile_lower(eps, np.asarray(self.deltas), a))
+        return _out(np.minimum(upper, 1.0), scalar)
+
+    def tpr(self, fpr: Any) -> Any:
+        """Certified upper bound of any attack's TPR at FPR ``fpr``: 1 - type_ii(fpr), rounded up."""
+        a, scalar = _alphas("fpr", fpr)
+        return _out(np.minimum(_up(1.0 - np.atleast_1d(self.type_ii(a))), 1.0), scalar)
+
+    def tpr_lower(self, fpr: Any) -> Any:
+        """1 - type_ii_upper(fpr), rounded down (None without ``deltas_lower``)."""
+        a, scalar = _alphas("fpr", fpr)
+        upper = self.type_ii_upper(a)
+        return None if upper is None else _out(np.maximum(_down(1.0 - upper), 0.0), scalar)
+
+    @property
+    def advantage(self) -> float:
+        """Certified upper bound of max over tests of TPR - FPR (the total variation distance):
+        min over the profile of delta + (1 - delta) tanh(eps / 2), rounded up."""
+        best = 1.0
+        for e, d in zip(self.epsilons, self.deltas):
+            if math.isinf(e):
+                continue
+            best = min(best, upper_float(arb(d) + (1 - arb(d)) * (arb(e) / 2).tanh()))
+        return best
+
+    @property
+    def advantage_lower(self) -> float | None:
+        """A lower bound of the total variation distance: delta_lower at eps = 0 (None when the
+        profile has no optimistic side or no eps = 0 point)."""
+        if self.deltas_lower is None or self.epsilons[0] != 0:
+            return None
+        return self.deltas_lower[0]
+
+    def points(self, fprs: Sequence[float] = DEFAULT_FPRS) -> tuple[TradeOffPoint, ...]:
+        """The curve at each FPR of ``fprs``."""
+        a, _ = _alphas("fprs", list(fprs))
+        low, tpr = np.atleast_1d(self.type_ii(a)), np.atleast_1d(self.tpr(a))
+        high = self.type_ii_upper(a)
+        tpr_low = self.tpr_lower(a)
+        return tuple(
+            TradeOffPoint(float(x), float(low[i]), float(tpr[i]), None if high is None else float(high[i]),
+                          None if tpr_low is None else float(tpr_low[i]))
+            for i, x in enumerate(a)
+        )
+
+    def as_dict(self, fprs: Sequence[float] = DEFAULT_FPRS) -> dict:
+        """JSON-ready: the advantage, the curve at ``fprs`` and the profile it was read from."""
+        return {
+            "source": self.source,
+            "certified_side": "type_ii_lower / tpr_upper / advantage (no attack does better); the *_lower/_upper twins are a reading aid",
+            "advantage": self.advantage,
+            "advantage_lower": self.advantage_lower,
+            "points": [p.as_dict() for p in self.points(fprs)],
+            "profile": {"epsilons": list(self.epsilons), "deltas": list(self.deltas),
+                        "deltas_lower": None if self.deltas_lower is None else list(self.deltas_lower)},
+        }
+
+
+def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] | None = None, points: int = DEFAULT_POINTS,
+                   discretisation: float | None = None) -> TradeOffCurve:
+    """The certified trade-off curve of ``compose`` releases of ``subject`` (a mechanism, a list of
+    them, a :func:`~accounting.from_dp_event` tree, a subsampled or shuffled release: anything the
+    planner's PLD route takes), read off the PLD that route builds with its optimistic twin.
+
+    The profile is read at ``epsilons`` (0 is added) or, by default, at ``points`` evenly spaced eps
+    from 0 to where the certified delta falls below 1e-12; more points tighten the curve (never
+    loosen its certification), each costs one delta(eps) evaluation of the composed PLD.
+    ``discretisation`` is the PLD grid h (default: the route's grid for the number of releases).
+    """
+    from ._pld import release_kind
+    from ._pld_route import pld_for_parts
+    from ._routes import query_of
+
+    check_positive_int("points", points)
+    if points < 2:
+        raise AccountingError("points", points, "an integer >= 2")
+    query = query_of(subject, 0.5, compose=compose)
+    missing = [s for s, _ in query.parts if release_kind(s) is None]
+    if missing:
+        name = missing[0].describe() if hasattr(missing[0], "describe") else type(missing[0]).__name__
+        raise AccountingError("subject", name, "releases that have a privacy-loss distribution (an output pair or a monotone loss)",
+                              "for an RDP or pure-DP guarantee use TradeOffCurve.from_rdp / from_approx_dp")
+    pld = pld_for_parts(query.parts, discretisation, lower_bound=True)
+    if epsilons is None:
+        end = pld._epsilon(_GRID_END_DELTA).epsilon
+        if not math.isfinite(end):  # the +inf atom exceeds the floor: stop where delta stops falling much
+            end = pld._epsilon(max(2 * pld.infinite_loss_mass, pld.infinite_loss_mass + 1e-9)).epsilon
+        end = end if math.isfinite(end) and end > 0 else 1.0
+        grid = [float(x) for x in np.linspace(0.0, end, points)]
+    else:
+        grid = sorted({0.0, *(float(e) for e in epsilons)})
+        for e in grid:
+            if not (math.isfinite(e) and e >= 0):
+                raise AccountingError("epsilons", e, "finite epsilons >= 0")
+    uppers, lowers = [], []
+    for e in grid:
+        r = pld.delta(e)
+        uppers.append(r.delta)
+        lowers.append(r.delta_lower)
+    # the profile is non-increasing in eps: a later (smaller) upper bound is no tighter than the
+    # monotone envelope, and an earlier lower bound at least the later ones
+    for i in range(len(grid) - 2, -1, -1):
+        if lowers[i] is not None and lowers[i + 1] is not None:
+            lowers[i] = max(lowers[i], lowers[i + 1])
+    for i in range(1, len(grid)):
+        uppers[i] = min(uppers[i], uppers[i - 1])
+    low = None if any(x is None for x in lowers) else tuple(min(max(x, 0.0), u) for x, u in zip(lowers, uppers))
+    releases = ", ".join(f"{n} x {s.describe() if hasattr(s, 'describe') else type(s).__name__}" for s, n in query.parts)
+    grid_text = pld.discretisation if isinstance(pld.discretisation, str) else f"grid h = {pld.discretisation:.3g}"
+    return TradeOffCurve(tuple(grid), tuple(uppers), low, source=f"PLD of {releases} ({grid_text}), {len(grid)} eps from 0 to {grid[-1]:.4g}")
