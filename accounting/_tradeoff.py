@@ -202,6 +202,9 @@ class TradeOffCurve:
     deltas: tuple[float, ...]
     deltas_lower: tuple[float, ...] | None = None
     source: str = ""
+    #: mu of the mu-GDP closed form when every release is a Gaussian (for comparison: its curve
+    #: G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu) is the exact one), else None
+    gaussian_mu: float | None = None
 
     def __post_init__(self) -> None:
         eps = tuple(float(e) for e in self.epsilons)
@@ -228,6 +231,8 @@ class TradeOffCurve:
                 if not (0 <= d <= u):
                     raise AccountingError("deltas_lower", d, f"a probability in [0, {u!r}] (at most the upper delta)")
             object.__setattr__(self, "deltas_lower", low)
+        if self.gaussian_mu is not None and not (isinstance(self.gaussian_mu, (int, float)) and self.gaussian_mu >= 0):
+            raise AccountingError("gaussian_mu", self.gaussian_mu, "a real number >= 0, or None")
 
     # ---- constructors -----------------------------------------------------------------------
 
@@ -337,6 +342,7 @@ class TradeOffCurve:
         return {
             "source": self.source,
             "certified_side": "type_ii_lower / tpr_upper / advantage (no attack does better); the *_lower/_upper twins are a reading aid",
+            "gaussian_mu": self.gaussian_mu,
             "advantage": self.advantage,
             "advantage_lower": self.advantage_lower,
             "points": [p.as_dict() for p in self.points(fprs)],
@@ -356,9 +362,10 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
     loosen its certification), each costs one delta(eps) evaluation of the composed PLD.
     ``discretisation`` is the PLD grid h (default: the route's grid for the number of releases).
     """
+    from ._analytic_gaussian import gdp_mu
     from ._pld import release_kind
     from ._pld_route import pld_for_parts
-    from ._routes import query_of
+    from ._routes import _is_gaussian, query_of
 
     check_positive_int("points", points)
     if points < 2:
@@ -396,4 +403,8 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
     low = None if any(x is None for x in lowers) else tuple(min(max(x, 0.0), u) for x, u in zip(lowers, uppers))
     releases = ", ".join(f"{n} x {s.describe() if hasattr(s, 'describe') else type(s).__name__}" for s, n in query.parts)
     grid_text = pld.discretisation if isinstance(pld.discretisation, str) else f"grid h = {pld.discretisation:.3g}"
-    return TradeOffCurve(tuple(grid), tuple(uppers), low, source=f"PLD of {releases} ({grid_text}), {len(grid)} eps from 0 to {grid[-1]:.4g}")
+    mu = None
+    if all(_is_gaussian(s) for s, _ in query.parts):
+        mu = float(gdp_mu((s.sensitivity, s.sigma, n) for s, n in query.parts).mid())
+    return TradeOffCurve(tuple(grid), tuple(uppers), low, source=f"PLD of {releases} ({grid_text}), {len(grid)} eps from 0 to {grid[-1]:.4g}",
+                         gaussian_mu=mu)

@@ -150,9 +150,6 @@ def test_subsampled_gaussian_against_dp_accounting():
     """dp_accounting's PLD of the same release, its delta at our eps grid turned into f the same way:
     ours is at most the curve of its optimistic PLD and within 1e-6 of its pessimistic one (measured: 1.4e-12)."""
     pl = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
-    import logging
-
-    logging.getLogger().setLevel(logging.ERROR)  # its optimistic PLD warns that it uses privacy buckets
     sigma, q = 1.0, 0.2
     ours = tradeoff_curve(acc.PoissonSampled(acc.Gaussian(sigma=sigma, sensitivity=1.0), q), points=48)
     eps = np.asarray(ours.epsilons)
