@@ -138,22 +138,57 @@ def _profile_lower(eps: np.ndarray, delta_up: np.ndarray, alpha: np.ndarray) -> 
     return np.maximum(best, 0.0)
 
 
-def _profile_upper(eps: np.ndarray, delta_low: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """An upper bound of sup over *every* eps >= 0 of f_{eps, delta(eps)}(alpha), given certified
-    lower bounds delta_low of delta at the sorted grid eps (monotonicity between grid points)."""
-    e_down, _, _, inv_up = _exp_bounds(eps)
+#: slack added to the optimistic side for the float rounding of its chords (a reading aid)
+_CHORD_SLACK = 1e-12
+
+
+def _profile_upper(eps: np.ndarray, delta_low: np.ndarray, delta_up: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """An upper bound of sup over *every* eps >= 0 of f_{eps, delta(eps)}(alpha), given bounds
+    delta_low <= delta <= delta_up at the sorted grid eps.
+
+    In t = e^eps the profile H(t) = delta(log t) is convex and non-increasing (each direction's
+    hockey-stick divergence sup_S Q(S) - t P(S) is a sup of affine functions of t). So on
+    [t_i, t_{i+1}] it is at least delta_low[i+1] (monotone), at least the chord through
+    (t_{i-1}, delta_up[i-1]) and (t_i, delta_low[i]) extended to the right, and at least the chord
+    through (t_{i+1}, delta_low[i+1]) and (t_{i+2}, delta_up[i+2]) extended to the left (a convex
+    function lies above its chords' extensions; the bounds only lower them); beyond the last point,
+    at least max(0, the last chord extended). Both branches, 1 - H(t) - t alpha and
+    (1 - H(t) - alpha) / t, are then bounded by functions that are monotone on each piece of that
+    piecewise-linear minorant, so their sup is at a piece's end: the interval's ends or the
+    pieces' intersections. Floats throughout, plus :data:`_CHORD_SLACK`: the other side of the
+    sandwich, a reading aid, not the certified one."""
+    t = np.exp(eps)
+    n = len(t)
+    cand_t, lines = [], []
+    for i in range(n):
+        last = i == n - 1
+        lo, hi = t[i], (t[i] if last else t[i + 1])
+        pieces = [(0.0, 0.0 if last else float(delta_low[i + 1]))]  # (slope, intercept): H(t) >= slope t + intercept
+        if i >= 1 and t[i] > t[i - 1]:
+            m = (delta_low[i] - delta_up[i - 1]) / (t[i] - t[i - 1])
+            pieces.append((float(m), float(delta_low[i] - m * t[i])))
+        if not last and i + 2 < n and t[i + 2] > t[i + 1]:
+            m = (delta_up[i + 2] - delta_low[i + 1]) / (t[i + 2] - t[i + 1])
+            pieces.append((float(m), float(delta_low[i + 1] - m * t[i + 1])))
+        points = {lo, hi}
+        for j in range(len(pieces)):
+            for k in range(j + 1, len(pieces)):
+                (m1, c1), (m2, c2) = pieces[j], pieces[k]
+                if m1 != m2:
+                    x = (c2 - c1) / (m1 - m2)
+                    if lo < x < hi or (last and x > lo):
+                        points.add(float(x))
+        for x in points:
+            cand_t.append(x)
+            lines.append(max(m * x + c for m, c in pieces))
+    x = np.asarray(cand_t)[:, None]
+    h = np.clip(np.asarray(lines), 0.0, 1.0)[:, None]
     a = alpha[None, :]
-    # interval [e_i, e_{i+1}]: delta >= delta_low[i + 1], e^eps >= e^{e_i}, e^-eps <= e^-{e_i};
-    # beyond the last point: delta >= 0
-    d_next = np.append(delta_low[1:], 0.0)
-    one_minus = _up(1.0 - d_next)[:, None]
-    with np.errstate(invalid="ignore"):
-        first = _up(one_minus - _down(e_down[:, None] * a))
-        first = np.where(np.isnan(first), 1.0, first)
-        rest = np.maximum(_up(one_minus - a), 0.0)
-        second = _up(inv_up[:, None] * rest)
-    best = np.maximum(first.max(axis=0), second.max(axis=0))
-    return np.clip(best, 0.0, None)
+    with np.errstate(invalid="ignore", over="ignore"):
+        first = 1.0 - h - x * a
+        second = (1.0 - h - a) / x
+    best = np.maximum(np.nanmax(first, axis=0), np.nanmax(second, axis=0))
+    return np.clip(best + _CHORD_SLACK, 0.0, None)
 
 
 @dataclass(frozen=True)
@@ -290,7 +325,7 @@ class TradeOffCurve:
             return None
         a, scalar = _alphas("alpha", alpha)
         eps = np.asarray(self.epsilons, dtype=np.float64)
-        upper = _profile_upper(eps, np.asarray(self.deltas_lower, dtype=np.float64), a)
+        upper = _profile_upper(eps, np.asarray(self.deltas_lower, dtype=np.float64), np.asarray(self.deltas, dtype=np.float64), a)
         # never below the certified lower bound, never above the trivial curve 1 - alpha
         upper = np.maximum(np.minimum(upper, _up(1.0 - a)), _profile_lower(eps, np.asarray(self.deltas), a))
         return _out(np.minimum(upper, 1.0), scalar)
