@@ -107,7 +107,7 @@ def write_plot(curve: Any, path: str, title: str) -> None:
     plt = pyplot()
     if plt is None:
         raise click.UsageError("--plot needs matplotlib (pip install 'dpverify[plots]')")
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
     linear = np.linspace(0.0, 1.0, 801)
     logs = np.logspace(-6, 0, 601)
     for ax, x, log in ((axes[0], linear, False), (axes[1], logs, True)):
@@ -133,6 +133,23 @@ def write_plot(curve: Any, path: str, title: str) -> None:
             ax.set_title(f"advantage max(TPR - FPR) <= {curve.advantage:.4g}", fontsize=9)
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize=7, loc="lower right")
+    # the margin: how far the certified TPR is above the optimistic side (and above mu-GDP)
+    ax = axes[2]
+    upper = curve.tpr(logs)
+    lower = curve.tpr_lower(logs)
+    if lower is not None:
+        ax.plot(logs, upper - lower, color="#1f5fa8", linewidth=1.2, label="certified TPR - optimistic TPR (the sandwich)")
+    if curve.gaussian_mu is not None:
+        ax.plot(logs, upper - (1 - _gdp(curve.gaussian_mu, logs)), color="#c0392b", linewidth=1.2, linestyle="--",
+                label="certified TPR - mu-GDP TPR (>= 0: sound)")
+    ax.axhline(0.0, color="#1d2330", linewidth=0.6)
+    ax.set_xscale("log")
+    ax.set_xlim(1e-6, 1)
+    ax.set_xlabel("FPR (type I error)")
+    ax.set_ylabel("TPR difference")
+    ax.set_title("certification margin", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
     fig.suptitle(f"Certified trade-off: {title}"[:150], fontsize=9)
     fig.tight_layout()
     with atomic_path(path) as temporary:
