@@ -130,7 +130,9 @@ def _profile_lower(eps: np.ndarray, delta_up: np.ndarray, alpha: np.ndarray) -> 
     a = alpha[None, :]
     one_minus_delta = _down(1.0 - delta_up)[:, None]
     with np.errstate(invalid="ignore", over="ignore"):
-        first = _down(one_minus_delta - _up(e_up[:, None] * a))  # 1 - delta - e^eps alpha
+        # e^eps alpha rounded up; 0 at alpha = 0 for a finite eps even when e^eps overflows a float
+        product = np.where((a == 0) & np.isfinite(eps)[:, None], 0.0, _up(e_up[:, None] * a))
+        first = _down(one_minus_delta - product)  # 1 - delta - e^eps alpha
         first = np.where(np.isnan(first), -np.inf, first)  # inf * 0 (an infinite eps at alpha 0): no information
         rest = _down(one_minus_delta - a)  # 1 - delta - alpha
         second = np.where(rest > 0, _down(inv_down[:, None] * rest), 0.0)  # e^-eps (1 - delta - alpha)
