@@ -212,3 +212,30 @@ def test_bad_input_names_the_parameter(call, name):
     curve = TradeOffCurve.from_approx_dp(1.0, 0.0)
     with pytest.raises(ValueError, match=rf"^{name}=.* is invalid: expected"):
         call(curve)
+
+
+def test_cli_tradeoff_table_json_and_plot(tmp_path):
+    """``account epsilon ... --tradeoff``: the JSON carries the curve the API computes (randomized
+    response, eps = 1: TPR <= e * FPR below the kink, advantage tanh(1/2)); --plot writes a PNG."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dpverify.cli import main
+
+    png = tmp_path / "curve.png"
+    args = ["account", "epsilon", "randomized-response", "--epsilon", "1", "--delta", "1e-5", "--tradeoff", "--fpr", "0.1", "--fpr", "0.5"]
+    result = CliRunner().invoke(main, [*args, "--points", "16", "--plot", str(png), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)["tradeoff"]
+    by_fpr = {p["fpr"]: p for p in data["points"]}
+    assert by_fpr[0.1]["tpr_upper"] == pytest.approx(math.e * 0.1, abs=1e-12)
+    assert by_fpr[0.5]["tpr_upper"] == pytest.approx(1 - math.exp(-1) * 0.5, abs=1e-12)
+    assert data["advantage"] == pytest.approx(math.tanh(0.5), abs=1e-12)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = CliRunner().invoke(main, [*args, "--points", "16"])
+    assert table.exit_code == 0 and "Trade-off (f-DP)" in table.output and "attack advantage" in table.output
+    # bad input: exit 2 naming the option, before any work
+    bad = CliRunner().invoke(main, [*args[:-4], "--fpr", "1.5"])
+    assert bad.exit_code == 2 and "fpr=1.5 is invalid" in bad.output
+    assert CliRunner().invoke(main, args[:2] + ["randomized-response", "--epsilon", "1", "--delta", "1e-5", "--plot", str(png)]).exit_code == 2
