@@ -79,7 +79,7 @@ __all__ = ["DEFAULT_FPRS", "TradeOffCurve", "TradeOffPoint", "tradeoff_curve"]
 #: the type I errors (FPRs) a report lists by default
 DEFAULT_FPRS = (1e-4, 1e-3, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5)
 #: grid points of eps a PLD curve is read at by default
-DEFAULT_POINTS = 96
+DEFAULT_POINTS = 256
 #: the eps grid ends where the certified delta falls below this (or at the largest finite loss)
 _GRID_END_DELTA = 1e-12
 
@@ -388,6 +388,29 @@ class TradeOffCurve:
         }
 
 
+def _read_profile(pld: Any, grid: Sequence[float]) -> tuple[list[float], list[float | None]]:
+    """Certified (upper, lower) delta(eps) at every eps of ``grid``: the larger over the PLD's
+    directions, as :meth:`~accounting.PrivacyLossDistribution.delta` reads them, except that a side
+    composed in one FFT pass is read from its *untilted* pass for every eps. delta() tilts a pass
+    per eps to keep the FFT error relative to a tiny delta (0.05-0.15 s each); the trade-off curve
+    needs delta only to an absolute error far below its own (measured <= 5e-12 from the tilted
+    reading on the DP-SGD and composed Gaussian cases), and the untilted pass is one pass for all
+    eps. Every pass bounds the same dominating measure, so the reading stays certified."""
+    from ._certified import exact, working_precision
+    from ._pld import _RecipeEvaluator
+
+    with working_precision(pld._precision):
+        sides = [(ev.at(0.0) if isinstance(ev, _RecipeEvaluator) else ev, low) for _, ev, low in pld._evaluators()]
+        uppers: list[float] = []
+        lowers: list[float | None] = []
+        for e in grid:
+            ball = exact(float(e))
+            uppers.append(min(1.0, max(up.certified(ball) for up, _ in sides)))
+            lows = [low.certified(ball) for _, low in sides if low is not None]
+            lowers.append(max(lows) if len(lows) == len(sides) else None)
+    return uppers, lowers
+
+
 def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] | None = None, points: int = DEFAULT_POINTS,
                    discretisation: float | None = None) -> TradeOffCurve:
     """The certified trade-off curve of ``compose`` releases of ``subject`` (a mechanism, a list of
@@ -396,7 +419,7 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
 
     The profile is read at ``epsilons`` (0 is added) or, by default, at ``points`` evenly spaced eps
     from 0 to where the certified delta falls below 1e-12; more points tighten the curve (never
-    loosen its certification), each costs one delta(eps) evaluation of the composed PLD.
+    loosen its certification), each is one certified reading of the composed PLD (one FFT pass serves every eps).
     ``discretisation`` is the PLD grid h (default: the route's grid for the number of releases).
     """
     from ._analytic_gaussian import gdp_mu
@@ -425,11 +448,7 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
         for e in grid:
             if not (math.isfinite(e) and e >= 0):
                 raise AccountingError("epsilons", e, "finite epsilons >= 0")
-    uppers, lowers = [], []
-    for e in grid:
-        r = pld.delta(e)
-        uppers.append(r.delta)
-        lowers.append(r.delta_lower)
+    uppers, lowers = _read_profile(pld, grid)
     # the profile is non-increasing in eps: a later (smaller) upper bound is no tighter than the
     # monotone envelope, and an earlier lower bound at least the later ones
     for i in range(len(grid) - 2, -1, -1):

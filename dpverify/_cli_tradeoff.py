@@ -25,7 +25,7 @@ def tradeoff_options(function: Callable) -> Callable:
         click.option("--tradeoff", is_flag=True, help="Also print the certified trade-off curve (f-DP): TPR at each --fpr, the attack advantage."),
         click.option("--fpr", "fprs", type=float, multiple=True,
                      help="FPRs (type I errors) at which --tradeoff reports the largest TPR (repeat; default 1e-4 ... 0.5)."),
-        click.option("--points", type=int, default=96, show_default=True, help="Epsilons at which --tradeoff reads the PLD's delta(eps) (more: tighter, slower)."),
+        click.option("--points", type=int, default=256, show_default=True, help="Epsilons at which --tradeoff reads the PLD's delta(eps) (more: tighter, slower)."),
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
                      help="With --tradeoff: write the curve as a figure (PNG, SVG or PDF by the file's extension)."),
     ]
