@@ -12,11 +12,17 @@ mu-GDP closed form. A neutral module below both commands.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import click
 
 __all__ = ["check_tradeoff_options", "tradeoff_options", "tradeoff_report", "write_plot"]
+
+#: the figure formats --plot writes (by the file's extension)
+_FORMATS = (".png", ".svg", ".pdf")
+#: accounting._tradeoff's MAX_POINTS (checked here before the accountant is imported)
+_MAX_POINTS = 4096
 
 
 def tradeoff_options(function: Callable) -> Callable:
@@ -25,8 +31,8 @@ def tradeoff_options(function: Callable) -> Callable:
         click.option("--tradeoff", is_flag=True, help="Also print the certified trade-off curve (f-DP): TPR at each --fpr, the attack advantage."),
         click.option("--fpr", "fprs", type=float, multiple=True,
                      help="FPRs (type I errors) at which --tradeoff reports the largest TPR (repeat; default 1e-4 ... 0.5)."),
-        click.option("--points", type=int, default=256, show_default=True, help="Epsilons at which --tradeoff reads the PLD's delta(eps) (more: tighter, slower)."),
-        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+        click.option("--points", type=int, default=256, show_default=True, help="Epsilons (2 to 4096) at which --tradeoff reads the PLD's delta(eps) (more: tighter, slower)."),
+        click.option("--plot", "plot_path", type=str, default=None,
                      help="With --tradeoff: write the curve as a figure (PNG, SVG or PDF by the file's extension)."),
     ]
     for option in reversed(options):
@@ -44,10 +50,18 @@ def check_tradeoff_options(tradeoff: bool, fprs: Sequence[float], points: int, p
     for value in fprs:
         if not (0 <= value <= 1):
             raise click.BadParameter(f"fpr={value!r} is invalid: expected a probability in [0, 1]", param_hint="--fpr")
-    if points < 2:
-        raise click.BadParameter(f"points={points!r} is invalid: expected an integer >= 2", param_hint="--points")
+    if not 2 <= points <= _MAX_POINTS:
+        raise click.BadParameter(f"points={points!r} is invalid: expected an integer in [2, {_MAX_POINTS}]", param_hint="--points")
     if plot_path is not None:
-        check_output_file("--plot", plot_path)
+        if "\x00" in plot_path:
+            raise click.BadParameter(f"plot={plot_path!r} is invalid: expected a file path (no NUL character)", param_hint="--plot")
+        if Path(plot_path).suffix.lower() not in _FORMATS:
+            raise click.BadParameter(f"plot={plot_path!r} is invalid: expected a file name ending in {', '.join(_FORMATS)} (the figure's format)",
+                                     param_hint="--plot")
+        try:
+            check_output_file("--plot", plot_path)
+        except ValueError as error:  # OutputPathError: names the option, the path and what it expects
+            raise click.BadParameter(str(error), param_hint="--plot") from None
     return tuple(fprs) if fprs else None
 
 
@@ -62,7 +76,10 @@ def tradeoff_report(subject: Any, compose: int, fprs: Sequence[float] | None, po
     payload = curve.as_dict(fprs) if fprs else curve.as_dict()
     if plot_path is not None:
         payload["plot"] = str(plot_path)
-        write_plot(curve, plot_path, title)
+        try:
+            write_plot(curve, plot_path, title)
+        except OSError as error:  # the path was checked before the work; a disk that fills up since
+            raise click.BadParameter(f"plot={plot_path!r} is invalid: expected a writable file ({error.strerror or error})", param_hint="--plot") from None
 
     def table() -> None:
         from rich.table import Table

@@ -206,6 +206,7 @@ def test_dp_event_subject():
         (lambda c: TradeOffCurve.from_approx_dp(-1.0, 0.0), "epsilon"),
         (lambda c: TradeOffCurve.from_rdp([0.5], [1.0]), "orders"),
         (lambda c: tradeoff_curve(acc.Gaussian(sigma=1.0, sensitivity=1.0), points=1), "points"),
+        (lambda c: tradeoff_curve(acc.Gaussian(sigma=1.0, sensitivity=1.0), points=10**6), "points"),
         (lambda c: tradeoff_curve(acc.PureDP(1.0)), "subject"),
     ],
 )
