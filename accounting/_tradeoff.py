@@ -412,6 +412,24 @@ def _read_profile(pld: Any, grid: Sequence[float]) -> tuple[list[float], list[fl
     return uppers, lowers
 
 
+def _shuffled_pld(parts: tuple, discretisation: float | None) -> Any:
+    """k rounds of one shuffled release (:mod:`accounting._shuffle`): the PLD of its clone pair,
+    the dominating pair its certified routes use (FMT23's stronger clone where the randomizer
+    admits it, else FMT21's), with the optimistic twin, on the shuffle routes' grid; None for any
+    other query. The optimistic side is then the clone pair's curve, not the mechanism's own."""
+    from ._pld import PrivacyLossDistribution
+    from ._shuffle import ShuffledLDP, ShuffledRandomizedResponse, _clone, _clone_pair, _group_width, _pld_h
+
+    if len(parts) != 1 or not isinstance(parts[0][0], (ShuffledLDP, ShuffledRandomizedResponse)):
+        return None
+    subject, k = parts[0]
+    variant = "fmt23" if "fmt23" in subject.clone_variants() else "fmt21"
+    clone = _clone(subject.epsilon0, subject.n, variant)
+    h = _pld_h(k) if discretisation is None else discretisation
+    pld = PrivacyLossDistribution.from_pair(_clone_pair(clone, _group_width(clone)), discretisation=h, lower_bound=True, tail_mass=1e-12)
+    return pld.self_compose(k) if k > 1 else pld
+
+
 def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] | None = None, points: int = DEFAULT_POINTS,
                    discretisation: float | None = None) -> TradeOffCurve:
     """The certified trade-off curve of ``compose`` releases of ``subject`` (a mechanism, a list of
@@ -432,12 +450,13 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
     if not 2 <= points <= MAX_POINTS:
         raise AccountingError("points", points, f"an integer in [2, {MAX_POINTS}]")
     query = query_of(subject, 0.5, compose=compose)
+    shuffled = _shuffled_pld(query.parts, discretisation)
     missing = [s for s, _ in query.parts if release_kind(s) is None]
-    if missing:
+    if missing and shuffled is None:
         name = missing[0].describe() if hasattr(missing[0], "describe") else type(missing[0]).__name__
-        raise AccountingError("subject", name, "releases that have a privacy-loss distribution (an output pair or a monotone loss)",
-                              "for an RDP or pure-DP guarantee use TradeOffCurve.from_rdp / from_approx_dp")
-    pld = pld_for_parts(query.parts, discretisation, lower_bound=True)
+        raise AccountingError("subject", name, "releases that have a privacy-loss distribution (an output pair or a monotone loss), "
+                              "or shuffled reports alone", "for an RDP or pure-DP guarantee use TradeOffCurve.from_rdp / from_approx_dp")
+    pld = shuffled if shuffled is not None else pld_for_parts(query.parts, discretisation, lower_bound=True)
     if epsilons is None:
         end = pld._epsilon(_GRID_END_DELTA).epsilon
         if not math.isfinite(end):  # the +inf atom exceeds the floor: stop where delta stops falling much

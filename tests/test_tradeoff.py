@@ -193,6 +193,20 @@ def test_dp_event_subject():
     assert curve.gaussian_mu == pytest.approx(1.0)
 
 
+def test_shuffled_reports_read_the_clone_pair():
+    """Shuffled eps0-LDP reports: the profile is the PLD of FMT21's clone pair, so at every eps its
+    certified delta is at least the pair's exact hockey-stick divergence (accounting.clone_delta,
+    Arb) and within 1e-5 of it (measured 6.6e-6 at eps 0: the PLD grid and the grouping of c). The
+    same check rejects the stronger FMT23 pair for a randomizer that did not declare it."""
+    eps0, n = 1.0, 10_000
+    curve = tradeoff_curve(acc.ShuffledLDP(eps0, n), points=64)
+    picked = range(0, 64, 9)
+    exact = [acc.clone_delta(eps0, n, curve.epsilons[i]) for i in picked]
+    assert all(d <= curve.deltas[i] + 1e-15 and curve.deltas[i] - d <= 1e-5 for i, d in zip(picked, exact))
+    stronger = tradeoff_curve(acc.ShuffledLDP(eps0, n, stronger_clone=True), points=64)
+    assert any(stronger.deltas[i] < d for i, d in zip(picked, exact))
+
+
 @pytest.mark.parametrize(
     "call, name",
     [
