@@ -64,6 +64,7 @@ valid, not tight); the audit report's HTML page (issue 33) draws its claim curve
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -417,12 +418,19 @@ def _shuffled_pld(parts: tuple, discretisation: float | None) -> Any:
     the dominating pair its certified routes use (FMT23's stronger clone where the randomizer
     admits it, else FMT21's), with the optimistic twin, on the shuffle routes' grid; None for any
     other query. The optimistic side is then the clone pair's curve, not the mechanism's own."""
-    from ._pld import PrivacyLossDistribution
-    from ._shuffle import ShuffledLDP, ShuffledRandomizedResponse, _clone, _clone_pair, _group_width, _pld_h
+    from ._shuffle import ShuffledLDP, ShuffledRandomizedResponse
 
     if len(parts) != 1 or not isinstance(parts[0][0], (ShuffledLDP, ShuffledRandomizedResponse)):
         return None
-    subject, k = parts[0]
+    return _clone_pair_pld(parts[0][0], parts[0][1], discretisation)
+
+
+@functools.lru_cache(maxsize=8)
+def _clone_pair_pld(subject: Any, k: int, discretisation: float | None) -> Any:
+    """:func:`_shuffled_pld`'s PLD, memoised (a report asking several FPRs or a figure builds it once)."""
+    from ._pld import PrivacyLossDistribution
+    from ._shuffle import _clone, _clone_pair, _group_width, _pld_h
+
     variant = "fmt23" if "fmt23" in subject.clone_variants() else "fmt21"
     clone = _clone(subject.epsilon0, subject.n, variant)
     h = _pld_h(k) if discretisation is None else discretisation

@@ -239,6 +239,9 @@ ROWS = [
     _r("account shuffle --eps0 1 --n 1000 --delta {}", "delta"),
     _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --compose {}", "compose", "k"),
     _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --randomizer {}", "randomizer"),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --tradeoff --fpr {}", "fpr"),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --tradeoff --points {}", "points"),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --tradeoff --plot {}", "--plot", "plot"),
     _r("account shuffle --eps0 {} --n 1000 --delta 1e-6 --randomizer rr", "eps0", "epsilon0"),
     # account event: the file, its fields, the delta
     _r("account event {}", "file", "event"),  # "-" reads the event from stdin (empty here)
