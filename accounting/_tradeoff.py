@@ -492,5 +492,8 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
     mu = None
     if all(_is_gaussian(s) for s, _ in query.parts):
         mu = float(gdp_mu((s.sensitivity, s.sigma, n) for s, n in query.parts).mid())
+    if shuffled is not None:  # the optimistic side is the dominating pair's, not the mechanism's
+        variant = "FMT23" if "fmt23" in query.parts[0][0].clone_variants() else "FMT21"
+        releases += f" through its {variant} clone pair (a dominating pair: the optimistic side is the pair's curve)"
     return TradeOffCurve(tuple(grid), tuple(uppers), low, source=f"PLD of {releases} ({grid_text}), {len(grid)} eps from 0 to {grid[-1]:.4g}",
                          gaussian_mu=mu)
