@@ -123,7 +123,7 @@ def write_plot(curve: Any, path: str, title: str) -> None:
 
     plt = pyplot()
     if plt is None:
-        raise click.UsageError("--plot needs matplotlib (pip install 'dpverify[plots]')")
+        raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
     linear = np.linspace(0.0, 1.0, 801)
     logs = np.logspace(-6, 0, 601)
