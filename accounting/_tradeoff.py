@@ -6,7 +6,7 @@ A membership (or attribute) attack on a release is a test of H0: "the data set i
 H1: "it is D'", D and D' neighbours. A test phi (the probability of saying D') has type I error
 alpha = E_P[phi] (P = M(D)) -- its false-positive rate, FPR -- and type II error beta =
 1 - E_Q[phi] (Q = M(D')), so its true-positive rate is TPR = 1 - beta. The trade-off function
-(Dong, Roth & Su 2022, "Gaussian differential privacy", Def. 2.1) is
+(Dong, Roth & Su 2022, "Gaussian differential privacy") is
 
     T(P, Q)(alpha) = inf { beta_phi : alpha_phi <= alpha },
 
@@ -26,7 +26,7 @@ alpha). Since beta >= 0 as well, every (eps, delta) pair the mechanism satisfies
 
 and a mechanism that is (eps, delta(eps))-DP for every eps >= 0 is f-DP with
 
-    f(alpha) = sup_{eps >= 0} f_{eps, delta(eps)}(alpha)        (Dong, Roth & Su, Prop. 2.12),
+    f(alpha) = sup_{eps >= 0} f_{eps, delta(eps)}(alpha)        (Dong, Roth & Su 2022: the primal-dual view of f-DP),
 
 which equals T(P, Q) itself when the pair is symmetric (the Gaussian, Laplace and randomized
 response pairs): for the Gaussian the eps at which 1 - delta(eps) - e^eps alpha touches the curve
