@@ -23,6 +23,8 @@ behind each route:
 - :mod:`accounting._dp_event` — dp_accounting's DpEvent trees as accounting mechanisms;
 - :mod:`accounting._opacus_compat` — Opacus's accountant interface and ``get_noise_multiplier``, certified;
 - :mod:`accounting._shuffle` — amplification by shuffling (FMT21/FMT23 clone pairs, shuffled RR).
+- :mod:`accounting._tradeoff` — risk as people read it: the certified trade-off curve (f-DP), TPR at
+  an FPR and the attack advantage, read off the certified PLD (``tradeoff_curve``).
 
 Layers above (``dpverify``) import this package's public API and :mod:`accounting.internal` (the one
 documented interface to the validators, directed rounding and ledger internals), nothing private.
@@ -92,6 +94,7 @@ from ._shuffle import (
     shuffled_rr_epsilon,
 )
 from ._total_variation import WithinTotalVariation
+from ._tradeoff import TradeOffCurve, TradeOffPoint, tradeoff_curve
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
@@ -173,6 +176,9 @@ __all__ = [
     "shuffle_routes",
     "shuffled_rr_delta",
     "shuffled_rr_epsilon",
+    "TradeOffCurve",
+    "TradeOffPoint",
+    "tradeoff_curve",
 ]
 
 

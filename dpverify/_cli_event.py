@@ -14,7 +14,9 @@ from typing import Any
 import click
 
 from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._cli_tradeoff import check_tradeoff_options, tradeoff_options, tradeoff_report
 from ._console import busy
+from ._json import jsonable
 
 __all__ = ["event_command"]
 
@@ -26,10 +28,15 @@ __all__ = ["event_command"]
 @click.option("--time-budget", type=float, default=10.0, show_default=True, help=TIME_BUDGET_HELP)
 @click.option("--all-routes", is_flag=True, help="Run every route that fits the budget, even after an exact route answered.")
 @click.option("--bracket", is_flag=True, help="Also build the optimistic PLD: print [certified lower, certified upper] (about twice the PLD time).")
+@tradeoff_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def event_command(file: str, delta: float, no_pld: bool, time_budget: float, all_routes: bool, bracket: bool, as_json: bool) -> None:
-    """Every certified route for the dp_accounting event in FILE (JSON), and the smallest."""
+def event_command(file: str, delta: float, no_pld: bool, time_budget: float, all_routes: bool, bracket: bool, tradeoff: bool,
+                  fprs: tuple[float, ...], points: int, plot_path: str | None, as_json: bool) -> None:
+    """Every certified route for the dp_accounting event in FILE (JSON), and the smallest; with
+    --tradeoff also the certified trade-off curve (TPR at each --fpr, the attack advantage)."""
     import accounting as acc
+
+    fpr_list = check_tradeoff_options(tradeoff, fprs, points, plot_path)
 
     try:
         if file == "-":
@@ -61,6 +68,13 @@ def event_command(file: str, delta: float, no_pld: bool, time_budget: float, all
         "route": report.route,
         "routes": route_rows(report),
     }
+    tradeoff_table = None
+    if tradeoff:
+        try:
+            report_json, tradeoff_table = tradeoff_report(mech, 1, fpr_list, points, plot_path, mech.describe())
+            payload["tradeoff"] = jsonable(report_json)
+        except (ValueError, ArithmeticError, MemoryError) as error:
+            raise click.BadParameter(str(error)) from None
     if sandwich is not None:
         payload["pld_bracket"] = {"epsilon_lower": sandwich.epsilon_lower, "epsilon": sandwich.epsilon, "discretisation": sandwich.discretisation}
     if as_json:
@@ -69,3 +83,5 @@ def event_command(file: str, delta: float, no_pld: bool, time_budget: float, all
     print_route_table(f"(eps, {delta:g})-DP of {mech.describe()}", report)
     if sandwich is not None:
         click.echo(f"PLD bracket around the true epsilon: [{sandwich.epsilon_lower:.6g}, {sandwich.epsilon:.6g}] (both certified)")
+    if tradeoff_table is not None:
+        tradeoff_table()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from ._cli_tradeoff import check_tradeoff_options, tradeoff_options, tradeoff_report
 from ._console import busy, console, emit, print_table
 
 __all__ = ["shuffle"]
@@ -27,10 +28,15 @@ __all__ = ["shuffle"]
     help="ldp: any eps0-LDP randomizer; rr: binary randomized response (the analyzer sees the count of 1s).",
 )
 @click.option("--stronger-clone", is_flag=True, help="Declare that the ldp randomizer admits FMT23's decomposition (enables that route).")
+@tradeoff_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def shuffle(eps0: float, n: int, delta: float, compose: int, randomizer: str, stronger_clone: bool, as_json: bool) -> None:
-    """Certified (eps, DELTA) of N shuffled EPS0-LDP reports, after COMPOSE rounds, by every route."""
+def shuffle(eps0: float, n: int, delta: float, compose: int, randomizer: str, stronger_clone: bool, tradeoff: bool, fprs: tuple[float, ...],
+            points: int, plot_path: str | None, as_json: bool) -> None:
+    """Certified (eps, DELTA) of N shuffled EPS0-LDP reports, after COMPOSE rounds, by every route;
+    with --tradeoff also the certified trade-off curve (from the clone pair's PLD)."""
     import accounting as acc
+
+    fpr_list = check_tradeoff_options(tradeoff, fprs, points, plot_path)
 
     try:
         if randomizer == "rr":
@@ -57,6 +63,12 @@ def shuffle(eps0: float, n: int, delta: float, compose: int, randomizer: str, st
         "route": report.route,
         "routes": [dict(r.as_dict(), certified=r in certified) for r in report.alternatives],
     }
+    tradeoff_table = None
+    if tradeoff:
+        try:
+            payload["tradeoff"], tradeoff_table = tradeoff_report(subject, compose, fpr_list, points, plot_path, f"{compose} x {subject.describe()}")
+        except (ValueError, ArithmeticError, MemoryError) as error:
+            raise click.BadParameter(str(error)) from None
 
     def table() -> None:
         from rich.table import Table
@@ -75,5 +87,7 @@ def shuffle(eps0: float, n: int, delta: float, compose: int, randomizer: str, st
         out = console()
         print_table(t, out)
         out.print(f"smallest certified: epsilon = {report.epsilon:.6g} via {report.route}")
+        if tradeoff_table is not None:
+            tradeoff_table()
 
     emit(as_json, payload, table)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 import click
 
 from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._cli_tradeoff import tradeoff_options
 from ._console import busy as _busy
 from ._console import emit as _emit
 from ._console import print_table as _print_table
@@ -331,11 +332,17 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
 @click.option("--no-pld", is_flag=True, help="Skip the privacy-loss-distribution routes.")
 @click.option("--time-budget", type=float, default=10.0, show_default=True, help=TIME_BUDGET_HELP)
 @click.option("--all-routes", is_flag=True, help="Run every route that fits the budget, even after an exact route answered.")
+@tradeoff_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, time_budget: float, all_routes: bool, as_json: bool, **options: Any) -> None:
-    """The smallest certified eps at DELTA after COMPOSE releases of MECHANISM, by every route."""
+def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, time_budget: float, all_routes: bool, tradeoff: bool, fprs: tuple[float, ...],
+            points: int, plot_path: str | None, as_json: bool, **options: Any) -> None:
+    """The smallest certified eps at DELTA after COMPOSE releases of MECHANISM, by every route;
+    with --tradeoff also the certified trade-off curve (TPR at each --fpr, the attack advantage)."""
     import accounting as acc
 
+    from ._cli_tradeoff import check_tradeoff_options, tradeoff_report
+
+    fpr_list = check_tradeoff_options(tradeoff, fprs, points, plot_path)
     mech = _build(mechanism, options)
     try:
         with _busy(f"accounting by every route (time budget {time_budget:g} s)"):
@@ -352,9 +359,17 @@ def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, time_budge
         "route": report.route,
         "routes": route_rows(report),
     }
+    tradeoff_table = None
+    if tradeoff:
+        try:
+            payload["tradeoff"], tradeoff_table = tradeoff_report(mech, compose, fpr_list, points, plot_path, f"{compose} x {mech.describe()}")
+        except _FAILURES as error:
+            raise _refusal(error, mechanism=mechanism, compose=compose, points=points, **options) from None
 
     def table() -> None:
         print_route_table(f"(eps, {delta:g})-DP after {compose} x {mech.describe()}", report)
+        if tradeoff_table is not None:
+            tradeoff_table()
 
     _emit(as_json, payload, table)
 

@@ -138,6 +138,8 @@ def _int_in(low: int, high: int) -> Callable[[str], bool]:
     return check
 
 
+#: a dp_accounting randomized-response event (accounting._dp_event.event_to_dict): an exact lattice PLD, cheap
+RR_EVENT = '{"module_name": "dp_accounting.dp_event", "class_name": "RandomizedResponseDpEvent", "noise_parameter": 0.5, "num_buckets": 2}'
 CURVE = "account curve"
 EPS = "account epsilon"
 CAL = "account calibrate"
@@ -206,6 +208,10 @@ ROWS = [
     _r(f"{EPS} gaussian --sigma 1 --delta 1e-5 --compose {{}}", "compose", "k"),
     _r(f"{EPS} discrete-laplace --scale 4 --delta 1e-5 --compose 100 --time-budget {{}}", "time_budget", "time-budget"),
     _r(f"{EPS} {{}} --sigma 1 --delta 1e-5", "mechanism"),
+    # account epsilon --tradeoff (randomized response: an exact lattice, the curve costs ~0.05 s)
+    _r(f"{EPS} randomized-response --epsilon 1 --delta 1e-5 --tradeoff --fpr {{}}", "fpr"),
+    _r(f"{EPS} randomized-response --epsilon 1 --delta 1e-5 --tradeoff --points {{}}", "points"),
+    _r(f"{EPS} randomized-response --epsilon 1 --delta 1e-5 --tradeoff --plot {{}}", "--plot", "plot"),
     # account calibrate
     _r(f"{CAL} gaussian --target-epsilon {{}} --delta 1e-5", "target_epsilon", "target-epsilon", "epsilon"),
     _r(f"{CAL} gaussian --target-epsilon 1 --delta {{}}", "delta"),
@@ -233,6 +239,9 @@ ROWS = [
     _r("account shuffle --eps0 1 --n 1000 --delta {}", "delta"),
     _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --compose {}", "compose", "k"),
     _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --randomizer {}", "randomizer"),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --tradeoff --fpr {}", "fpr"),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --tradeoff --points {}", "points"),
+    _r("account shuffle --eps0 1 --n 1000 --delta 1e-6 --tradeoff --plot {}", "--plot", "plot"),
     _r("account shuffle --eps0 {} --n 1000 --delta 1e-6 --randomizer rr", "eps0", "epsilon0"),
     # account event: the file, its fields, the delta
     _r("account event {}", "file", "event"),  # "-" reads the event from stdin (empty here)
@@ -241,6 +250,9 @@ ROWS = [
     _r("account event event.json --no-pld", "event", "json", "file", files=(("event.json", "{}"),)),
     _r("account event event.json --delta {}", "delta", files=(("event.json", EVENT.format(count=3, sigma=2.0)),)),
     _r("account event event.json --time-budget {}", "time_budget", "time-budget", files=(("event.json", EVENT.format(count=3, sigma=2.0)),)),
+    _r("account event rr.json --tradeoff --fpr {}", "fpr", files=(("rr.json", RR_EVENT),)),
+    _r("account event rr.json --tradeoff --points {}", "points", files=(("rr.json", RR_EVENT),)),
+    _r("account event rr.json --tradeoff --plot {}", "--plot", "plot", files=(("rr.json", RR_EVENT),)),
     # account charge: a ledger created once per row, then charged by every case (exit 1: refused, budget)
     _r(f"account charge --ledger {LEDGER} --pure {{}} --users 0:10", "pure", "epsilon", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),
     _r(f"account charge --ledger {LEDGER} --zcdp {{}} --users 0:10", "zcdp", "rho", setup=(MAKE_LEDGER,), codes=((1, "budget"),)),

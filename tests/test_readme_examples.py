@@ -47,6 +47,7 @@ BLOCKS: dict[str, tuple[str, str]] = {
     "from accounting import CertifiedAccountant as PLDAccountant   # was: from dp_accounting.pld import PLDAccountant": (RUN, ""),
     "dpverify account event examples/pipeline.json --delta 1e-5 --bracket   # eps = 2.19018 (PLD), bracket [2.13938, 2.19018]": (RUN, ""),
     "dpverify account shuffle --eps0 1 --n 10000 --delta 1e-6                 # eps = 0.053005 (FMT21 pair)": (RUN, ""),
+    "dpverify account epsilon gaussian --sigma 1 --compose 4 --delta 1e-5 --tradeoff             # routes, then the trade-off table": (RUN, ""),
     "import numpy as np": ("elsewhere", "the marked examples (<!-- ...-example -->): tests/test_audit_api.py, test_audit_arithmetic.py, "
                                         "test_audit_user_targets.py, test_run_audit.py"),
     "[holds] epsilon statdp one below rest above (n=5) D||D': lower=0.955 claimed=1 ... via output == 0": (
@@ -87,6 +88,8 @@ NOT_RUN_LINES = {
         "20 runs of T = 10^6 (~5 CPU s); returning users: tests/test_returning_users.py"),
     "dpverify run ... --ledger $L": "not a literal command ('...'): run here as run 1's arguments again, below",
     "dpverify audit audits/": "the whole gate: tests/test_audit_suite.py::test_real_suite_passes_at_ci_budget",
+    "dpverify account event examples/pipeline.json --delta 1e-5 --tradeoff --plot pipeline.png": (
+        "1,000 DP-SGD steps and a figure (~3.3 CPU s); --tradeoff on events: tests/test_tradeoff.py::test_dp_event_subject and the lines above"),
     "dpverify audit audits/ --json audit.json --junit audit.xml": "the whole gate (as above)",
     "dpverify audit audits/ --samples-scale 0.1 --seed 7": "the whole gate (as above)",
     "dpverify audit audits/ --executor tcp://scheduler:8786": "needs a Dask cluster: tests/test_audit_suite.py::test_dask_option_runs_the_claims_on_a_cluster",

@@ -20,7 +20,9 @@ D against D', so it has no TPR / FPR point.
 The accountant's side (:func:`claim_curve`): the certified trade-off of an (eps, delta) claim,
 TPR <= min(1, e^eps FPR + delta, 1 - e^-eps (1 - FPR - delta)), is the curve the audited point
 is drawn against on the HTML page; an RDP or zCDP claim gives the least of the (eps, delta)
-curves its RDP values at the audited orders imply (Mironov's conversion: valid, not tight).
+curves its RDP values at the audited orders imply (Mironov's conversion: valid, not tight). Both
+curves are computed by the accountant (:class:`accounting.TradeOffCurve`, the one implementation of
+the trade-off math, rounded in the direction that never under-reports the claim's TPR).
 """
 
 from __future__ import annotations
@@ -82,24 +84,20 @@ def claim_curve(claim_text: str | None, result: Any) -> dict[str, float] | None:
 
 def rdp_curve_tpr(orders: Any, rdp_epsilons: Any, fpr: Any) -> Any:
     """The largest TPR at ``fpr`` an RDP claim allows, through Mironov's conversion (Prop. 3): for each order a and
-    each eps on a grid, (eps, exp((a - 1)(eps_a - eps)))-DP, and the least of their (eps, delta) curves (valid, not tight)."""
-    import numpy as np
+    each eps on a grid, (eps, exp((a - 1)(eps_a - eps)))-DP, and the least of their (eps, delta) curves (valid, not tight).
+    The accountant's :meth:`accounting.TradeOffCurve.from_rdp` computes it (one implementation); orders <= 1 and
+    non-finite values carry no information and are skipped."""
+    from accounting import TradeOffCurve
 
-    f = np.asarray(fpr, dtype=np.float64)
-    best = np.ones_like(f)
-    for a, ea in zip(orders, rdp_epsilons):
-        if not (a > 1 and math.isfinite(ea)):
-            continue
-        for eps in np.linspace(0.0, max(ea, 0.0) + 12.0 / (a - 1), 64):
-            delta = math.exp(min(0.0, (a - 1) * (ea - eps)))
-            best = np.minimum(best, curve_tpr(float(eps), delta, f))
-    return best
+    kept = [(float(a), float(e)) for a, e in zip(orders, rdp_epsilons) if float(a) > 1 and math.isfinite(float(a)) and math.isfinite(float(e))]
+    curve = TradeOffCurve.from_rdp([a for a, _ in kept], [max(e, 0.0) for _, e in kept])
+    return curve.tpr(fpr)
 
 
 def curve_tpr(epsilon: float, delta: float, fpr: Any) -> Any:
-    """The claim's largest TPR at ``fpr`` (numpy-friendly)."""
-    import numpy as np
+    """The claim's largest TPR at ``fpr`` (numpy-friendly): min(1, e^eps FPR + delta, 1 - e^-eps (1 - FPR - delta)),
+    rounded up, by :meth:`accounting.TradeOffCurve.from_approx_dp` (one implementation)."""
+    from accounting import TradeOffCurve
 
-    f = np.asarray(fpr, dtype=np.float64)
-    e = math.exp(epsilon) if epsilon < 700 else math.inf
-    return np.minimum.reduce([np.ones_like(f), e * f + delta, 1 - (1 - f - delta) / e if math.isfinite(e) else np.ones_like(f)])
+    return TradeOffCurve.from_approx_dp(float(epsilon), float(delta)).tpr(fpr)
+
