@@ -52,7 +52,7 @@ EXTRA = "pip install 'dpverify[dp-accounting]'"
 _CLASS: list = []
 _RDP_CLASS: list = []
 
-#: given orders at which the RDP flavour re-evaluates its integrated curve (the best few by the chord)
+#: given orders the RDP flavour certifies per query: the best few by the curve's float approximation
 _REFINED_ORDERS = 3
 
 
@@ -277,18 +277,20 @@ def _build_rdp(base: type, pa: Any) -> type:
             self._answered_orders: set[float] = set()
 
         def _curve(self):
-            # one curve per composed state: its evaluations are cached across queries
+            # one pair of curves per composed state: their evaluations are cached across queries
             key = tuple(self._parts)
             cached = self._curve_cache
             if cached is None or cached[0] != key:
-                cached = (key, self._subject().rdp(), self._subject().pure(), _fractional(self._subject()).rdp())
+                subject = self._subject()
+                plain, fine = _curves(subject)
+                cached = (key, plain, subject.pure(), fine)
                 self._curve_cache = cached
             return cached[1]
 
         def _order_curve(self):
             """The curve at the given orders: Poisson-subsampled Gaussians at non-integer orders by
-            certified integration (:func:`_fractional`); the real-order searches use
-            :meth:`_curve`, so an epsilon query and a delta query search the same curve."""
+            certified integration (:func:`_curves`; at most :meth:`_curve` everywhere); the
+            real-order searches use :meth:`_curve`."""
             self._curve()
             return self._curve_cache[3]
 
@@ -344,28 +346,27 @@ def _build_rdp(base: type, pa: Any) -> type:
             if target_delta > 0:
                 curve = self._curve()
                 at_orders = self._order_curve()
+                log_inv_float = -math.log(target_delta)
+
+                def float_epsilon(alphas, values):  # CKS in floats (ranking only)
+                    return values + (log_inv_float - np.log(alphas)) / (alphas - 1) + np.log1p(-1 / alphas)
+
                 with working_precision(None):
                     log_inv = (1 / exact(target_delta)).log()
-
-                    def at(which, alpha):
+                    # the given orders ranked by the curve's float approximation; the best few
+                    # certified on the integrated curve (at most the chord everywhere)
+                    ranked, wanted = _ranked(curve, [float(a) for a in self._orders if 1 < a < math.inf], float_epsilon)
+                    certified = 0
+                    for alpha in ranked:
+                        if certified == wanted:
+                            break
                         try:
-                            value = upper_float(_epsilon_at(which, exact(float(alpha)), log_inv, "cks"))
+                            value = upper_float(_epsilon_at(at_orders, exact(alpha), log_inv, "cks"))
                         except (AccountingError, ZeroDivisionError, OverflowError):
-                            return None
-                        return max(value, 0.0) if math.isfinite(value) else None
-
-                    given = []
-                    for alpha in self._orders:
-                        if 1 < alpha < math.inf:
-                            value = at(curve, alpha)
-                            if value is not None:
-                                given.append((value, float(alpha)))
-                    # the integrated curve (slower) at the few best given orders only
-                    for _, alpha in sorted(given)[:_REFINED_ORDERS]:
-                        value = at(at_orders, alpha)
-                        if value is not None:
-                            given.append((value, alpha))
-                    candidates.extend(given)
+                            continue
+                        if math.isfinite(value):
+                            candidates.append((max(value, 0.0), alpha))
+                            certified += 1
                 try:
                     real = rdp_to_epsilon(curve, target_delta)
                     if math.isfinite(real.epsilon):
@@ -395,32 +396,36 @@ def _build_rdp(base: type, pa: Any) -> type:
                 candidates.append((0.0, math.inf))
             curve = self._curve()
             at_orders = self._order_curve()
-            given = {float(a) for a in self._orders}
-            extra = sorted(self._answered_orders - given)
+            given = {float(a) for a in self._orders if 1 < a < math.inf}
+            alphas = sorted(given | self._answered_orders)
             if target_epsilon == 0:  # (the real-order optimiser needs eps > 0): a grid of real orders
-                extra += [1 + 2.0 ** k for k in range(-10, 14)]
-            with working_precision(None):
-                eps_ball = exact(float(target_epsilon))
+                alphas += [1 + 2.0 ** k for k in range(-10, 14)]
+            eps_float = float(target_epsilon)
 
-                def at(which, alpha):
+            def float_log_delta(a, values):  # log of CKS's delta in floats (ranking only)
+                return (a - 1) * (values - eps_float) + (a - 1) * np.log1p(-1 / a) - np.log(a)
+
+            with working_precision(None):
+                eps_ball = exact(eps_float)
+
+                def at(alpha):
+                    # the curve the epsilon queries use there: integrated at the given orders,
+                    # the real-order curve elsewhere (so an answered order gives back its delta)
+                    which = at_orders if alpha in given else curve
                     try:
-                        value = upper_float(_delta_at(which, exact(float(alpha)), eps_ball))
+                        value = upper_float(_delta_at(which, exact(alpha), eps_ball))
                     except (AccountingError, ZeroDivisionError, OverflowError):
                         return None
                     return min(value, 1.0) if math.isfinite(value) else None
 
-                found = []
-                for alpha in list(self._orders) + extra:
-                    if 1 < alpha < math.inf:
-                        value = at(curve, alpha)
-                        if value is not None:
-                            found.append((value, float(alpha)))
-                for _, alpha in sorted(found)[:_REFINED_ORDERS]:
-                    if alpha in given:
-                        value = at(at_orders, alpha)
-                        if value is not None:
-                            found.append((value, alpha))
-                candidates.extend(found)
+                # the orders that answered an epsilon query always (get_delta(get_epsilon(d)) <= d),
+                # and the best few of the rest by the float approximation
+                ranked, wanted = _ranked(curve, alphas, float_log_delta)
+                chosen = sorted(self._answered_orders) + [a for a in ranked if a not in self._answered_orders][:wanted]
+                for alpha in chosen:
+                    value = at(alpha)
+                    if value is not None:
+                        candidates.append((value, alpha))
             if target_epsilon > 0:
                 try:
                     real = rdp_to_delta(curve, float(target_epsilon))
@@ -436,20 +441,53 @@ def _build_rdp(base: type, pa: Any) -> type:
     return CertifiedRdpAccountant
 
 
-def _fractional(subject: Any) -> Any:
-    """``subject`` with every Poisson-subsampled Gaussian evaluated at non-integer orders by
-    certified integration (dp_accounting's RdpAccountant uses MTZ's fractional-order formula there;
-    the chord between integer orders alone is looser): the RDP flavour's curves."""
+def _curves(subject: Any) -> tuple:
+    """(``subject.rdp()``, the same curve with every Poisson-subsampled Gaussian evaluated at
+    non-integer orders by certified integration), the second built over the first's parts (each
+    subsampled Gaussian's chord curve once). dp_accounting's RdpAccountant uses MTZ's
+    fractional-order formula at those orders; the chord between integer orders alone is looser.
+    (None, None) when the subject has no RDP curve."""
     from ._dp_event import Composition
     from ._dp_event_mechanisms import FractionalOrderSampledGaussian
+    from ._guarantees import RDP
     from ._mechanisms import Gaussian
     from ._subsampling import PoissonSampled
 
     if isinstance(subject, Composition):
-        return Composition(tuple((_fractional(m), n) for m, n in subject.parts))
-    if isinstance(subject, PoissonSampled) and isinstance(subject.mechanism, Gaussian) and subject.probability != 1:
-        return FractionalOrderSampledGaussian(subject)
-    return subject
+        pairs = [_curves(m) for m, _ in subject.parts]
+        if any(plain is None for plain, _ in pairs):
+            return None, None
+        counts = [n for _, n in subject.parts]
+        return RDP.sequence([plain for plain, _ in pairs], counts), RDP.sequence([fine for _, fine in pairs], counts)
+    curve = subject.rdp()
+    if curve is not None and isinstance(subject, PoissonSampled) and isinstance(subject.mechanism, Gaussian) and subject.probability != 1:
+        return curve, FractionalOrderSampledGaussian(subject).rdp_from(curve)
+    return curve, curve
+
+
+def _ranked(curve: Any, alphas: list[float], objective: Any) -> tuple[list[float], int]:
+    """(``alphas`` best first by ``objective(alphas, float curve values)``, how many of them to
+    certify): the curve's float approximation ranks the orders (NaN last) and the best
+    ``_REFINED_ORDERS`` are certified; without a float approximation (or with none finite) every
+    order is certified, as given. Steering only: every reported number is certified at the order
+    it names."""
+    import numpy as np
+
+    if not alphas:
+        return [], 0
+    array = np.array(alphas, dtype=float)
+    try:
+        values = curve.approx(array)
+    except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError):
+        values = None
+    if values is None:
+        return list(alphas), len(alphas)
+    with np.errstate(all="ignore"):
+        scores = np.asarray(objective(array, np.asarray(values, dtype=float)), dtype=float)
+    scores = np.where(np.isnan(scores), np.inf, scores)
+    if not np.isfinite(scores).any():
+        return list(alphas), len(alphas)
+    return [alphas[i] for i in np.argsort(scores, kind="stable")], _REFINED_ORDERS
 
 
 def certified_rdp_accountant_class() -> type:

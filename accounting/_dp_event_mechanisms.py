@@ -562,16 +562,24 @@ def _golden(objective, lo: float, hi: float, log_grid: bool = False, steps: int 
 def sgm_log_moment_fractional(q: Fraction, s: Fraction, alpha: arb) -> arb:
     """A certified enclosure of log A_alpha, A_alpha = E_{z ~ N(0, s^2)} [(1 - q + q e^{(2z-1)/(2s^2)})^alpha],
     the log moment of the Poisson-subsampled Gaussian (noise multiplier s) at any real alpha > 1
-    (Mironov, Talwar & Zhang 2019; (alpha - 1) D_alpha = log A_alpha). The integral over [L, U] is
-    Arb's rigorous integrator (the integrand is holomorphic where the base has a positive real part;
-    elsewhere it reports "not analytic" and the integrator subdivides); the tails are bounded:
-    for z < L <= 1/2 the base is in (0, 1], so the lower tail is in [0, Phi(L/s)]; for z > U >= 1/2
-    the base is <= e^{(2z-1)/(2s^2)} and phi_s(z) e^{alpha (2z-1)/(2s^2)} = e^{(alpha^2-alpha)/(2s^2)}
-    phi_s(z - alpha), so the upper tail is in [0, e^{(alpha^2-alpha)/(2s^2)} Phi((alpha - U)/s)]."""
-    from flint import acb
+    (Mironov, Talwar & Zhang 2019; (alpha - 1) D_alpha = log A_alpha).
+
+    A_alpha - 1 = E[b(z)^alpha - 1] with b(z) = 1 + q expm1((2z-1)/(2s^2)) is integrated as
+    phi_s(z) expm1(alpha log1p(q expm1((2z-1)/(2s^2)))) -- small where A is near 1, so the
+    integrator's relative tolerance is relative to log A itself -- over [L, U] by Arb's rigorous
+    integrator (the integrand is holomorphic where b has a positive real part; elsewhere it reports
+    "not analytic" and the integrator subdivides), and log A = log1p(that). The tails are bounded:
+    for z < L <= 1/2, b is in (0, 1], so b^alpha - 1 is in [-1, 0] and the lower tail in
+    [-Phi(L/s), 0]; for z > U >= 1/2, 1 <= b <= e^{(2z-1)/(2s^2)} and phi_s(z) e^{alpha (2z-1)/(2s^2)}
+    = e^{(alpha^2-alpha)/(2s^2)} phi_s(z - alpha), so the upper tail is in
+    [0, e^{(alpha^2-alpha)/(2s^2)} Phi((alpha - U)/s)]. Integrated 32 bits below the caller's
+    precision p (at least 53) to a relative tolerance of 2^-(p - 54) (2^-42 at the default 96
+    bits: log A to about 1e-10 relative, enclosed)."""
+    from flint import acb, ctx
 
     from ._pld_continuous import _phi
 
+    prec = ctx.prec
     sb, qb = exact(s), exact(q)
     a_mid = float(alpha.mid())
     width = 12.0 * float(s)
@@ -581,16 +589,17 @@ def sgm_log_moment_fractional(q: Fraction, s: Fraction, alpha: arb) -> arb:
     alpha_c = acb(alpha)
 
     def integrand(z, analytic):
-        base = (1 - qb) + qb * ((2 * z - 1) / two_var).exp()
-        if analytic and not bool(base.real > 0):
+        w = qb * ((2 * z - 1) / two_var).expm1()
+        if analytic and not bool((1 + w).real > 0):
             return acb("nan")
-        return norm * (-(z * z) / two_var).exp() * (alpha_c * base.log()).exp()
+        return norm * (-(z * z) / two_var).exp() * (alpha_c * w.log1p()).expm1()
 
-    value = acb.integral(integrand, lower, upper).real
+    with working_precision(max(53, prec - 32)):
+        value = acb.integral(integrand, lower, upper, rel_tol=arb(2) ** -(prec - 54), abs_tol=arb(2) ** -(2 * prec)).real
     low_tail = _phi(exact(lower) / sb)
     high_tail = ((alpha * alpha - alpha) / two_var).exp() * _phi((alpha - exact(upper)) / sb)
-    total = value + arb(0).union(low_tail.upper()) + arb(0).union(high_tail.upper())
-    return total.log()
+    total = value + (-low_tail.upper()).union(arb(0)) + arb(0).union(high_tail.upper())
+    return total.log1p()
 
 
 @dataclass(frozen=True)
@@ -606,7 +615,11 @@ class FractionalOrderSampledGaussian(Mechanism):
     family = "poisson-sampled-gaussian-fractional"
 
     def rdp(self) -> RDP:
-        chord = self.sampled.rdp()
+        return self.rdp_from(self.sampled.rdp())
+
+    def rdp_from(self, chord: RDP) -> RDP:
+        """The curve over ``chord``, the subsampled Gaussian's own curve (built once by a caller
+        that also needs it: the RDP flavour searches real orders on the chord)."""
         gaussian = self.sampled.mechanism
         q = Fraction(self.sampled.probability)
         s = Fraction(gaussian.sigma) / Fraction(gaussian.sensitivity)
