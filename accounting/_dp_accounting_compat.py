@@ -28,10 +28,11 @@ sampling without replacement outside REPLACE_ONE, with dp_accounting's messages.
 :mod:`accounting._dp_event` (all of dp_accounting 0.6.0's but SampledWithReplacement and
 TruncatedSubsampledGaussian, which are refused).
 
-``CertifiedRdpAccountant(orders=None, neighboring_relation=...)`` is the RdpAccountant flavour:
-``_rdp``/``rdp`` are certified RDP upper bounds at ``orders`` and ``get_epsilon_and_optimal_order``
-converts at those orders and over real orders (the certified optimiser), the smallest certified
-value with its order; it refuses what dp_accounting's RdpAccountant refuses (Poisson sampling under
+``CertifiedRdpAccountant(orders=None, neighboring_relation=..., *, real_orders=True)`` is the
+RdpAccountant flavour: ``_rdp``/``rdp`` are certified RDP upper bounds at ``orders`` (computed when
+read) and ``get_epsilon_and_optimal_order`` converts at those orders and, unless
+``real_orders=False``, over real orders (the certified optimiser), the smallest certified value
+with its order; it refuses what dp_accounting's RdpAccountant refuses (Poisson sampling under
 REPLACE_ONE).
 
 dp_accounting is not a dependency of the library: its base class is imported when the class is
@@ -257,15 +258,27 @@ def _build_rdp(base: type, pa: Any) -> type:
         the composed Renyi divergence at each order in ``orders`` (order 1 and below: the value
         just above 1, an upper bound since D_alpha is nondecreasing in alpha; order inf: the
         certified pure-DP epsilon, else inf). ``get_epsilon_and_optimal_order`` converts by CKS
-        (Canonne, Kamath & Steinke 2020) at each given order *and* over real orders (the certified
+        (Canonne, Kamath & Steinke 2020) at the given orders *and* over real orders (the certified
         optimiser of :func:`accounting.rdp_to_epsilon`) and returns the smallest certified value
-        with its order; ``get_delta_and_optimal_order`` likewise. Never a float estimate."""
+        with its order; ``get_delta_and_optimal_order`` likewise. Never a float estimate: the
+        curve's float approximation only ranks the given orders, and the best few are certified.
+
+        Real orders are the default (issue 31: "certified, over real orders too"): every order
+        gives a valid bound, so the smallest over more orders is still certified and never larger
+        -- 100 Laplace releases of eps 1 at delta 1e-10 answer 83.15 at order 2.2 where
+        dp_accounting's orders ``[1, 1+1e-6, 1.1+-1e-6, 1e10]`` give 100. ``real_orders=False``
+        converts at the given orders only, as dp_accounting's RdpAccountant does, for code that
+        expects the optimal order to be one of ``orders`` (e.g. indexes ``rdp`` by it)."""
 
         _flavour = "rdp"
 
-        def __init__(self, orders=None, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, time_budget: float | None = None) -> None:
+        def __init__(self, orders=None, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, real_orders: bool = True,
+                     time_budget: float | None = None) -> None:
             kwargs = {} if time_budget is None else {"time_budget": time_budget}
             super().__init__(neighboring_relation, **kwargs)
+            if not isinstance(real_orders, bool):
+                raise AccountingError("real_orders", real_orders, "True (convert over real orders too) or False (at the given orders only)")
+            self._real_orders = real_orders
             values = DEFAULT_RDP_ORDERS if orders is None else orders
             array = np.array(values, dtype=float).reshape(-1)
             if array.size == 0 or np.isnan(array).any() or (array <= 0).any():
@@ -367,12 +380,13 @@ def _build_rdp(base: type, pa: Any) -> type:
                         if math.isfinite(value):
                             candidates.append((max(value, 0.0), alpha))
                             certified += 1
-                try:
-                    real = rdp_to_epsilon(curve, target_delta)
-                    if math.isfinite(real.epsilon):
-                        candidates.append((max(real.epsilon, 0.0), real.alpha))
-                except (AccountingError, ZeroDivisionError, OverflowError):
-                    pass
+                if self._real_orders:
+                    try:
+                        real = rdp_to_epsilon(curve, target_delta)
+                        if math.isfinite(real.epsilon):
+                            candidates.append((max(real.epsilon, 0.0), real.alpha))
+                    except (AccountingError, ZeroDivisionError, OverflowError):
+                        pass
             if not candidates:
                 return math.inf, None
             best = min(candidates, key=lambda c: c[0])
@@ -398,7 +412,7 @@ def _build_rdp(base: type, pa: Any) -> type:
             at_orders = self._order_curve()
             given = {float(a) for a in self._orders if 1 < a < math.inf}
             alphas = sorted(given | self._answered_orders)
-            if target_epsilon == 0:  # (the real-order optimiser needs eps > 0): a grid of real orders
+            if target_epsilon == 0 and self._real_orders:  # (the real-order optimiser needs eps > 0): a grid of real orders
                 alphas += [1 + 2.0 ** k for k in range(-10, 14)]
             eps_float = float(target_epsilon)
 
@@ -426,7 +440,7 @@ def _build_rdp(base: type, pa: Any) -> type:
                     value = at(alpha)
                     if value is not None:
                         candidates.append((value, alpha))
-            if target_epsilon > 0:
+            if target_epsilon > 0 and self._real_orders:
                 try:
                     real = rdp_to_delta(curve, float(target_epsilon))
                     candidates.append((min(real.delta, 1.0), real.alpha))
