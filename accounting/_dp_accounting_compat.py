@@ -368,7 +368,7 @@ def _build_rdp(base: type, pa: Any) -> type:
                     log_inv = (1 / exact(target_delta)).log()
                     # the given orders ranked by the curve's float approximation; the best few
                     # certified on the integrated curve (at most the chord everywhere)
-                    ranked, wanted = _ranked(curve, [float(a) for a in self._orders if 1 < a < math.inf], float_epsilon)
+                    ranked, wanted = _ranked(at_orders, [float(a) for a in self._orders if 1 < a < math.inf], float_epsilon)
                     certified = 0
                     for alpha in ranked:
                         if certified == wanted:
@@ -434,7 +434,7 @@ def _build_rdp(base: type, pa: Any) -> type:
 
                 # the orders that answered an epsilon query always (get_delta(get_epsilon(d)) <= d),
                 # and the best few of the rest by the float approximation
-                ranked, wanted = _ranked(curve, alphas, float_log_delta)
+                ranked, wanted = _ranked(_Pieced(at_orders, curve, given), alphas, float_log_delta)
                 chosen = sorted(self._answered_orders) + [a for a in ranked if a not in self._answered_orders][:wanted]
                 for alpha in chosen:
                     value = at(alpha)
@@ -477,6 +477,28 @@ def _curves(subject: Any) -> tuple:
     if curve is not None and isinstance(subject, PoissonSampled) and isinstance(subject.mechanism, Gaussian) and subject.probability != 1:
         return curve, FractionalOrderSampledGaussian(subject).rdp_from(curve)
     return curve, curve
+
+
+class _Pieced:
+    """The float approximation of ``inside`` at ``orders`` and of ``outside`` elsewhere (a delta
+    query's ranking: given orders on the integrated curve, other orders on the real-order curve,
+    as they are then certified)."""
+
+    def __init__(self, inside: Any, outside: Any, orders: set) -> None:
+        self.inside, self.outside, self.orders = inside, outside, orders
+
+    def approx(self, alphas):
+        import numpy as np
+
+        mask = np.array([a in self.orders for a in alphas], dtype=bool)
+        out = np.empty(len(alphas))
+        for curve, part in ((self.inside, mask), (self.outside, ~mask)):
+            if part.any():
+                values = curve.approx(alphas[part])
+                if values is None:
+                    return None
+                out[part] = values
+        return out
 
 
 def _ranked(curve: Any, alphas: list[float], objective: Any) -> tuple[list[float], int]:
