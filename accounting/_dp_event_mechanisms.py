@@ -664,14 +664,23 @@ class FractionalOrderSampledGaussian(Mechanism):
         s = Fraction(gaussian.sigma) / Fraction(gaussian.sensitivity)
         max_order = self.max_order
 
+        integrals: dict = {}  # (exact order, precision) -> the integral's ball (one per curve: an accountant's)
+
         def curve(alpha: arb) -> arb:
+            from flint import ctx
+
             value = chord.ball(alpha)
             mid = float(alpha.mid())
             if alpha.is_exact() and mid != math.floor(mid) and 1 < mid <= max_order:
-                try:
-                    direct = sgm_log_moment_fractional(q, s, alpha) / (alpha - 1)
-                except (ValueError, ZeroDivisionError, OverflowError):
-                    return value
+                key = (alpha.mid().man_exp(), ctx.prec)  # exact: two orders never share a key
+                direct = integrals.get(key)
+                if direct is None:
+                    try:
+                        direct = sgm_log_moment_fractional(q, s, alpha) / (alpha - 1)
+                    except (ValueError, ZeroDivisionError, OverflowError):
+                        return value
+                    if len(integrals) < 4096:
+                        integrals[key] = direct
                 if direct.is_finite() and bool(direct.upper() < value.upper()):
                     return direct
             return value
