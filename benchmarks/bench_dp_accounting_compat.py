@@ -94,8 +94,8 @@ def main() -> None:
             print(rows[-1], flush=True)
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     out = ["# dp_accounting drop-ins against dp_accounting's classes (same run)", "",
-           f"`python benchmarks/bench_dp_accounting_compat.py --runs {args.runs}`; medians of {args.runs} runs (the RDP case after one warm-up call each), the"
-           f" functions of a case alternating run by run; seconds wall (CPU); load average at the end {load} (1 / 5 / 15 min) on a shared machine.", "",
+           (f"`python benchmarks/bench_dp_accounting_compat.py --runs {args.runs}`; medians of {args.runs} runs (the RDP case after one warm-up call each), the"
+            f" functions of a case alternating run by run; seconds wall (CPU); load average at the end {load} (1 / 5 / 15 min) on a shared machine."), "",
            "| case | ours | theirs | ratio wall (CPU) | our value (certified) | their value |", "|---|---|---|---|---|---|"]
     for label, ow, oc, tw, tc, ov, tv in rows:
         out.append(f"| {label} | {ow:.3f} ({oc:.3f}) | {tw:.3f} ({tc:.3f}) | {ow / tw:.2f}x ({oc / tc:.2f}x) | {ov:.10g} | {tv:.10g} |")
