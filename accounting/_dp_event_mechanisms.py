@@ -297,7 +297,9 @@ class RepeatAndSelect(Mechanism):
       search over lambda', as dp_accounting's monotone step over its orders);
     - Poisson (Thm 6): eps(lambda) + mean * delta_hat + log(mean)/(lambda - 1), where delta_hat is a
       certified delta of the base at eps_hat = log(lambda / (lambda - 1)) (rounded down: a smaller
-      eps only raises delta) from :func:`_base_delta`.
+      eps only raises delta) from :func:`_base_delta`; for a Gaussian base, raised where needed to
+      the upper end of :func:`_float_thm6_enclosure` (every binary64 evaluation of the same closed
+      form with the exact Gaussian delta: a float reference never exceeds the reported value).
 
     gamma is certified below the true halting probability (:func:`_certified_gamma`). A truncated
     negative binomial count of mean 1 is one run: the base curve itself."""
@@ -645,8 +647,11 @@ def _float_sgm_log_moment(q: float, s: float, alphas: np.ndarray) -> np.ndarray:
 class FractionalOrderSampledGaussian(Mechanism):
     """A Poisson-subsampled Gaussian whose RDP curve is, at non-integer orders, the smaller of the
     certified chord between integer orders (:mod:`accounting._subsampling`) and the certified
-    integral of :func:`sgm_log_moment_fractional` (at most ``max_order``). The RDP accountant flavour
-    uses it: dp_accounting's RdpAccountant evaluates these orders by MTZ's fractional series."""
+    integral of :func:`sgm_log_moment_fractional` (at most ``max_order``; each integral computed once
+    per curve). Its float approximation (search steering only) is the chord's, and at those orders
+    the smaller of it and :func:`_float_sgm_log_moment`'s quadrature, so a search ranks orders as
+    the certified curve will. The RDP accountant flavour uses it: dp_accounting's RdpAccountant
+    evaluates these orders by MTZ's fractional series."""
 
     sampled: object
     max_order: float = 64.0
