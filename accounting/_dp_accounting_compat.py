@@ -28,10 +28,11 @@ sampling without replacement outside REPLACE_ONE, with dp_accounting's messages.
 :mod:`accounting._dp_event` (all of dp_accounting 0.6.0's but SampledWithReplacement and
 TruncatedSubsampledGaussian, which are refused).
 
-``CertifiedRdpAccountant(orders=None, neighboring_relation=...)`` is the RdpAccountant flavour:
-``_rdp``/``rdp`` are certified RDP upper bounds at ``orders`` and ``get_epsilon_and_optimal_order``
-converts at those orders and over real orders (the certified optimiser), the smallest certified
-value with its order; it refuses what dp_accounting's RdpAccountant refuses (Poisson sampling under
+``CertifiedRdpAccountant(orders=None, neighboring_relation=..., *, real_orders=True)`` is the
+RdpAccountant flavour: ``_rdp``/``rdp`` are certified RDP upper bounds at ``orders`` (computed when
+read) and ``get_epsilon_and_optimal_order`` converts at those orders and, unless
+``real_orders=False``, over real orders (the certified optimiser), the smallest certified value
+with its order; it refuses what dp_accounting's RdpAccountant refuses (Poisson sampling under
 REPLACE_ONE).
 
 dp_accounting is not a dependency of the library: its base class is imported when the class is
@@ -52,7 +53,7 @@ EXTRA = "pip install 'dpverify[dp-accounting]'"
 _CLASS: list = []
 _RDP_CLASS: list = []
 
-#: given orders at which the RDP flavour re-evaluates its integrated curve (the best few by the chord)
+#: given orders the RDP flavour certifies per query: the best few by the curve's float approximation
 _REFINED_ORDERS = 3
 
 
@@ -257,15 +258,27 @@ def _build_rdp(base: type, pa: Any) -> type:
         the composed Renyi divergence at each order in ``orders`` (order 1 and below: the value
         just above 1, an upper bound since D_alpha is nondecreasing in alpha; order inf: the
         certified pure-DP epsilon, else inf). ``get_epsilon_and_optimal_order`` converts by CKS
-        (Canonne, Kamath & Steinke 2020) at each given order *and* over real orders (the certified
+        (Canonne, Kamath & Steinke 2020) at the given orders *and* over real orders (the certified
         optimiser of :func:`accounting.rdp_to_epsilon`) and returns the smallest certified value
-        with its order; ``get_delta_and_optimal_order`` likewise. Never a float estimate."""
+        with its order; ``get_delta_and_optimal_order`` likewise. Never a float estimate: the
+        curve's float approximation only ranks the given orders, and the best few are certified.
+
+        Real orders are the default (issue 31: "certified, over real orders too"): every order
+        gives a valid bound, so the smallest over more orders is still certified and never larger
+        -- 100 Laplace releases of eps 1 at delta 1e-10 answer 83.15 at order 2.2 where
+        dp_accounting's orders ``[1, 1+1e-6, 1.1+-1e-6, 1e10]`` give 100. ``real_orders=False``
+        converts at the given orders only, as dp_accounting's RdpAccountant does, for code that
+        expects the optimal order to be one of ``orders`` (e.g. indexes ``rdp`` by it)."""
 
         _flavour = "rdp"
 
-        def __init__(self, orders=None, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, time_budget: float | None = None) -> None:
+        def __init__(self, orders=None, neighboring_relation=relation.ADD_OR_REMOVE_ONE, *, real_orders: bool = True,
+                     time_budget: float | None = None) -> None:
             kwargs = {} if time_budget is None else {"time_budget": time_budget}
             super().__init__(neighboring_relation, **kwargs)
+            if not isinstance(real_orders, bool):
+                raise AccountingError("real_orders", real_orders, "True (convert over real orders too) or False (at the given orders only)")
+            self._real_orders = real_orders
             values = DEFAULT_RDP_ORDERS if orders is None else orders
             array = np.array(values, dtype=float).reshape(-1)
             if array.size == 0 or np.isnan(array).any() or (array <= 0).any():
@@ -277,18 +290,20 @@ def _build_rdp(base: type, pa: Any) -> type:
             self._answered_orders: set[float] = set()
 
         def _curve(self):
-            # one curve per composed state: its evaluations are cached across queries
+            # one pair of curves per composed state: their evaluations are cached across queries
             key = tuple(self._parts)
             cached = self._curve_cache
             if cached is None or cached[0] != key:
-                cached = (key, self._subject().rdp(), self._subject().pure(), _fractional(self._subject()).rdp())
+                subject = self._subject()
+                plain, fine = _curves(subject)
+                cached = (key, plain, subject.pure(), fine)
                 self._curve_cache = cached
             return cached[1]
 
         def _order_curve(self):
             """The curve at the given orders: Poisson-subsampled Gaussians at non-integer orders by
-            certified integration (:func:`_fractional`); the real-order searches use
-            :meth:`_curve`, so an epsilon query and a delta query search the same curve."""
+            certified integration (:func:`_curves`; at most :meth:`_curve` everywhere); the
+            real-order searches use :meth:`_curve`."""
             self._curve()
             return self._curve_cache[3]
 
@@ -344,34 +359,34 @@ def _build_rdp(base: type, pa: Any) -> type:
             if target_delta > 0:
                 curve = self._curve()
                 at_orders = self._order_curve()
+                log_inv_float = -math.log(target_delta)
+
+                def float_epsilon(alphas, values):  # CKS in floats (ranking only)
+                    return values + (log_inv_float - np.log(alphas)) / (alphas - 1) + np.log1p(-1 / alphas)
+
                 with working_precision(None):
                     log_inv = (1 / exact(target_delta)).log()
-
-                    def at(which, alpha):
+                    # the given orders ranked by the curve's float approximation; the best few
+                    # certified on the integrated curve (at most the chord everywhere)
+                    ranked, wanted = _ranked(at_orders, [float(a) for a in self._orders if 1 < a < math.inf], float_epsilon)
+                    certified = 0
+                    for alpha in ranked:
+                        if certified == wanted:
+                            break
                         try:
-                            value = upper_float(_epsilon_at(which, exact(float(alpha)), log_inv, "cks"))
+                            value = upper_float(_epsilon_at(at_orders, exact(alpha), log_inv, "cks"))
                         except (AccountingError, ZeroDivisionError, OverflowError):
-                            return None
-                        return max(value, 0.0) if math.isfinite(value) else None
-
-                    given = []
-                    for alpha in self._orders:
-                        if 1 < alpha < math.inf:
-                            value = at(curve, alpha)
-                            if value is not None:
-                                given.append((value, float(alpha)))
-                    # the integrated curve (slower) at the few best given orders only
-                    for _, alpha in sorted(given)[:_REFINED_ORDERS]:
-                        value = at(at_orders, alpha)
-                        if value is not None:
-                            given.append((value, alpha))
-                    candidates.extend(given)
-                try:
-                    real = rdp_to_epsilon(curve, target_delta)
-                    if math.isfinite(real.epsilon):
-                        candidates.append((max(real.epsilon, 0.0), real.alpha))
-                except (AccountingError, ZeroDivisionError, OverflowError):
-                    pass
+                            continue
+                        if math.isfinite(value):
+                            candidates.append((max(value, 0.0), alpha))
+                            certified += 1
+                if self._real_orders:
+                    try:
+                        real = rdp_to_epsilon(curve, target_delta)
+                        if math.isfinite(real.epsilon):
+                            candidates.append((max(real.epsilon, 0.0), real.alpha))
+                    except (AccountingError, ZeroDivisionError, OverflowError):
+                        pass
             if not candidates:
                 return math.inf, None
             best = min(candidates, key=lambda c: c[0])
@@ -395,33 +410,37 @@ def _build_rdp(base: type, pa: Any) -> type:
                 candidates.append((0.0, math.inf))
             curve = self._curve()
             at_orders = self._order_curve()
-            given = {float(a) for a in self._orders}
-            extra = sorted(self._answered_orders - given)
-            if target_epsilon == 0:  # (the real-order optimiser needs eps > 0): a grid of real orders
-                extra += [1 + 2.0 ** k for k in range(-10, 14)]
-            with working_precision(None):
-                eps_ball = exact(float(target_epsilon))
+            given = {float(a) for a in self._orders if 1 < a < math.inf}
+            alphas = sorted(given | self._answered_orders)
+            if target_epsilon == 0 and self._real_orders:  # (the real-order optimiser needs eps > 0): a grid of real orders
+                alphas += [1 + 2.0 ** k for k in range(-10, 14)]
+            eps_float = float(target_epsilon)
 
-                def at(which, alpha):
+            def float_log_delta(a, values):  # log of CKS's delta in floats (ranking only)
+                return (a - 1) * (values - eps_float) + (a - 1) * np.log1p(-1 / a) - np.log(a)
+
+            with working_precision(None):
+                eps_ball = exact(eps_float)
+
+                def at(alpha):
+                    # the curve the epsilon queries use there: integrated at the given orders,
+                    # the real-order curve elsewhere (so an answered order gives back its delta)
+                    which = at_orders if alpha in given else curve
                     try:
-                        value = upper_float(_delta_at(which, exact(float(alpha)), eps_ball))
+                        value = upper_float(_delta_at(which, exact(alpha), eps_ball))
                     except (AccountingError, ZeroDivisionError, OverflowError):
                         return None
                     return min(value, 1.0) if math.isfinite(value) else None
 
-                found = []
-                for alpha in list(self._orders) + extra:
-                    if 1 < alpha < math.inf:
-                        value = at(curve, alpha)
-                        if value is not None:
-                            found.append((value, float(alpha)))
-                for _, alpha in sorted(found)[:_REFINED_ORDERS]:
-                    if alpha in given:
-                        value = at(at_orders, alpha)
-                        if value is not None:
-                            found.append((value, alpha))
-                candidates.extend(found)
-            if target_epsilon > 0:
+                # the orders that answered an epsilon query always (get_delta(get_epsilon(d)) <= d),
+                # and the best few of the rest by the float approximation
+                ranked, wanted = _ranked(_Pieced(at_orders, curve, given), alphas, float_log_delta)
+                chosen = sorted(self._answered_orders) + [a for a in ranked if a not in self._answered_orders][:wanted]
+                for alpha in chosen:
+                    value = at(alpha)
+                    if value is not None:
+                        candidates.append((value, alpha))
+            if target_epsilon > 0 and self._real_orders:
                 try:
                     real = rdp_to_delta(curve, float(target_epsilon))
                     candidates.append((min(real.delta, 1.0), real.alpha))
@@ -436,20 +455,75 @@ def _build_rdp(base: type, pa: Any) -> type:
     return CertifiedRdpAccountant
 
 
-def _fractional(subject: Any) -> Any:
-    """``subject`` with every Poisson-subsampled Gaussian evaluated at non-integer orders by
-    certified integration (dp_accounting's RdpAccountant uses MTZ's fractional-order formula there;
-    the chord between integer orders alone is looser): the RDP flavour's curves."""
+def _curves(subject: Any) -> tuple:
+    """(``subject.rdp()``, the same curve with every Poisson-subsampled Gaussian evaluated at
+    non-integer orders by certified integration), the second built over the first's parts (each
+    subsampled Gaussian's chord curve once). dp_accounting's RdpAccountant uses MTZ's
+    fractional-order formula at those orders; the chord between integer orders alone is looser.
+    (None, None) when the subject has no RDP curve."""
     from ._dp_event import Composition
     from ._dp_event_mechanisms import FractionalOrderSampledGaussian
+    from ._guarantees import RDP
     from ._mechanisms import Gaussian
     from ._subsampling import PoissonSampled
 
     if isinstance(subject, Composition):
-        return Composition(tuple((_fractional(m), n) for m, n in subject.parts))
-    if isinstance(subject, PoissonSampled) and isinstance(subject.mechanism, Gaussian) and subject.probability != 1:
-        return FractionalOrderSampledGaussian(subject)
-    return subject
+        pairs = [_curves(m) for m, _ in subject.parts]
+        if any(plain is None for plain, _ in pairs):
+            return None, None
+        counts = [n for _, n in subject.parts]
+        return RDP.sequence([plain for plain, _ in pairs], counts), RDP.sequence([fine for _, fine in pairs], counts)
+    curve = subject.rdp()
+    if curve is not None and isinstance(subject, PoissonSampled) and isinstance(subject.mechanism, Gaussian) and subject.probability != 1:
+        return curve, FractionalOrderSampledGaussian(subject).rdp_from(curve)
+    return curve, curve
+
+
+class _Pieced:
+    """The float approximation of ``inside`` at ``orders`` and of ``outside`` elsewhere (a delta
+    query's ranking: given orders on the integrated curve, other orders on the real-order curve,
+    as they are then certified)."""
+
+    def __init__(self, inside: Any, outside: Any, orders: set) -> None:
+        self.inside, self.outside, self.orders = inside, outside, orders
+
+    def approx(self, alphas):
+        import numpy as np
+
+        mask = np.array([a in self.orders for a in alphas], dtype=bool)
+        out = np.empty(len(alphas))
+        for curve, part in ((self.inside, mask), (self.outside, ~mask)):
+            if part.any():
+                values = curve.approx(alphas[part])
+                if values is None:
+                    return None
+                out[part] = values
+        return out
+
+
+def _ranked(curve: Any, alphas: list[float], objective: Any) -> tuple[list[float], int]:
+    """(``alphas`` best first by ``objective(alphas, float curve values)``, how many of them to
+    certify): the curve's float approximation ranks the orders (NaN last) and the best
+    ``_REFINED_ORDERS`` are certified; without a float approximation (or with none finite) every
+    order is certified, as given. Steering only: every reported number is certified at the order
+    it names."""
+    import numpy as np
+
+    if not alphas:
+        return [], 0
+    array = np.array(alphas, dtype=float)
+    try:
+        values = curve.approx(array)
+    except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError):
+        values = None
+    if values is None:
+        return list(alphas), len(alphas)
+    with np.errstate(all="ignore"):
+        scores = np.asarray(objective(array, np.asarray(values, dtype=float)), dtype=float)
+    scores = np.where(np.isnan(scores), np.inf, scores)
+    if not np.isfinite(scores).any():
+        return list(alphas), len(alphas)
+    return [alphas[i] for i in np.argsort(scores, kind="stable")], _REFINED_ORDERS
 
 
 def certified_rdp_accountant_class() -> type:

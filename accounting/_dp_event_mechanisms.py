@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 from flint import arb
 
 from ._certified import exact, upper_float, working_precision
@@ -296,7 +297,9 @@ class RepeatAndSelect(Mechanism):
       search over lambda', as dp_accounting's monotone step over its orders);
     - Poisson (Thm 6): eps(lambda) + mean * delta_hat + log(mean)/(lambda - 1), where delta_hat is a
       certified delta of the base at eps_hat = log(lambda / (lambda - 1)) (rounded down: a smaller
-      eps only raises delta) from :func:`_base_delta`.
+      eps only raises delta) from :func:`_base_delta`; for a Gaussian base, raised where needed to
+      the upper end of :func:`_float_thm6_enclosure` (every binary64 evaluation of the same closed
+      form with the exact Gaussian delta: a float reference never exceeds the reported value).
 
     gamma is certified below the true halting probability (:func:`_certified_gamma`). A truncated
     negative binomial count of mean 1 is one run: the base curve itself."""
@@ -404,18 +407,94 @@ class RepeatAndSelect(Mechanism):
         def delta_hat(eps_hat: float) -> float:
             return _base_delta(mechanism, base, eps_hat)
 
+        noise_multiplier = _float_noise_multiplier(mechanism)
+
         def curve(alpha: arb) -> arb:
             eps_hat = (1 / (alpha - 1)).log1p()
             eps_down = float(eps_hat.lower().mid()) if eps_hat.is_finite() else 0.0
             eps_down = max(0.0, math.nextafter(eps_down, 0.0))
             d = delta_hat(eps_down) if eps_down > 0 else 1.0
-            return base.ball(alpha) + exact(mean) * exact(d) + exact(mean).log() / (alpha - 1)
+            value = base.ball(alpha) + exact(mean) * exact(d) + exact(mean).log() / (alpha - 1)
+            if noise_multiplier is not None:
+                # rounded outward to cover every binary64 evaluation of the same closed form
+                # (_float_thm6_enclosure): still an upper bound, never below a float reference
+                try:
+                    floats = _float_thm6_enclosure(alpha, noise_multiplier, mean)
+                except (ValueError, ZeroDivisionError, OverflowError):
+                    floats = None
+                if floats is not None and floats.is_finite():
+                    value = value.max(floats.upper())
+            return value
 
         return RDP.from_function(curve, self.describe())
 
     def describe(self) -> str:
         law = "Poisson" if self.shape == math.inf else f"truncated negative binomial (shape {float(self.shape):g})"
         return f"repeat {self.mechanism.describe()} a {law} number of times (mean {float(self.mean):g}) and select the best (Papernot & Steinke 2022)"
+
+
+#: binary64's unit roundoff and smallest subnormal; the error of a library function (exp, log,
+#: log1p, erfc, pow, sqrt) in units in the last place: glibc documents at most 5 ulps for erfc and
+#: 1-2 for the others on x86-64 (measured here, CPython's math against mpmath at 40 digits:
+#: erfc <= 3.8 ulps on [-6, 27] where the result is normal; exp, log, log1p <= 1.3)
+_UNIT_ROUNDOFF = 2.0 ** -53
+_SUBNORMAL = 2.0 ** -1074
+_LIBRARY_ULPS = 8
+
+
+def _float_noise_multiplier(mechanism) -> Fraction | None:
+    """sigma / sensitivity of a Gaussian base when it is a binary64 number (the closed form's input
+    in floats), else None."""
+    from ._mechanisms import Gaussian
+
+    if not isinstance(mechanism, Gaussian):
+        return None
+    s = Fraction(mechanism.sigma) / Fraction(mechanism.sensitivity)
+    try:
+        return s if Fraction(float(s)) == s else None
+    except OverflowError:
+        return None
+
+
+def _float_thm6_enclosure(lam: arb, s: Fraction, mean: Fraction) -> arb:
+    """A ball containing every binary64 evaluation of Papernot & Steinke's Thm 6 for a Gaussian
+    base of noise multiplier ``s`` at order ``lam``, evaluated as a float program does it
+    (dp_accounting's test does exactly this)::
+
+        eps = log1p(1 / (lam - 1))
+        x = (eps s - 0.5 / s) / sqrt(2);  y = (eps s + 0.5 / s) / sqrt(2)
+        delta = erfc(x) / 2 - exp(eps) erfc(y) / 2
+        lam 0.5 / s**2 + mean delta + log(mean) / (lam - 1)
+
+    Error model (a running forward error analysis done by interval arithmetic, so it has no
+    first-order truncation): every +, -, *, / returns (exact result)(1 + t) + h with |t| <= u =
+    2^-53 and |h| <= 2^-1074 (round to nearest, underflow included); every library function
+    returns f(its rounded argument)(1 + t) + h with |t| <= 8 u and |h| <= 8 * 2^-1074
+    (:data:`_LIBRARY_ULPS`). Each step's ball is the exact operation on its input balls, widened
+    by that model, so the final ball contains the float result whatever the roundings were. The
+    RDP curve takes the max of its certified value and this ball's upper end: an upper bound made
+    larger is still one, and a float evaluation of the closed form -- which carries the erfc
+    difference's cancellation times ``mean`` (up to ~7e-12 relative for sigma 1000, mean 1e9) --
+    can no longer exceed the reported value. Costs at most this ball's width over the exact
+    value (about 1e-9 relative in that worst case)."""
+    u, h = _UNIT_ROUNDOFF, _SUBNORMAL
+
+    def op(z: arb) -> arb:
+        return z * (1 + arb(0, u)) + arb(0, h)
+
+    def lib(z: arb) -> arb:
+        return z * (1 + arb(0, _LIBRARY_ULPS * u)) + arb(0, _LIBRARY_ULPS * h)
+
+    sigma, m = exact(s), exact(mean)
+    lam1 = op(lam - 1)
+    eps = lib(op(1 / lam1).log1p())
+    a, b = op(eps * sigma), op(arb(0.5) / sigma)
+    root2 = lib(arb(2).sqrt())
+    x, y = op(op(a - b) / root2), op(op(a + b) / root2)
+    delta = op(op(lib(x.erfc()) / 2) - op(op(lib(eps.exp()) * lib(y.erfc())) / 2))
+    first = op(op(lam * arb(0.5)) / lib(sigma * sigma))
+    last = op(lib(m.log()) / lam1)
+    return op(op(first + op(m * delta)) + last)
 
 
 def _base_delta(mechanism, curve: RDP, epsilon: float) -> float:
@@ -486,16 +565,26 @@ def _golden(objective, lo: float, hi: float, log_grid: bool = False, steps: int 
 def sgm_log_moment_fractional(q: Fraction, s: Fraction, alpha: arb) -> arb:
     """A certified enclosure of log A_alpha, A_alpha = E_{z ~ N(0, s^2)} [(1 - q + q e^{(2z-1)/(2s^2)})^alpha],
     the log moment of the Poisson-subsampled Gaussian (noise multiplier s) at any real alpha > 1
-    (Mironov, Talwar & Zhang 2019; (alpha - 1) D_alpha = log A_alpha). The integral over [L, U] is
-    Arb's rigorous integrator (the integrand is holomorphic where the base has a positive real part;
-    elsewhere it reports "not analytic" and the integrator subdivides); the tails are bounded:
-    for z < L <= 1/2 the base is in (0, 1], so the lower tail is in [0, Phi(L/s)]; for z > U >= 1/2
-    the base is <= e^{(2z-1)/(2s^2)} and phi_s(z) e^{alpha (2z-1)/(2s^2)} = e^{(alpha^2-alpha)/(2s^2)}
-    phi_s(z - alpha), so the upper tail is in [0, e^{(alpha^2-alpha)/(2s^2)} Phi((alpha - U)/s)]."""
-    from flint import acb
+    (Mironov, Talwar & Zhang 2019; (alpha - 1) D_alpha = log A_alpha).
+
+    A_alpha - 1 = E[b(z)^alpha - 1] with b(z) = 1 + q expm1((2z-1)/(2s^2)) is integrated as
+    phi_s(z) expm1(alpha log1p(q expm1((2z-1)/(2s^2)))) -- small where A is near 1, so the
+    integrator's relative tolerance is relative to log A itself -- over [L, U] by Arb's rigorous
+    integrator (the integrand is holomorphic where b has a positive real part; elsewhere it reports
+    "not analytic" and the integrator subdivides), and log A = log1p(that). The tails are bounded:
+    for z < L <= 1/2, b is in (0, 1], so b^alpha - 1 is in [-1, 0] and the lower tail in
+    [-Phi(L/s), 0]; for z > U >= 1/2, with x = (2z-1)/(2s^2) >= 0, b >= 1 and b = e^x (q + (1-q) e^-x)
+    <= beta e^x, beta = q + (1-q) e^{-x_U} <= 1 (decreasing in x), and phi_s(z) e^{alpha x} =
+    e^{(alpha^2-alpha)/(2s^2)} phi_s(z - alpha), so the upper tail is in
+    [0, beta^alpha e^{(alpha^2-alpha)/(2s^2)} Phi((alpha - U)/s)] (beta^alpha keeps it far below
+    the integral at large orders, where q^alpha is tiny). Integrated 32 bits below the caller's
+    precision p (at least 53) to a relative tolerance of 2^-(p - 54) (2^-42 at the default 96
+    bits: log A to about 1e-10 relative, enclosed)."""
+    from flint import acb, ctx
 
     from ._pld_continuous import _phi
 
+    prec = ctx.prec
     sb, qb = exact(s), exact(q)
     a_mid = float(alpha.mid())
     width = 12.0 * float(s)
@@ -505,24 +594,64 @@ def sgm_log_moment_fractional(q: Fraction, s: Fraction, alpha: arb) -> arb:
     alpha_c = acb(alpha)
 
     def integrand(z, analytic):
-        base = (1 - qb) + qb * ((2 * z - 1) / two_var).exp()
-        if analytic and not bool(base.real > 0):
+        w = qb * ((2 * z - 1) / two_var).expm1()
+        if analytic and not bool((1 + w).real > 0):
             return acb("nan")
-        return norm * (-(z * z) / two_var).exp() * (alpha_c * base.log()).exp()
+        return norm * (-(z * z) / two_var).exp() * (alpha_c * w.log1p()).expm1()
 
-    value = acb.integral(integrand, lower, upper).real
+    with working_precision(max(53, prec - 32)):
+        value = acb.integral(integrand, lower, upper, rel_tol=arb(2) ** -(prec - 54), abs_tol=arb(2) ** -(2 * prec)).real
     low_tail = _phi(exact(lower) / sb)
-    high_tail = ((alpha * alpha - alpha) / two_var).exp() * _phi((alpha - exact(upper)) / sb)
-    total = value + arb(0).union(low_tail.upper()) + arb(0).union(high_tail.upper())
-    return total.log()
+    beta = qb + (1 - qb) * (-(2 * exact(upper) - 1) / two_var).exp()
+    high_tail = (alpha * beta.log() + (alpha * alpha - alpha) / two_var).exp() * _phi((alpha - exact(upper)) / sb)
+    total = value + (-low_tail.upper()).union(arb(0)) + arb(0).union(high_tail.upper())
+    return total.log1p()
+
+
+#: z-grid points per noise multiplier of :func:`_float_sgm_log_moment`, and its largest grid
+_QUADRATURE_STEPS_PER_SIGMA = 4
+_QUADRATURE_MAX_POINTS = 400_000
+
+
+def _float_sgm_log_moment(q: float, s: float, alphas: np.ndarray) -> np.ndarray:
+    """Float log A_alpha of the Poisson-subsampled Gaussian at each of ``alphas`` (the quantity
+    :func:`sgm_log_moment_fractional` encloses) by the trapezoid rule on z in [-12 s, max alpha +
+    12 s], step s/4 (the integrand is analytic and Gaussian-tailed: the error decays like
+    e^{-2 pi^2 16}); A - 1 by expm1 where nothing overflows, else a log-sum-exp of A. NaN where
+    the grid would be too large. Ranks orders before the certified evaluation; never reported."""
+    alphas = np.asarray(alphas, dtype=float)
+    out = np.full(alphas.shape, np.nan)
+    if alphas.size == 0:
+        return out
+    h = s / _QUADRATURE_STEPS_PER_SIGMA
+    lower, upper = min(-12 * s, 0.0), max(float(alphas.max()) + 12 * s, 1.0)
+    points = int((upper - lower) / h) + 2
+    if points * alphas.size > _QUADRATURE_MAX_POINTS or not math.isfinite(points):
+        return out
+    z = lower + h * np.arange(points)
+    with np.errstate(all="ignore"):
+        x = (2 * z - 1) / (2 * s * s)  # log b = log(1 - q + q e^x), without overflow at large x
+        log_b = np.where(x > 30, x + np.log(q + (1 - q) * np.exp(-np.abs(x))), np.log1p(q * np.expm1(np.minimum(x, 30.0))))
+        log_phi = -(z * z) / (2 * s * s) - math.log(s * math.sqrt(2 * math.pi)) + math.log(h)
+        power = alphas[:, None] * log_b[None, :]
+        exponent = power + log_phi[None, :]
+        top = exponent.max(axis=1)
+        small = top < 600
+        terms = np.where(power > 700, np.exp(np.minimum(exponent, 709.0)), np.exp(log_phi)[None, :] * np.expm1(np.minimum(power, 700.0)))
+        near_one = np.log1p(terms.sum(axis=1))
+        far = top + np.log(np.exp(exponent - top[:, None]).sum(axis=1))
+    return np.where(small, near_one, far)
 
 
 @dataclass(frozen=True)
 class FractionalOrderSampledGaussian(Mechanism):
     """A Poisson-subsampled Gaussian whose RDP curve is, at non-integer orders, the smaller of the
     certified chord between integer orders (:mod:`accounting._subsampling`) and the certified
-    integral of :func:`sgm_log_moment_fractional` (at most ``max_order``). The RDP accountant flavour
-    uses it: dp_accounting's RdpAccountant evaluates these orders by MTZ's fractional series."""
+    integral of :func:`sgm_log_moment_fractional` (at most ``max_order``; each integral computed once
+    per curve). Its float approximation (search steering only) is the chord's, and at those orders
+    the smaller of it and :func:`_float_sgm_log_moment`'s quadrature, so a search ranks orders as
+    the certified curve will. The RDP accountant flavour uses it: dp_accounting's RdpAccountant
+    evaluates these orders by MTZ's fractional series."""
 
     sampled: object
     max_order: float = 64.0
@@ -530,27 +659,63 @@ class FractionalOrderSampledGaussian(Mechanism):
     family = "poisson-sampled-gaussian-fractional"
 
     def rdp(self) -> RDP:
-        chord = self.sampled.rdp()
+        return self.rdp_from(self.sampled.rdp())
+
+    def rdp_from(self, chord: RDP) -> RDP:
+        """The curve over ``chord``, the subsampled Gaussian's own curve (built once by a caller
+        that also needs it: the RDP flavour searches real orders on the chord)."""
         gaussian = self.sampled.mechanism
         q = Fraction(self.sampled.probability)
         s = Fraction(gaussian.sigma) / Fraction(gaussian.sensitivity)
         max_order = self.max_order
 
+        integrals: dict = {}  # (exact order, precision) -> the integral's ball (one per curve: an accountant's)
+
         def curve(alpha: arb) -> arb:
+            from flint import ctx
+
             value = chord.ball(alpha)
             mid = float(alpha.mid())
             if alpha.is_exact() and mid != math.floor(mid) and 1 < mid <= max_order:
-                try:
-                    direct = sgm_log_moment_fractional(q, s, alpha) / (alpha - 1)
-                except (ValueError, ZeroDivisionError, OverflowError):
-                    return value
+                key = (alpha.mid().man_exp(), ctx.prec)  # exact: two orders never share a key
+                direct = integrals.get(key)
+                if direct is None:
+                    try:
+                        direct = sgm_log_moment_fractional(q, s, alpha) / (alpha - 1)
+                    except (ValueError, ZeroDivisionError, OverflowError):
+                        return value
+                    if len(integrals) < 4096:
+                        integrals[key] = direct
                 if direct.is_finite() and bool(direct.upper() < value.upper()):
                     return direct
             return value
 
-        approx = getattr(chord, "approx", None)
-        return RDP.from_function(curve, f"{self.sampled.describe()} (fractional orders by certified integration)",
-                                 approx=approx if callable(approx) else None)
+        chord_approx = getattr(chord, "approx", None)
+        if not callable(chord_approx):
+            return RDP.from_function(curve, f"{self.sampled.describe()} (fractional orders by certified integration)")
+        q_float, s_float = float(q), float(s)
+        remembered: dict = {}
+
+        def approx(alphas):
+            # the chord's float values, and at non-integer orders up to max_order the float
+            # quadrature where it is smaller (as the certified curve chooses): steering only
+            key = np.asarray(alphas, dtype=float).tobytes()
+            if key in remembered:
+                return remembered[key].copy()
+            a = np.asarray(alphas, dtype=float)
+            values = chord_approx(a)
+            if values is None:
+                return None
+            values = np.array(values, dtype=float)
+            fractional = (a > 1) & (a <= max_order) & (a != np.floor(a))
+            if fractional.any():
+                quad = _float_sgm_log_moment(q_float, s_float, a[fractional]) / (a[fractional] - 1)
+                values[fractional] = np.fmin(values[fractional], quad)
+            if len(remembered) < 64:
+                remembered[key] = values.copy()
+            return values
+
+        return RDP.from_function(curve, f"{self.sampled.describe()} (fractional orders by certified integration)", approx=approx)
 
     def pure(self):
         return self.sampled.pure()

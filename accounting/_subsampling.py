@@ -147,13 +147,19 @@ def _chord_curve(log_moment, base_curve: RDP, name: str, approx_log_moment=None)
 
 
 def _float_sgm_table(q: float, s: float, top: int) -> np.ndarray:
-    from scipy.special import gammaln, logsumexp
+    """Float log A_a of MTZ 2019 at a = 0..top (0 below 2): one masked log-sum-exp over the
+    (a, k) table (search steering only; every reported number is the Arb sum)."""
+    from scipy.special import gammaln
 
+    a = np.arange(2, top + 1, dtype=float)[:, None]
+    k = np.arange(top + 1, dtype=float)[None, :]
+    inside = k <= a
+    with np.errstate(invalid="ignore", divide="ignore"):
+        terms = gammaln(a + 1) - gammaln(k + 1) - gammaln(np.where(inside, a - k, 0) + 1) + (a - k) * math.log1p(-q) + k * math.log(q) + (k * k - k) / (2 * s * s)
+    terms = np.where(inside, terms, -np.inf)
+    top_term = terms.max(axis=1, keepdims=True)
     out = np.zeros(top + 1)
-    for a in range(2, top + 1):
-        k = np.arange(a + 1)
-        terms = gammaln(a + 1) - gammaln(k + 1) - gammaln(a - k + 1) + (a - k) * math.log1p(-q) + k * math.log(q) + (k * k - k) / (2 * s * s)
-        out[a] = logsumexp(terms)
+    out[2:] = top_term[:, 0] + np.log(np.exp(terms - top_term).sum(axis=1))
     return out
 
 
