@@ -72,6 +72,8 @@ _RELATIONS = ("add_or_remove_one", "replace_one", "replace_special")
 
 #: mass of the draw counts J left out of the union's components (a non-private part, in delta)
 _DRAW_TAIL = 1e-22
+#: further draw counts whose Gaussian RDP terms the curve sums exactly (beyond them: at j = m)
+_TAIL_TERMS = 64
 
 
 def _binomial_upper_tail(k: int, n: int, p: Fraction) -> arb:
@@ -415,12 +417,9 @@ class SampledWithReplacementGaussian(Mechanism):
             curves = [(Gaussian(sigma, 2 * j * s) if gamma >= 1 else PoissonSampled(Gaussian(sigma, 2 * j * s), gamma)).rdp() for j in range(1, k + 1)]
 
             def beyond(alpha: arb) -> arb:
-                # the parts past j_max: each at most the Gaussian of sensitivity 2m (no subsampling)
-                w = self._union_weights()[-1]
-                if bool(w == 0):
-                    return arb(0)
-                shift = exact(2 * m * s) / exact(sigma)
-                return w * (alpha * (alpha - 1) * shift * shift / 2).exp()
+                # the parts past j_max: part j at most the Gaussian of sensitivity 2j s (a subsample
+                # only lowers D_alpha), summed term by term for _TAIL_TERMS more j, the rest at 2m
+                return self._tail_moment(alpha, k)
 
             return _mixture_curve(curves, lambda: self._union_weights()[:-1] + (arb(0),), self.describe() + " (RDP of the disjoint union)", beyond)
 
@@ -439,6 +438,26 @@ class SampledWithReplacementGaussian(Mechanism):
             return (top + total.log()) / (alpha - 1)
 
         return RDP.from_function(curve, self.describe() + " (RDP by joint convexity, draws revealed)")
+
+    def _tail_moment(self, alpha: arb, first: int) -> arb:
+        """sum_{j > first} P(J = j | J >= 1) e^{alpha (alpha-1) (2 j s / sigma)^2 / 2}, bounded: exact
+        terms up to first + _TAIL_TERMS, then the mass beyond at j = m."""
+        m, p = self.sample_size, exact(self._hit())
+        gamma = self._draw_masses()[2]
+        base = exact(2 * self.sensitivity) / exact(self.sigma)
+        scale = alpha * (alpha - 1) * base * base / 2
+        log_keep = (1 - p).log()
+        total, covered = arb(0), arb(0)
+        last = min(m, first + _TAIL_TERMS)
+        for j in range(first + 1, last + 1):
+            mass = arb.bin_uiui(m, j) * p ** j * (exact(m - j) * log_keep).exp()
+            covered += mass
+            total += mass * (scale * (j * j)).exp()
+        if last < m:
+            cumulative = (exact(m) * log_keep).exp() + covered + sum(self._draw_masses()[0], arb(0))
+            rest = arb(0).union((1 - cumulative).upper().max(arb(0)))
+            total += rest * (scale * (m * m)).exp()
+        return total / gamma
 
     def describe(self) -> str:
         return (f"Gaussian(sigma={float(self.sigma):.6g}, sensitivity {float(self.sensitivity):.6g}) on {self.sample_size} draws with "
