@@ -148,6 +148,17 @@ def test_truncated_without_possible_cut_is_poisson_sampling():
         acc.from_dp_event(E.TruncatedSubsampledGaussianDpEvent(5, 1.5, 2, 1.0))
 
 
+def test_new_events_read_from_their_json_forms():
+    """The named-tuple list form and the dict form give the same mechanism as the event object."""
+    import json
+
+    from accounting._dp_event import event_to_dict
+
+    for event in (E.TruncatedSubsampledGaussianDpEvent(100, 0.1, 12, 1.0), E.SampledWithReplacementDpEvent(100, 10, E.GaussianDpEvent(1.0))):
+        direct = acc.from_dp_event(event)
+        assert acc.from_dp_event(json.dumps(event_to_dict(event))) == direct == acc.from_dp_event(json.dumps(event.to_named_tuple()))
+
+
 # ---- sampling with replacement ---------------------------------------------------------------
 @pytest.mark.parametrize("eps", [0.0, 1.0, 3.0])
 def test_sampled_with_replacement_matches_its_mpmath_twin_and_the_realised_pair(eps):
