@@ -109,7 +109,7 @@ def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
             gaussian_tree = _gaussian_inverse_variance(event.event) is not None
         except ValueError:
             gaussian_tree = False
-        if not gaussian_tree and not isinstance(event.event, (type(None),)) and type(event.event).__name__ not in ("NoOpDpEvent", "NonPrivateDpEvent"):
+        if not gaussian_tree and type(event.event).__name__ not in ("NoOpDpEvent", "NonPrivateDpEvent"):
             return f"Subevent of `{name}` must be a `GaussianDpEvent` or a composition of them. Found {event.event}."
     if name == "SampledWithoutReplacementDpEvent" and rel != "REPLACE_ONE":
         return f"neighboring_relation must be `REPLACE_ONE` for `{name}`. Found {relation}."
