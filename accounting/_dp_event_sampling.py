@@ -366,6 +366,8 @@ class SampledWithReplacementGaussian(Mechanism):
         """([P(J = j) for j = 1..j_max], P(J > j_max), P(J >= 1)) at the working precision, j_max the
         smallest j with P(J > j) <= 1e-22 (or m)."""
         m, p = self.sample_size, self._hit()
+        if p == 1:  # one record: every draw is x*
+            return [arb(0)] * (m - 1) + [arb(1)], arb(0), arb(1)
         pb = exact(p)
         log_keep = (1 - pb).log()
         masses = []
