@@ -36,6 +36,26 @@ from ._validation import AccountingError
 __all__ = ["GaussianMixtureLoss"]
 
 
+def _log_sum(consts, x: arb) -> arb:
+    """log sum_i w_i e^{slope_i x - c_i} for consts ((log w_i, slope_i, c_i), ...), in Arb."""
+    if len(consts) == 1:
+        lw, slope, c = consts[0]
+        return lw + slope * x - c
+    terms = [lw + slope * x - c for lw, slope, c in consts]
+    top = terms[0]
+    for term in terms[1:]:
+        top = top.max(term)
+    total = (terms[0] - top).exp()
+    for term in terms[1:]:
+        total += (term - top).exp()
+    return top + total.log()
+
+
+def _loss_at(x: arb, cp, cq) -> arb:
+    """The privacy loss log dP/dQ at x from the two laws' constants (:meth:`GaussianMixtureLoss._constants`)."""
+    return _log_sum(cp, x) - _log_sum(cq, x)
+
+
 class GaussianMixtureLoss(MonotoneLossPair):
     """(P, Q) = (sum_i p_i N(a_i, sigma^2), sum_j r_j N(b_j, sigma^2)) with L = log dP/dQ
     nondecreasing in x (module docstring). Weights are exact (normalised here); ``symmetric``
@@ -137,11 +157,13 @@ class GaussianMixtureLoss(MonotoneLossPair):
             return None, "below"
         if not bool(loss_hi > t):
             return None, "above"
+        consts = self._constants()
+        cp, cq = consts["p"], consts["q"]
         width = max(abs(guess), 1.0) * 2.0 ** -50
         for _ in range(60):
             lo = max(self._x_lo, guess - width)
             hi = min(self._x_hi, guess + width)
-            if bool(self._loss(exact(lo)) < t) and bool(self._loss(exact(hi)) > t):
+            if bool(_loss_at(arb(lo), cp, cq) < t) and bool(_loss_at(arb(hi), cp, cq) > t):  # arb(float) is exact
                 return (lo, hi), "in"
             width *= 16
         return (self._x_lo, self._x_hi), "in"
@@ -217,7 +239,8 @@ class GaussianMixtureLoss(MonotoneLossPair):
         for i in inside:
             lo, hi = ends[i]
             points.append(min(max(float(guesses[i]), lo), hi))
-        phis = _phi_many([(a - exact(y)) * inv_s for y in points for a in shifts]) if inside else []
+        # (arb(float) is exact: the points and the bracket ends are exact balls)
+        phis = _phi_many([(a - arb(y)) * inv_s for y in points for a in shifts]) if inside else []
         norm = inv_s / (2 * arb.pi()).sqrt()
         out: list[arb | None] = [None] * len(ts)
         for n, i in enumerate(inside):
@@ -225,15 +248,19 @@ class GaussianMixtureLoss(MonotoneLossPair):
             lo, hi = ends[i]
             et = t.exp()
             vals = phis[n * k:(n + 1) * k]
-            g0 = sum((w * v for w, v in zip(pw, vals[:np_])), arb(0)) - et * sum((w * v for w, v in zip(qw, vals[np_:])), arb(0))
-            ball = exact(lo).union(exact(hi))
-            dens = []
-            for a in shifts:
-                z = (ball - exact(a)) * inv_s
-                dens.append(norm * (-(z * z) / 2).exp())
-            slope = et * sum((w * d for w, d in zip(qw, dens[np_:])), arb(0)) - sum((w * d for w, d in zip(pw, dens[:np_])), arb(0))
-            width = exact(hi) - exact(lo)
-            out[i] = g0.lower().union(g0.upper() + slope.abs_upper() * width)
+            g0 = arb(0)
+            for w, v in zip(pw, vals[:np_]):
+                g0 += w * v
+            for w, v in zip(qw, vals[np_:]):
+                g0 -= et * w * v
+            a_lo, a_hi = arb(lo), arb(hi)
+            ball = a_lo.union(a_hi)
+            slope = arb(0)
+            for j, a in enumerate(shifts):
+                z = (ball - a) * inv_s
+                d = norm * (-(z * z) / 2).exp()
+                slope += et * qw[j - np_] * d if j >= np_ else -pw[j] * d
+            out[i] = g0.lower().union(g0.upper() + slope.abs_upper() * (a_hi - a_lo))
         rest = [i for i in range(len(ts)) if out[i] is None]
         if rest:
             first_order = [sp - ts[i].exp() * sq for i, (sp, sq) in zip(rest, self._at([ts[i] for i in rest]))]
