@@ -82,7 +82,7 @@ def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
     takes a Poisson-sampled Gaussian there); sampling without replacement needs REPLACE_ONE and tree
     aggregation REPLACE_SPECIAL; randomized response is a replace event for both; sampling with
     replacement is refused by the RDP flavour (as by dp_accounting's RdpAccountant, whose suite
-    asserts it) and taken by the PLD flavour for Gaussian subevents (dp_accounting refuses it
+    asserts it) and taken by the PLD flavour for Gaussian and Laplace subevents (dp_accounting refuses it
     everywhere: ours is the only certified route)."""
     name = type(event).__name__
     rel = relation.name
@@ -109,8 +109,8 @@ def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
             gaussian_tree = _gaussian_inverse_variance(event.event) is not None
         except ValueError:
             gaussian_tree = False
-        if not gaussian_tree and type(event.event).__name__ not in ("NoOpDpEvent", "NonPrivateDpEvent"):
-            return f"Subevent of `{name}` must be a `GaussianDpEvent` or a composition of them. Found {event.event}."
+        if not gaussian_tree and type(event.event).__name__ not in ("NoOpDpEvent", "NonPrivateDpEvent", "LaplaceDpEvent"):
+            return f"Subevent of `{name}` must be a `GaussianDpEvent`, a composition of them or a `LaplaceDpEvent`. Found {event.event}."
     if name == "SampledWithoutReplacementDpEvent" and rel != "REPLACE_ONE":
         return f"neighboring_relation must be `REPLACE_ONE` for `{name}`. Found {relation}."
     if name == "SingleEpochTreeAggregationDpEvent" and rel != "REPLACE_SPECIAL":

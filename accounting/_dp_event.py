@@ -26,9 +26,9 @@ under REPLACE_ONE PoissonSampled(Gaussian) -> ReplaceOnePoissonGaussian; under R
 RandomizedResponse -> SpecialRandomizedResponse (:mod:`accounting._dp_event_mechanisms`).
 TruncatedSubsampledGaussianDpEvent -> TruncatedPoissonGaussian (a disjoint union of the untruncated
 and the truncated branch, :mod:`accounting._dp_event_sampling`; Poisson sampling when no cut can
-happen); SampledWithReplacementDpEvent of a Gaussian tree -> SampledWithReplacementGaussian (same
-module; default ADD_OR_REMOVE_ONE). Refused (AccountingError, naming the field): sampling with
-replacement of anything but Gaussians, and dp_accounting's UnsupportedDpEvent (an unknown class).
+happen); SampledWithReplacementDpEvent of a Gaussian tree or a Laplace -> SampledWithReplacementGaussian
+(same module; default ADD_OR_REMOVE_ONE). Refused (AccountingError, naming the field): sampling with
+replacement of other events, and dp_accounting's UnsupportedDpEvent (an unknown class).
 """
 
 from __future__ import annotations
@@ -471,9 +471,12 @@ def _translate(event: Any, relation: str = "event") -> Any | None:
             inner = _translate(_get(event, "event"), "add_or_remove_one")
             if inner is None or isinstance(inner, NonPrivate):
                 return inner
+            if _class_name(_as_dict(_get(event, "event"))) == "LaplaceDpEvent":
+                return SampledWithReplacementGaussian(Fraction(inner.scale), 1, n, m, "add_or_remove_one" if relation == "event" else relation,
+                                                      noise="laplace")
             raise AccountingError("event", _class_name(_as_dict(_get(event, "event"))),
-                                  "a GaussianDpEvent or a composition of them inside SampledWithReplacementDpEvent (a record drawn j times "
-                                  "moves the release by 2j sensitivities: certified here for the Gaussian shift family only)")
+                                  "a GaussianDpEvent, a composition of them or a LaplaceDpEvent inside SampledWithReplacementDpEvent (a record "
+                                  "drawn j times moves the release by 2j sensitivities: certified here for these shift families only)")
         if inverse_variance < 0:
             return NonPrivate()
         if inverse_variance == 0:

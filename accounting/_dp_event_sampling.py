@@ -34,8 +34,8 @@ sigma and sigma / 2) for the PLD route, the same reading as a Poisson-sampled Ga
 REPLACE_ONE; the RDP curve there is the joint-convexity bound (rigorous, looser).
 
 ``SampledWithReplacementDpEvent(n, m, event)`` -- m draws, uniform with replacement, from n records;
-the event (a Gaussian, or a composition of Gaussians: one effective Gaussian) is run on the drawn
-multiset. x* is drawn J ~ Bin(m, 1/n) times. Under ADD_OR_REMOVE_ONE (the larger dataset has n
+the event (a Gaussian, a composition of Gaussians: one effective Gaussian, or a Laplace: the same
+argument in L1) is run on the drawn multiset. x* is drawn J ~ Bin(m, 1/n) times. Under ADD_OR_REMOVE_ONE (the larger dataset has n
 records): the dataset without x* draws m uniform others, which is the law of the draws with x*
 given J = 0; so D = (1 - g) P0 + g P1, D' = P0, g = P(J >= 1) = 1 - (1 - 1/n)^m. Given J = j >= 1,
 couple the draws of D (m - j common others, j copies of x*) with those of D' (the same m - j and j
@@ -332,16 +332,19 @@ class TruncatedPoissonGaussian(Mechanism):
 
 @dataclass(frozen=True)
 class SampledWithReplacementGaussian(Mechanism):
-    """``SampledWithReplacementDpEvent(n, m, Gaussian tree)``: m uniform draws with replacement from
-    ``dataset_size`` n records, then a Gaussian of noise ``sigma`` and per-record L2 sensitivity
-    ``sensitivity`` (one effective Gaussian for a composition of Gaussians). Module docstring: the
-    PLD pair under ADD_OR_REMOVE_ONE, the RDP curve under every relation."""
+    """``SampledWithReplacementDpEvent(n, m, Gaussian tree or Laplace)``: m uniform draws with
+    replacement from ``dataset_size`` n records, then additive noise -- ``noise`` "gaussian" (scale
+    ``sigma``, per-record L2 ``sensitivity``; one effective Gaussian for a composition of
+    Gaussians) or "laplace" (scale ``sigma``, per-record L1 ``sensitivity``: the same coupling, the
+    shift of j draws is again at most 2j sensitivities). Module docstring: the PLD pair under
+    ADD_OR_REMOVE_ONE, the RDP curve under every relation."""
 
     sigma: Fraction
     sensitivity: Fraction
     dataset_size: int
     sample_size: int
     relation: str = "add_or_remove_one"
+    noise: str = "gaussian"
 
     family = "sampled-with-replacement-gaussian"
 
@@ -358,6 +361,21 @@ class SampledWithReplacementGaussian(Mechanism):
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "sensitivity", s)
         _check_relation(self.relation)
+        if self.noise not in ("gaussian", "laplace"):
+            raise AccountingError("noise", self.noise, "'gaussian' or 'laplace'")
+
+    def _base(self, j: int):
+        """The mechanism of j draws of x*: the noise at sensitivity 2 j s."""
+        from ._mechanisms import Gaussian, Laplace
+
+        return (Gaussian if self.noise == "gaussian" else Laplace)(self.sigma, 2 * j * self.sensitivity)
+
+    def _exponent(self, j: int, alpha: arb) -> arb:
+        """(alpha - 1) D_alpha of the base at sensitivity 2 j s (both directions: a symmetric shift)."""
+        if self.noise == "gaussian":
+            shift = exact(2 * j * self.sensitivity) / exact(self.sigma)
+            return alpha * (alpha - 1) * shift * shift / 2
+        return (alpha - 1) * self._base(j).rdp().ball(alpha).upper()
 
     def _hit(self) -> Fraction:
         return Fraction(1, self.dataset_size)
@@ -398,25 +416,23 @@ class SampledWithReplacementGaussian(Mechanism):
     def monotone_loss_pair(self):
         if self.relation != "add_or_remove_one":
             return None  # no certified pair under replacement (module docstring): the RDP route answers
-        from ._mechanisms import Gaussian
         from ._subsampling import PoissonSampled
 
         gamma = self._gamma_up()  # the curves increase with the rate: rounded up
         parts = []
         for j in range(1, self._components() + 1):
-            gaussian = Gaussian(self.sigma, 2 * j * self.sensitivity)
-            parts.append((gaussian if gamma >= 1 else PoissonSampled(gaussian, gamma)).monotone_loss_pair())
+            base = self._base(j)
+            parts.append((base if gamma >= 1 else PoissonSampled(base, gamma)).monotone_loss_pair())
         return MixedLossPair(tuple(parts), self._union_weights, self.describe())
 
     def rdp(self) -> RDP:
-        from ._mechanisms import Gaussian
         from ._subsampling import PoissonSampled
 
-        sigma, s, m = self.sigma, self.sensitivity, self.sample_size
+        m = self.sample_size
         if self.relation == "add_or_remove_one":
             gamma = self._gamma_up()
             k = self._components()
-            curves = [(Gaussian(sigma, 2 * j * s) if gamma >= 1 else PoissonSampled(Gaussian(sigma, 2 * j * s), gamma)).rdp() for j in range(1, k + 1)]
+            curves = [(self._base(j) if gamma >= 1 else PoissonSampled(self._base(j), gamma)).rdp() for j in range(1, k + 1)]
 
             def beyond(alpha: arb) -> arb:
                 # the parts past j_max: part j at most the Gaussian of sensitivity 2j s (a subsample
@@ -426,17 +442,17 @@ class SampledWithReplacementGaussian(Mechanism):
             return _mixture_curve(curves, lambda: self._union_weights()[:-1] + (arb(0),), self.describe() + " (RDP of the disjoint union)", beyond)
 
         def curve(alpha: arb) -> arb:
-            # revealing (J, the common draws): sum_j P(J = j) e^{alpha (alpha-1) (2 j s)^2 / (2 sigma^2)}
+            # revealing (J, the common draws): sum_j P(J = j) e^{(alpha-1) D_alpha(base at 2 j s)}
+            # (Gaussian: alpha (alpha-1) (2 j s)^2 / (2 sigma^2)); the exponents increase with j
             masses, rest, gamma = self._draw_masses()
-            base = exact(2 * s) / exact(sigma)
-            scale = alpha * (alpha - 1) * base * base / 2
-            exps = [scale * (j * j) for j in range(1, len(masses) + 1)]
-            top = exps[-1].max(scale * (m * m)) if not bool(rest == 0) else exps[-1]
+            exps = [self._exponent(j, alpha) for j in range(1, len(masses) + 1)]
+            far = None if bool(rest == 0) else self._exponent(m, alpha)
+            top = exps[-1] if far is None else exps[-1].max(far)
             total = (1 - gamma) * (-top).exp()
             for mass, e in zip(masses, exps):
                 total += mass * (e - top).exp()
-            if not bool(rest == 0):
-                total += rest * (scale * (m * m) - top).exp()
+            if far is not None:
+                total += rest * (far - top).exp()
             return (top + total.log()) / (alpha - 1)
 
         return RDP.from_function(curve, self.describe() + " (RDP by joint convexity, draws revealed)")
@@ -446,21 +462,22 @@ class SampledWithReplacementGaussian(Mechanism):
         terms up to first + _TAIL_TERMS, then the mass beyond at j = m."""
         m, p = self.sample_size, exact(self._hit())
         gamma = self._draw_masses()[2]
-        base = exact(2 * self.sensitivity) / exact(self.sigma)
-        scale = alpha * (alpha - 1) * base * base / 2
+        last = min(m, first + _TAIL_TERMS)
+        if last <= first:
+            return arb(0)
         log_keep = (1 - p).log()
         total, covered = arb(0), arb(0)
-        last = min(m, first + _TAIL_TERMS)
         for j in range(first + 1, last + 1):
-            mass = arb.bin_uiui(m, j) * p ** j * (exact(m - j) * log_keep).exp()
+            mass = arb.bin_uiui(m, j) * p ** j * (exact(m - j) * log_keep).exp() if m > j else p ** m
             covered += mass
-            total += mass * (scale * (j * j)).exp()
+            total += mass * self._exponent(j, alpha).exp()
         if last < m:
             cumulative = (exact(m) * log_keep).exp() + covered + sum(self._draw_masses()[0], arb(0))
             rest = arb(0).union((1 - cumulative).upper().max(arb(0)))
-            total += rest * (scale * (m * m)).exp()
+            total += rest * self._exponent(m, alpha).exp()
         return total / gamma
 
     def describe(self) -> str:
-        return (f"Gaussian(sigma={float(self.sigma):.6g}, sensitivity {float(self.sensitivity):.6g}) on {self.sample_size} draws with "
-                f"replacement from {self.dataset_size} records ({self.relation})")
+        name = "Gaussian" if self.noise == "gaussian" else "Laplace"
+        return (f"{name}({'sigma' if self.noise == 'gaussian' else 'scale'}={float(self.sigma):.6g}, sensitivity {float(self.sensitivity):.6g}) on "
+                f"{self.sample_size} draws with replacement from {self.dataset_size} records ({self.relation})")

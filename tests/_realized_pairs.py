@@ -15,8 +15,8 @@ PoissonSampledDpEvent(q, Gaussian(s)): (1-q) N(0) + q N(1) vs N(0);
 TruncatedSubsampledGaussianDpEvent(n, q, B, s): with K ~ Bin(n-1, q) others sampled, D' sums
 -min(K, B); D adds x* with probability q, kept with probability min(1, B/(K+1)) in place of one
 other (sum -min(K, B-1) + 1) when K >= B, always when K < B;
-SampledWithReplacementDpEvent(n, m, Gaussian(s)): J ~ Bin(m, 1/n) draws of x*, the sum is
-2J - m under D and -m under D'.
+SampledWithReplacementDpEvent(n, m, Gaussian(s) or Laplace(b)): J ~ Bin(m, 1/n) draws of x*, the
+sum is 2J - m under D and -m under D'.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def leaf_laws(event) -> tuple[str, float, list[tuple[float, float]], list[tuple[
     if name == "SampledWithReplacementDpEvent":
         n, m = event.source_dataset_size, event.sample_size
         p_law = [(stats.binom.pmf(j, m, 1.0 / n), 2.0 * j - m) for j in range(m + 1)]
-        return "gauss", event.event.noise_multiplier, p_law, [(1.0, -float(m))]
+        family = "laplace" if type(event.event).__name__ == "LaplaceDpEvent" else "gauss"
+        return family, event.event.noise_multiplier, p_law, [(1.0, -float(m))]
     raise ValueError(f"no realised pair for {name}")
 
 

@@ -193,10 +193,25 @@ def test_sampled_with_replacement_replace_one_rdp_above_the_realised_replace_pai
     pair = rp.pair_pld("gauss", sigma, law, [(w, -x) for w, x in law], 1e-3)
     assert pair.self_compose(2).get_epsilon_for_delta(DELTA) <= ours
     assert not acc.CertifiedRdpAccountant().supports(event)
-    laplace = E.SampledWithReplacementDpEvent(n, m, E.LaplaceDpEvent(1.0))
-    assert not acc.CertifiedAccountant().supports(laplace)
+    discrete = E.SampledWithReplacementDpEvent(n, m, E.DiscreteLaplaceDpEvent(0.5, 1))
+    assert not acc.CertifiedAccountant().supports(discrete)
     with pytest.raises(ValueError, match="event"):
-        acc.from_dp_event(laplace)
+        acc.from_dp_event(discrete)
+
+
+def test_sampled_with_replacement_of_a_laplace_above_the_realised_pair():
+    """A Laplace subevent (the same coupling in L1: j draws move the sum by at most 2j): ours, 3
+    releases of n 30, m 3, scale 2, is above the realised pair's (binned Laplace mixtures), under
+    ADD_OR_REMOVE_ONE (the PLD of the union) and REPLACE_ONE (the RDP curve, draws revealed: above
+    the add/remove value too, as a replacement moves two records). Wrong variant: the Laplace
+    read as Poisson sampling at m/n of sensitivity 1 is below the realised pair."""
+    event = E.SelfComposedDpEvent(E.SampledWithReplacementDpEvent(30, 3, E.LaplaceDpEvent(2.0)), 3)
+    lower = rp.lower_epsilon(event, DELTA)
+    ours = acc.CertifiedAccountant(time_budget=0.3).compose(event).get_epsilon(DELTA)
+    assert lower <= ours
+    assert acc.CertifiedAccountant(R.REPLACE_ONE, time_budget=0.3).compose(event).get_epsilon(DELTA) >= ours
+    naive = acc.CertifiedAccountant(time_budget=0.3).compose(E.PoissonSampledDpEvent(0.1, E.LaplaceDpEvent(2.0)), 3).get_epsilon(DELTA)
+    assert naive < lower
 
 
 def _sgm_moment(q, mu, alpha):

@@ -75,6 +75,8 @@ _REALISABLE_LEAF = st.one_of(
     .map(lambda a: E.TruncatedSubsampledGaussianDpEvent(*a)),
     st.tuples(st.integers(10, 400), st.integers(1, 3), st.floats(1.0, 4.0))
     .map(lambda a: E.SampledWithReplacementDpEvent(a[0], a[1], E.GaussianDpEvent(a[2]))),
+    st.tuples(st.integers(10, 400), st.integers(1, 3), st.floats(2.0, 8.0))
+    .map(lambda a: E.SampledWithReplacementDpEvent(a[0], a[1], E.LaplaceDpEvent(a[2]))),
 )
 _REALISABLE_TREE = st.recursive(
     _REALISABLE_LEAF,
