@@ -53,9 +53,9 @@ claimed there).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable
 
 from flint import arb, ctx
 

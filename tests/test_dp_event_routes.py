@@ -236,8 +236,6 @@ def test_every_event_and_relation_dp_accounting_supports_is_supported():
     answers where dp_accounting refuses for TruncatedSubsampledGaussian under every relation and
     SampledWithReplacement of a Gaussian under each (dp_accounting has no route for it at all).
     The wrong variant: the abstract marker UnsupportedDpEvent is refused by all."""
-    from dp_accounting.rdp import rdp_privacy_accountant as rdp
-
     g = E.GaussianDpEvent(1.0)
     samples = [E.NoOpDpEvent(), E.NonPrivateDpEvent(), E.RandomizedResponseDpEvent(0.3, 4), g, E.LaplaceDpEvent(1.0),
                E.DiscreteLaplaceDpEvent(0.5, 1), E.SelfComposedDpEvent(g, 3), E.ComposedDpEvent([g, E.LaplaceDpEvent(1.0)]),

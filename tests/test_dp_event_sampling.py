@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 import warnings
 
+import _realized_pairs as rp
 import mpmath
 import pytest
 
 import accounting as acc
-import _realized_pairs as rp
 
 dp = pytest.importorskip("dp_accounting")
 from dp_accounting import dp_event as E  # noqa: E402
