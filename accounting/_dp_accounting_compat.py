@@ -25,8 +25,8 @@ REPLACE_ONE with sensitivity 2 (Gaussian, and Poisson-sampled Gaussians through 
 replace pair); Laplace, discrete Laplace and mixtures of Gaussians are refused under REPLACE_ONE,
 randomized response under ADD_OR_REMOVE_ONE, tree aggregation outside REPLACE_SPECIAL and
 sampling without replacement outside REPLACE_ONE, with dp_accounting's messages. Events:
-:mod:`accounting._dp_event` (all of dp_accounting 0.6.0's but SampledWithReplacement and
-TruncatedSubsampledGaussian, which are refused).
+:mod:`accounting._dp_event` (all of dp_accounting 0.6.0's; sampling with replacement of Gaussian
+subevents only, and not by the RDP flavour, as dp_accounting's RdpAccountant).
 
 ``CertifiedRdpAccountant(orders=None, neighboring_relation=..., *, real_orders=True)`` is the
 RdpAccountant flavour: ``_rdp``/``rdp`` are certified RDP upper bounds at ``orders`` (computed when
@@ -82,7 +82,9 @@ def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
     Poisson sampling is refused under REPLACE_ONE by the RDP accountant only (the PLD accountant
     takes a Poisson-sampled Gaussian there); sampling without replacement needs REPLACE_ONE and tree
     aggregation REPLACE_SPECIAL; randomized response is a replace event for both; sampling with
-    replacement is refused by both."""
+    replacement is refused by the RDP flavour (as by dp_accounting's RdpAccountant, whose suite
+    asserts it) and taken by the PLD flavour for Gaussian and Laplace subevents (dp_accounting refuses it
+    everywhere: ours is the only certified route)."""
     name = type(event).__name__
     rel = relation.name
     if name == "RandomizedResponseDpEvent" and rel == "ADD_OR_REMOVE_ONE":
@@ -99,6 +101,17 @@ def _relation_error(event: Any, relation: Any, flavour: str) -> str | None:
                 gaussian_tree = False
             if flavour == "rdp" or not gaussian_tree:
                 return _ADD_OR_SPECIAL.format(name, relation)
+    if name == "SampledWithReplacementDpEvent":
+        if flavour == "rdp":  # as dp_accounting's RdpAccountant (its suite asserts the refusal)
+            return f"Unsupported event: `{name}` is not supported by the RDP accountant (dp_accounting's RdpAccountant refuses it too)."
+        from ._dp_event import _gaussian_inverse_variance
+
+        try:
+            gaussian_tree = _gaussian_inverse_variance(event.event) is not None
+        except ValueError:
+            gaussian_tree = False
+        if not gaussian_tree and type(event.event).__name__ not in ("NoOpDpEvent", "NonPrivateDpEvent", "LaplaceDpEvent"):
+            return f"Subevent of `{name}` must be a `GaussianDpEvent`, a composition of them or a `LaplaceDpEvent`. Found {event.event}."
     if name == "SampledWithoutReplacementDpEvent" and rel != "REPLACE_ONE":
         return f"neighboring_relation must be `REPLACE_ONE` for `{name}`. Found {relation}."
     if name == "SingleEpochTreeAggregationDpEvent" and rel != "REPLACE_SPECIAL":
@@ -115,7 +128,8 @@ def _build(dp_event: Any, pa: Any) -> type:
     relation = pa.NeighboringRelation
     #: events answered (translated to a mechanism with certified routes); the rest are refused
     known = {"GaussianDpEvent", "LaplaceDpEvent", "DiscreteLaplaceDpEvent", "PoissonSampledDpEvent", "RandomizedResponseDpEvent",
-             "SampledWithoutReplacementDpEvent", "ZCDpEvent", "SingleEpochTreeAggregationDpEvent", "MixtureOfGaussiansDpEvent"}
+             "SampledWithoutReplacementDpEvent", "ZCDpEvent", "SingleEpochTreeAggregationDpEvent", "MixtureOfGaussiansDpEvent",
+             "TruncatedSubsampledGaussianDpEvent", "SampledWithReplacementDpEvent"}
     nested = {"RepeatAndSelectDpEvent"}
 
     class CertifiedAccountant(pa.PrivacyAccountant):

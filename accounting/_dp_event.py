@@ -24,7 +24,11 @@ RepeatAndSelectDpEvent -> RepeatAndSelect (Papernot & Steinke 2022); Poisson sam
 without replacement of a composition of Gaussians -> of the one Gaussian it equals (sigma^-2 add);
 under REPLACE_ONE PoissonSampled(Gaussian) -> ReplaceOnePoissonGaussian; under REPLACE_SPECIAL
 RandomizedResponse -> SpecialRandomizedResponse (:mod:`accounting._dp_event_mechanisms`).
-Refused (AccountingError): SampledWithReplacementDpEvent, TruncatedSubsampledGaussianDpEvent.
+TruncatedSubsampledGaussianDpEvent -> TruncatedPoissonGaussian (a disjoint union of the untruncated
+and the truncated branch, :mod:`accounting._dp_event_sampling`; Poisson sampling when no cut can
+happen); SampledWithReplacementDpEvent of a Gaussian tree or a Laplace -> SampledWithReplacementGaussian
+(same module; default ADD_OR_REMOVE_ONE). Refused (AccountingError, naming the field): sampling with
+replacement of other events, and dp_accounting's UnsupportedDpEvent (an unknown class).
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ _FIELDS = {
     "SingleEpochTreeAggregationDpEvent": ("noise_multiplier", "step_counts"),
     "MixtureOfGaussiansDpEvent": ("standard_deviation", "sensitivities", "sampling_probs"),
     "RepeatAndSelectDpEvent": ("event", "mean", "shape"),
+    "TruncatedSubsampledGaussianDpEvent": ("dataset_size", "sampling_probability", "truncated_batch_size", "noise_multiplier"),
+    "SampledWithReplacementDpEvent": ("source_dataset_size", "sample_size", "event"),
 }
 
 
@@ -425,6 +431,58 @@ def _translate(event: Any, relation: str = "event") -> Any | None:
         if isinstance(inner, NonPrivate):
             return inner
         return SampledWithoutReplacement(inner, _integer(event, "sample_size"), _integer(event, "source_dataset_size"))
+    if kind == "TruncatedSubsampledGaussianDpEvent":
+        from ._dp_event_sampling import TruncatedPoissonGaussian
+
+        n = _integer(event, "dataset_size")
+        batch = _integer(event, "truncated_batch_size")
+        q = _exact_float("sampling_probability", _get(event, "sampling_probability"))
+        sigma = _exact_float("noise_multiplier", _get(event, "noise_multiplier"))
+        if n < 0:
+            raise AccountingError("dataset_size", n, "an integer >= 0")
+        if batch < 0:
+            raise AccountingError("truncated_batch_size", batch, "an integer >= 0")
+        if not (0 <= q <= 1):
+            raise AccountingError("sampling_probability", float(q), "a probability in [0, 1]")
+        if sigma < 0:
+            raise AccountingError("noise_multiplier", float(sigma), "a real number >= 0")
+        if q == 0 or batch == 0 or n == 0:  # an empty batch, always (dp_accounting: no privacy cost)
+            return None
+        if sigma == 0:
+            return NonPrivate()
+        truncated = TruncatedPoissonGaussian(sigma, n, q, batch, "add_or_remove_one" if relation == "event" else relation)
+        if truncated.kept_rate() is None:  # no cut is possible (n - 1 < B): Poisson subsampling
+            return _translate({"class_name": "PoissonSampledDpEvent", "sampling_probability": float(q),
+                               "event": {"class_name": "GaussianDpEvent", "noise_multiplier": float(sigma)}}, relation)
+        return truncated
+    if kind == "SampledWithReplacementDpEvent":
+        from ._dp_event_sampling import SampledWithReplacementGaussian
+
+        n = _integer(event, "source_dataset_size")
+        m = _integer(event, "sample_size")
+        if n < 1:
+            raise AccountingError("source_dataset_size", n, "an integer >= 1")
+        if m < 0:
+            raise AccountingError("sample_size", m, "an integer >= 0")
+        if m == 0:
+            return None
+        inverse_variance = _gaussian_inverse_variance(_get(event, "event"))
+        if inverse_variance is None:
+            inner = _translate(_get(event, "event"), "add_or_remove_one")
+            if inner is None or isinstance(inner, NonPrivate):
+                return inner
+            if _class_name(_as_dict(_get(event, "event"))) == "LaplaceDpEvent":
+                return SampledWithReplacementGaussian(Fraction(inner.scale), 1, n, m, "add_or_remove_one" if relation == "event" else relation,
+                                                      noise="laplace")
+            raise AccountingError("event", _class_name(_as_dict(_get(event, "event"))),
+                                  "a GaussianDpEvent, a composition of them or a LaplaceDpEvent inside SampledWithReplacementDpEvent (a record "
+                                  "drawn j times moves the release by 2j sensitivities: certified here for these shift families only)")
+        if inverse_variance < 0:
+            return NonPrivate()
+        if inverse_variance == 0:
+            return None
+        return SampledWithReplacementGaussian(1, Fraction(_sqrt_up(inverse_variance)), n, m,
+                                              "add_or_remove_one" if relation == "event" else relation)
     if kind == "RepeatAndSelectDpEvent":
         from ._dp_event_mechanisms import RepeatAndSelect
 

@@ -59,8 +59,14 @@ def _expected(name: str) -> set[str]:
     return {f["test"] for f in EXPECTED if f["suite"] == name and f.get("ci", True)}
 
 
-#: listed failures too slow for CI (``ci = false`` in the file: measured outside CI, reported there)
-_NOT_IN_CI = {f["test"] for f in EXPECTED if not f.get("ci", True)}
+#: passing tests too slow for CI, measured outside it (``python tests/_dp_accounting_suite.py``):
+#: the mixture-of-Gaussians test takes ~8 s of CPU of ours (theirs: 28 s), more than CI affords;
+#: ours there: delta 9.999994077e-7 at eps 17.193115 (theirs 9.999993698e-7, tolerance 1e-12)
+_SLOW_PASSING = {"PldPrivacyAccountantTest.test_mixture_of_gaussians_basic"}
+
+#: listed failures too slow for CI (``ci = false`` in the file: measured outside CI, reported
+#: there) and the slow passing tests above
+_NOT_IN_CI = {f["test"] for f in EXPECTED if not f.get("ci", True)} | _SLOW_PASSING
 
 
 def _in_ci(test_id: str) -> bool:
@@ -97,9 +103,10 @@ def test_contract_suite_all_pass():
 
 
 def test_pld_suite_with_certified_accountant():
-    """dp_accounting's 68 PLD accountant tests with PLDAccountant swapped for ours: 66 pass, the two
-    failures are the listed ones (baseline before issue 31: 28/68). The mixture-of-Gaussians test
-    (a listed failure, ~90 s of ours) is measured outside CI; the other 67 run here."""
+    """dp_accounting's 68 PLD accountant tests with PLDAccountant swapped for ours: 67 pass, the one
+    failure is the listed one ("tighter": truncated Poisson subsampling; baseline before issue 31:
+    28/68). The mixture-of-Gaussians test (passing, ~8 s of CPU) is measured outside CI; the
+    other 67 run here (66 pass)."""
     _check("pld", suite.run_pld(acc.CertifiedAccountant, select=_in_ci), 66, 68 - len(_NOT_IN_CI))
 
 
