@@ -43,8 +43,8 @@ DELTA = 1e-5
 
 def cold() -> None:
     """Forget everything our side memoises, so that a run recomputes it all."""
-    pld_module._RELEASES.clear()
-    pld_route._composed.cache_clear()
+    pld_route.PldRoute.composed.clear()
+    pld_route.PldRoute.spreads.clear()
     conversions._mechanism_epsilon_cached.cache_clear()
     power._TABLES.clear()
     power._TWIDDLE_CACHE.clear()
