@@ -33,7 +33,7 @@ from flint import arb
 from ._certified import check_precision, exact, upper_float, working_precision
 from ._guarantees import RDP, ZCDP, _LeafNode
 from ._result import Result
-from ._validation import AccountingError, check_positive, check_positive_int, check_probability
+from ._validation import AccountingError, Probability, check_positive, check_positive_int, check_probability
 
 __all__ = [
     "Conversion",
@@ -372,7 +372,7 @@ def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion
     key = _mechanism_key(subject)
     if key is None:
         return rdp_to_epsilon(_curve(subject).times(compose), delta, conversion=conversion)
-    return _mechanism_epsilon_cached(key, subject, float(delta), int(compose), conversion)
+    return _mechanism_epsilon_cached(key, subject, delta if type(delta) is Probability else float(delta), int(compose), conversion)
 
 
 def rdp_to_delta(
