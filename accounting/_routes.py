@@ -40,7 +40,7 @@ from ._pld_route import PldRoute, pld_for_parts
 from ._result import Result
 from ._shuffle import Shuffled, shuffle_report, shuffle_route_objects, shuffle_routes
 from ._total_variation import WithinTotalVariation, delta_after_total_variation, delta_before_total_variation, times_total_variation
-from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
+from ._validation import AccountingError, check_nonnegative, check_positive_int, check_probability
 
 __all__ = ["POLICIES", "delta_routes", "epsilon_routes", "ledger_epsilon", "pld_bracket", "query_of", "rdp_provenance", "register_route", "routes_for", "run_policy",
            "unregister_route"]

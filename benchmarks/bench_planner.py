@@ -32,7 +32,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import accounting as acc  # noqa: E402
 import accounting._conversions as conversions  # noqa: E402
-import accounting._pld as pld_module  # noqa: E402
 import accounting._pld_fft_power as power  # noqa: E402
 import accounting._pld_route as pld_route  # noqa: E402
 from accounting._pld import PrivacyLossDistribution  # noqa: E402
