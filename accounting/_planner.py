@@ -14,7 +14,9 @@ grid, a wider truncation). :func:`run_plan` then
    cheapest first, each re-planned for the time left (routes coarsen to fit rather than refuse);
 3. runs the comparison routes (the papers' closed forms: never the answer) that fit;
 4. reports every route: the value and the measured time of each route it ran, and for each route it
-   did not run the reason, the estimated cost and the argument that would run it.
+   did not run the reason, the estimated cost and the argument that would run it. Each route's
+   record (an :class:`accounting.Result`) is built once, when its status is final; the report's
+   ``answer`` is the winning record itself, which the layers above hand on rather than copy.
 
 Estimates cover memory as well as time: a route estimated above the query's ``memory_budget``
 (:data:`DEFAULT_MEMORY_BUDGET`) is re-planned (coarsened) or not run, with its reason and the
