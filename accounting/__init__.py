@@ -8,6 +8,8 @@ behind each route:
   returning users);
 - :mod:`accounting._conversions` — RDP/zCDP -> (eps, delta), optimised over real alpha;
 - :mod:`accounting._routes` — every route for a mechanism, the smallest certified one reported;
+- :class:`accounting.Result` (:mod:`accounting._result`) — the one result type: value, route,
+  grid, provenance and timing (a report, a route's record, a PLD's evaluation);
 - :mod:`accounting._analytic_gaussian`, :mod:`accounting._optimal_composition` — the exact
   Gaussian (mu-GDP) and optimal pure-DP composition routes (:mod:`accounting._tight_routes`);
 - :mod:`accounting._composition` — advanced composition and the ICLR paper's App. I recipe;
@@ -35,8 +37,6 @@ from ._calibration import Calibration, calibrate
 from ._certified import DEFAULT_PRECISION, working_precision
 from ._composition import advanced_composition, appendix_i_per_batch
 from ._conversions import (
-    DeltaResult,
-    EpsilonResult,
     rdp_conversion_exceeds,
     rdp_to_delta,
     rdp_to_epsilon,
@@ -47,7 +47,6 @@ from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._ledger import Charge, Ledger
 from ._durable import DurableLedger, VerifyReport
 
-from ._optimal_composition import OptimalComposition
 from ._mechanisms._base import Mechanism
 from ._mechanisms import (
     BernoulliCurator,
@@ -65,7 +64,8 @@ from ._mechanisms import (
     Snapping,
 )
 from ._pairs import FinitePair, IntegerPair
-from ._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
+from ._pld import PrivacyLossDistribution, pld_delta, pld_epsilon
+from ._result import Result
 from ._pld_continuous import GaussianLoss, LaplaceLoss, MonotoneLossPair
 from ._subsampling import PoissonSampled, SampledWithoutReplacement
 from ._dp_event import from_dp_event
@@ -98,6 +98,7 @@ from ._tradeoff import TradeOffCurve, TradeOffPoint, tradeoff_curve
 from ._validation import AccountingError, BudgetExceeded
 
 __all__ = [
+    "Result",
     "Mechanism",
     "on_routes_changed",
     "register_route",
@@ -130,15 +131,12 @@ __all__ = [
     "BudgetExceeded",
     "Calibration",
     "Charge",
-    "DeltaResult",
     "DistributedParameters",
-    "EpsilonResult",
     "FinitePair",
     "IntegerPair",
     "Ledger",
     "DurableLedger",
     "VerifyReport",
-    "PLDResult",
     "PrivacyLossDistribution",
     "PureDP",
     "RDP",
@@ -152,7 +150,6 @@ __all__ = [
     "gdp_epsilon",
     "gdp_mu",
     "gdp_mu_for",
-    "OptimalComposition",
     "optimal_composition_epsilon",
     "pld_delta",
     "pld_epsilon",
@@ -182,10 +179,21 @@ __all__ = [
 ]
 
 
+#: the result types before issue 30 (item 3): one type, :class:`Result`, replaced them all
+_DEPRECATED_RESULTS = ("EpsilonResult", "DeltaResult", "PLDResult", "OptimalComposition")
+
+
 def __getattr__(name: str):
     """``CertifiedAccountant``: dp_accounting's PrivacyAccountant answered by the certified route
     planner (:mod:`accounting._dp_accounting_compat`), built on first use so that dp_accounting
-    stays optional (a missing package is an ImportError naming the extra that installs it)."""
+    stays optional (a missing package is an ImportError naming the extra that installs it).
+    ``EpsilonResult``, ``DeltaResult``, ``PLDResult``, ``OptimalComposition``: deprecated aliases
+    of :class:`Result` (a DeprecationWarning names the new one)."""
+    if name in _DEPRECATED_RESULTS:
+        import warnings
+
+        warnings.warn(f"accounting.{name} is deprecated: every answer is an accounting.Result (issue 30)", DeprecationWarning, stacklevel=2)
+        return Result
     if name == "CertifiedAccountant":
         from ._dp_accounting_compat import certified_accountant_class
 

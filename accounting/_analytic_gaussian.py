@@ -133,12 +133,7 @@ def gdp_epsilon(mu: float | int | Fraction | arb, delta: float | Fraction) -> fl
 
     The returned value is never below the true eps(delta) of mu-GDP.
     """
-    check_probability("delta", delta)
-    return _gdp_epsilon(mu, delta)
-
-
-def _gdp_epsilon(mu: float | int | Fraction | arb, delta: float | Fraction) -> float:
-    """:func:`gdp_epsilon` for a ``delta`` its caller validated (the planner validates once)."""
+    check_probability("delta", delta)  # (a query's validated delta passes at once)
     mu_up = _mu_upper(mu)
     target = exact(delta)
     if _delta_at_most(mu_up, 0.0, target):

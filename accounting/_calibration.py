@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ._conversions import EpsilonResult
+from ._result import Result
 from ._planner import DEFAULT_TIME_BUDGET
 from ._routes import epsilon_routes
 from ._validation import AccountingError, check_positive, check_positive_int, check_probability
@@ -47,7 +47,7 @@ class Calibration:
     """The calibrated noise parameter and the certified guarantee it achieves."""
 
     parameter: float
-    achieved: EpsilonResult
+    achieved: Result
     target_epsilon: float
     delta: float
     compose: int
@@ -72,7 +72,7 @@ class Calibration:
         }
 
 
-def _spent(result: EpsilonResult) -> float:
+def _spent(result: Result) -> float:
     """The estimated seconds the planner spent on one evaluation (the routes it ran)."""
     return sum((r.estimated_seconds or 0.0) for r in result.alternatives if getattr(r, "status", "") in ("run", "answer"))
 
@@ -113,7 +113,7 @@ def calibrate(
     skipped = 0
     first_error: BaseException | None = None
 
-    def evaluate(parameter: float, budget: float) -> EpsilonResult | None:
+    def evaluate(parameter: float, budget: float) -> Result | None:
         """The certified answer at ``parameter``, or None if every route failed there."""
         nonlocal left, failures, first_error
         try:
@@ -126,7 +126,7 @@ def calibrate(
         left -= _spent(result)
         return result if math.isfinite(result.epsilon) else None
 
-    def evaluate_unless_ruled_out(parameter: float, budget: float) -> EpsilonResult | None:
+    def evaluate_unless_ruled_out(parameter: float, budget: float) -> Result | None:
         """As ``evaluate``, or None (not meeting, as a failed evaluation) when ``ruled_out`` proves
         that the evaluation could not meet the target."""
         nonlocal skipped
@@ -135,7 +135,7 @@ def calibrate(
             return None
         return evaluate(parameter, budget)
 
-    def meets(result: EpsilonResult | None) -> bool:
+    def meets(result: Result | None) -> bool:
         return result is not None and result.epsilon <= target_epsilon
 
     share = float(time_budget) * _FIRST_PHASE_SHARE

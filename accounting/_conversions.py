@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 import numpy as np
@@ -33,12 +32,11 @@ from flint import arb
 
 from ._certified import check_precision, exact, upper_float, working_precision
 from ._guarantees import RDP, ZCDP, _LeafNode
-from ._validation import AccountingError, check_positive, check_positive_int, check_probability
+from ._result import Result
+from ._validation import AccountingError, Probability, check_positive, check_positive_int, check_probability
 
 __all__ = [
     "Conversion",
-    "EpsilonResult",
-    "DeltaResult",
     "rdp_to_epsilon",
     "rdp_to_delta",
     "rdp_conversion_exceeds",
@@ -50,44 +48,6 @@ __all__ = [
 Conversion = Literal["cks", "mironov"]
 
 _CONVERSIONS = ("cks", "mironov")
-
-
-@dataclass(frozen=True)
-class EpsilonResult:
-    """An (eps, delta) guarantee with how it was obtained. ``epsilon`` is a certified upper bound."""
-
-    epsilon: float
-    delta: float
-    route: str
-    alpha: float | None = None
-    detail: str = ""
-    direction: str = "upper bound"
-    alternatives: tuple["EpsilonResult", ...] = field(default=(), compare=False)
-
-    def as_dict(self) -> dict:
-        out = {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "route": self.route,
-            "alpha": self.alpha,
-            "detail": self.detail,
-            "direction": self.direction,
-        }
-        if self.alternatives:
-            out["routes"] = [a.as_dict() for a in self.alternatives]
-        return out
-
-
-@dataclass(frozen=True)
-class DeltaResult:
-    """delta at a given eps, with how it was obtained. ``delta`` is a certified upper bound."""
-
-    epsilon: float
-    delta: float
-    route: str
-    alpha: float | None = None
-    detail: str = ""
-    direction: str = "upper bound"
 
 
 def _epsilon_at(curve: RDP, alpha: arb, log_inv_delta: arb, conversion: str) -> arb:
@@ -243,11 +203,12 @@ def rdp_to_epsilon(
     scan_points: int = 48,
     refine_steps: int = 24,
     precision: int | None = None,
-) -> EpsilonResult:
+) -> Result:
     """The smallest certified eps such that the RDP curve implies (eps, delta)-DP.
 
     ``conversion`` is ``"cks"`` (Canonne-Kamath-Steinke / Balle et al.; the default and never
-    worse) or ``"mironov"`` (Mironov 2017, for comparison with older tools).
+    worse) or ``"mironov"`` (Mironov 2017, for comparison with older tools). A query's delta
+    (validated once, a :class:`~accounting._validation.Probability`) is not checked again.
     """
     if not isinstance(curve, RDP):
         raise AccountingError("curve", curve, "an RDP curve")
@@ -257,13 +218,6 @@ def rdp_to_epsilon(
         raise AccountingError("conversion", conversion, "one of 'cks', 'mironov'")
     if not (1 < alpha_min < alpha_max) or not math.isfinite(alpha_max):
         raise AccountingError("alpha_max", alpha_max, f"a finite order > alpha_min={alpha_min} > 1")
-    return _rdp_to_epsilon(curve, delta, conversion, alpha_min, alpha_max, scan_points, refine_steps, precision)
-
-
-def _rdp_to_epsilon(curve: RDP, delta: float, conversion: str = "cks", alpha_min: float = 1.0001, alpha_max: float = 1e6, scan_points: int = 48,
-                    refine_steps: int = 24, precision: int | None = None) -> EpsilonResult:
-    """:func:`rdp_to_epsilon` for arguments its caller validated (the route planner validates
-    delta once, at its boundary)."""
     with working_precision(precision):
         log_inv_delta = -exact(delta).log()
 
@@ -283,7 +237,7 @@ def _rdp_to_epsilon(curve: RDP, delta: float, conversion: str = "cks", alpha_min
             value, alpha = _certified_minimum(objective, guess, alpha_min, alpha_max)
         else:
             value, alpha = _minimise_over_alpha(objective, alpha_min, alpha_max, scan_points, refine_steps)
-    return EpsilonResult(
+    return Result(
         epsilon=max(value, 0.0),
         delta=delta,
         route=f"rdp-{conversion}",
@@ -392,8 +346,8 @@ def _mechanism_key(subject) -> tuple | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _mechanism_epsilon_cached(key: tuple, subject, delta: float, compose: int, conversion: str) -> EpsilonResult:
-    return _rdp_to_epsilon(_curve(subject).times(compose), delta, conversion)
+def _mechanism_epsilon_cached(key: tuple, subject, delta: float, compose: int, conversion: str) -> Result:
+    return rdp_to_epsilon(_curve(subject).times(compose), delta, conversion=conversion)  # type: ignore[arg-type]
 
 
 def _curve(subject):
@@ -403,7 +357,7 @@ def _curve(subject):
     return curve
 
 
-def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion: Conversion = "cks") -> EpsilonResult:
+def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion: Conversion = "cks") -> Result:
     """:func:`rdp_to_epsilon` of a mechanism's exact curve composed ``compose`` times (default
     search and precision), memoised per (mechanism, delta, compose, conversion).
 
@@ -415,15 +369,10 @@ def mechanism_rdp_epsilon(subject, delta: float, *, compose: int = 1, conversion
     check_probability("delta", delta)
     if conversion not in _CONVERSIONS:
         raise AccountingError("conversion", conversion, "one of 'cks', 'mironov'")
-    return _mechanism_rdp_epsilon(subject, delta, compose, conversion)
-
-
-def _mechanism_rdp_epsilon(subject, delta: float, compose: int = 1, conversion: str = "cks") -> EpsilonResult:
-    """:func:`mechanism_rdp_epsilon` for arguments its caller validated."""
     key = _mechanism_key(subject)
     if key is None:
-        return _rdp_to_epsilon(_curve(subject).times(compose), delta, conversion)
-    return _mechanism_epsilon_cached(key, subject, float(delta), int(compose), conversion)
+        return rdp_to_epsilon(_curve(subject).times(compose), delta, conversion=conversion)
+    return _mechanism_epsilon_cached(key, subject, delta if type(delta) is Probability else float(delta), int(compose), conversion)
 
 
 def rdp_to_delta(
@@ -435,7 +384,7 @@ def rdp_to_delta(
     scan_points: int = 48,
     refine_steps: int = 24,
     precision: int | None = None,
-) -> DeltaResult:
+) -> Result:
     """The smallest certified delta such that the RDP curve implies (eps, delta)-DP (CKS form)."""
     if not isinstance(curve, RDP):
         raise AccountingError("curve", curve, "an RDP curve")
@@ -456,23 +405,19 @@ def rdp_to_delta(
             value, alpha = _certified_minimum(objective, guess, alpha_min, alpha_max)
         else:
             value, alpha = _minimise_over_alpha(objective, alpha_min, alpha_max, scan_points, refine_steps)
-    return DeltaResult(epsilon=epsilon, delta=min(value, 1.0), route="rdp-cks", alpha=alpha, detail=curve.describe())
+    return Result(epsilon=epsilon, delta=min(value, 1.0), route="rdp-cks", alpha=alpha, detail=curve.describe())
 
 
-def zcdp_to_epsilon(rho: float | ZCDP, delta: float, *, precision: int | None = None) -> EpsilonResult:
+def zcdp_to_epsilon(rho: float | ZCDP, delta: float, *, precision: int | None = None) -> Result:
     """The (eps, delta) guarantee of rho-zCDP: the exact infimum over real alpha of the CKS bound."""
     if isinstance(rho, ZCDP):
-        rho = rho.rho
-    check_positive("rho", rho)
+        rho = rho.rho  # (validated when the ZCDP was built)
+    else:
+        check_positive("rho", rho)
     check_probability("delta", delta)
     check_precision(precision)
-    return _zcdp_to_epsilon(rho, delta, precision)
-
-
-def _zcdp_to_epsilon(rho: float, delta: float, precision: int | None = None) -> EpsilonResult:
-    """:func:`zcdp_to_epsilon` for arguments its caller validated."""
-    result = _rdp_to_epsilon(RDP.zcdp(rho), delta, alpha_max=1e9, precision=precision)
-    return EpsilonResult(
+    result = rdp_to_epsilon(RDP.zcdp(rho), delta, alpha_max=1e9, precision=precision)
+    return Result(
         epsilon=result.epsilon,
         delta=delta,
         route="zcdp-cks",

@@ -43,17 +43,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
 from flint import arb, fmpz
 
 from ._certified import exact, upper_float, working_precision
+from ._result import Result
 from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 __all__ = [
-    "OptimalComposition",
+    "EXACT_DETAIL",
+    "KOV_DETAIL",
     "exact_support",
     "kov_heterogeneous_bound",
     "optimal_composition_exact",
@@ -64,36 +65,11 @@ _PRECISION = 128
 _MAX_EPSILON0 = 1e15
 
 
-@dataclass(frozen=True)
-class OptimalComposition:
-    """eps(delta) of composing pure-DP steps, and whether it is the exact optimum or KOV's bound."""
-
-    epsilon: float
-    delta: float
-    exact: bool
-    outcomes: int
-    #: the PLD grid when the value is the randomized-response product's PLD off its lattice
-    pld_grid: float | None = None
-    #: the route that computed the value (the planner's name)
-    route: str = "optimal-composition"
-
-    @property
-    def method(self) -> str:
-        return {"optimal-composition": "exact", "optimal-composition-pld": "rr-pld", "kov-heterogeneous-bound": "kov-bound"}[self.route]
-
-    def as_result(self):
-        from ._conversions import EpsilonResult
-
-        return EpsilonResult(self.epsilon, self.delta, self.route, None, self.detail)
-
-    @property
-    def detail(self) -> str:
-        if self.route == "optimal-composition":
-            return f"optimal composition of pure DP (Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan 2016), exact over {self.outcomes} losses (tails < delta 2^-40, bounded), rounded up"
-        if self.route == "optimal-composition-pld":
-            where = "exact lattice" if self.pld_grid is None else f"grid h = {self.pld_grid:.3g}, connect-the-dots"
-            return f"optimal composition of pure DP through the randomized-response product's PLD (Murtagh-Vadhan 2016), {where}"
-        return "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"
+#: the exact enumeration's account of itself
+EXACT_DETAIL = ("optimal composition of pure DP (Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan 2016), exact over {outcomes} losses "
+                "(tails < delta 2^-40, bounded), rounded up")
+#: KOV's Thm 3.5 bound, as its route reports it
+KOV_DETAIL = "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"
 
 
 def _groups(epsilons: Sequence[tuple[float | int | Fraction, int]]) -> list[tuple[float | int | Fraction, int]]:
@@ -181,8 +157,9 @@ def exact_support(groups: Sequence[tuple[object, int]], delta: float | Fraction)
     return support
 
 
-def optimal_composition_exact(groups: Sequence[tuple[object, int]], delta: float | Fraction) -> OptimalComposition:
-    """The exact enumeration (module docstring) for validated ``groups`` and ``delta``."""
+def optimal_composition_exact(groups: Sequence[tuple[object, int]], delta: float | Fraction) -> Result:
+    """The exact enumeration (module docstring) for validated ``groups`` and ``delta``: the route
+    ``optimal-composition``'s value, with its ``outcomes`` (support points)."""
     groups = list(groups)
     # each group's flip count is kept to a window holding all but delta 2^-40 / (groups) of its mass
     windows = [_window(n, eps0, float(delta) * 2.0**-40 / len(groups)) for eps0, n in groups]
@@ -191,7 +168,7 @@ def optimal_composition_exact(groups: Sequence[tuple[object, int]], delta: float
         outcomes.sort(key=lambda item: item[0].mid(), reverse=True)
         target = exact(delta)
         if _delta_upper(outcomes, outside, arb(0)) <= target:
-            return OptimalComposition(0.0, float(delta), True, len(outcomes))
+            return _exact_result(0.0, delta, len(outcomes), windows)
         # Locate: with the m largest losses included, delta = A_m - e^eps B_m on
         # [L_{m+1}, L_m); the first m with delta(L_{m+1}) >= target holds the solution.
         a = arb(0)
@@ -215,17 +192,21 @@ def optimal_composition_exact(groups: Sequence[tuple[object, int]], delta: float
         while not (_delta_upper(outcomes, outside, exact(eps)) <= target):
             eps = eps * (1 + step) + 1e-300
             step *= 4
-        return OptimalComposition(eps, float(delta), True, len(outcomes))
+        return _exact_result(eps, delta, len(outcomes), windows)
+
+
+def _exact_result(epsilon: float, delta: float | Fraction, losses: int, windows: list) -> Result:
+    """The exact route's value: ``outcomes`` its support points (:func:`exact_support`), the
+    detail the number of distinct losses enumerated."""
+    support = 1
+    for lo, hi in windows:
+        support *= hi - lo + 1
+    return Result(epsilon, float(delta), "optimal-composition", None, EXACT_DETAIL.format(outcomes=losses), outcomes=support)
 
 
 def kov_heterogeneous_bound(groups: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction) -> float:
     """KOV 2015 Thm 3.5 for eps_i-DP steps (delta_i = 0), rounded up: the least of its three terms."""
-    check_probability("delta", delta)
-    return _kov_bound(groups, delta)
-
-
-def _kov_bound(groups: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction) -> float:
-    """:func:`kov_heterogeneous_bound` for a validated ``delta``."""
+    check_probability("delta", delta)  # (a query's validated delta passes at once: accounting._validation.Probability)
     with working_precision(_PRECISION):
         total = arb(0)
         drift = arb(0)

@@ -14,7 +14,9 @@ grid, a wider truncation). :func:`run_plan` then
    cheapest first, each re-planned for the time left (routes coarsen to fit rather than refuse);
 3. runs the comparison routes (the papers' closed forms: never the answer) that fit;
 4. reports every route: the value and the measured time of each route it ran, and for each route it
-   did not run the reason, the estimated cost and the argument that would run it.
+   did not run the reason, the estimated cost and the argument that would run it. Each route's
+   record (an :class:`accounting.Result`) is built once, when its status is final; the report's
+   ``answer`` is the winning record itself, which the layers above hand on rather than copy.
 
 Estimates cover memory as well as time: a route estimated above the query's ``memory_budget``
 (:data:`DEFAULT_MEMORY_BUDGET`) is re-planned (coarsened) or not run, with its reason and the
@@ -36,12 +38,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from ._conversions import EpsilonResult
 from ._guarantees import RDP
 from ._mechanisms._base import Mechanism
-from ._validation import AccountingError
+from ._result import Result
+from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, probability
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "DEFAULT_TIME_BUDGET", "Cost", "NotApplicable", "Plan", "Query", "Route", "RouteResult", "run_plan"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "DEFAULT_TIME_BUDGET", "Cost", "NotApplicable", "Plan", "Query", "Route", "run_plan"]
 
 #: The default time budget of one query: seconds on one core of the reference machine.
 DEFAULT_TIME_BUDGET = 10.0
@@ -87,7 +89,9 @@ def _seconds(value: float) -> str:
 @dataclass(frozen=True)
 class Query:
     """One (eps, delta) question: ``parts`` = ((release, count), ...) composed (equal releases
-    merged), at a ``delta`` validated once, here at the boundary.
+    merged), at a ``delta`` validated once, here, where the query is built: ``delta`` becomes a
+    :class:`~accounting._validation.Probability`, which every conversion, PLD and closed form
+    the routes reach accepts without checking it again.
 
     ``epsilon`` set: the question is the other way round, delta(epsilon) (``delta`` is then
     unused): routes answer with results whose ``delta`` is their certified value at that
@@ -103,19 +107,31 @@ class Query:
     #: the estimated peak bytes a route may take (DEFAULT_MEMORY_BUDGET)
     memory_budget: float = DEFAULT_MEMORY_BUDGET
 
+    def __post_init__(self) -> None:
+        if self.epsilon is None:
+            object.__setattr__(self, "delta", probability("delta", self.delta))
+        else:
+            object.__setattr__(self, "epsilon", float(check_nonnegative("epsilon", self.epsilon)))
+        object.__setattr__(self, "time_budget", float(check_positive("time_budget", self.time_budget, allow_inf=True)))
+        object.__setattr__(self, "memory_budget", float(check_positive("memory_budget", self.memory_budget, allow_inf=True)))
+        if not self.parts:
+            raise AccountingError("parts", self.parts, "at least one (release, count) pair")
+        for index, (_, count) in enumerate(self.parts):
+            check_positive_int(f"parts[{index}] count", count)
+
     @property
     def asks_delta(self) -> bool:
         return self.epsilon is not None
 
-    def value(self, result: EpsilonResult) -> float:
+    def value(self, result: Result) -> float:
         """What the planner minimises: the result's epsilon, or its delta for a delta query."""
         return result.delta if self.epsilon is not None else result.epsilon
 
-    def blank(self, route: str, detail: str, **fields: Any) -> "RouteResult":
+    def blank(self, route: str, detail: str, **fields: Any) -> Result:
         """A result with no value (inf epsilon; delta 1 for a delta query)."""
         if self.epsilon is None:
-            return RouteResult(math.inf, self.delta, route, None, detail, **fields)
-        return RouteResult(self.epsilon, 1.0, route, None, detail, **fields)
+            return Result(math.inf, self.delta, route, None, detail, **fields)
+        return Result(self.epsilon, 1.0, route, None, detail, **fields)
 
     @property
     def releases(self) -> int:
@@ -131,12 +147,14 @@ class Query:
 class Plan:
     """A route's answer to "what would you do for this query within ``budget`` seconds?".
 
-    ``run(budget)`` computes the result (an :class:`EpsilonResult`, certified upper bound) and may
-    re-plan inside that budget; ``setting`` names what the plan chose (a grid, a window);
-    ``how`` is the argument that runs a tighter or the skipped variant."""
+    ``run(budget)`` computes the value (a :class:`~accounting._result.Result`, certified upper
+    bound) and may re-plan inside that budget; it is handed whatever the route built while
+    planning (``prepared``: a PLD route's release PLDs), directly, never through a module-level
+    store. ``setting`` names what the plan chose (a grid, a window); ``how`` is the argument that
+    runs a tighter or the skipped variant."""
 
     route: str
-    run: Callable[[float], EpsilonResult]
+    run: Callable[[float], Result]
     cost: Cost
     exact: bool = False
     comparison: bool = False
@@ -144,6 +162,8 @@ class Plan:
     how: str = ""
     #: why the route is switched off for this query (a caller's choice), or ""
     off: str = ""
+    #: what the route built while planning and ``run`` uses (e.g. release PLDs), or ()
+    prepared: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -164,74 +184,72 @@ class Route(Protocol):
     def plan(self, query: Query, budget: float) -> Plan | NotApplicable: ...
 
 
-@dataclass(frozen=True)
-class RouteResult(EpsilonResult):
-    """One route of a query, run or not: ``status`` is ``"answer"`` (the smallest certified
-    value), ``"run"``, ``"not run"``, ``"not applicable"`` or ``"failed"``; ``epsilon`` is inf
-    unless the route ran. ``seconds`` is the measured time, ``estimated_seconds`` the planner's
-    estimate; ``reason`` and ``how`` say why a route did not run and which argument runs it;
-    ``grid`` is the PLD grid h a value was computed on (None: an exact lattice, or no PLD)."""
-
-    status: str = "run"
-    seconds: float | None = None
-    estimated_seconds: float | None = None
-    exact: bool = False
-    comparison: bool = False
-    reason: str = ""
-    how: str = ""
-    setting: str = ""
-    grid: float | None = None
-
-    def as_dict(self) -> dict:
-        out = super().as_dict()
-        out.update(
-            status=self.status,
-            seconds=self.seconds,
-            estimated_seconds=self.estimated_seconds,
-            exact=self.exact,
-            comparison=self.comparison,
-            reason=self.reason,
-            how=self.how,
-            setting=self.setting,
-        )
-        return out
-
-
 @dataclass
 class _Slot:
+    """One route while the planner works on it; its record (a :class:`Result`) is built once,
+    at the end, when its status is final (:meth:`record`)."""
+
     route: str
     source: Any  # the Route object (asked again with the time left)
     plan: Plan | NotApplicable
-    result: RouteResult | None = None
-    error: BaseException | None = None
     order: int = 0
     planning: float = 0.0  # measured seconds of planning (part of the route's reported time)
+    status: str = ""  # "run", "not run", "failed" ("" while pending; "not applicable" from the plan)
+    value: Result | None = None  # what the route's run returned
+    epsilon: float = math.inf  # the record's (eps, delta): the route's value at the query's delta or epsilon
+    delta: float = 1.0
+    exact: bool = False
+    seconds: float | None = None
+    reason: str = ""
+    how: str = ""
+    error: BaseException | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.status == "run"
+
+    def record(self, query: Query, answer: bool = False) -> Result:
+        """The route's record, built once (``answer``: the winning one)."""
+        plan = self.plan
+        if isinstance(plan, NotApplicable):
+            return query.blank(self.route, f"not applicable: {plan.reason}", status="not applicable", exact=False,
+                               comparison=plan.comparison, reason=plan.reason)
+        if self.status == "not run":
+            return query.blank(plan.route, f"not run: {self.reason}", status="not run", estimated_seconds=plan.cost.seconds,
+                               exact=plan.exact, comparison=plan.comparison, reason=self.reason, how=self.how, setting=plan.setting)
+        if self.status == "failed":
+            return query.blank(plan.route, f"failed: {self.reason}", status="failed", seconds=self.seconds, estimated_seconds=plan.cost.seconds,
+                               exact=plan.exact, comparison=plan.comparison, reason=self.reason, setting=plan.setting)
+        value = self.value
+        assert value is not None and self.status == "run"
+        return Result(self.epsilon, self.delta, value.route or plan.route, value.alpha, value.detail, status="answer" if answer else "run",
+                      seconds=self.seconds, estimated_seconds=plan.cost.seconds, exact=self.exact, comparison=plan.comparison,
+                      reason=self.reason, how=plan.how, setting=plan.setting, grid=value.grid, outcomes=value.outcomes)
 
 
-def _not_run(plan: Plan, query: Query, reason: str, how: str) -> RouteResult:
-    return query.blank(plan.route, f"not run: {reason}", status="not run", estimated_seconds=plan.cost.seconds,
-                       exact=plan.exact, comparison=plan.comparison, reason=reason, how=how, setting=plan.setting)
+def _not_run(slot: _Slot, reason: str, how: str) -> None:
+    slot.status, slot.reason, slot.how = "not run", reason, how
 
 
-def _timed(plan: Plan, budget: float, query: Query, planning: float) -> RouteResult:
+def _timed(slot: _Slot, plan: Plan, budget: float, query: Query) -> None:
     start = time.perf_counter()
-    result = plan.run(budget)
-    spent = planning + time.perf_counter() - start
+    value = plan.run(budget)
+    slot.seconds = slot.planning + time.perf_counter() - start
     # a route may learn that it was exact only by running (a PLD whose losses sat on a lattice)
     if query.asks_delta:
-        epsilon, delta = query.epsilon, result.delta
-        informative = delta < 1
+        slot.epsilon, slot.delta = query.epsilon, value.delta  # type: ignore[assignment]
+        informative = value.delta < 1
     else:
-        epsilon, delta = result.epsilon, query.delta
-        informative = math.isfinite(epsilon)
-    exact = (result.exact if isinstance(result, RouteResult) else plan.exact) and informative
-    return RouteResult(epsilon, delta, result.route or plan.route, result.alpha, result.detail, status="run", seconds=spent,  # type: ignore[arg-type]
-                       estimated_seconds=plan.cost.seconds, exact=exact, comparison=plan.comparison, how=plan.how, setting=plan.setting,
-                       grid=getattr(result, "grid", None))
+        slot.epsilon, slot.delta = value.epsilon, query.delta
+        informative = math.isfinite(value.epsilon)
+    slot.exact = (plan.exact if value.exact is None else value.exact) and informative
+    slot.value, slot.status = value, "run"
 
 
-def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
-    """Plan every route for ``query``, run them as the module docstring says, report all."""
+def run_plan(routes: Sequence[Route], query: Query) -> Result:
+    """Plan every route for ``query``, run them as the module docstring says, report all: a
+    :class:`Result` whose ``alternatives`` are every route's record and whose ``answer`` is the
+    winning record (that very object)."""
     budget = query.time_budget
     slots: list[_Slot] = []
     for index, route in enumerate(routes):
@@ -248,12 +266,15 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
     left = budget
     answered_by: str | None = None
 
+    def value(slot: _Slot) -> float:
+        return slot.delta if query.asks_delta else slot.epsilon
+
     def attempt(slot: _Slot) -> None:
         nonlocal left
         plan = slot.plan
         assert isinstance(plan, Plan)
         if plan.off:
-            slot.result = _not_run(plan, query, plan.off, plan.how)
+            _not_run(slot, plan.off, plan.how)
             return
         if plan.cost.seconds > left or plan.cost.bytes > query.memory_budget:
             replanned = _replan(slot, query, left)
@@ -261,36 +282,33 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
                 plan = slot.plan = replanned
         if plan.cost.bytes > query.memory_budget:
             need = 2 ** math.ceil(math.log2(plan.cost.bytes * 1.2))
-            slot.result = _not_run(plan, query, f"estimated {plan.cost} exceeds the memory budget of {_bytes(query.memory_budget)}",
-                                   f"memory_budget={need} (a machine with that much memory)")
+            _not_run(slot, f"estimated {plan.cost} exceeds the memory budget of {_bytes(query.memory_budget)}",
+                     f"memory_budget={need} (a machine with that much memory)")
             return
         if plan.cost.seconds > left:
             if not math.isfinite(plan.cost.seconds):
-                slot.result = _not_run(plan, query, f"no setting fits the engine ({plan.setting})",
-                                       "no argument runs it (the composed window exceeds what one FFT pass holds)")
+                _not_run(slot, f"no setting fits the engine ({plan.setting})", "no argument runs it (the composed window exceeds what one FFT pass holds)")
                 return
             need = math.ceil(max(plan.cost.seconds, 1.0) * 1.2 + (budget - left))
-            slot.result = _not_run(plan, query, f"estimated {plan.cost} exceeds the {_seconds(max(left, 0.0))} left of the time budget",
-                                   f"time_budget={need} (CLI: --time-budget {need})")
+            _not_run(slot, f"estimated {plan.cost} exceeds the {_seconds(max(left, 0.0))} left of the time budget",
+                     f"time_budget={need} (CLI: --time-budget {need})")
             return
         start = time.perf_counter()
         try:
-            slot.result = _timed(plan, left, query, slot.planning)
+            _timed(slot, plan, left, query)
         except _FAILURES as error:
-            slot.error = error
-            slot.result = query.blank(plan.route, f"failed: {type(error).__name__}: {error}", status="failed",
-                                      seconds=slot.planning + time.perf_counter() - start, estimated_seconds=plan.cost.seconds, exact=plan.exact,
-                                      comparison=plan.comparison, reason=f"{type(error).__name__}: {error}", setting=plan.setting)
+            slot.error, slot.status = error, "failed"
+            slot.reason = f"{type(error).__name__}: {error}"
+            slot.seconds = slot.planning + time.perf_counter() - start
         left -= plan.cost.seconds
 
     def attempt_unless_answered(slot: _Slot) -> None:
         nonlocal answered_by
         if answered_by is not None and not query.exhaustive:
-            slot.result = _not_run(slot.plan, query, f"the exact route {answered_by} answered: no certified route can be tighter",  # type: ignore[arg-type]
-                                   "exhaustive=True (CLI: --all-routes)")
+            _not_run(slot, f"the exact route {answered_by} answered: no certified route can be tighter", "exhaustive=True (CLI: --all-routes)")
             return
         attempt(slot)
-        if slot.result is not None and slot.result.status == "run" and slot.result.exact:
+        if slot.ran and slot.exact:
             answered_by = answered_by or slot.route
 
     for slot in exact:
@@ -301,63 +319,50 @@ def run_plan(routes: Sequence[Route], query: Query) -> EpsilonResult:
     if answered_by is not None and not query.exhaustive:
         answer = next(s for s in exact + others if s.route == answered_by)
         for slot in others:
-            if slot.plan.cost.seconds <= CROSS_CHECK_COST and slot.result is None:  # type: ignore[union-attr]
+            if slot.plan.cost.seconds <= CROSS_CHECK_COST and not slot.status:  # type: ignore[union-attr]
                 attempt(slot)
-                if slot.result is not None and slot.result.status == "run" and query.value(slot.result) < query.value(answer.result) * (1 - 1e-9):  # type: ignore[union-attr,arg-type]
-                    answer.result = RouteResult(**{**_fields(answer.result), "exact": False,  # type: ignore[arg-type]
-                                                   "reason": f"claimed exact, but {slot.route} is tighter: not trusted"})
+                if slot.ran and value(slot) < value(answer) * (1 - 1e-9):
+                    answer.exact = False
+                    answer.reason = f"claimed exact, but {slot.route} is tighter: not trusted"
                     answered_by = None
                     for skipped in exact:  # the exact routes it had stopped now run
-                        if skipped.result is not None and skipped.result.status == "not run" and "answered" in skipped.result.reason:
-                            skipped.result = None
+                        if skipped.status == "not run" and "answered" in skipped.reason:
+                            skipped.status = ""
                             attempt(skipped)
                     break
     for slot in others:
-        if slot.result is None:
+        if not slot.status:
             attempt_unless_answered(slot)
-    if not any(s.result is not None and s.result.status == "run" for s in exact + others):
+    if not any(s.ran for s in exact + others):
         # nothing certified fitted the budget: the cheapest certified route runs anyway (an
         # answer over the budget rather than none), and says so
         # (never one estimated above OVERRUN_FACTOR times the budget or above the memory budget:
         # a query answers or refuses within about twice its budget)
-        waiting = [s for s in exact + others if s.result is not None and s.result.status == "not run" and math.isfinite(s.plan.cost.seconds)
+        waiting = [s for s in exact + others if s.status == "not run" and math.isfinite(s.plan.cost.seconds)  # type: ignore[union-attr]
                    and not s.plan.off and s.plan.cost.seconds <= max(OVERRUN_FACTOR * budget, OVERRUN_FLOOR)  # type: ignore[union-attr]
                    and s.plan.cost.bytes <= query.memory_budget]  # type: ignore[union-attr]
         if waiting:
             slot = min(waiting, key=lambda s: (s.plan.cost.seconds, s.order))  # type: ignore[union-attr]
             left = max(left, slot.plan.cost.seconds)  # type: ignore[union-attr]
             attempt(slot)
-            if slot.result is not None and slot.result.status == "run":
-                slot.result = RouteResult(**{**_fields(slot.result), "reason": "run over the time budget: no certified route fitted it"})
+            if slot.ran:
+                slot.reason = "run over the time budget: no certified route fitted it"
     for slot in comparisons:
         attempt(slot)
 
-    for slot in slots:
-        if isinstance(slot.plan, NotApplicable):
-            slot.result = query.blank(slot.route, f"not applicable: {slot.plan.reason}", status="not applicable",
-                                      comparison=slot.plan.comparison, reason=slot.plan.reason)
-    certified = [s for s in slots if s.result is not None and s.result.status == "run" and not s.result.comparison]
-    if not certified or all(not math.isfinite(query.value(s.result)) for s in certified if s.result is not None):
+    certified = [s for s in slots if s.ran and not s.plan.comparison]  # type: ignore[union-attr]
+    if not certified or all(not math.isfinite(value(s)) for s in certified):
         failure = next((s.error for s in slots if s.error is not None and isinstance(s.error, ValueError)), None)
         failure = failure or next((s.error for s in slots if s.error is not None), None)
         if failure is not None and not certified:
             raise failure
         if not certified:
-            reasons = "; ".join(f"{s.route}: {s.result.reason}" for s in slots if s.result is not None and not s.result.comparison)
+            reasons = "; ".join(f"{s.route}: {s.record(query).reason}" for s in slots if not s.plan.comparison)
             raise AccountingError("subject", _describe(query), "a subject with at least one certified route that runs", reasons)
-    best_slot = min(certified, key=lambda s: (query.value(s.result), s.order))  # type: ignore[arg-type]
-    best = best_slot.result
-    assert best is not None
-    ordered = [s.result for s in sorted(slots, key=lambda s: s.order)]
-    results = tuple(
-        RouteResult(**{**_fields(r), "status": "answer"}) if s is best_slot else r  # type: ignore[arg-type]
-        for s, r in zip(sorted(slots, key=lambda s: s.order), ordered)
-    )
-    return EpsilonResult(best.epsilon, best.delta, best.route, best.alpha, best.detail, alternatives=results)
-
-
-def _fields(result: RouteResult) -> dict:
-    return {name: getattr(result, name) for name in RouteResult.__dataclass_fields__}
+    best_slot = min(certified, key=lambda s: (value(s), s.order))
+    records = tuple(s.record(query, answer=s is best_slot) for s in slots)  # in route order (the slots are)
+    best = records[slots.index(best_slot)]
+    return Result(best.epsilon, best.delta, best.route, best.alpha, best.detail, alternatives=records, answer=best)
 
 
 def _replan(slot: _Slot, query: Query, left: float) -> Plan | None:

@@ -51,7 +51,7 @@ probability mass upwards or adds mass (never lowers E f_eps because f_eps >= 0),
    (an outcome with a truncated part is truncated); delta adds both. The genuine atom belongs
    to the mechanism; the truncated mass (with the mass moved up) bounds how far the computed
    delta is from the measure's own, so it decides whether a lattice PLD may be called exact
-   (``PLDResult.truncation_negligible``; :mod:`accounting._pld_route`).
+   (``Result.truncation_negligible``; :mod:`accounting._pld_route`).
 4. *Masses.* The exact engine keeps masses as Arb balls; evaluating delta uses their upper
    endpoints (a pointwise larger measure, so a larger E f_eps since f_eps >= 0). The float
    engine keeps floats c_hat and a certified l1 distance E to a dominating measure c, and
@@ -111,7 +111,6 @@ If the +inf atom alone exceeds delta, eps = inf.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
@@ -122,6 +121,7 @@ from flint import arb, arb_poly
 from ._certified import DEFAULT_PRECISION, exact, lower_float, upper_float, working_precision
 from ._mechanisms._base import Mechanism
 from ._pairs import IntegerPair
+from ._result import Result
 from ._pld_continuous import MonotoneLossPair, continuous_loss_pair, default_discretisation, monotone_loss_directions
 from ._pld_fft_power import Factor, PowerRecipe, combined, powered
 from ._pld_measure import (
@@ -150,7 +150,6 @@ from ._validation import (
 )
 
 __all__ = [
-    "PLDResult",
     "PrivacyLossDistribution",
     "pld_delta",
     "pld_epsilon",
@@ -160,61 +159,6 @@ _BLOCK = 2048
 _SPARSE_PAIRS = 4_000_000
 _MAX_LATTICE_POINTS = 4_000_000
 _DIRECT_CONVOLUTION = 256
-
-
-# ----------------------------------------------------------------------------------------------
-# result type
-
-
-@dataclass(frozen=True)
-class PLDResult:
-    """(eps, delta) from the PLD route: ``epsilon`` and ``delta`` are certified upper bounds.
-
-    ``epsilon_lower`` / ``delta_lower`` are certified *lower* bounds from the optimistic twin of
-    the same computation (``None`` if it was not built), so the true value lies in
-    [epsilon_lower, epsilon]. ``discretisation`` is the grid width h or ``"exact lattice"``;
-    ``direction`` names the worse of the pairs ``"P||Q"``, ``"Q||P"`` (``"P||Q = Q||P"`` when
-    one computation covered both).
-
-    The +inf mass is reported in two parts: ``infinite_loss_mass`` is the genuine atom (outputs
-    one law gives and the other cannot: the mechanism's, exact), ``truncated_mass`` the mass the
-    computation truncated (outputs outside the window, masses cut after a convolution or outside
-    an FFT window: put at +inf, or raised to the lowest kept point), a certified upper bound,
-    rounded up, of truncation's effect on delta; both are in ``delta`` (and in the delta behind
-    ``epsilon``). ``truncation_negligible``: the truncated mass (with the float error terms)
-    cannot have moved the answer by more than the planner's tolerance, 1e-9 relative
-    (:data:`EXACT_TOLERANCE`): certified at ``epsilon * (1 - 1e-9)`` (for ``epsilon``) or against
-    ``delta`` (for ``delta``); None when not checked. Only then can a lattice PLD be called exact.
-    """
-
-    epsilon: float
-    delta: float
-    route: str
-    discretisation: float | str
-    direction: str
-    truncated_mass: float
-    compositions: int
-    epsilon_lower: float | None = None
-    delta_lower: float | None = None
-    detail: str = ""
-    infinite_loss_mass: float = 0.0
-    truncation_negligible: bool | None = None
-
-    def as_dict(self) -> dict:
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "route": self.route,
-            "discretisation": self.discretisation,
-            "direction": self.direction,
-            "truncated_mass": self.truncated_mass,
-            "compositions": self.compositions,
-            "epsilon_lower": self.epsilon_lower,
-            "delta_lower": self.delta_lower,
-            "detail": self.detail,
-            "infinite_loss_mass": self.infinite_loss_mass,
-            "truncation_negligible": self.truncation_negligible,
-        }
 
 
 def _fft_error_l2(n_fft: int, a1: float, a2: float, b1: float, b2: float) -> float:
@@ -1140,7 +1084,7 @@ class PrivacyLossDistribution:
 
     Build with :meth:`from_pair`; compose with :meth:`compose` / ``+`` (heterogeneous, same grid)
     and :meth:`self_compose` (k-fold); read :meth:`delta` and :meth:`epsilon`, which return
-    :class:`PLDResult` objects (certified upper bounds, with the optimistic lower bounds beside
+    :class:`~accounting._result.Result` objects (certified upper bounds, with the optimistic lower bounds beside
     them). See the module docstring for the method and its proof of pessimism.
     """
 
@@ -1429,7 +1373,7 @@ class PrivacyLossDistribution:
         result = self.delta(epsilon)
         return result.delta_lower, result.delta
 
-    def delta(self, epsilon: float | int | Fraction) -> PLDResult:
+    def delta(self, epsilon: float | int | Fraction) -> Result:
         """delta(eps) = max over directions of sum_L mass * (1 - e^{eps - L})_+ + mass(+inf)."""
         check_nonnegative("epsilon", epsilon)
         with working_precision(self._precision):
@@ -1445,7 +1389,7 @@ class PrivacyLossDistribution:
             if isinstance(best_ev, _RecipeEvaluator):  # the pass that certified it
                 best_ev = best_ev.pass_for(eps_ball)
             negligible = _delta_truncation_negligible(best_ev, eps_ball, best_up) if best_ev is not None else None
-            return PLDResult(
+            return Result(
                 epsilon=float(epsilon) if not isinstance(epsilon, Fraction) else upper_float(eps_ball),
                 delta=min(1.0, best_up),
                 route="pld",
@@ -1460,13 +1404,9 @@ class PrivacyLossDistribution:
                 truncation_negligible=negligible,
             )
 
-    def epsilon(self, delta: float) -> PLDResult:
+    def epsilon(self, delta: float) -> Result:
         """The smallest eps found with certified delta(eps) <= ``delta`` (module docstring)."""
-        check_probability("delta", delta)
-        return self._epsilon(delta)
-
-    def _epsilon(self, delta: float) -> PLDResult:
-        """:meth:`epsilon` for a ``delta`` its caller validated (the route planner, once)."""
+        check_probability("delta", delta)  # (a query's validated delta passes at once)
         best_name, best_eps, best_d, best_low, best_ev = "", -1.0, 1.0, None, None
         for name, ev_up, ev_low in self._evaluators():
             if isinstance(ev_up, _RecipeEvaluator):
@@ -1477,7 +1417,7 @@ class PrivacyLossDistribution:
             if ev_low is not None:
                 low = _certified_epsilon_lower(ev_low, float(delta), self._precision)
                 best_low = low if best_low is None else max(best_low, low)
-        return PLDResult(
+        return Result(
             epsilon=best_eps,
             delta=float(delta),
             route="pld",
@@ -1612,33 +1552,18 @@ def release_kind(subject: object) -> str | None:
     return None
 
 
-_RELEASES: dict = {}
-_RELEASES_KEPT = 16
-
-
 def release_pld(subject: object, h: float, *, lower_bound: bool = False, tail_mass: float = DEFAULT_TAIL_MASS) -> PrivacyLossDistribution:
     """One release's PLD as every route builds it: on the exact lattice of its losses when there
     is one (integer pairs), else on the grid h Z by connect-the-dots (a continuous pair whose loss
-    window would hold more than ``AUTO_POINTS`` points at h is put on 2^j h). Memoised on
-    (subject, h, lower_bound, tail_mass) for hashable subjects: a report asking several deltas, or
-    a calibration, builds each release once (the last 16 kept)."""
-    try:
-        key = (subject, float(h), bool(lower_bound), float(tail_mass))
-        hash(key)
-    except TypeError:
-        key = None
-    if key is not None and key in _RELEASES:
-        return _RELEASES[key]
+    window would hold more than ``AUTO_POINTS`` points at h is put on 2^j h). Built anew each call:
+    the route planner hands the PLDs it built while planning to the run itself
+    (:class:`accounting._pld_route.PldRoute`), and a caller asking several questions of one PLD
+    keeps it (:meth:`PrivacyLossDistribution.epsilon` and :meth:`~PrivacyLossDistribution.delta`
+    answer any number of them)."""
     continuous = continuous_loss_pair(subject)
     if continuous is not None:
-        pld = PrivacyLossDistribution.from_pair(continuous, discretisation=default_discretisation(continuous, h), lower_bound=lower_bound, tail_mass=tail_mass)
-    else:
-        pld = PrivacyLossDistribution._from_integer_pair(_resolve_pair(subject), None, None, tail_mass, DEFAULT_TRUNCATION, "auto", lower_bound, None, h)
-    if key is not None:
-        if len(_RELEASES) >= _RELEASES_KEPT:
-            _RELEASES.pop(next(iter(_RELEASES)))
-        _RELEASES[key] = pld
-    return pld
+        return PrivacyLossDistribution.from_pair(continuous, discretisation=default_discretisation(continuous, h), lower_bound=lower_bound, tail_mass=tail_mass)
+    return PrivacyLossDistribution._from_integer_pair(_resolve_pair(subject), None, None, tail_mass, DEFAULT_TRUNCATION, "auto", lower_bound, None, h)
 
 
 def _pld_for(mechanism_pair: object, k: int, discretisation, lattice_step, kwargs) -> PrivacyLossDistribution:
@@ -1664,7 +1589,7 @@ def pld_epsilon(
     discretisation: float | Fraction | None = None,
     lattice_step: float | Fraction | str | arb | None = None,
     **kwargs,
-) -> PLDResult:
+) -> Result:
     """Certified eps(delta) of the k-fold composition of one mechanism, through its PLD.
 
     Exact lattice when the losses sit on one; otherwise connect-the-dots on the grid
@@ -1689,7 +1614,7 @@ def pld_delta(
     discretisation: float | Fraction | None = None,
     lattice_step: float | Fraction | str | arb | None = None,
     **kwargs,
-) -> PLDResult:
+) -> Result:
     """Certified delta(eps) of the k-fold composition of one mechanism, through its PLD."""
     check_positive_int("k", k)
     check_nonnegative("epsilon", epsilon)

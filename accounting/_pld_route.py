@@ -4,7 +4,9 @@ A query of releases ((M_1, n_1), ..., (M_r, n_r)) has a PLD route when every rel
 an integer output pair (exact lattice, or connect-the-dots onto a grid), a closed-form list of
 loss atoms (the discrete Laplace: no output window at all), or a monotone privacy loss
 (continuous and subsampled mechanisms: connect-the-dots). The route builds each distinct release
-once (:func:`accounting._pld.release_pld`, the same PLD :func:`accounting.pld_epsilon` builds),
+once (:func:`accounting._pld.release_pld`, the same PLD :func:`accounting.pld_epsilon` builds;
+a release cheap enough to build while planning, to read its lattice and span, is built then and
+handed to the run by the plan, ``Plan.prepared``),
 composes them in one FFT pass (:mod:`accounting._pld_fft_power`; releases on different grids are
 first put on one, :meth:`~accounting.PrivacyLossDistribution.regrid`) and reads the certified
 eps(delta) (or delta(eps), for a delta query: :func:`accounting._routes.delta_routes`). The grid
@@ -13,7 +15,7 @@ is :func:`accounting._pld.grid_for` of the total number of releases.
 Exactness: a PLD on the exact lattice of its losses is planned as exact, but the answer says
 exact only if its truncated mass (outputs outside the window, the mass outside the FFT window:
 at +inf, counted in delta) is certified not to move it by more than 1e-9 relative
-(``PLDResult.truncation_negligible``); otherwise it says "not exact" and the planner runs the
+(``Result.truncation_negligible``); otherwise it says "not exact" and the planner runs the
 other routes as for any inexact one. (1000 discrete Gaussians, sigma = 2, at delta = 9e-21: the
 FFT window leaves 8.3e-21 outside; the route used to call its eps = 281.85 exact, 4 % above the
 true 270.84, and stop there.)
@@ -38,19 +40,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._conversions import EpsilonResult
 from ._guarantees import RDP
 from ._mechanisms._base import Mechanism
 from ._pairs import IntegerPair
-from ._planner import Cost, NotApplicable, Plan, Query, RouteResult
+from ._planner import Cost, NotApplicable, Plan, Query
 from ._pld import DEFAULT_TAIL_MASS, EXACT_TOLERANCE, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
 from ._pld_continuous import AUTO_POINTS, continuous_loss_pair
 from ._pld_fft_power import MAX_WINDOW
+from ._result import Result
 
 __all__ = ["PldRoute", "pld_for_parts"]
 
@@ -115,6 +118,7 @@ class _Release:
     output_cost: float = COST_INTEGER_OUTPUT  # seconds per output of its window
     series: bool = False  # a continuous pair whose masses come blockwise from Taylor series
     spread: float | None = None  # float estimate of the loss's standard deviation (continuous pairs)
+    pld: PrivacyLossDistribution | None = None  # built while planning (at grid_for(count)), handed to the run
 
 
 def _setup_cost(pair: Any) -> float:
@@ -145,12 +149,12 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
     per_output = float(hint) if hint is not None else COST_INTEGER_OUTPUT
     if setup + (COST_ATOM if kind == "atoms" else per_output) * atoms > build_budget:
         return _Release(subject, count, kind, 0.0, 2, atoms, setup=setup, output_cost=per_output)
-    # cheap to build: build it now (memoised: the run reuses it) and read its lattice and span
+    # cheap to build: build it now and read its lattice and span (the plan hands it to the run)
     pld = release_pld(subject, grid_for(count))
     span = pld.loss_span()
     lattice = pld.step if pld.discretisation == "exact lattice" else None
     support = pld.grid_size()
-    return _Release(subject, count, kind, span, 2, atoms, lattice, support, output_cost=per_output)
+    return _Release(subject, count, kind, span, 2, atoms, lattice, support, output_cost=per_output, pld=pld)
 
 
 #: standard deviations of the composed loss the one-pass window holds (measured ~9.8 at the
@@ -159,7 +163,39 @@ _CLT_SIGMAS = 10.0
 _SPREAD_POINTS = 257
 #: the spread is estimated (~15 ms each) for queries of at most this many distinct releases
 _SPREAD_RELEASES = 8
-_SPREADS: dict = {}
+
+
+class Memo:
+    """A bounded memo of a pure function's values, keyed on every input (the least recently used
+    leaves first): a hit returns what a fresh computation would. Owned by the object that uses it
+    (:class:`PldRoute`), never a hand-off between two places."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._values: OrderedDict = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        """The value kept for ``key``, or None (an unhashable key is never kept)."""
+        try:
+            value = self._values.get(key)
+        except TypeError:
+            return None
+        if value is not None:
+            self._values.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> Any:
+        try:
+            self._values[key] = value
+        except TypeError:
+            return value
+        self._values.move_to_end(key)
+        while len(self._values) > self.size:
+            self._values.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self._values.clear()
 
 
 def _loss_spread(subject: Any, pair: Any) -> float | None:
@@ -168,10 +204,7 @@ def _loss_spread(subject: Any, pair: Any) -> float | None:
     only, ~15 ms, memoised). The composed window grows like sqrt(k) times it, which the Chernoff
     width misses when the RDP curve is a bound flat near alpha = 1 (a subsampled Gaussian with
     sigma = 0.3: width 94 from the curve, ~5,800 at 10^6 releases)."""
-    try:
-        hit = _SPREADS.get(subject)
-    except TypeError:
-        hit, subject = None, None
+    hit = PldRoute.spreads.get(subject)
     if hit is not None:
         return hit
     from flint import arb
@@ -187,10 +220,7 @@ def _loss_spread(subject: Any, pair: Any) -> float | None:
     gaps = np.diff(ts)
     first = lo + float(np.sum(gaps * (survival[1:] + survival[:-1]) / 2))
     second = lo * lo + float(np.sum(gaps * (ts[1:] * survival[1:] + ts[:-1] * survival[:-1])))
-    spread = math.sqrt(max(second - first * first, 0.0))
-    if subject is not None:
-        _SPREADS[subject] = spread
-    return spread
+    return PldRoute.spreads.put(subject, math.sqrt(max(second - first * first, 0.0)))
 
 
 def _window_outputs(pair: IntegerPair, tail: float) -> int:
@@ -290,13 +320,24 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
 
 class PldRoute:
     """The PLD route (module docstring). ``surrogate`` maps the query's releases to the ones
-    whose PLD is built (the optimal-composition route builds randomized responses)."""
+    whose PLD is built (the optimal-composition route builds randomized responses); ``outcomes``
+    (the optimal-composition route) is put in its records.
 
-    def __init__(self, name: str = "pld", surrogate=None, label: str = "privacy-loss distribution", exact_for_lattice: bool = True) -> None:
+    Its memos (class-wide, bounded, keyed on every input): ``composed``, the composed PLDs (a
+    report asking several deltas, a calibration, compose once; :func:`pld_for_parts`), and
+    ``spreads``, the loss spreads of the cost estimate. What planning built for one query (the
+    releases' PLDs) is not a memo: the plan hands it to the run (``Plan.prepared``)."""
+
+    composed = Memo(8)
+    spreads = Memo(256)
+
+    def __init__(self, name: str = "pld", surrogate=None, label: str = "privacy-loss distribution", exact_for_lattice: bool = True,
+                 outcomes: int | None = None) -> None:
         self.name = name
         self._surrogate = surrogate
         self._label = label
         self._exact_for_lattice = exact_for_lattice
+        self._outcomes = outcomes
 
     def _releases(self, query: Query) -> list[tuple[Any, int]] | NotApplicable:
         if self._surrogate is None:
@@ -345,22 +386,26 @@ class PldRoute:
             return Plan(self.name, lambda left: query.blank(self.name, "switched off"), chosen.cost, exact, setting=chosen.describe(),
                         how="include_pld=True (CLI: without --no-pld)", off="switched off (include_pld=False; CLI: --no-pld)")
         coarsened = "" if chosen is options[0] else f"; the default ({options[0].describe()}) would cost {options[0].cost}"
+        # the PLDs built while planning, each at grid_for(count) with the default tail: the run uses
+        # them where its setting asks for that very PLD (a single release on its grid or lattice)
+        prepared = tuple((r.subject, grid_for(r.count), DEFAULT_TAIL_MASS, r.pld) for r in releases if r.pld is not None)
         return Plan(
             self.name,
-            functools.partial(self._run, tuple(parts), chosen, query, exact),
+            functools.partial(self._run, tuple(parts), chosen, query, exact, prepared),
             chosen.cost,
             exact,
             setting=chosen.describe() + coarsened,
             how="" if not coarsened else (f"time_budget={math.ceil(options[0].cost.seconds * 1.2) + 1} runs it on h = {h:.3g}" if math.isfinite(options[0].cost.seconds)
                                           else f"no time budget runs it on h = {h:.3g} (the composed window exceeds one FFT pass)"),
+            prepared=prepared,
         )
 
-    def _run(self, parts: tuple, setting: _Setting, query: Query, exact: bool, left: float) -> EpsilonResult:
-        composed = pld_for_parts(parts, None if setting.exact else setting.h, setting.tail, on_grid=not setting.exact)
-        result = composed.delta(query.epsilon) if query.asks_delta else composed._epsilon(query.delta)
+    def _run(self, parts: tuple, setting: _Setting, query: Query, exact: bool, prepared: tuple, left: float) -> Result:
+        composed = pld_for_parts(parts, None if setting.exact else setting.h, setting.tail, on_grid=not setting.exact, prepared=prepared)
+        result = composed.delta(query.epsilon) if query.asks_delta else composed.epsilon(query.delta)
         on_lattice = result.discretisation == "exact lattice"
         grid = "exact lattice" if on_lattice else f"grid h = {_grid_text(result.discretisation)}, connect-the-dots"
-        return RouteResult(
+        return Result(
             result.epsilon,
             result.delta,
             self.name,
@@ -370,6 +415,7 @@ class PldRoute:
             # exact only when the lattice PLD's truncations could not have moved the answer
             exact=on_lattice and self._exact_for_lattice and bool(result.truncation_negligible),
             grid=None if on_lattice else float(result.discretisation),
+            outcomes=self._outcomes,
         )
 
 
@@ -383,11 +429,13 @@ def _grid_text(discretisation: Any) -> str:
     return f"{discretisation:.3g}" if isinstance(discretisation, float) else str(discretisation)
 
 
-@functools.lru_cache(maxsize=8)
-def _composed(parts: tuple, h: float, tail: float, lower_bound: bool, on_grid: bool) -> PrivacyLossDistribution:
+def _composed(parts: tuple, h: float, tail: float, lower_bound: bool, on_grid: bool, prepared: tuple) -> PrivacyLossDistribution:
     out = None
     for subject, count in parts:
-        pld = release_pld(subject, h, tail_mass=tail, lower_bound=lower_bound)
+        # a release the plan built (the same subject, grid and tail) is used as it is
+        pld = next((p for s, g, t, p in prepared if s is subject and g == h and t == tail and not lower_bound), None)
+        if pld is None:
+            pld = release_pld(subject, h, tail_mass=tail, lower_bound=lower_bound)
         if on_grid and pld.discretisation != h:  # an exact lattice (or a coarsened continuous grid) put on the plan's grid
             pld = pld.regrid(h)
         pld = pld.self_compose(count) if count > 1 else pld
@@ -397,17 +445,18 @@ def _composed(parts: tuple, h: float, tail: float, lower_bound: bool, on_grid: b
 
 
 def pld_for_parts(parts: tuple, h: float | None = None, tail: float = DEFAULT_TAIL_MASS, *, lower_bound: bool = False,
-                  on_grid: bool = False) -> PrivacyLossDistribution:
+                  on_grid: bool = False, prepared: tuple = ()) -> PrivacyLossDistribution:
     """The composed PLD of ((release, count), ...) as the PLD route builds it: each release on
     its exact lattice if it has one, else on the grid h (:func:`~accounting._pld.grid_for` of the
     total unless given); ``on_grid=True`` puts every release on h (a coarsened plan);
-    ``lower_bound=True`` adds the optimistic twin. Memoised (a report asking several deltas, a
-    calibration, compose it once)."""
+    ``lower_bound=True`` adds the optimistic twin; ``prepared`` holds releases already built
+    ((subject, h, tail, PLD), from the route's plan). Memoised (:attr:`PldRoute.composed`: a
+    report asking several deltas, a calibration, compose it once)."""
     parts = tuple((s, int(n)) for s, n in parts)
     if h is None:
         h = grid_for(sum(n for _, n in parts))
-    try:
-        hash(parts)
-    except TypeError:
-        return _composed.__wrapped__(parts, h, tail, lower_bound, on_grid)
-    return _composed(parts, h, tail, lower_bound, on_grid)
+    key = (parts, h, tail, lower_bound, on_grid)
+    hit = PldRoute.composed.get(key)
+    if hit is not None:
+        return hit
+    return PldRoute.composed.put(key, _composed(parts, h, tail, lower_bound, on_grid, prepared))

@@ -30,16 +30,17 @@ import math
 from typing import Any
 
 from ._certified import upper_float, working_precision
-from ._conversions import EpsilonResult, _mechanism_rdp_epsilon, _rdp_to_epsilon, _zcdp_to_epsilon
+from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon, zcdp_to_epsilon
 from ._dp_event import Composition
 from ._guarantees import RDP, ZCDP, ApproxDP, PureDP
 from ._mechanisms._base import Mechanism
 from ._planner import DEFAULT_MEMORY_BUDGET, DEFAULT_TIME_BUDGET, Cost, NotApplicable, Plan, Query, run_plan
-from ._pld import PLDResult, release_kind
+from ._pld import release_kind
 from ._pld_route import PldRoute, pld_for_parts
+from ._result import Result
 from ._shuffle import Shuffled, shuffle_report, shuffle_route_objects, shuffle_routes
 from ._total_variation import WithinTotalVariation, delta_after_total_variation, delta_before_total_variation, times_total_variation
-from ._validation import AccountingError, check_nonnegative, check_positive, check_positive_int, check_probability
+from ._validation import AccountingError, check_nonnegative, check_positive_int, check_probability
 
 __all__ = ["POLICIES", "delta_routes", "epsilon_routes", "ledger_epsilon", "pld_bracket", "query_of", "rdp_provenance", "register_route", "routes_for", "run_policy",
            "unregister_route"]
@@ -88,11 +89,8 @@ def _check_release(index: int | None, subject: Any) -> None:
 def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET, include_pld: bool = True,
              comparisons: bool = True, exhaustive: bool = False, memory_budget: float = DEFAULT_MEMORY_BUDGET) -> Query:
     """The planner's query for ``compose`` releases of ``subject`` (a release, a list, an event
-    tree): ``delta`` and every argument validated here, once."""
-    delta = float(check_probability("delta", delta))
+    tree): every argument validated here, once (``delta`` and the budgets by :class:`Query`)."""
     k = check_positive_int("compose", compose)
-    check_positive("time_budget", time_budget, allow_inf=True)
-    check_positive("memory_budget", memory_budget, allow_inf=True)
     merged: dict = {}
     if isinstance(subject, (list, tuple)):
         if len(subject) == 0:
@@ -104,7 +102,7 @@ def query_of(subject: Any, delta: float, *, compose: int = 1, time_budget: float
         _check_release(None, subject)
         _flatten(subject, k, merged)
     parts = tuple((s.subject if isinstance(s, _Unhashable) else s, n) for s, n in merged.items())
-    return Query(parts, delta, float(time_budget), include_pld, comparisons, exhaustive, memory_budget=float(memory_budget))
+    return Query(parts, delta, time_budget, include_pld, comparisons, exhaustive, memory_budget=memory_budget)
 
 
 # ---- the routes -----------------------------------------------------------------------------------
@@ -147,11 +145,11 @@ class _PureRoute:
         if missing is not None:
             return NotApplicable(self.name, f"{_describe(missing)} is not pure DP")
 
-        def run(left: float) -> EpsilonResult:
+        def run(left: float) -> Result:
             total = PureDP(epsilons[0]).times(query.parts[0][1])
             for e, (_, n) in zip(epsilons[1:], query.parts[1:]):
                 total = total.compose(PureDP(e).times(n))
-            return EpsilonResult(total.epsilon, query.delta, self.name, None, "basic composition of the pure epsilons")
+            return Result(total.epsilon, query.delta, self.name, None, "basic composition of the pure epsilons")
 
         return Plan(self.name, run, Cost(COST_CLOSED_FORM))
 
@@ -206,24 +204,24 @@ class _RdpRoute:
         cost = Cost(sum(_rdp_cost(s) for s, _ in query.parts))
         return Plan(self.name, lambda left: self._run(query), cost, comparison=comparison)
 
-    def _run(self, query: Query) -> EpsilonResult:
+    def _run(self, query: Query) -> Result:
         single = query.single
         delta = query.delta
         if single is not None and isinstance(single[0], ZCDP):
-            r = _zcdp_to_epsilon(single[0].times(single[1]).rho, delta)
-            return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "zCDP curve, CKS conversion (exact infimum over real alpha)")
+            r = zcdp_to_epsilon(single[0].times(single[1]), delta)
+            return Result(r.epsilon, delta, self.name, r.alpha, "zCDP curve, CKS conversion (exact infimum over real alpha)")
         if single is not None and isinstance(single[0], Mechanism):
             subject, k = single
-            r = _mechanism_rdp_epsilon(subject, delta, k, self.conversion)
+            r = mechanism_rdp_epsilon(subject, delta, compose=k, conversion=self.conversion)  # type: ignore[arg-type]
             detail = f"{_curve_label(subject, r.alpha)}, {'CKS' if self.conversion == 'cks' else 'Mironov'} conversion"
-            return EpsilonResult(r.epsilon, delta, self.name, r.alpha, detail)
+            return Result(r.epsilon, delta, self.name, r.alpha, detail)
         if single is not None and isinstance(single[0], PureDP):
-            r = _rdp_to_epsilon(single[0].to_rdp().times(single[1]), delta)
-            return EpsilonResult(r.epsilon, delta, self.name, r.alpha, "tight pure -> RDP curve (binary randomized response), CKS conversion")
+            r = rdp_to_epsilon(single[0].to_rdp().times(single[1]), delta)
+            return Result(r.epsilon, delta, self.name, r.alpha, "tight pure -> RDP curve (binary randomized response), CKS conversion")
         curves = [_curve_of(s) for s, _ in query.parts]
-        r = _rdp_to_epsilon(RDP.sequence(curves, [n for _, n in query.parts]), delta)
+        r = rdp_to_epsilon(RDP.sequence(curves, [n for _, n in query.parts]), delta)
         labels = sorted({_curve_label(s, r.alpha) for s, _ in query.parts})
-        return EpsilonResult(r.epsilon, delta, self.name, r.alpha, f"RDP curves summed ({'; '.join(labels)}), CKS conversion")
+        return Result(r.epsilon, delta, self.name, r.alpha, f"RDP curves summed ({'; '.join(labels)}), CKS conversion")
 
 
 def rdp_provenance(subject: Any, alpha: float | None) -> str:
@@ -259,9 +257,9 @@ class _RdpBoundRoute:
             return NotApplicable(self.name, "no cheaper RDP bound than the curve itself")
         subject, k = single  # type: ignore[misc]
 
-        def run(left: float) -> EpsilonResult:
-            r = _rdp_to_epsilon(curve.times(k), query.delta)
-            return EpsilonResult(r.epsilon, query.delta, self.name, r.alpha, f"{curve.describe()}, CKS conversion")
+        def run(left: float) -> Result:
+            r = rdp_to_epsilon(curve.times(k), query.delta)
+            return Result(r.epsilon, query.delta, self.name, r.alpha, f"{curve.describe()}, CKS conversion")
 
         return Plan(self.name, run, Cost(COST_RDP))
 
@@ -280,15 +278,15 @@ class _AnalyticGaussianRoute:
 ANALYTIC_GAUSSIAN_DETAIL = "analytic Gaussian (mu-GDP, Balle-Wang 2018), rounded up"
 
 
-def analytic_gaussian(parts, delta: float) -> EpsilonResult:
-    """The exact eps(delta) of a composition of Gaussians, rounded up (delta already validated)."""
-    from ._analytic_gaussian import _gdp_epsilon, gdp_mu
+def analytic_gaussian(parts, delta: float) -> Result:
+    """The exact eps(delta) of a composition of Gaussians, rounded up."""
+    from ._analytic_gaussian import gdp_epsilon, gdp_mu
 
     with working_precision(None):
         mu = gdp_mu((s.sensitivity, s.sigma, n) for s, n in parts)
         mu_up = upper_float(mu)
-        eps = _gdp_epsilon(mu, delta)
-    return EpsilonResult(eps, delta, "analytic-gaussian", None, f"{ANALYTIC_GAUSSIAN_DETAIL}; mu = {mu_up:.6g}")
+        eps = gdp_epsilon(mu, delta)
+    return Result(eps, delta, "analytic-gaussian", None, f"{ANALYTIC_GAUSSIAN_DETAIL}; mu = {mu_up:.6g}")
 
 
 def _pure_groups(query: Query) -> list[tuple[float, int]] | NotApplicable:
@@ -314,7 +312,7 @@ class _OptimalCompositionRoute:
             return NotApplicable(self.name, groups.reason)
         support = exact_support(groups, query.delta)
         exact = all(_attains_optimal_composition(s) for s, _ in query.parts)
-        return Plan(self.name, lambda left: optimal_composition_exact(groups, query.delta).as_result(), Cost(COST_CLOSED_FORM + COST_OUTCOME * support),
+        return Plan(self.name, lambda left: optimal_composition_exact(groups, query.delta), Cost(COST_CLOSED_FORM + COST_OUTCOME * support),
                     exact=exact, setting=f"{support:,} support points")
 
 
@@ -334,13 +332,13 @@ class _KovRoute:
     name = "kov-heterogeneous-bound"
 
     def plan(self, query: Query, budget: float) -> Plan | NotApplicable:
-        from ._optimal_composition import _kov_bound
+        from ._optimal_composition import KOV_DETAIL, exact_support, kov_heterogeneous_bound
 
         groups = _pure_groups(query)
         if isinstance(groups, NotApplicable):
             return NotApplicable(self.name, groups.reason)
-        return Plan(self.name, lambda left: EpsilonResult(_kov_bound(groups, query.delta), query.delta, self.name, None,
-                                                          "Kairouz-Oh-Viswanath 2015 Thm 3.5 heterogeneous bound, rounded up"), Cost(COST_CLOSED_FORM))
+        return Plan(self.name, lambda left: Result(kov_heterogeneous_bound(groups, query.delta), query.delta, self.name, None, KOV_DETAIL,
+                                                   outcomes=exact_support(groups, query.delta)), Cost(COST_CLOSED_FORM))
 
 
 class _ClosedFormRoute:
@@ -360,14 +358,14 @@ class _ClosedFormRoute:
         return Plan(self.name, lambda left: _closed_form_result(self.label, self.bound, k, query.delta), Cost(COST_RDP), comparison=True)
 
 
-def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> EpsilonResult:
+def _closed_form_result(label: str, bound: Any, k: int, delta: float) -> Result:
     if isinstance(bound, RDP):
-        r = _rdp_to_epsilon(bound.times(k), delta)
-        return EpsilonResult(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, RDP -> CKS")
+        r = rdp_to_epsilon(bound.times(k), delta)
+        return Result(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, RDP -> CKS")
     if isinstance(bound, ZCDP):
-        r = _zcdp_to_epsilon(bound.times(k).rho, delta)
-        return EpsilonResult(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, zCDP -> CKS")
-    return EpsilonResult(bound.times(k).epsilon, delta, f"closed-form:{label}", None, f"{label}, pure")
+        r = zcdp_to_epsilon(bound.times(k), delta)
+        return Result(r.epsilon, delta, f"closed-form:{label}", r.alpha, f"{label}, zCDP -> CKS")
+    return Result(bound.times(k).epsilon, delta, f"closed-form:{label}", None, f"{label}, pure")
 
 
 def routes_for(query: Query) -> list:
@@ -377,12 +375,16 @@ def routes_for(query: Query) -> list:
 
 
 def _builtin_routes(query: Query) -> list:
+    from ._optimal_composition import exact_support
+
+    groups = _pure_groups(query)
     routes: list = [
         _AnalyticGaussianRoute(),
         _OptimalCompositionRoute(),
         PldRoute(),
         PldRoute("optimal-composition-pld", _rr_surrogate, "optimal composition of pure DP through the randomized responses' PLD (Murtagh-Vadhan 2016)",
-                 exact_for_lattice=all(_attains_optimal_composition(s) for s, _ in query.parts)),
+                 exact_for_lattice=all(_attains_optimal_composition(s) for s, _ in query.parts),
+                 outcomes=None if isinstance(groups, NotApplicable) else exact_support(groups, query.delta)),
         _KovRoute(),
         _RdpRoute("cks"),
         _RdpBoundRoute(),
@@ -421,7 +423,7 @@ def epsilon_routes(
     exhaustive: bool = False,
     memory_budget: float = DEFAULT_MEMORY_BUDGET,
     policy: str = "interactive",
-) -> EpsilonResult:
+) -> Result:
     """The smallest certified eps at ``delta`` after ``compose``-fold composition, with every route.
 
     ``subject`` is a mechanism from :mod:`accounting`, a guarantee (PureDP, ZCDP, RDP), a list of
@@ -432,7 +434,7 @@ def epsilon_routes(
     ``time_budget`` seconds (on one core), coarsening grids to fit; ``exhaustive=True`` runs every
     route that fits even after an exact one answered. ``include_pld=False`` switches off the PLD
     routes, ``comparisons=False`` the comparison routes (closed forms, Mironov), which never change
-    the answer. The result's ``alternatives`` list every route (:class:`accounting._planner.RouteResult`):
+    the answer. The result's ``alternatives`` list every route's record (:class:`accounting.Result`; ``answer`` is the winning one):
     its value and time if it ran, else why not and which argument would run it.
     ``memory_budget`` (bytes) caps a route's estimated peak memory (coarsened or not run above it).
     ``policy`` names the route set (:data:`POLICIES`): ``"interactive"`` (every route, within the
@@ -458,7 +460,7 @@ def epsilon_routes(
     return run_policy(query, "interactive")
 
 
-def _within_total_variation(subject: WithinTotalVariation, delta: float, compose: int, options: dict) -> EpsilonResult:
+def _within_total_variation(subject: WithinTotalVariation, delta: float, compose: int, options: dict) -> Result:
     """eps at ``delta`` of ``compose`` releases within total variation t each of the analysed mechanism:
     the analysed mechanism's eps at delta' = delta - (1 + e^E) compose t, E its eps at delta/2 (an upper
     bound on the answer while delta' >= delta/2), so the executed releases are (eps, delta' +
@@ -489,12 +491,12 @@ class _AnalyticGaussianDeltaRoute:
         if other is not None:
             return NotApplicable(self.name, f"{_describe(other)} is not a Gaussian mechanism")
 
-        def run(left: float) -> EpsilonResult:
+        def run(left: float) -> Result:
             from ._analytic_gaussian import gdp_delta, gdp_mu
 
             with working_precision(None):
                 delta = gdp_delta(gdp_mu((s.sensitivity, s.sigma, n) for s, n in query.parts), query.epsilon)
-            return EpsilonResult(query.epsilon, delta, self.name, None, ANALYTIC_GAUSSIAN_DETAIL)  # type: ignore[arg-type]
+            return Result(query.epsilon, delta, self.name, None, ANALYTIC_GAUSSIAN_DETAIL)  # type: ignore[arg-type]
 
         return Plan(self.name, run, Cost(COST_CLOSED_FORM), exact=True)
 
@@ -511,17 +513,17 @@ class _RdpDeltaRoute:
         if missing is not None:
             return NotApplicable(self.name, f"{_describe(missing)} has no RDP curve (rdp() is None)")
 
-        def run(left: float) -> EpsilonResult:
+        def run(left: float) -> Result:
             from ._conversions import rdp_to_delta
 
             curve = RDP.sequence([_curve_of(s) for s, _ in query.parts], [n for _, n in query.parts])
             r = rdp_to_delta(curve, query.epsilon)  # type: ignore[arg-type]
-            return EpsilonResult(query.epsilon, r.delta, self.name, r.alpha, f"RDP curves summed ({r.detail}), CKS conversion")  # type: ignore[arg-type]
+            return Result(query.epsilon, r.delta, self.name, r.alpha, f"RDP curves summed ({r.detail}), CKS conversion")  # type: ignore[arg-type]
 
         return Plan(self.name, run, Cost(sum(_rdp_cost(s) for s, _ in query.parts)))
 
 
-def delta_routes(subject: Any, epsilon: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET) -> EpsilonResult:
+def delta_routes(subject: Any, epsilon: float, *, compose: int = 1, time_budget: float = DEFAULT_TIME_BUDGET) -> Result:
     """The smallest certified delta at ``epsilon`` over the routes that give one (the analytic
     Gaussian, the composed PLD, the RDP curves by CKS), through the planner of
     :func:`epsilon_routes`: the same cost estimates, the same coarsening to fit ``time_budget``
@@ -537,15 +539,15 @@ def delta_routes(subject: Any, epsilon: float, *, compose: int = 1, time_budget:
                                    route=f"{inner.route} + sampler total variation",
                                    detail=f"{inner.detail}; plus (1 + e^eps) * {t!r} for the executed law".lstrip("; "))
     query = query_of(subject, 0.5, compose=compose, time_budget=time_budget, comparisons=False)
-    query = Query(query.parts, 1.0, query.time_budget, True, False, False, eps)
+    query = dataclasses.replace(query, delta=1.0, include_pld=True, comparisons=False, exhaustive=False, epsilon=eps)
     if eps == 0 and not all(_is_gaussian(s) for s, _ in query.parts) and any(release_kind(s) is None for s, _ in query.parts):
         # neither the analytic Gaussian nor a PLD applies, and CKS needs eps > 0
-        return EpsilonResult(eps, 1.0, "none", None, "no route gives delta(0) for these releases (no PLD; CKS needs epsilon > 0)")
+        return Result(eps, 1.0, "none", None, "no route gives delta(0) for these releases (no PLD; CKS needs epsilon > 0)")
     return run_plan([_AnalyticGaussianDeltaRoute(), PldRoute(), _RdpDeltaRoute()], query)
 
 
-def pld_bracket(subject: Any, delta: float, *, compose: int = 1, discretisation: float | None = None) -> PLDResult | None:
-    """The PLD route with its optimistic twin: a PLDResult whose [epsilon_lower, epsilon] brackets
+def pld_bracket(subject: Any, delta: float, *, compose: int = 1, discretisation: float | None = None) -> Result | None:
+    """The PLD route with its optimistic twin: a PLD evaluation (:class:`Result`) whose [epsilon_lower, epsilon] brackets
     the true eps(delta) (both certified), or None when a release has no PLD. The PLD is the one
     the route builds (same releases, same grid), with the lower bound added."""
     query = query_of(subject, delta, compose=compose)
@@ -609,7 +611,7 @@ class _LedgerRdpRoute:
             return NotApplicable(self.name, "rounds of one shuffled protocol: the amplification routes answer")
         return Plan(self.name, lambda left: self._run(query), Cost(COST_RDP))
 
-    def _run(self, query: Query) -> EpsilonResult:
+    def _run(self, query: Query) -> Result:
         from ._certified import exact, lower_float
         from ._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
         from ._guarantees import _sum_up, _times_up
@@ -618,7 +620,7 @@ class _LedgerRdpRoute:
         if len(query.parts) == 1 and not isinstance(query.parts[0][0], (PureDP, ZCDP, ApproxDP, RDP)):
             g, n = query.parts[0]
             r = mechanism_rdp_epsilon(g, delta, compose=n)
-            return EpsilonResult(_sum_up(r.epsilon, 0.0), delta, self.name, r.alpha, "exact RDP curve, CKS conversion")
+            return Result(_sum_up(r.epsilon, 0.0), delta, self.name, r.alpha, "exact RDP curve, CKS conversion")
         curves: list[RDP] = []
         counts: list[int] = []
         approx: list[tuple[ApproxDP, int]] = []
@@ -634,15 +636,15 @@ class _LedgerRdpRoute:
         delta_approx = _sum_up(*(_times_up(g.delta, n) for g, n in approx)) if approx else 0.0
         detail = "RDP curves summed, CKS conversion" + (" + basic composition of the approximate-DP charges" if approx else "")
         if delta_approx > delta:
-            return EpsilonResult(math.inf, delta, self.name, None, "the approximate-DP charges alone exceed delta")
+            return Result(math.inf, delta, self.name, None, "the approximate-DP charges alone exceed delta")
         if not curves:
-            return EpsilonResult(eps_approx, delta, self.name, None, "basic composition of the approximate-DP charges")
+            return Result(eps_approx, delta, self.name, None, "basic composition of the approximate-DP charges")
         with working_precision(None):
             delta_left = lower_float(exact(delta) - exact(delta_approx))
         if delta_left <= 0:
-            return EpsilonResult(math.inf, delta, self.name, None, "the approximate-DP charges alone use up delta")
+            return Result(math.inf, delta, self.name, None, "the approximate-DP charges alone use up delta")
         result = rdp_to_epsilon(RDP.sequence(curves, counts), delta_left)
-        return EpsilonResult(_sum_up(result.epsilon, eps_approx), delta, self.name, result.alpha, detail)
+        return Result(_sum_up(result.epsilon, eps_approx), delta, self.name, result.alpha, detail)
 
 
 class _LedgerShuffleRoute:
@@ -656,11 +658,11 @@ class _LedgerShuffleRoute:
             return NotApplicable(self.name, "not rounds of one shuffled protocol")
         subject, rounds = query.parts[0]
 
-        def run(left: float) -> EpsilonResult:
-            from ._guarantees import _sum_up
-
-            r = shuffle_routes(subject, query.delta, compose=rounds, comparisons=False)
-            return EpsilonResult(_sum_up(r.epsilon, 0.0), query.delta, r.route, r.alpha, r.detail)
+        def run(left: float) -> Result:
+            report = shuffle_routes(subject, query.delta, compose=rounds, comparisons=False)
+            if not math.isfinite(report.epsilon):  # (no finite value: the route fails, as before)
+                raise AccountingError("value", report.epsilon, "a finite real number")
+            return report  # the shuffle planner's report, handed on as this route's value (not copied)
 
         return Plan(self.name, run, Cost(COST_RDP))
 
@@ -700,7 +702,7 @@ POLICIES = {
 }
 
 
-def run_policy(query: Query, policy: str = "interactive") -> EpsilonResult:
+def run_policy(query: Query, policy: str = "interactive") -> Result:
     """Run ``query`` through the planner with the routes of ``policy`` (:data:`POLICIES`)."""
     routes, query = POLICIES[policy](query)
     return run_plan(routes, query)
@@ -709,5 +711,5 @@ def run_policy(query: Query, policy: str = "interactive") -> EpsilonResult:
 def ledger_epsilon(parts: Any, delta: float) -> float:
     """The (eps, delta) spend of ((guarantee, count), ...) (mechanisms, PureDP/ZCDP/RDP curves,
     ApproxDP charges) at ``delta``: policy "ledger" (the ledgers' spend and a run's budget)."""
-    query = Query(tuple((g, int(n)) for g, n in parts), float(delta), math.inf, False, False, False)
+    query = Query(tuple((g, int(n)) for g, n in parts), delta, math.inf, False, False, False)
     return run_policy(query, "ledger").epsilon

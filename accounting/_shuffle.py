@@ -75,17 +75,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from flint import arb, fmpz
 
 from ._certified import exact, upper_float, working_precision
-from ._conversions import EpsilonResult
 from ._guarantees import RDP, ApproxDP, PureDP, ZCDP
 from ._mechanisms._base import Mechanism
 from ._pairs import IntegerPair
+from ._result import Result
 from ._validation import AccountingError, check_integer, check_nonnegative, check_positive, check_positive_int, check_probability
 
 __all__ = [
@@ -960,7 +960,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
 
     def pure(query, budget):
         k = query.parts[0][1]
-        return Plan("pure", lambda left: EpsilonResult(subject.pure().times(k).epsilon, query.delta, "pure", None,
+        return Plan("pure", lambda left: Result(subject.pure().times(k).epsilon, query.delta, "pure", None,
                                                        "eps0-LDP reports, basic composition (no amplification)"), Cost(2e-4))
 
     routes.append(_ShuffleRoute("pure", "pure", pure))
@@ -971,7 +971,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
         def plan(query, budget):
             if query.parts[0][1] != 1:
                 return NotApplicable(route, "one round (k rounds: the PLD and advanced routes)")
-            return Plan(route, lambda left: EpsilonResult(clone_epsilon(eps0, n, query.delta, variant), query.delta, route, None, detail),
+            return Plan(route, lambda left: Result(clone_epsilon(eps0, n, query.delta, variant), query.delta, route, None, detail),
                         Cost(_clone_cost(eps0, n, variant)))
 
         return _ShuffleRoute(route, "clone", plan)
@@ -988,7 +988,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
 
             def run(left):
                 eps, ms, _ = _rr_worst(eps0, n, float(query.delta))
-                return EpsilonResult(eps, query.delta, "exact-count", None,
+                return Result(eps, query.delta, "exact-count", None,
                                      f"exact hockey-stick of the shuffled count (Arb), worst of m = {sorted(set(ms))} others holding 1; {scan} in floats")
 
             return Plan("exact-count", run, Cost(_scan_cost(n)), comparison=not full)
@@ -1002,7 +1002,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
             value = form(eps0, n, query.delta)
             if value is None:
                 return NotApplicable(label, "outside the closed form's range of eps0", comparison=True)
-            return Plan(label, lambda left: EpsilonResult(value, query.delta, label, None, needs), Cost(2e-4), comparison=True)
+            return Plan(label, lambda left: Result(value, query.delta, label, None, needs), Cost(2e-4), comparison=True)
 
         return _ShuffleRoute(label, "closed", plan)
 
@@ -1023,7 +1023,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
 
             def run(left):
                 value = _clone_pld(eps0, n, variant, h).self_compose(k).epsilon(query.delta).epsilon
-                return EpsilonResult(value, query.delta, name, None, f"PLD of the {route} pair (c rounded down to groups), h = {h:.3g}, losses rounded up")
+                return Result(value, query.delta, name, None, f"PLD of the {route} pair (c rounded down to groups), h = {h:.3g}, losses rounded up")
 
             off = "" if include_pld else "switched off (include_pld=False; CLI: --no-pld)"
             return Plan(name, run, cost, setting=f"grid h = {h:.3g}; composed window ~{points:,} points", how="include_pld=True" if off else "", off=off)
@@ -1044,7 +1044,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
                 # searched, so this is a comparison (an estimate of the exact value), not a bound
                 _, ms, _ = _rr_worst(eps0, n, query.delta)
                 worst = max(_count_pld(eps0, n, m, h).self_compose(k).epsilon(query.delta).epsilon for m in sorted(set(ms)))
-                return EpsilonResult(worst, query.delta, "pld:exact-count", None,
+                return Result(worst, query.delta, "pld:exact-count", None,
                                      f"PLD of the shuffled count, k rounds on one data set, worst of the one-round candidates m = {sorted(set(ms))} (NOT certified: the k-round worst m is not searched); h = {h:.3g}")
 
             return Plan("pld:exact-count", run, Cost(cost.seconds + _scan_cost(n), cost.bytes), comparison=True)
@@ -1073,7 +1073,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
 
                 result = one.run(left)
                 composed = advanced_composition(ApproxDP(result.epsilon, query.delta / (2 * k)), k, query.delta / 2)
-                return EpsilonResult(composed.epsilon, query.delta, name, None, f"{result.route} at delta/(2k), Dwork-Rothblum-Vadhan advanced composition")
+                return Result(composed.epsilon, query.delta, name, None, f"{result.route} at delta/(2k), Dwork-Rothblum-Vadhan advanced composition")
 
             return Plan(name, run, one.cost, comparison=one.comparison)
 
@@ -1086,7 +1086,7 @@ def _shuffle_routes(subject, *, include_pld: bool = True, comparisons: bool = Tr
 
 
 def shuffle_routes(subject, delta: float, *, compose: int = 1, include_pld: bool = True, comparisons: bool = True,
-                   time_budget: float | None = None, exhaustive: bool = False, memory_budget: float | None = None) -> EpsilonResult:
+                   time_budget: float | None = None, exhaustive: bool = False, memory_budget: float | None = None) -> Result:
     """The smallest certified eps at ``delta`` after ``compose`` shuffled rounds, with every route
     (the ``alternatives`` of the result); see the module docstring for each route. The routes go
     through the planner (:mod:`accounting._planner`): each has a cost estimate, runs when it fits
@@ -1095,33 +1095,35 @@ def shuffle_routes(subject, delta: float, *, compose: int = 1, include_pld: bool
 
     if not isinstance(subject, Shuffled):
         raise AccountingError("subject", subject, "a ShuffledLDP or ShuffledRandomizedResponse")
-    check_probability("delta", delta)
     k = check_positive_int("compose", compose)
     time_budget = DEFAULT_TIME_BUDGET if time_budget is None else time_budget
     memory_budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
     check_positive("time_budget", time_budget, allow_inf=True)
     check_positive("memory_budget", memory_budget, allow_inf=True)
-    query = Query(((subject, k),), float(delta), math.inf, include_pld, comparisons, exhaustive, memory_budget=math.inf)
+    query = Query(((subject, k),), delta, math.inf, include_pld, comparisons, exhaustive, memory_budget=math.inf)  # (delta validated here, once)
     routes = shuffle_route_objects(subject, include_pld=include_pld, comparisons=comparisons, time_budget=float(time_budget), memory_budget=float(memory_budget))
     return shuffle_report(run_plan(routes, query))
 
 
-def shuffle_report(result: EpsilonResult) -> EpsilonResult:
+def shuffle_report(result: Result) -> Result:
     """The planner's answer for a shuffled subject in this module's report: ``alternatives`` are
-    the certified routes that ran (in route order), each certified route the budgets kept from
-    running (eps = inf, its reason and the argument that runs it in ``detail``), then the
-    comparisons that ran; routes that do not apply, or that the caller switched off, are left out
-    (the report every shuffled query has given since the routes were written)."""
-    certified: list[EpsilonResult] = []
-    comparison: list[EpsilonResult] = []
+    rows (value, route, detail; no planner fields) of the certified routes that ran (in route
+    order), each certified route the budgets kept from running (eps = inf, its reason and the
+    argument that runs it in ``detail``), then the comparisons that ran; routes that do not apply,
+    or that the caller switched off, are left out (the report every shuffled query has given since
+    the routes were written). ``answer`` is the planner's winning record itself, handed on."""
+    certified: list[Result] = []
+    comparison: list[Result] = []
     for r in result.alternatives:
-        status = getattr(r, "status", "run")
-        if status in ("run", "answer"):
-            (comparison if r.comparison else certified).append(EpsilonResult(r.epsilon, r.delta, r.route, r.alpha, r.detail))
-        elif status in ("not run", "failed") and not r.comparison and "switched off" not in r.reason:
+        if r.status in ("run", "answer"):
+            if r.comparison:
+                # a comparison says so in its own field (callers read "certified" from it; issue 34
+                # item 5): never "upper bound", whatever its detail says
+                comparison.append(Result(r.epsilon, r.delta, r.route, r.alpha, r.detail, direction="comparison (not certified)"))
+            else:
+                certified.append(Result(r.epsilon, r.delta, r.route, r.alpha, r.detail))
+        elif r.status in ("not run", "failed") and not r.comparison and "switched off" not in r.reason:
             how = f" ({r.how})" if r.how else ""
-            certified.append(EpsilonResult(math.inf, r.delta, r.route, None, f"{status}: {r.reason}{how}"))
-    # a comparison says so in its own field (callers read "certified" from it; issue 34 item 5):
-    # never "upper bound", whatever its detail says
-    marked = [replace(r, direction="comparison (not certified)") for r in comparison]
-    return EpsilonResult(result.epsilon, result.delta, result.route, result.alpha, result.detail, alternatives=tuple(certified + marked))
+            certified.append(Result(math.inf, r.delta, r.route, None, f"{r.status}: {r.reason}{how}"))
+    return Result(result.epsilon, result.delta, result.route, result.alpha, result.detail, alternatives=tuple(certified + comparison),
+                  answer=result.answer)

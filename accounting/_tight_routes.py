@@ -21,12 +21,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Sequence
 
-from ._conversions import EpsilonResult
 from ._guarantees import PureDP
-from ._optimal_composition import OptimalComposition, _groups, exact_support, kov_heterogeneous_bound
+from ._optimal_composition import _groups, kov_heterogeneous_bound
 from ._planner import DEFAULT_TIME_BUDGET, NotApplicable, Query, run_plan
+from ._result import Result
 from ._routes import ANALYTIC_GAUSSIAN_DETAIL, _is_gaussian, _pure_groups, routes_for
-from ._validation import check_positive, check_probability
 
 __all__ = ["ANALYTIC_GAUSSIAN_DETAIL", "is_gaussian", "kov_heterogeneous_bound", "optimal_composition_epsilon", "tight_routes"]
 
@@ -47,32 +46,31 @@ def _optimal_routes(query: Query) -> list:
 
 def optimal_composition_epsilon(
     epsilons: Sequence[tuple[float | int | Fraction, int]], delta: float | Fraction, *, time_budget: float = DEFAULT_TIME_BUDGET
-) -> OptimalComposition:
+) -> Result:
     """Certified eps(delta) of composing ``count`` copies of each ``eps0``-DP step ((eps0, count) pairs):
     the optimum over every mechanism with these pure-DP parameters.
 
     The smallest of the three routes the planner affords within ``time_budget`` seconds: the exact
     enumeration (exact), the randomized-response product's PLD (exact when there is one distinct
-    epsilon: one lattice; connect-the-dots between groups otherwise) and KOV's Thm 3.5 bound.
+    epsilon: one lattice; connect-the-dots between groups otherwise) and KOV's Thm 3.5 bound. The
+    result is the planner's winning record itself (``status`` "answer"): its ``route``, ``exact``,
+    ``grid`` (the PLD's h, None on its lattice), ``outcomes`` (the exact enumeration's support
+    points) and timing.
     """
-    delta = float(check_probability("delta", delta))
-    check_positive("time_budget", time_budget, allow_inf=True)
     groups = _groups(epsilons)
-    query = Query(tuple((PureDP(e), n) for e, n in groups), delta, float(time_budget), True, False, False)
+    query = Query(tuple((PureDP(e), n) for e, n in groups), delta, time_budget, True, False, False)
     report = run_plan(_optimal_routes(query), query)
-    best = next(r for r in report.alternatives if r.status == "answer")  # type: ignore[attr-defined]
-    support = exact_support(groups, delta)
-    return OptimalComposition(best.epsilon, delta, best.exact, support, pld_grid=best.grid, route=best.route)
+    assert report.answer is not None
+    return report.answer
 
 
-def tight_routes(parts: Sequence[tuple[Any, int]], delta: float) -> list[EpsilonResult]:
+def tight_routes(parts: Sequence[tuple[Any, int]], delta: float) -> list[Result]:
     """Certified routes exact for Gaussian compositions and for pure-DP compositions.
 
     ``parts`` holds (subject, count) pairs: ``count`` releases of each subject, composed. The
     analytic Gaussian (when every subject is Gaussian) and the best optimal-composition route
     (when every subject is pure DP), as the planner runs them.
     """
-    delta = float(check_probability("delta", delta))
     query = Query(tuple((s, int(n)) for s, n in parts), delta)
     if not all(_is_gaussian(s) for s, _ in query.parts) and isinstance(_pure_groups(query), NotApplicable):
         return []  # neither class applies; a failure of a route that does apply is raised, not hidden

@@ -20,6 +20,8 @@ __all__ = [
     "check_positive_int",
     "check_probability",
     "check_integer",
+    "Probability",
+    "probability",
 ]
 
 
@@ -76,8 +78,31 @@ def check_nonnegative(name: str, value: object, *, allow_inf: bool = False) -> f
     return value  # type: ignore[return-value]
 
 
+class Probability(float):
+    """A probability in (0, 1), validated once (:func:`probability`): a float (it computes and
+    prints as its value) that :func:`check_probability` accepts without checking again. A
+    query's delta is one (``accounting._planner.Query``), so the conversions, PLDs and closed
+    forms it reaches do not validate it a second time, and need no unchecked twin."""
+
+    __slots__ = ()
+
+
+def probability(name: str, value: object) -> Probability:
+    """``value`` checked to be a probability in (0, 1) (``ValueError`` naming ``name``
+    otherwise), as a :class:`Probability` (a float: a Fraction is rounded to the nearest)."""
+    if type(value) is Probability:
+        return value
+    number = float(check_probability(name, value))
+    if not 0 < number < 1:  # a Fraction within an ulp of 0 or 1
+        raise AccountingError(name, value, "a probability in (0, 1) that a float can hold")
+    return Probability(number)
+
+
 def check_probability(name: str, value: object, *, open_low: bool = True, open_high: bool = True) -> float | Fraction:
-    """A probability in (0, 1) by default; the ends can be allowed."""
+    """A probability in (0, 1) by default; the ends can be allowed. A :class:`Probability` is
+    in (0, 1) by construction and returned at once."""
+    if type(value) is Probability:
+        return value
     lo = "(" if open_low else "["
     hi = ")" if open_high else "]"
     allowed = f"a probability in {lo}0, 1{hi}"

@@ -55,7 +55,7 @@ Routes (from ``_routes``):
 - ``rdp_provenance(subject, alpha)``: a label saying how the RDP value of ``subject`` at ``alpha``
   was obtained (an exact curve or a bound; never "exact" for a bound);
 - ``pld_bracket(subject, delta, *, compose=1, discretisation=None)``: the PLD route's result with
-  its optimistic twin, a :class:`accounting.PLDResult` whose [epsilon_lower, epsilon] brackets the
+  its optimistic twin, a PLD evaluation (:class:`accounting.Result`) whose [epsilon_lower, epsilon] brackets the
   true eps(delta), or ``None`` when a release has no PLD.
 
 Ledger internals (from ``_ledger``, ``_ledger_codec``, ``_ledger_store``):

@@ -32,7 +32,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import accounting as acc  # noqa: E402
 import accounting._conversions as conversions  # noqa: E402
-import accounting._pld as pld_module  # noqa: E402
 import accounting._pld_fft_power as power  # noqa: E402
 import accounting._pld_route as pld_route  # noqa: E402
 from accounting._pld import PrivacyLossDistribution  # noqa: E402
@@ -43,8 +42,8 @@ DELTA = 1e-5
 
 def cold() -> None:
     """Forget everything our side memoises, so that a run recomputes it all."""
-    pld_module._RELEASES.clear()
-    pld_route._composed.cache_clear()
+    pld_route.PldRoute.composed.clear()
+    pld_route.PldRoute.spreads.clear()
     conversions._mechanism_epsilon_cached.cache_clear()
     power._TABLES.clear()
     power._TWIDDLE_CACHE.clear()

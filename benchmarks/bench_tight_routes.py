@@ -128,7 +128,7 @@ def prv(steps: list[tuple[str, float, int]]) -> float:
     return accountant.compute_epsilon(delta=DELTA, num_self_compositions=counts)[2]
 
 
-def ours(steps: list[tuple[str, float, int]]) -> acc.EpsilonResult:
+def ours(steps: list[tuple[str, float, int]]) -> acc.Result:
     if len(steps) == 1:
         kind, parameter, count = steps[0]
         mech = acc.Gaussian(parameter) if kind == "gaussian" else acc.Laplace(parameter)

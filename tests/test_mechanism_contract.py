@@ -48,7 +48,7 @@ ALLOWED_COMPUTED = {
     ("accounting/_ledger_codec.py", "getattr(_mechanisms, name)"): "the module's exported names (the codec's family registry)",
     ("accounting/_ledger_codec.py", "getattr(mechanism, f.name)"): "a dataclass field (encoding a mechanism's parameters)",
     ("accounting/_conversions.py", "getattr(subject, f.name)"): "a dataclass field (the memo key of a mechanism's curve)",
-    ("accounting/_planner.py", "getattr(result, name)"): "a RouteResult dataclass field (copying a result)",
+    ("accounting/_result.py", "getattr(self, f.name)"): "a Result dataclass field (its repr shows the fields that are set)",
     ("accounting/_dp_event.py", "getattr(event, name)"): "a dp_accounting DpEvent's field",
     ("dpverify/__init__.py", "getattr(import_module(module, __name__), name)"): "lazy public attribute of the package",
     ("dpverify/cli.py", "getattr(import_module(module), attribute)"): "a 'module:attribute' the user names",

@@ -217,7 +217,7 @@ def test_optimal_composition_has_no_size_rule_either():
     exact = acc.optimal_composition_epsilon([(0.5, 2600), (0.7, 2600)], DELTA)
     assert exact.exact and exact.outcomes > 20_001
     many = acc.optimal_composition_epsilon([(0.01, 60_000), (0.02, 50_000)], DELTA)
-    assert many.method == "rr-pld"
+    assert many.route == "optimal-composition-pld"
     from accounting._optimal_composition import kov_heterogeneous_bound
 
     assert many.epsilon < kov_heterogeneous_bound([(0.01, 60_000), (0.02, 50_000)], DELTA)
@@ -242,7 +242,7 @@ def test_a_wrong_exact_claim_is_withdrawn_by_the_cross_check():
     """The planner's cross-check itself, on routes made for it: an exact route answering 10x high
     is contradicted by a route costing next to nothing, its claim is withdrawn and the exact
     route it had stopped runs."""
-    from accounting._conversions import EpsilonResult
+    from accounting import Result
     from accounting._planner import Cost, Plan, Query, run_plan
 
     class Fixed:
@@ -250,7 +250,7 @@ def test_a_wrong_exact_claim_is_withdrawn_by_the_cross_check():
             self.name, self.value, self.exact, self.seconds = name, value, exact, seconds
 
         def plan(self, query, budget):
-            return Plan(self.name, lambda left: EpsilonResult(self.value, query.delta, self.name), Cost(self.seconds), exact=self.exact)
+            return Plan(self.name, lambda left: Result(self.value, query.delta, self.name), Cost(self.seconds), exact=self.exact)
 
     query = Query(((acc.PureDP(1.0), 1),), DELTA)
     report = run_plan([Fixed("wrong-exact", 10.0, True, 1e-4), Fixed("other-exact", 1.0, True, 1e-2), Fixed("cheap", 1.0, False, 1e-4)], query)
@@ -317,11 +317,15 @@ def test_a_failing_route_does_not_fail_the_query():
 
 
 def test_delta_is_validated_once_at_the_boundary(monkeypatch):
-    """One check of delta per query however many routes run (it was about ten)."""
+    """One check of delta per query however many routes run (it was about ten): the query's
+    delta is a validated Probability, which every later check_probability passes at once (so a
+    call with one checks nothing and is not counted). The wrong variant: a plain float delta
+    handed to a route's conversion is checked again, and counted."""
     import importlib
     import pkgutil
 
     import accounting
+    from accounting._validation import Probability
 
     calls = []
     for info in pkgutil.walk_packages(accounting.__path__, "accounting."):
@@ -331,7 +335,7 @@ def test_delta_is_validated_once_at_the_boundary(monkeypatch):
             continue
 
         def counting(name, value, *args, _original=original, **kwargs):
-            if name == "delta":
+            if name == "delta" and type(value) is not Probability:
                 calls.append(name)
             return _original(name, value, *args, **kwargs)
 
@@ -340,6 +344,9 @@ def test_delta_is_validated_once_at_the_boundary(monkeypatch):
         calls.clear()
         acc.epsilon_routes(subject, DELTA, compose=k, exhaustive=True)
         assert len(calls) == 1, (subject, len(calls))
+    calls.clear()
+    acc.rdp_to_epsilon(acc.Gaussian(1.0).rdp(), float(DELTA))
+    assert len(calls) == 1
 
 
 # ---- labels never overstate (issue 23, item 4) -----------------------------------------------------

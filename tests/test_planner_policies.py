@@ -28,7 +28,7 @@ import pytest
 
 import accounting as acc
 from accounting._planner import Cost, NotApplicable, Plan
-from accounting._conversions import EpsilonResult
+from accounting import Result
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ class _HalfRoute:
     def plan(self, query, budget):
         if len(query.parts) != 1 or query.parts[0][0] != self.subject:
             return NotApplicable(self.name, "not the test subject")
-        return Plan(self.name, lambda left: EpsilonResult(self.value, query.delta, self.name, None, "test route"), Cost(0.01))
+        return Plan(self.name, lambda left: Result(self.value, query.delta, self.name, None, "test route"), Cost(0.01))
 
 
 def test_a_registered_route_moves_the_ledger_spend_and_the_run_budget_alike():

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from accounting._mechanisms._skellam import SkellamPair
 from accounting._pairs import FinitePair, IntegerPair
-from accounting._pld import PLDResult, PrivacyLossDistribution, pld_delta, pld_epsilon
+from accounting import Result
+from accounting._pld import PrivacyLossDistribution, pld_delta, pld_epsilon
 
 # ----------------------------------------------------------------------------------------------
 # test-local pairs with closed forms
@@ -116,7 +117,7 @@ def test_randomized_response_binomial_closed_form(k, eps):
 def test_randomized_response_epsilon_sandwich():
     p = Fraction(4, 5)
     res = PrivacyLossDistribution.from_pair(rr_pair(p)).self_compose(30).epsilon(1e-3)
-    assert isinstance(res, PLDResult)
+    assert isinstance(res, Result)
     assert res.epsilon_lower <= res.epsilon
     assert float(rr_delta_exact(p, 30, res.epsilon)) <= 1e-3
     assert float(rr_delta_exact(p, 30, res.epsilon_lower)) > 1e-3
@@ -433,7 +434,7 @@ def test_infinite_losses_are_not_reported_as_truncation():
     from accounting import Binomial
     from accounting._pld_route import pld_for_parts
 
-    result = pld_for_parts(((Binomial(20, 0.5), 5),))._epsilon(1e-5)
+    result = pld_for_parts(((Binomial(20, 0.5), 5),)).epsilon(1e-5)
     atom = 1 - (1 - Fraction(1, 2**20)) ** 5
     assert atom <= Fraction(result.infinite_loss_mass) <= atom * (1 + Fraction(1, 10**7))  # (upper floats of the masses)
     assert result.truncated_mass < 1e-12

@@ -80,9 +80,9 @@ def test_pruned_scan_keeps_every_contender_and_its_exact_score(x):
 @pytest.mark.parametrize("x", [2.0, 17.36358038986036])
 def test_pruned_search_certifies_the_full_searchs_value(x):
     curve = _batches(x).times(4)
-    fast = _conversions._rdp_to_epsilon(curve, DELTA)
+    fast = _conversions.rdp_to_epsilon(curve, DELTA)
     with _full_scan():
-        slow = _conversions._rdp_to_epsilon(curve, DELTA)
+        slow = _conversions.rdp_to_epsilon(curve, DELTA)
     assert (fast.alpha, fast.epsilon) == (slow.alpha, slow.epsilon)
 
 

@@ -228,10 +228,10 @@ def test_beyond_the_exact_support_never_below_the_optimum():
     groups = [(0.1, 20), (0.2, 10), (0.05, 30)]
     exact = optimal_composition_epsilon(groups, 1e-5)
     by_pld = optimal_composition_epsilon(groups, 1e-5, time_budget=0.1)
-    assert exact.exact and by_pld.method == "rr-pld" and not by_pld.exact
+    assert exact.exact and by_pld.route == "optimal-composition-pld" and not by_pld.exact
     assert exact.epsilon <= by_pld.epsilon <= exact.epsilon * (1 + 1e-6)
     by_kov = optimal_composition_epsilon(groups, 1e-5, time_budget=1e-3)
-    assert by_kov.method == "kov-bound"
+    assert by_kov.route == "kov-heterogeneous-bound"
     assert by_kov.epsilon == kov_heterogeneous_bound(groups, 1e-5) >= by_pld.epsilon
 
 
@@ -343,6 +343,5 @@ def test_an_exact_lattice_pld_answer_is_labelled_by_its_route():
     """One epsilon: the randomized responses' PLD sits on one lattice and answers exactly; the
     result names that route and its lattice, not the enumeration (which did not run)."""
     result = optimal_composition_epsilon([(0.01, 60_000)], 1e-5, time_budget=1.0)
-    assert result.method == "rr-pld" and result.exact and result.pld_grid is None
-    assert result.as_result().route == "optimal-composition-pld"
-    assert "exact lattice" in result.detail and "losses" not in result.detail
+    assert result.route == "optimal-composition-pld" and result.exact and result.grid is None
+    assert "exact lattice" in result.detail and "exact over" not in result.detail
