@@ -209,8 +209,8 @@ class TradeOffPoint:
 
     def __post_init__(self) -> None:
         _alphas("fpr", self.fpr)
-        for name in ("type_ii_lower", "tpr_upper", "type_ii_upper", "tpr_lower"):
-            value = getattr(self, name)
+        for name, value in (("type_ii_lower", self.type_ii_lower), ("tpr_upper", self.tpr_upper),
+                            ("type_ii_upper", self.type_ii_upper), ("tpr_lower", self.tpr_lower)):
             if value is not None:
                 _alphas(name, value)
         if self.type_ii_upper is not None and self.type_ii_upper < self.type_ii_lower:
@@ -452,7 +452,7 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
     from ._analytic_gaussian import gdp_mu
     from ._pld import release_kind
     from ._pld_route import pld_for_parts
-    from ._routes import _is_gaussian, query_of
+    from ._routes import _describe, _is_gaussian, query_of
 
     check_positive_int("points", points)
     if not 2 <= points <= MAX_POINTS:
@@ -461,14 +461,14 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
     shuffled = _shuffled_pld(query.parts, discretisation)
     missing = [s for s, _ in query.parts if release_kind(s) is None]
     if missing and shuffled is None:
-        name = missing[0].describe() if hasattr(missing[0], "describe") else type(missing[0]).__name__
+        name = _describe(missing[0])
         raise AccountingError("subject", name, "releases that have a privacy-loss distribution (an output pair or a monotone loss), "
                               "or shuffled reports alone", "for an RDP or pure-DP guarantee use TradeOffCurve.from_rdp / from_approx_dp")
     pld = shuffled if shuffled is not None else pld_for_parts(query.parts, discretisation, lower_bound=True)
     if epsilons is None:
-        end = pld._epsilon(_GRID_END_DELTA).epsilon
+        end = pld.epsilon(_GRID_END_DELTA).epsilon
         if not math.isfinite(end):  # the +inf atom exceeds the floor: stop where delta stops falling much
-            end = pld._epsilon(max(2 * pld.infinite_loss_mass, pld.infinite_loss_mass + 1e-9)).epsilon
+            end = pld.epsilon(max(2 * pld.infinite_loss_mass, pld.infinite_loss_mass + 1e-9)).epsilon
         end = end if math.isfinite(end) and end > 0 else 1.0
         grid = [float(x) for x in np.linspace(0.0, end, points)]
     else:
@@ -487,7 +487,7 @@ def tradeoff_curve(subject: Any, *, compose: int = 1, epsilons: Sequence[float] 
     for i in range(1, len(grid)):
         uppers[i] = min(uppers[i], uppers[i - 1])
     low = None if any(x is None for x in lowers) else tuple(min(max(x, 0.0), u) for x, u in zip(lowers, uppers))
-    releases = ", ".join(f"{n} x {s.describe() if hasattr(s, 'describe') else type(s).__name__}" for s, n in query.parts)
+    releases = ", ".join(f"{n} x {_describe(s)}" for s, n in query.parts)
     grid_text = pld.discretisation if isinstance(pld.discretisation, str) else f"grid h = {pld.discretisation:.3g}"
     mu = None
     if all(_is_gaussian(s) for s, _ in query.parts):
