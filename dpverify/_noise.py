@@ -36,7 +36,9 @@ from accounting import AccountingError
 from ._kinds import NoiseKind, NoiseMode
 from ._samplers import sampler_parameter_at_least
 
-__all__ = ["DEFAULT_NOISE", "FLOAT_SAFE_GRID", "IDEALISED_LABEL", "NOISE_CHOICES", "check_noise", "decimal_epsilon", "grid_laplace_scale"]
+__all__ = [
+    "DEFAULT_NOISE", "FLOAT_SAFE_GRID", "IDEALISED_LABEL", "NOISE_CHOICES", "NoiseMode", "check_noise", "decimal_epsilon", "grid_laplace_scale",
+]
 
 NOISE_CHOICES = NoiseMode.names()
 DEFAULT_NOISE = NoiseMode.FLOAT_SAFE

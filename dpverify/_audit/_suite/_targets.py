@@ -175,7 +175,7 @@ def _curator(p: _Table, nb: _Table) -> Built:
     curator = LocalCurator(kind, eps, noise=noise, grid=grid)
     pairs = _scalar_pair(nb, (0.0, 1.0), integer=False)
     _check_unit(nb, pairs)
-    return Built(_curator_mechanism(curator, binary=kind in ("ctb", "ctb-s")), pairs, curator.mechanism(), "pure")
+    return Built(_curator_mechanism(curator, binary=curator.kind.binary), pairs, curator.mechanism(), "pure")
 
 
 def _check_unit(nb: _Table, pairs: Sequence[NeighbourPair]) -> None:
@@ -256,7 +256,7 @@ def _dp_se(p: _Table, nb: _Table) -> Built:
     n = p.integer("n", minimum=1, maximum=2**16)
     noise = p.choice("noise", _noise.NOISE_CHOICES, _noise.DEFAULT_NOISE)
     grid = p.integer("grid", _noise.FLOAT_SAFE_GRID, minimum=1, maximum=2**20)
-    proto = P.CentralLaplaceIdealised(eps) if noise == "idealised" else P.CentralGridLaplaceProtocol(eps, grid)
+    proto = P.CentralLaplaceIdealised(eps) if _noise.check_noise(noise).idealised else P.CentralGridLaplaceProtocol(eps, grid)
     pairs = _reward_pair(nb, n)
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
