@@ -146,7 +146,7 @@ def _bug_secagg_reveals(p: _Table, nb: _Table) -> Built:
     from ... import _protocol_kernels as pk
 
     proto, n, bp = _batch_params(ProtocolKind.DIST_DP, p)
-    noise = proto._noise_kind()
+    noise = proto.kind.per_user_noise
     eps = proto.epsilon
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
