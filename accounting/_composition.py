@@ -17,28 +17,33 @@ from __future__ import annotations
 
 from ._certified import exact, lower_float, upper_float, working_precision
 from ._guarantees import ApproxDP, PureDP
+from ._renamed import renamed_keywords
 from ._validation import AccountingError, check_positive, check_positive_int, check_probability
 
 __all__ = ["advanced_composition", "appendix_i_per_batch"]
 
 
-def advanced_composition(step: PureDP | ApproxDP, k: int, delta_prime: float) -> ApproxDP:
-    """DRV advanced composition of ``k`` copies of ``step`` with slack ``delta_prime``."""
-    check_positive_int("k", k)
+@renamed_keywords(step="guarantee", k="compose")
+def advanced_composition(guarantee: PureDP | ApproxDP, compose: int, delta_prime: float) -> ApproxDP:
+    """DRV advanced composition of ``compose`` copies of ``guarantee`` with slack ``delta_prime``.
+
+    (``step=`` and ``k=``: the former keyword names, deprecated.)"""
+    check_positive_int("compose", compose)
     check_probability("delta_prime", delta_prime)
-    if isinstance(step, PureDP):
-        eps0, delta0 = step.epsilon, 0.0
-    elif isinstance(step, ApproxDP):
-        eps0, delta0 = step.epsilon, step.delta
+    k = compose
+    if isinstance(guarantee, PureDP):
+        eps0, delta0 = guarantee.epsilon, 0.0
+    elif isinstance(guarantee, ApproxDP):
+        eps0, delta0 = guarantee.epsilon, guarantee.delta
     else:
-        raise AccountingError("step", step, "a PureDP or ApproxDP guarantee")
+        raise AccountingError("guarantee", guarantee, "a PureDP or ApproxDP guarantee")
     with working_precision(None):
         e = exact(eps0)
         eps = (2 * k * (-exact(delta_prime).log())).sqrt() * e + k * e * e.expm1()
         delta = exact(delta0) * k + exact(delta_prime)
         delta_up = upper_float(delta)
         if delta_up >= 1:
-            raise AccountingError("delta_prime", delta_prime, "a value with k*delta0 + delta_prime < 1")
+            raise AccountingError("delta_prime", delta_prime, "a value with compose*delta0 + delta_prime < 1")
         return ApproxDP(upper_float(eps), delta_up)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from flint import arb
 
 from ._certified import check_precision, exact, upper_float, working_precision
+from ._renamed import renamed_keywords
 from ._validation import (
     AccountingError,
     check_alpha,
@@ -82,10 +83,11 @@ class PureDP:
             return NotImplemented
         return self.compose(other)
 
-    def times(self, k: int) -> "PureDP":
-        """k-fold sequential composition of this guarantee."""
-        check_positive_int("k", k)
-        return PureDP(_times_up(self.epsilon, k))
+    @renamed_keywords(k="compose")
+    def times(self, compose: int) -> "PureDP":
+        """``compose``-fold sequential composition of this guarantee (``k=``: former name, deprecated)."""
+        check_positive_int("compose", compose)
+        return PureDP(_times_up(self.epsilon, compose))
 
     def parallel(self, *others: "PureDP") -> "PureDP":
         """Parallel composition over disjoint users: the worst user's guarantee."""
@@ -146,9 +148,11 @@ class ApproxDP:
             return NotImplemented
         return self.compose(other)
 
-    def times(self, k: int) -> "ApproxDP":
-        check_positive_int("k", k)
-        return ApproxDP(_times_up(self.epsilon, k), _times_up(self.delta, k))
+    @renamed_keywords(k="compose")
+    def times(self, compose: int) -> "ApproxDP":
+        """``compose``-fold sequential composition (``k=``: former name, deprecated)."""
+        check_positive_int("compose", compose)
+        return ApproxDP(_times_up(self.epsilon, compose), _times_up(self.delta, compose))
 
     def parallel(self, *others: "ApproxDP") -> "ApproxDP":
         return ApproxDP(
@@ -186,9 +190,11 @@ class ZCDP:
             return NotImplemented
         return self.compose(other)
 
-    def times(self, k: int) -> "ZCDP":
-        check_positive_int("k", k)
-        return ZCDP(_times_up(self.rho, k))
+    @renamed_keywords(k="compose")
+    def times(self, compose: int) -> "ZCDP":
+        """``compose``-fold sequential composition (``k=``: former name, deprecated)."""
+        check_positive_int("compose", compose)
+        return ZCDP(_times_up(self.rho, compose))
 
     def parallel(self, *others: "ZCDP") -> "ZCDP":
         return ZCDP(max([self.rho, *(o.rho for o in others)]))
@@ -595,10 +601,12 @@ class RDP:
             return NotImplemented
         return self.compose(other)
 
-    def times(self, k: int) -> "RDP":
-        """k-fold composition in one node: identical to k separate compositions, evaluated once."""
-        check_positive_int("k", k)
-        return RDP(_SumNode(((self._node, k),)))
+    @renamed_keywords(k="compose")
+    def times(self, compose: int) -> "RDP":
+        """``compose``-fold composition in one node: identical to that many separate compositions,
+        evaluated once (``k=``: former name, deprecated)."""
+        check_positive_int("compose", compose)
+        return RDP(_SumNode(((self._node, compose),)))
 
     @staticmethod
     def sequence(curves: Sequence["RDP"], counts: Sequence[int] | None = None) -> "RDP":

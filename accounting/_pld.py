@@ -141,6 +141,7 @@ from ._pld_measure import (
     _sum_lower,
     _sum_upper,
 )
+from ._renamed import renamed_keywords
 from ._validation import (
     AccountingError,
     check_nonnegative,
@@ -1342,9 +1343,12 @@ class PrivacyLossDistribution:
             return NotImplemented
         return self.compose(other)
 
-    def self_compose(self, k: int) -> "PrivacyLossDistribution":
-        """k-fold composition (binary powering); equal, up to truncation, to k compositions."""
-        check_positive_int("k", k)
+    @renamed_keywords(k="compose")
+    def self_compose(self, compose: int) -> "PrivacyLossDistribution":
+        """``compose``-fold composition (binary powering); equal, up to truncation, to that many
+        compositions (``k=``: former name, deprecated)."""
+        check_positive_int("compose", compose)
+        k = compose
         if k == 1:
             return self
         out = []
@@ -1581,44 +1585,48 @@ def _pld_for(mechanism_pair: object, k: int, discretisation, lattice_step, kwarg
     return PrivacyLossDistribution.from_pair(mechanism_pair, discretisation=discretisation, lattice_step=lattice_step, lower_bound=lower, **kwargs)
 
 
+@renamed_keywords(k="compose")
 def pld_epsilon(
     mechanism_pair: object,
-    k: int,
+    compose: int,
     delta: float,
     *,
     discretisation: float | Fraction | None = None,
     lattice_step: float | Fraction | str | arb | None = None,
     **kwargs,
 ) -> Result:
-    """Certified eps(delta) of the k-fold composition of one mechanism, through its PLD.
+    """Certified eps(delta) of the ``compose``-fold composition of one mechanism, through its PLD
+    (``k=``: the former name of ``compose``, deprecated).
 
     Exact lattice when the losses sit on one; otherwise connect-the-dots on the grid
-    h = ``discretisation`` or :func:`grid_for` (k): the PLD route of :func:`accounting.epsilon_routes`
+    h = ``discretisation`` or :func:`grid_for` (compose): the PLD route of :func:`accounting.epsilon_routes`
     builds the same PLD, so both give the same number. Other keywords go to
     :meth:`PrivacyLossDistribution.from_pair` (``lower_bound=True`` by default here: the
     certified bracket [epsilon_lower, epsilon]).
     """
-    check_positive_int("k", k)
+    check_positive_int("compose", compose)
     check_probability("delta", delta)
     if discretisation is not None:
         check_positive("discretisation", discretisation)
-    pld = _pld_for(mechanism_pair, k, discretisation, lattice_step, kwargs)
-    return pld.self_compose(k).epsilon(delta)
+    pld = _pld_for(mechanism_pair, compose, discretisation, lattice_step, kwargs)
+    return pld.self_compose(compose).epsilon(delta)
 
 
+@renamed_keywords(k="compose")
 def pld_delta(
     mechanism_pair: object,
-    k: int,
+    compose: int,
     epsilon: float,
     *,
     discretisation: float | Fraction | None = None,
     lattice_step: float | Fraction | str | arb | None = None,
     **kwargs,
 ) -> Result:
-    """Certified delta(eps) of the k-fold composition of one mechanism, through its PLD."""
-    check_positive_int("k", k)
+    """Certified delta(eps) of the ``compose``-fold composition of one mechanism, through its PLD
+    (``k=``: the former name of ``compose``, deprecated)."""
+    check_positive_int("compose", compose)
     check_nonnegative("epsilon", epsilon)
     if discretisation is not None:
         check_positive("discretisation", discretisation)
-    pld = _pld_for(mechanism_pair, k, discretisation, lattice_step, kwargs)
-    return pld.self_compose(k).delta(epsilon)
+    pld = _pld_for(mechanism_pair, compose, discretisation, lattice_step, kwargs)
+    return pld.self_compose(compose).delta(epsilon)

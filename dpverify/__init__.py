@@ -75,6 +75,7 @@ _SOURCES = {
         "dist_rdp_protocol",
         "local_dp_protocol",
     ),
+    "._kinds": ("CuratorKind", "NoiseKind", "NoiseMode", "ProtocolKind"),  # issue 30 item 6: kinds are objects
     "._samplers": (
         "bernoulli",
         "bernoulli_exp",

@@ -292,6 +292,7 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
 def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, dask_address, path, batch_base, tau_rule, radius, html_out, noise):
     """Regenerate a figure of the papers as PNG plus the CSV behind it."""
     from ._bandits import figures
+    from ._noise import check_noise
     from ._output import check_output_dir, check_output_file
 
     table = figures()
@@ -319,7 +320,7 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
     kwargs = {"quick": quick, "executor": executor, "workers": workers, "seed": seed, "path": path, "batch_base": batch_base, "tau_rule": tau_rule}
     if radius != "lemma2":
         kwargs["radius"] = radius
-    if noise != "float-safe":
+    if check_noise(noise).idealised:
         kwargs["noise"] = noise
     if runs is not None:
         kwargs["runs"] = runs

@@ -27,13 +27,14 @@ def _regret_comparison(seeds: int, horizon: int, out) -> None:
 
     # both radii run the same protocol, with tau at Lemma 2's confidence (lemma2_tau_p)
     tp = lemma2_tau_p(0.1, 10, horizon)
-    names = {"Dist-DP-SE": "dist-dp", "Dist-RDP-SE(s=10)": "dist-rdp", "Dist-CDP-SE(s=10)": "dist-cdp", "CDP-SE": "cdp", "LDP-SE": "ldp"}
+    K = P.ProtocolKind
+    names = {"Dist-DP-SE": K.DIST_DP, "Dist-RDP-SE(s=10)": K.DIST_RDP, "Dist-CDP-SE(s=10)": K.DIST_CDP, "CDP-SE": K.CDP, "LDP-SE": K.LDP}
     out.write("| instance | eps | algorithm | regret (paper beta) | regret (exact beta*) | change | misses paper | misses exact |\n")
     out.write("|---|---|---|---|---|---|---|---|\n")
     for inst in ("easy", "hard"):
         for eps in (0.125, 0.5, 1.0):  # 0.125 for 0.1: dist-cdp per user refuses non-dyadic eps
             for name, kind in names.items():
-                pr = P.DistributedProtocol(kind, eps, 0.1, 10.0 if kind in P.SCALED_KINDS else 1.0, tp)
+                pr = P.DistributedProtocol(kind, eps, 0.1, 10.0 if kind.scaled else 1.0, tp)
                 mp, rp, _ = coverage_and_regret(inst, pr, horizon, 0.1, seeds, 7, radius="paper")
                 me, re_, _ = coverage_and_regret(inst, pr, horizon, 0.1, seeds, 7, radius="exact")
                 a, b = float(np.mean(rp)), float(np.mean(re_))

@@ -33,22 +33,28 @@ from numbers import Rational
 
 from accounting import AccountingError
 
+from ._kinds import NoiseKind, NoiseMode
 from ._samplers import sampler_parameter_at_least
 
-__all__ = ["DEFAULT_NOISE", "FLOAT_SAFE_GRID", "IDEALISED_LABEL", "NOISE_CHOICES", "check_noise", "decimal_epsilon", "grid_laplace_scale"]
+__all__ = [
+    "DEFAULT_NOISE", "FLOAT_SAFE_GRID", "IDEALISED_LABEL", "NOISE_CHOICES", "NoiseMode", "check_noise", "decimal_epsilon", "grid_laplace_scale",
+]
 
-NOISE_CHOICES = ("float-safe", "idealised")
-DEFAULT_NOISE = "float-safe"
+NOISE_CHOICES = NoiseMode.names()
+DEFAULT_NOISE = NoiseMode.FLOAT_SAFE
 #: what every output showing an idealised (float-noise) privatizer says
 IDEALISED_LABEL = "idealised: not DP in floating point"
 #: the grid of the float-safe privatizers: values are encoded in units of 1/FLOAT_SAFE_GRID
 FLOAT_SAFE_GRID = 2**16
 
 
-def check_noise(noise: object) -> str:
-    if noise not in NOISE_CHOICES:
+def check_noise(noise: object) -> NoiseMode:
+    """The noise mode named ``noise`` (a :class:`~dpverify._kinds.NoiseMode` or its name), parsed at the door."""
+    if isinstance(noise, NoiseMode):
+        return noise
+    if not (isinstance(noise, str) and noise in NOISE_CHOICES):
         raise AccountingError("noise", noise, f"one of {NOISE_CHOICES} ('float-safe' is DP as executed; 'idealised' is the papers' float noise)")
-    return str(noise)
+    return NoiseMode(noise)
 
 
 def decimal_epsilon(epsilon: object) -> Fraction:
@@ -69,4 +75,4 @@ def grid_laplace_scale(epsilon: object, grid: int = FLOAT_SAFE_GRID) -> Fraction
     eps = decimal_epsilon(epsilon)
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
         raise AccountingError("grid", grid, "an integer g >= 1")
-    return sampler_parameter_at_least("epsilon", epsilon, Fraction(grid) / eps, "discrete_laplace")
+    return sampler_parameter_at_least("epsilon", epsilon, Fraction(grid) / eps, NoiseKind.DISCRETE_LAPLACE)

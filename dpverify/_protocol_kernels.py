@@ -38,6 +38,7 @@ from accounting.internal import check_nonnegative, check_positive
 
 from . import _inversion
 from . import _kernels as K
+from ._kinds import NoiseKind
 from ._samplers import _MAX_SKELLAM_VARIANCE, _check_polya, _check_rng, _scale, as_rational, discrete_gaussian_range
 
 __all__ = [
@@ -53,9 +54,10 @@ __all__ = [
 ]
 
 #: Per-user noise of the randomizer R, by theorem: "polya" (1), "skellam" (2),
-#: "discrete_gaussian" (4), "discrete_laplace" (App. H.2, Lap_Z(scale)), "none" (central variant).
-NOISE_KINDS = ("none", "polya", "skellam", "discrete_gaussian", "discrete_laplace")
-_KIND_CODE = {name: code for code, name in enumerate(NOISE_KINDS)}
+#: "discrete_gaussian" (4), "discrete_laplace" (App. H.2, Lap_Z(scale)), "none" (central variant):
+#: the names of :class:`~dpverify._kinds.NoiseKind`, which the wrappers below take (or a name, parsed
+#: at their door); the kernels take its ``code``.
+NOISE_KINDS = NoiseKind.names()
 _MAX_M = 1 << 62
 
 
@@ -283,24 +285,23 @@ def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = N
     g^2/(n eps^2): a protocol whose exact variance the sampler cannot take passes the nearest
     larger one it can (``DistributedProtocol`` for Theorem 4). ``scale`` (discrete Laplace only,
     required): Lap_Z(scale) per user, a rational scale = t/q."""
-    if noise not in _KIND_CODE:
-        raise AccountingError("noise", noise, f"one of {NOISE_KINDS}")
-    kind = _KIND_CODE[noise]  # type: ignore[index]
+    noise = NoiseKind.parse(noise, "noise")
+    kind = noise.code
     # placeholders for the unused parameters; beta = 1/2 keeps the (unused) Polya constants finite
     r, beta, half_mu, p, q, t, ymax = 1.0, 0.5, 0.0, 1, 1, 1, 0
-    if kind == 0:
+    if noise is NoiseKind.NONE:
         return kind, r, beta, half_mu, p, q, t, ymax
-    if kind == 4:
+    if noise is NoiseKind.DISCRETE_LAPLACE:
         if scale is None:
             raise AccountingError("scale", scale, "a rational scale b > 0 (required for noise='discrete_laplace')")
         q, t = _scale("scale", scale)
         return kind, r, beta, half_mu, p, q, t, ymax
-    if kind == 3 and sigma2 is not None:
+    if noise is NoiseKind.DISCRETE_GAUSSIAN and sigma2 is not None:
         p, q, t, ymax = discrete_gaussian_range(sigma2)
         return kind, r, beta, half_mu, p, q, t, ymax
     if eps is None:
         raise AccountingError("eps", eps, f"a privacy parameter eps > 0 (required for noise={noise!r})")
-    if kind == 3:
+    if noise is NoiseKind.DISCRETE_GAUSSIAN:
         eps_q = as_rational("eps", eps, "a rational number > 0")
         if eps_q <= 0:
             raise AccountingError("eps", eps, "a rational number > 0")
@@ -308,7 +309,7 @@ def _noise_params(noise: object, eps: object, g: int, n: int, sigma2: object = N
         p, q, t, ymax = discrete_gaussian_range(sigma2)
         return kind, r, beta, half_mu, p, q, t, ymax
     eps_f = float(check_positive("eps", eps))
-    if kind == 1:
+    if noise is NoiseKind.POLYA:
         try:
             r, beta = _check_polya(1.0 / n, math.exp(-eps_f / g))
         except AccountingError:
@@ -337,7 +338,7 @@ def _protocol_args(x, g, m):
 # ------------------------------------------------------------------------------------------------
 
 
-def randomize(rng: np.random.Generator, x, g: int, m: int | None, noise: str = "none", *, eps=None, sigma2=None, scale=None) -> np.ndarray:
+def randomize(rng: np.random.Generator, x, g: int, m: int | None, noise: NoiseKind | str = NoiseKind.NONE, *, eps=None, sigma2=None, scale=None) -> np.ndarray:
     """R applied to every user: y_i = (xhat_i + eta_i) mod m, an int64 array of length n = len(x).
 
     ``noise`` picks eta by theorem ("polya": gamma+ - gamma-, Polya(1/n, e^{-eps/g}); "skellam":
@@ -348,9 +349,10 @@ def randomize(rng: np.random.Generator, x, g: int, m: int | None, noise: str = "
     """
     _check_rng(rng)
     g, m, xg = _protocol_args(x, g, m)
+    noise = NoiseKind.parse(noise, "noise")
     kind, r, beta, half_mu, p, q, t, ymax = _noise_params(noise, eps, g, xg.size, sigma2, scale)
     out = np.empty(xg.size, dtype=np.int64)
-    if noise == "discrete_laplace":
+    if noise is NoiseKind.DISCRETE_LAPLACE:
         _laplace_messages(rng, xg, m, *_laplace_tables(scale), out)
     else:
         _randomize(rng, xg, m, kind, r, beta, half_mu, p, q, t, ymax, out)
@@ -391,7 +393,7 @@ def analyze(yhat, n: int, g: int, m: int, tau: int, *, underflow_correction: boo
     return z.item() if z.ndim == 0 else z
 
 
-def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: str = "none", *, eps=None, sigma2=None, scale=None) -> np.ndarray:
+def server_views(rng: np.random.Generator, x, g: int, m: int, reps: int, noise: NoiseKind | str = NoiseKind.NONE, *, eps=None, sigma2=None, scale=None) -> np.ndarray:
     """The server's view yhat = S(R(x_1), ..., R(x_n)) of ``reps`` independent runs, per user
     (every user's rounding and noise drawn, reduced mod m as it goes). int64 array of length reps.
     ``eps``/``sigma2``/``scale``: as for :func:`randomize`."""
@@ -413,7 +415,7 @@ def analyzer_estimates(
     m: int,
     tau: int,
     reps: int,
-    noise: str = "none",
+    noise: NoiseKind | str = NoiseKind.NONE,
     *,
     eps=None,
     underflow_correction: bool = True,
@@ -424,7 +426,7 @@ def analyzer_estimates(
     return analyze(views, n, g, m, tau, underflow_correction=underflow_correction)
 
 
-def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, total_noise: str, *, scale=None, variance=None) -> np.ndarray:
+def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, total_noise: NoiseKind | str, *, scale=None, variance=None) -> np.ndarray:
     """The server's view (sum_i xhat_i + Z) mod m with the summed noise Z drawn once per run.
 
     ``total_noise="discrete_laplace"``: Z ~ Lap_Z(scale) (Theorem 1 with scale = g/eps, and the
@@ -443,7 +445,7 @@ def aggregate_views(rng: np.random.Generator, x, g: int, m: int, reps: int, tota
     return out
 
 
-def aggregate_views_of_sum(rng: np.random.Generator, xhat_sum: int, m: int, reps: int, total_noise: str, *, scale=None, variance=None) -> np.ndarray:
+def aggregate_views_of_sum(rng: np.random.Generator, xhat_sum: int, m: int, reps: int, total_noise: NoiseKind | str, *, scale=None, variance=None) -> np.ndarray:
     """(xhat_sum + Z) mod m for ``reps`` independent draws of the summed noise Z (as :func:`aggregate_views`).
 
     For callers that already hold the users' rounded sum sum_i xhat_i (the bandit runner's
@@ -512,7 +514,7 @@ def _laplace_tables(scale) -> tuple:
 
 @functools.lru_cache(maxsize=256)
 def _laplace_tables_of(scale: Fraction) -> tuple:
-    _, _, _, _, _, q, t, _ = _noise_params("discrete_laplace", None, 1, 1, None, scale)
+    _, _, _, _, _, q, t, _ = _noise_params(NoiseKind.DISCRETE_LAPLACE, None, 1, 1, None, scale)
     return _inversion.laplace_tables(q, t)
 
 
@@ -571,17 +573,22 @@ def add_box_codes(rng: np.random.Generator, y: np.ndarray, scale: float, g: int,
     _call_compiled(_add_box_codes, (rng, y.reshape(-1), float(scale), float(g), out.reshape(-1)))
 
 
-def _total_noise_args(total_noise: str, scale, variance) -> tuple[int, int, int, float]:
-    """Kernel arguments (kind, s, t, half_mu) of the one-draw summed noise."""
-    kinds = ("none", "discrete_laplace", "skellam")
-    if total_noise not in kinds:
-        hint = "use server_views for per-user discrete Gaussian noise" if total_noise == "discrete_gaussian" else ""
-        raise AccountingError("total_noise", total_noise, f"one of {kinds}", hint)
-    kind = kinds.index(total_noise)
+def _total_noise_args(total_noise: NoiseKind | str, scale=None, variance=None) -> tuple[int, int, int, float]:
+    """Kernel arguments (kind, s, t, half_mu) of the one-draw summed noise (``total_noise``: a
+    :class:`~dpverify._kinds.NoiseKind` with a ``summed_code``, or its name)."""
+    summed = NoiseKind.summed()
+    try:
+        noise = NoiseKind.parse(total_noise, "total_noise")
+    except AccountingError:
+        noise = None
+    if noise is None or noise.summed_code is None:
+        hint = "use server_views for per-user discrete Gaussian noise" if noise is NoiseKind.DISCRETE_GAUSSIAN else ""
+        raise AccountingError("total_noise", total_noise, f"one of {tuple(k.value for k in summed)}", hint)
+    kind = noise.summed_code
     s, t, half_mu = 1, 1, 0.0
-    if kind == 1:
+    if noise is NoiseKind.DISCRETE_LAPLACE:
         s, t = _scale("scale", scale)
-    elif kind == 2:
+    elif noise is NoiseKind.SKELLAM:
         check_nonnegative("variance", variance)
         if variance > _MAX_SKELLAM_VARIANCE:  # type: ignore[operator]
             raise AccountingError("variance", variance, "a real number in [0, 2**62]")

@@ -53,7 +53,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -64,11 +64,13 @@ from accounting.internal import check_positive, check_positive_int, check_probab
 from . import _noise
 from . import _protocol_kernels as pk
 from . import _samplers
+from ._kinds import BatchNoise, NoiseKind, ProtocolKind
 from ._mechanisms import sigma_at_most
 from ._privatizer import BatchProtocol
 
 __all__ = [
     "DistributedProtocol",
+    "ProtocolKind",
     "CentralGridLaplaceProtocol",
     "CentralLaplaceIdealised",
     "CentralLaplaceProtocol",
@@ -81,10 +83,8 @@ __all__ = [
     "local_dp_protocol",
 ]
 
-Kind = Literal["dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"]
-_KINDS = ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp")
-#: the kinds whose theorem takes the scale s (Theorems 2 and 4); the others ignore it
-SCALED_KINDS = ("dist-rdp", "dist-cdp")
+#: the kinds whose theorem takes the scale s (Theorems 2 and 4; ``ProtocolKind.scaled``); the others ignore it
+SCALED_KINDS = tuple(kind for kind in ProtocolKind if kind.scaled)
 _PATHS = ("per-user", "aggregate")
 
 
@@ -147,9 +147,12 @@ class DistributedProtocol(BatchProtocol):
     tau only (the theorems set p = 1/T, the simulations p = 0.1). ``epsilon`` may be a Fraction:
     the exact samplers need the noise scale g/eps as a ratio of int64s, so pass eps = 1/10 as
     ``Fraction(1, 10)`` (a float 0.1 is a dyadic rational with a 2^55 denominator).
+
+    ``kind``: a :class:`ProtocolKind` or its name ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"),
+    parsed once here; the attribute is always the :class:`ProtocolKind`.
     """
 
-    kind: Kind
+    kind: ProtocolKind
     epsilon: float
     p: float
     s: float = 1.0
@@ -161,8 +164,7 @@ class DistributedProtocol(BatchProtocol):
     _by_n: dict = field(init=False, default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise AccountingError("kind", self.kind, f"one of {_KINDS}")
+        object.__setattr__(self, "kind", ProtocolKind.parse(self.kind, "kind"))
         check_positive("epsilon", self.epsilon)
         check_probability("p", self.p)
         check_positive("s", self.s)
@@ -170,7 +172,7 @@ class DistributedProtocol(BatchProtocol):
             raise AccountingError("s", self.s, "a scale s >= 1")
         if self.tau_p is not None:
             check_probability("tau_p", self.tau_p)
-        object.__setattr__(self, "name", self.kind)
+        object.__setattr__(self, "name", self.kind.value)
 
     # ---- parameters --------------------------------------------------------------------------
 
@@ -201,37 +203,7 @@ class DistributedProtocol(BatchProtocol):
 
     def _compute_parameters(self, n: int) -> BatchParameters:
         p_tau = self.tau_p if self.tau_p is not None else self.p
-        if self.kind == "dist-dp" or self.kind == "cdp":
-            d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-            noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
-            if noise == d.noise:
-                return BatchParameters(n, d.g, d.tau, d.m, scale=d.noise)
-            # tau bounds b log(2/p), linear in b: tau + ceil(tau (b'/b - 1)) covers the rounded-up b'
-            tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
-            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, scale=noise)
-        if self.kind == "dist-rdp":
-            d = acc.theorem2_parameters(self.epsilon, self.s, n, p_tau)
-            return BatchParameters(n, d.g, d.tau, d.m, total_variance=d.noise)
-        if self.kind == "dist-cdp":
-            d = acc.theorem4_parameters(self.epsilon, self.s, n, p_tau)
-            # rounded up if the exact sampler needs it: the protocol then samples, accounts
-            # (guarantee) and bounds (assumption1, tau) with the rounded value, so the three agree
-            noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_gaussian")
-            if noise == d.noise:
-                return BatchParameters(n, d.g, d.tau, d.m, per_user_variance=d.noise)
-            # tau bounds (g/eps) sqrt(2 log(2/p)) = sqrt(2 n v log(2/p)); with v' = v (1 + r) the
-            # bound grows by sqrt(1 + r) <= 1 + r, so tau + ceil(tau r) covers it
-            tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
-            return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, per_user_variance=noise)
-        # ldp (Theorem 6): g as in Theorem 1, each user adds Lap_Z(g/eps); tau by Bernstein
-        d = acc.theorem1_parameters(self.epsilon, n, p_tau)
-        noise = _samplers.sampler_parameter_at_least("epsilon", self.epsilon, d.noise, "discrete_laplace")
-        b = float(noise)
-        q = math.exp(-1.0 / b)
-        v_b = 2 * q / (1 - q) ** 2
-        log_term = math.log(2 / p_tau)
-        tau = math.ceil(math.sqrt(2 * n * v_b * log_term) + 2 * b * log_term)
-        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, scale=noise)
+        return _BATCH_NOISE[self.kind.batch_noise].parameters(self, n, p_tau)
 
     # ---- privacy -----------------------------------------------------------------------------
 
@@ -244,45 +216,14 @@ class DistributedProtocol(BatchProtocol):
         return found
 
     def _mechanism(self, n: int) -> Any:
-        params = self.parameters(n)
-        g = params.g
-        if self.kind in ("dist-dp", "cdp", "ldp"):
-            return acc.DiscreteLaplace(scale=params.scale, sensitivity=g)
-        if self.kind == "dist-rdp":
-            return acc.Skellam(variance=params.total_variance, l1_sensitivity=g, l2_sensitivity=g)
-        # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim). The n users'
-        # exact samplers each draw N_Z(0, sigma^2) conditioned on |X| <= ymax, within total variation
-        # 2^-100 of it (_samplers.DG_TRUNCATION_TV), so the server's view is within n 2^-100 of the
-        # analysed sum's: carried beside its zCDP, paid in delta by every (eps, delta) conversion
-        sigma = sigma_at_most(params.per_user_variance)
-        analysed = acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=g)
-        return WithinTotalVariation(analysed, n * _samplers.DG_TRUNCATION_TV)
+        return _BATCH_NOISE[self.kind.batch_noise].mechanism(self.parameters(n), n)
 
     def assumption1(self, n: int, p: float) -> tuple[float, float]:
         """(sigma, h) for which |n_a(b)| <= sigma sqrt(log(2/p)) + h log(2/p) w.p. >= 1 - 2p (module docstring)."""
         params = self.parameters(n)
-        g = params.g
-        rounding = math.sqrt(n / 2) / g
-        eps = float(self.epsilon)
-        if self.kind in ("dist-dp", "cdp"):
-            # h = b/g: 1/eps, or 1/eps' = b'/g (rounded up) when the sampler's b' is above g/eps
-            return rounding, (1 / eps if params.scale == g / Fraction(self.epsilon) else _float_up(params.scale / g))
-        if self.kind == "dist-rdp":
-            return rounding + 2 / eps, math.sqrt(2) / g
-        if self.kind == "dist-cdp":
-            # sqrt(2)/eps for the theorem's variance g^2/(n eps^2); scaled if the sampler's is larger
-            theorem = Fraction(g * g) / (n * Fraction(self.epsilon) ** 2)
-            scale = 1.0 if params.per_user_variance == theorem else math.sqrt(float(params.per_user_variance / theorem))
-            return rounding + math.sqrt(2) / eps * scale, 0.0
-        b = float(params.scale)
-        q = math.exp(-1.0 / b)
-        v_b = 2 * q / (1 - q) ** 2
-        return rounding + math.sqrt(2 * n * v_b) / g, 2 * b / g
+        return _BATCH_NOISE[self.kind.batch_noise].assumption1(self, params, n)
 
     # ---- running the protocol ----------------------------------------------------------------
-
-    def _noise_kind(self) -> str:
-        return {"dist-dp": "polya", "dist-rdp": "skellam", "dist-cdp": "discrete_gaussian"}.get(self.kind, "none")
 
     def server_views(self, rewards: Any, rng: np.random.Generator, reps: int, *, path: str = "per-user") -> np.ndarray:
         """``reps`` independent server views of the batch: yhat (SecAgg) or, for ``cdp``, the
@@ -291,33 +232,23 @@ class DistributedProtocol(BatchProtocol):
             raise AccountingError("path", path, f"one of {_PATHS}")
         x = np.asarray(rewards, dtype=np.float64)
         params = self.parameters(max(x.size, 1))
-        if self.kind in ("dist-dp", "dist-rdp", "dist-cdp"):
-            if path == "aggregate":
-                if self.kind == "dist-cdp":
-                    raise AccountingError(
-                        "path", path, "'per-user' for dist-cdp", "a sum of discrete Gaussians is not discrete Gaussian: no aggregate path"
-                    )
-                if self.kind == "dist-dp":
-                    return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=self._exact_scale(params))
-                return pk.aggregate_views(rng, x, params.g, params.m, reps, "skellam", variance=float(params.total_variance))
-            if self.kind == "dist-cdp":
-                return pk.server_views(rng, x, params.g, params.m, reps, "discrete_gaussian", sigma2=params.per_user_variance)
-            if self.kind == "dist-dp":
-                return pk.server_views(rng, x, params.g, params.m, reps, "polya", eps=self._noise_epsilon(params))
-            return pk.server_views(rng, x, params.g, params.m, reps, self._noise_kind(), eps=self.epsilon)
-        if self.kind == "cdp":
-            if path == "aggregate":
-                return pk.aggregate_views(rng, x, params.g, params.m, reps, "discrete_laplace", scale=self._exact_scale(params))
-            views = pk.server_views(rng, x, params.g, params.m, reps, "none")
-            noise = _samplers.discrete_laplace(rng, self._exact_scale(params), size=reps) % params.m
-            return (views + noise) % params.m
-        # ldp: the SecAgg sum of the users' noisy messages
+        kind = self.kind
+        rule = _BATCH_NOISE[kind.batch_noise]
         if path == "aggregate":
-            raise AccountingError("path", path, "'per-user' for ldp", "the sum of n discrete Laplace draws has no one-draw sampler here")
-        out = np.empty(reps, dtype=np.int64)
-        for r in range(reps):
-            out[r] = pk.secure_aggregate(self.messages(x, rng), params.m)
-        return out
+            if not kind.aggregate_path:
+                raise AccountingError("path", path, f"'per-user' for {kind}", rule.no_aggregate_path)
+            return pk.aggregate_views(rng, x, params.g, params.m, reps, kind.summed_noise, **rule.summed_noise(self, params))
+        if kind.distributed:  # each user's noise, summed by SecAgg
+            return pk.server_views(rng, x, params.g, params.m, reps, kind.per_user_noise, **rule.per_user_noise(self, params))
+        if kind.reveals_messages:  # the local model: the SecAgg sum of the users' noisy messages
+            out = np.empty(reps, dtype=np.int64)
+            for r in range(reps):
+                out[r] = pk.secure_aggregate(self.messages(x, rng), params.m)
+            return out
+        # the central model: the users' xhat summed, the analyzer's one Lap_Z(b) added
+        views = pk.server_views(rng, x, params.g, params.m, reps, NoiseKind.NONE)
+        noise = _samplers.discrete_laplace(rng, self._exact_scale(params), size=reps) % params.m
+        return (views + noise) % params.m
 
     def messages(self, rewards: Any, rng: np.random.Generator, reps: int | None = None) -> np.ndarray:
         """Local model (``ldp``): every user's message y_i = (xhat_i + Lap_Z(g/eps)) mod m.
@@ -325,24 +256,24 @@ class DistributedProtocol(BatchProtocol):
         ``reps``: an (reps, n) array of that many independent draws of the batch's messages, with
         one kernel call for all the roundings and one for all the noise (the law of ``reps``
         calls; the run audit's transcripts draw many runs at once)."""
-        if self.kind != "ldp":
+        if not self.kind.reveals_messages:
             raise AccountingError("kind", self.kind, "'ldp' (only the local model reveals each message)")
         x = np.asarray(rewards, dtype=np.float64)
         params = self.parameters(max(x.size, 1))
         if reps is not None:
             tiled = np.tile(x, check_positive_int("reps", reps))
             # the roundings alone: a modulus above every sum leaves each xhat_i in [0, g] as drawn
-            xhat = pk.randomize(rng, tiled, params.g, tiled.size * params.g + 1, "none")
+            xhat = pk.randomize(rng, tiled, params.g, tiled.size * params.g + 1, NoiseKind.NONE)
             noise = _samplers.discrete_laplace(rng, self._exact_scale(params), size=tiled.size)
             return ((xhat + noise) % params.m).reshape(reps, x.size)
-        xhat = pk.randomize(rng, x, params.g, params.m, "none")
+        xhat = pk.randomize(rng, x, params.g, params.m, NoiseKind.NONE)
         noise = _samplers.discrete_laplace(rng, self._exact_scale(params), size=x.size)
         return (xhat + noise) % params.m
 
     def aggregate_resolution(self, n: int) -> int | None:
         """g for the kinds whose summed noise is one draw (dist-dp, cdp: Lap_Z(g/eps); dist-rdp:
         Sk(0, g^2/eps^2)); None for dist-cdp (a sum of discrete Gaussians is not one) and ldp."""
-        return self.parameters(n).g if self.kind in ("dist-dp", "dist-rdp", "cdp") else None
+        return self.parameters(n).g if self.kind.aggregate_path else None
 
     def estimate_from_rounded_sum(self, xhat_sum: int, n: int, rng: np.random.Generator) -> float:
         """A((sum_i xhat_i + Z) mod m) with Z the summed noise drawn once: the same law as
@@ -353,10 +284,8 @@ class DistributedProtocol(BatchProtocol):
             if self.aggregate_resolution(n) is None:
                 return super().estimate_from_rounded_sum(xhat_sum, n, rng)
             params = self.parameters(n)
-            if self.kind == "dist-rdp":
-                kind, s, t, half_mu = pk._total_noise_args("skellam", None, float(params.total_variance))
-            else:
-                kind, s, t, half_mu = pk._total_noise_args("discrete_laplace", self._exact_scale(params), None)
+            summed = _BATCH_NOISE[self.kind.batch_noise].summed_noise(self, params)
+            kind, s, t, half_mu = pk._total_noise_args(self.kind.summed_noise, **summed)
             args = self._by_n[key] = (params.m, int(kind), int(s), int(t), float(half_mu), params.g, n * params.g + params.tau)
         m, kind, s, t, half_mu, g, wrap_above = args
         if not 0 <= xhat_sum < m:
@@ -378,11 +307,11 @@ class DistributedProtocol(BatchProtocol):
 
     def describe(self) -> str:
         names = {
-            "dist-dp": "Dist-DP-SE protocol (Theorem 1, Polya noise, SecAgg)",
-            "dist-rdp": f"Dist-RDP-SE protocol (Theorem 2, Skellam noise, s={self.s:g}, SecAgg)",
-            "dist-cdp": f"Dist-CDP-SE protocol (Theorem 4, discrete Gaussian noise, s={self.s:g}, SecAgg)",
-            "cdp": "CDP-SE protocol (Theorem 5, central discrete Laplace)",
-            "ldp": "LDP-SE protocol (Theorem 6, local discrete Laplace)",
+            ProtocolKind.DIST_DP: "Dist-DP-SE protocol (Theorem 1, Polya noise, SecAgg)",
+            ProtocolKind.DIST_RDP: f"Dist-RDP-SE protocol (Theorem 2, Skellam noise, s={self.s:g}, SecAgg)",
+            ProtocolKind.DIST_CDP: f"Dist-CDP-SE protocol (Theorem 4, discrete Gaussian noise, s={self.s:g}, SecAgg)",
+            ProtocolKind.CDP: "CDP-SE protocol (Theorem 5, central discrete Laplace)",
+            ProtocolKind.LDP: "LDP-SE protocol (Theorem 6, local discrete Laplace)",
         }
         return f"{names[self.kind]}, eps={float(self.epsilon):g}, p={float(self.p):g}"
 
@@ -391,6 +320,159 @@ def _float_up(value: Fraction) -> float:
     """The least float >= value."""
     x = float(value)
     return x if Fraction(x) >= value else math.nextafter(x, math.inf)
+
+
+class _BatchNoiseRule:
+    """What a batch noise law (``ProtocolKind.batch_noise``) fixes: the theorem's parameters, the
+    accounted per-user mechanism and the Assumption 1 constants (module docstring)."""
+
+    def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
+        raise NotImplementedError
+
+    def mechanism(self, params: BatchParameters, n: int) -> Any:
+        raise NotImplementedError
+
+    def assumption1(self, protocol: DistributedProtocol, params: BatchParameters, n: int) -> tuple[float, float]:
+        raise NotImplementedError
+
+    #: why the summed noise has no one-draw sampler (None where it has one: the aggregate path)
+    no_aggregate_path: str | None = None
+
+    def summed_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        """The one-draw summed-noise kernel's parameters (``ProtocolKind.summed_noise``; the aggregate path)."""
+        raise AccountingError("path", "aggregate", "'per-user'", self.no_aggregate_path or "")
+
+    def per_user_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        """The per-user noise kernel's parameters (``ProtocolKind.per_user_noise``; SecAgg kinds)."""
+        raise AccountingError("kind", protocol.kind, "a distributed kind (its users add the noise under SecAgg)")
+
+
+class _DiscreteLaplaceBatch(_BatchNoiseRule):
+    """One Lap_Z(g/eps) for the batch: Theorem 1 (the users' Polya differences sum to it) and Theorem 5."""
+
+    def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
+        d = acc.theorem1_parameters(protocol.epsilon, n, p_tau)
+        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.noise, NoiseKind.DISCRETE_LAPLACE)
+        if noise == d.noise:
+            return BatchParameters(n, d.g, d.tau, d.m, scale=d.noise)
+        # tau bounds b log(2/p), linear in b: tau + ceil(tau (b'/b - 1)) covers the rounded-up b'
+        tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
+        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, scale=noise)
+
+    def mechanism(self, params: BatchParameters, n: int) -> Any:
+        return acc.DiscreteLaplace(scale=params.scale, sensitivity=params.g)
+
+    def summed_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        return {"scale": protocol._exact_scale(params)}
+
+    def per_user_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        # Polya(1/n, e^{-eps/g}) differences, drawn with the eps of the (possibly rounded-up) b
+        return {"eps": protocol._noise_epsilon(params)}
+
+    def assumption1(self, protocol: DistributedProtocol, params: BatchParameters, n: int) -> tuple[float, float]:
+        g = params.g
+        rounding = math.sqrt(n / 2) / g
+        eps = float(protocol.epsilon)
+        # h = b/g: 1/eps, or 1/eps' = b'/g (rounded up) when the sampler's b' is above g/eps
+        return rounding, (1 / eps if params.scale == g / Fraction(protocol.epsilon) else _float_up(params.scale / g))
+
+
+class _SkellamBatch(_BatchNoiseRule):
+    """One Sk(0, g^2/eps^2) for the batch (Theorem 2)."""
+
+    def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
+        d = acc.theorem2_parameters(protocol.epsilon, protocol.s, n, p_tau)
+        return BatchParameters(n, d.g, d.tau, d.m, total_variance=d.noise)
+
+    def mechanism(self, params: BatchParameters, n: int) -> Any:
+        return acc.Skellam(variance=params.total_variance, l1_sensitivity=params.g, l2_sensitivity=params.g)
+
+    def summed_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        return {"variance": float(params.total_variance)}
+
+    def per_user_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        return {"eps": protocol.epsilon}
+
+    def assumption1(self, protocol: DistributedProtocol, params: BatchParameters, n: int) -> tuple[float, float]:
+        g = params.g
+        rounding = math.sqrt(n / 2) / g
+        eps = float(protocol.epsilon)
+        return rounding + 2 / eps, math.sqrt(2) / g
+
+
+class _DiscreteGaussianSumBatch(_BatchNoiseRule):
+    """n discrete Gaussians N_Z(0, g^2/(n eps^2)), one per user (Theorem 4)."""
+
+    no_aggregate_path = "a sum of discrete Gaussians is not discrete Gaussian: no aggregate path"
+
+    def per_user_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        return {"sigma2": params.per_user_variance}
+
+    def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
+        d = acc.theorem4_parameters(protocol.epsilon, protocol.s, n, p_tau)
+        # rounded up if the exact sampler needs it: the protocol then samples, accounts
+        # (guarantee) and bounds (assumption1, tau) with the rounded value, so the three agree
+        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.noise, NoiseKind.DISCRETE_GAUSSIAN)
+        if noise == d.noise:
+            return BatchParameters(n, d.g, d.tau, d.m, per_user_variance=d.noise)
+        # tau bounds (g/eps) sqrt(2 log(2/p)) = sqrt(2 n v log(2/p)); with v' = v (1 + r) the
+        # bound grows by sqrt(1 + r) <= 1 + r, so tau + ceil(tau r) covers it
+        tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
+        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, per_user_variance=noise)
+
+    def mechanism(self, params: BatchParameters, n: int) -> Any:
+        # sigma = g/(eps sqrt(n)) is irrational in general: rounded down (a weaker claim). The n users'
+        # exact samplers each draw N_Z(0, sigma^2) conditioned on |X| <= ymax, within total variation
+        # 2^-100 of it (_samplers.DG_TRUNCATION_TV), so the server's view is within n 2^-100 of the
+        # analysed sum's: carried beside its zCDP, paid in delta by every (eps, delta) conversion
+        sigma = sigma_at_most(params.per_user_variance)
+        analysed = acc.DiscreteGaussianSum(n=n, sigma=sigma, sensitivity=params.g)
+        return WithinTotalVariation(analysed, n * _samplers.DG_TRUNCATION_TV)
+
+    def assumption1(self, protocol: DistributedProtocol, params: BatchParameters, n: int) -> tuple[float, float]:
+        g = params.g
+        rounding = math.sqrt(n / 2) / g
+        eps = float(protocol.epsilon)
+        # sqrt(2)/eps for the theorem's variance g^2/(n eps^2); scaled if the sampler's is larger
+        theorem = Fraction(g * g) / (n * Fraction(protocol.epsilon) ** 2)
+        scale = 1.0 if params.per_user_variance == theorem else math.sqrt(float(params.per_user_variance / theorem))
+        return rounding + math.sqrt(2) / eps * scale, 0.0
+
+
+class _DiscreteLaplaceSumBatch(_DiscreteLaplaceBatch):
+    """n discrete Laplace draws Lap_Z(g/eps), one per user (Theorem 6): g as in Theorem 1, tau by Bernstein."""
+
+    no_aggregate_path = "the sum of n discrete Laplace draws has no one-draw sampler here"
+
+    def summed_noise(self, protocol: DistributedProtocol, params: BatchParameters) -> dict[str, Any]:
+        return _BatchNoiseRule.summed_noise(self, protocol, params)
+
+    def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
+        d = acc.theorem1_parameters(protocol.epsilon, n, p_tau)
+        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.noise, NoiseKind.DISCRETE_LAPLACE)
+        b = float(noise)
+        q = math.exp(-1.0 / b)
+        v_b = 2 * q / (1 - q) ** 2
+        log_term = math.log(2 / p_tau)
+        tau = math.ceil(math.sqrt(2 * n * v_b * log_term) + 2 * b * log_term)
+        return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, scale=noise)
+
+    def assumption1(self, protocol: DistributedProtocol, params: BatchParameters, n: int) -> tuple[float, float]:
+        g = params.g
+        rounding = math.sqrt(n / 2) / g
+        b = float(params.scale)
+        q = math.exp(-1.0 / b)
+        v_b = 2 * q / (1 - q) ** 2
+        return rounding + math.sqrt(2 * n * v_b) / g, 2 * b / g
+
+
+#: the rule of each batch noise law (``ProtocolKind.batch_noise``)
+_BATCH_NOISE: dict[BatchNoise, _BatchNoiseRule] = {
+    BatchNoise.DISCRETE_LAPLACE: _DiscreteLaplaceBatch(),
+    BatchNoise.SKELLAM: _SkellamBatch(),
+    BatchNoise.DISCRETE_GAUSSIAN_SUM: _DiscreteGaussianSumBatch(),
+    BatchNoise.DISCRETE_LAPLACE_SUM: _DiscreteLaplaceSumBatch(),
+}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -513,27 +595,27 @@ class CentralGridLaplaceProtocol(BatchProtocol):
 
 def dist_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:
     """Theorem 1 (Dist-DP-SE): pure eps-DP via SecAgg with Polya-difference noise."""
-    return DistributedProtocol("dist-dp", epsilon, p, 1.0, tau_p, underflow_correction)
+    return DistributedProtocol(ProtocolKind.DIST_DP, epsilon, p, 1.0, tau_p, underflow_correction)
 
 
 def dist_rdp_protocol(epsilon: float, s: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:
     """Theorem 2 (Dist-RDP-SE): RDP via SecAgg with Skellam noise at scale s."""
-    return DistributedProtocol("dist-rdp", epsilon, p, s, tau_p, underflow_correction)
+    return DistributedProtocol(ProtocolKind.DIST_RDP, epsilon, p, s, tau_p, underflow_correction)
 
 
 def dist_cdp_protocol(epsilon: float, s: float, p: float, *, tau_p: float | None = None, underflow_correction: bool = True) -> DistributedProtocol:
     """Theorem 4 (Dist-CDP-SE): zCDP via SecAgg with discrete Gaussian noise at scale s."""
-    return DistributedProtocol("dist-cdp", epsilon, p, s, tau_p, underflow_correction)
+    return DistributedProtocol(ProtocolKind.DIST_CDP, epsilon, p, s, tau_p, underflow_correction)
 
 
 def central_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None) -> DistributedProtocol:
     """Theorem 5 (CDP-SE): the analyzer adds one Lap_Z(g/eps)."""
-    return DistributedProtocol("cdp", epsilon, p, 1.0, tau_p)
+    return DistributedProtocol(ProtocolKind.CDP, epsilon, p, 1.0, tau_p)
 
 
 def local_dp_protocol(epsilon: float, p: float, *, tau_p: float | None = None) -> DistributedProtocol:
     """Theorem 6 (LDP-SE): every user adds Lap_Z(g/eps) before SecAgg."""
-    return DistributedProtocol("ldp", epsilon, p, 1.0, tau_p)
+    return DistributedProtocol(ProtocolKind.LDP, epsilon, p, 1.0, tau_p)
 
 
 #: the former name of :class:`CentralLaplaceIdealised`
@@ -543,6 +625,6 @@ CentralLaplaceProtocol = CentralLaplaceIdealised
 def central_laplace_protocol(epsilon: float, *, noise: str = _noise.DEFAULT_NOISE) -> CentralGridLaplaceProtocol | CentralLaplaceIdealised:
     """DP-SE's privatizer: float-safe (grid 1/2^16, exact discrete Laplace) by default, or
     ``noise="idealised"``: the paper's continuous float Laplace (not DP in floating point)."""
-    if _noise.check_noise(noise) == "idealised":
+    if _noise.check_noise(noise).idealised:
         return CentralLaplaceIdealised(epsilon)
     return CentralGridLaplaceProtocol(epsilon)

@@ -421,7 +421,7 @@ def _api_rows() -> list[ApiRow]:
         a("gdp_epsilon(mu)", lambda v: acc.gdp_epsilon(v, 1e-6), "mu"),
         a("gdp_delta(epsilon)", lambda v: acc.gdp_delta(1.0, v), "epsilon"),
         a("gdp_mu_for(epsilon)", lambda v: acc.gdp_mu_for(v, 1e-6), "epsilon"),
-        a("advanced_composition(k)", lambda v: acc.advanced_composition(acc.PureDP(0.1), v, 1e-6), "k"),
+        a("advanced_composition(compose)", lambda v: acc.advanced_composition(acc.PureDP(0.1), v, 1e-6), "compose"),
         a("appendix_i_per_batch(returns)", lambda v: acc.appendix_i_per_batch(0.5, 1e-6, v), "returns"),
         a("epsilon_routes(delta)", lambda v: acc.epsilon_routes(gauss, v, include_pld=False), "delta"),
         a("epsilon_routes(compose)", lambda v: acc.epsilon_routes(gauss, 1e-5, compose=v), "compose", "k"),

@@ -110,7 +110,7 @@ def test_certified_value_is_never_below_a_reference_at_twice_the_precision(eps, 
         (lambda: ZCDP(-0.1), "rho"),
         (lambda: RDP.zcdp(0.1)(1.0), "alpha"),
         (lambda: RDP.zcdp(0.1)(0.5), "alpha"),
-        (lambda: PureDP(1.0).times(0), "k"),
+        (lambda: PureDP(1.0).times(0), "compose"),
     ],
 )
 def test_bad_input_names_the_parameter(build, name):

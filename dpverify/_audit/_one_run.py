@@ -51,6 +51,7 @@ from .._bandits._runner import RunConfig, seed_streams
 from .._bandits._transcripts import Transcript
 from .._bandits._transcripts_ucb import UCBTranscript
 from .._bandits._ucb import UCB_ALGORITHMS, LocalCurator, run_ucb
+from .._kinds import CuratorKind
 from ._one_run_bound import one_run_epsilon, one_run_rhs_float
 
 __all__ = ["ONE_RUN_ALGORITHMS", "CanaryInstance", "OneRunAudit", "one_run_audit"]
@@ -211,7 +212,7 @@ def _ucb_run(algorithm: str, instance: BanditInstance, horizon: int, epsilon: fl
         taken[arm] += n
     curator = LocalCurator(UCB_ALGORITHMS[algorithm][0], noise_epsilon)
     claim = LocalCurator(UCB_ALGORITHMS[algorithm][0], epsilon).mechanism().pure().epsilon
-    if curator.kind == "ctl-s":  # the response is s(reward) + noise: rescale so that a canary's 0 and 1 sit at 0 and 1
+    if curator.kind is CuratorKind.CTL_S:  # the response is s(reward) + noise: rescale so that a canary's 0 and 1 sit at 0 and 1
         lo, hi = 0.5, 1.0 / (1.0 + np.exp(-1.0))
         responses = (responses - lo) / (hi - lo)
         return responses, read, lambda bits, rng: (curator.respond(bits.astype(np.float64), rng) - lo) / (hi - lo), float(claim)

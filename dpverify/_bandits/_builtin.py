@@ -24,6 +24,7 @@ import accounting as acc
 from accounting import AccountingError
 from accounting.internal import delta_before_total_variation, times_total_variation, total_variation_of
 
+from .._kinds import ProtocolKind
 from ._elimination import EliminationSetup, run_batch_elimination, run_dp_se
 from ._environments import BanditInstance, easy_instance, hard_instance, mslr_instance, ren_bernoulli_instance, ren_mixed_instance
 from ._registry import AlgorithmSpec, InstanceSpec, register_algorithm, register_instance, register_instance_type
@@ -33,11 +34,11 @@ __all__ = ["SE_PROTOCOLS", "dp_se_setup", "make_protocol", "run_budget", "se_set
 
 #: Algorithm 1 variants -> the protocol kind of dpverify._protocols.DistributedProtocol
 SE_PROTOCOLS = {
-    "dist-dp-se": "dist-dp",  # Theorem 1
-    "dist-rdp-se": "dist-rdp",  # Theorem 2 (scale s)
-    "dist-cdp-se": "dist-cdp",  # Theorem 4 (scale s)
-    "cdp-se": "cdp",  # Theorem 5
-    "ldp-se": "ldp",  # Theorem 6
+    "dist-dp-se": ProtocolKind.DIST_DP,  # Theorem 1
+    "dist-rdp-se": ProtocolKind.DIST_RDP,  # Theorem 2 (scale s)
+    "dist-cdp-se": ProtocolKind.DIST_CDP,  # Theorem 4 (scale s)
+    "cdp-se": ProtocolKind.CDP,  # Theorem 5
+    "ldp-se": ProtocolKind.LDP,  # Theorem 6
 }
 
 
@@ -45,14 +46,14 @@ def make_protocol(algorithm: str, epsilon: float, *, s: float, p: float, tau_p: 
     """The protocol of an Algorithm 1 variant (``dpverify._protocols.DistributedProtocol`` of its kind)."""
     from fractions import Fraction
 
-    from .._protocols import SCALED_KINDS, DistributedProtocol
+    from .._protocols import DistributedProtocol
 
     kind = SE_PROTOCOLS.get(algorithm)
     if kind is not None:
         # eps as the decimal the user typed (0.1 -> 1/10), not the binary float 0.1000000000000000055...:
         # the exact parameters (g, tau, noise scale g/eps) stay small rationals the samplers accept.
         epsilon = Fraction(repr(float(epsilon)))
-        return DistributedProtocol(kind, epsilon, p, s if kind in SCALED_KINDS else 1.0, tau_p)
+        return DistributedProtocol(kind, epsilon, p, s if kind.scaled else 1.0, tau_p)
     raise AccountingError("algorithm", algorithm, f"one of {tuple(SE_PROTOCOLS)}")
 
 

@@ -44,6 +44,7 @@ import accounting as acc
 from accounting import AccountingError
 from accounting.internal import check_positive_int, check_probability
 
+from .._kinds import ProtocolKind
 from .._privatizer import BatchProtocol, Privatizer
 from ._environments import BanditInstance, RewardStreams, children
 from ._results import RunRecord, checkpoints, ledger_summary
@@ -384,7 +385,7 @@ def protocol_radius(protocol: Any, p: float) -> Callable[[int, int, int], float]
 RADII = ("lemma2", "authors")
 
 
-def authors_constants(kind: str, epsilon: float, s: float = 1.0) -> tuple[float, float]:
+def authors_constants(kind: ProtocolKind | str, epsilon: float, s: float = 1.0) -> tuple[float, float]:
     """(sigma, h) of the ICLR 2023 authors' released simulation code, in Lemma 2's radius.
 
     The released ``confidence_interval`` of ``BatchSEDistDP`` uses sigma = sqrt(2)/eps, h = 1/eps;
@@ -393,10 +394,11 @@ def authors_constants(kind: str, epsilon: float, s: float = 1.0) -> tuple[float,
     with constants that do not depend on the batch size n (Lemma 2's per-protocol constants,
     ``protocol.assumption1(n, p)``, do). Only those two protocols have released constants.
     """
+    kind = ProtocolKind.parse(kind, "kind")
     eps = float(epsilon)
-    if kind == "dist-dp":
+    if kind is ProtocolKind.DIST_DP:
         return math.sqrt(2.0) / eps, 1.0 / eps
-    if kind == "dist-rdp":
+    if kind is ProtocolKind.DIST_RDP:
         return 2.0 / eps + math.sqrt(2.0) / (float(s) * eps), 1.0 / (float(s) * eps)
     raise AccountingError("radius", "authors", f"'lemma2' for the {kind!r} protocol (the released code has constants for dist-dp and dist-rdp only)")
 

@@ -153,7 +153,7 @@ class RunConfig:
         check_noise(self.noise)
         if not isinstance(self.allow_idealised_charges, bool):
             raise AccountingError("allow_idealised_charges", self.allow_idealised_charges, "True or False")
-        if self.noise == "idealised" and self.ledger is not None and not self.allow_idealised_charges:
+        if check_noise(self.noise).idealised and self.ledger is not None and not self.allow_idealised_charges:
             raise AccountingError(
                 "noise", self.noise, "'float-safe' with a durable ledger",
                 f"an idealised run ({IDEALISED_LABEL}) records no charges in a durable ledger unless allow_idealised_charges=True "

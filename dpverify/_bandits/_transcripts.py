@@ -96,7 +96,7 @@ def release_views(protocol: Any, rewards: Any, rng: np.random.Generator, reps: i
         return own(x, rng, reps, path=path)
     if isinstance(protocol, DistributedProtocol):
         n = x.size
-        if protocol.kind == "ldp":
+        if protocol.kind.reveals_messages:
             if path != "per-user":
                 raise AccountingError("path", path, "'per-user' for ldp (every user's message is drawn)")
             m = protocol.parameters(n).m
@@ -333,7 +333,7 @@ class EliminationEngine(TranscriptEngine):
 
     def __post_init__(self) -> None:
         batches = self.schedule.shape[0] - 1
-        messages = isinstance(self.protocol, DistributedProtocol) and self.protocol.kind == "ldp"
+        messages = isinstance(self.protocol, DistributedProtocol) and self.protocol.kind.reveals_messages
         slots, labels = {}, []
         start = 0
         for b in range(1, batches + 1):

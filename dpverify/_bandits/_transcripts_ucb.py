@@ -83,7 +83,7 @@ class UCBEngine(TranscriptEngine):
         if self.algorithm not in UCB_ALGORITHMS:
             raise AccountingError("algorithm", self.algorithm, f"one of {tuple(UCB_ALGORITHMS)}")
         kind, _ = UCB_ALGORITHMS[self.algorithm]
-        object.__setattr__(self, "curator", LocalCurator(kind, self.epsilon if kind != "identity" else None))
+        object.__setattr__(self, "curator", LocalCurator(kind, self.epsilon if kind.private else None))
         object.__setattr__(self, "rows", self.horizon)
 
     @classmethod
@@ -92,7 +92,7 @@ class UCBEngine(TranscriptEngine):
 
     @property
     def binary(self) -> bool:
-        return self.curator.kind in ("ctb", "ctb-s")
+        return self.curator.kind.binary
 
     def columns(self, view: str) -> list[str]:
         if view == "server":
@@ -113,7 +113,7 @@ class UCBEngine(TranscriptEngine):
         if ledger is not None:
             if reps != 1:
                 raise AccountingError("reps", reps, "1 when a ledger is charged (the ledger of one run)")
-            if self.curator.kind != "identity":  # run_ucb admits T + K chunk users at once (chunk = 1)
+            if self.curator.kind.private:  # run_ucb admits T + K chunk users at once (chunk = 1)
                 ledger.charge(self.curator.mechanism(), range(0, T + K), label=f"{self.curator.kind} users 0..{T + K - 1}")
         laplace_index = UCB_ALGORITHMS[self.algorithm][1]
         eps = float(self.epsilon) if self.epsilon is not None else 1.0

@@ -44,19 +44,21 @@ from accounting.internal import check_positive, check_positive_int
 
 from .. import _noise, _privatizer, _samplers
 from .. import _protocol_kernels as pk
+from .._kinds import CuratorKind
 from ._environments import BanditInstance
 from ._results import RunRecord, checkpoints, ledger_summary
 
 __all__ = ["CURATORS", "LocalCurator", "LocalPrivatizer", "UCB_ALGORITHMS", "run_ucb"]
 
-CURATORS = ("identity", "ctl", "ctb", "ctl-s", "ctb-s")
+#: the curators' names (``CuratorKind``)
+CURATORS = CuratorKind.names()
 #: algorithm -> (curator, laplace-style index)
 UCB_ALGORITHMS = {
-    "ucb1": ("identity", False),
-    "ldp-ucb-l": ("ctl", True),
-    "ldp-ucb-b": ("ctb", False),
-    "ldp-ucb-ls": ("ctl-s", True),
-    "ldp-ucb-bs": ("ctb-s", False),
+    "ucb1": (CuratorKind.IDENTITY, False),
+    "ldp-ucb-l": (CuratorKind.CTL, True),
+    "ldp-ucb-b": (CuratorKind.CTB, False),
+    "ldp-ucb-ls": (CuratorKind.CTL_S, True),
+    "ldp-ucb-bs": (CuratorKind.CTB_S, False),
 }
 
 
@@ -69,16 +71,16 @@ class LocalCurator:
     CTL's g (default 2^16; the audits also run small grids, where rounding is visible).
     """
 
-    kind: str
+    kind: CuratorKind
     epsilon: float | None = None
-    noise: str = _noise.DEFAULT_NOISE
+    noise: _noise.NoiseMode = _noise.DEFAULT_NOISE
     grid: int = _noise.FLOAT_SAFE_GRID
 
     def __post_init__(self) -> None:
-        if self.kind not in CURATORS:
-            raise AccountingError("curator", self.kind, f"one of {CURATORS}")
-        _noise.check_noise(self.noise)
-        if self.kind != "identity":
+        # the kind and the noise mode parsed once, here (a name or the member)
+        object.__setattr__(self, "kind", CuratorKind.parse(self.kind, "curator"))
+        object.__setattr__(self, "noise", _noise.check_noise(self.noise))
+        if self.kind.private:
             check_positive("epsilon", self.epsilon)
         if self.laplace:
             if self.float_safe:
@@ -89,12 +91,12 @@ class LocalCurator:
     @property
     def laplace(self) -> bool:
         """Whether the curator adds Laplace noise (CTL, CTL-S)."""
-        return self.kind in ("ctl", "ctl-s")
+        return self.kind.laplace
 
     @property
     def float_safe(self) -> bool:
         """Whether the curator is DP as executed (everything but the idealised CTL)."""
-        return not (self.laplace and self.noise == "idealised")
+        return not (self.laplace and self.noise.idealised)
 
     @property
     def epsilon_f(self) -> float:
@@ -116,9 +118,9 @@ class LocalCurator:
     def mechanism(self) -> Any:
         """CTB(-S): BernoulliCurator(eps); CTL(-S): GridDiscreteLaplace(g, b) as executed (float-safe),
         or Laplace(1/eps, sensitivity 1), the real-arithmetic mechanism (idealised; inputs in [0, 1])."""
-        if self.kind == "identity":
+        if not self.kind.private:
             return None
-        if self.kind in ("ctb", "ctb-s"):
+        if self.kind.binary:
             return BernoulliCurator(self.epsilon)
         if self.float_safe:
             return GridDiscreteLaplace(self.grid, self.scale)
@@ -136,7 +138,7 @@ class LocalCurator:
     def describe(self) -> str:
         """The implementation, as the run's ledger and reports name it."""
         kind = self.kind.upper()
-        if self.kind == "identity":
+        if not self.kind.private:
             return "identity (non-private UCB1)"
         if not self.laplace:
             return f"{kind}(eps={self.epsilon_f:g}): randomised response on Bernoulli(reward)"
@@ -147,13 +149,13 @@ class LocalCurator:
 
     @property
     def bits(self) -> int:
-        return 1 if self.kind in ("ctb", "ctb-s") else 64
+        return 1 if self.kind.binary else 64
 
     def respond(self, rewards: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         x = rewards
-        if self.kind in ("ctl-s", "ctb-s"):
+        if self.kind.squashed:
             x = 1.0 / (1.0 + np.exp(-x))
-        if self.kind == "identity":
+        if not self.kind.private:
             return x.copy()
         if self.laplace:
             if not self.float_safe:  # noise="idealised" only: Ren et al.'s float Laplace, labelled, not DP in floating point
@@ -179,7 +181,7 @@ class LocalPrivatizer:
 
     def __init__(self, curator: LocalCurator, ledger: acc.Ledger | None, seed: np.random.SeedSequence, *,
                  allow_idealised_charges: bool = False) -> None:
-        if curator.kind != "identity" and ledger is None:
+        if curator.kind.private and ledger is None:
             raise AccountingError("ledger", None, "an accounting.Ledger for a private curator")
         if ledger is not None:
             _privatizer.check_idealised_charges(curator, not curator.float_safe, ledger, allow_idealised_charges)
@@ -312,9 +314,9 @@ def run_ucb(setup: UCBSetup, seeds: dict[str, np.random.SeedSequence], run_index
     if T < k:
         raise AccountingError("horizon", T, f"at least K = {k} (every arm is pulled once first)")
     curator_kind, laplace_index = UCB_ALGORITHMS[setup.algorithm]
-    curator = LocalCurator(curator_kind, setup.epsilon if curator_kind != "identity" else None, noise=setup.noise)
+    curator = LocalCurator(curator_kind, setup.epsilon if curator_kind.private else None, noise=setup.noise)
     ledger = None
-    if curator_kind != "identity":
+    if curator_kind.private:
         ledger = acc.Ledger(curator.mechanism().pure(), name=setup.algorithm)  # the accountant's certified eps
     privatizer = LocalPrivatizer(curator, ledger, seeds["privatizer"])
     if setup.transcript is not None:  # a run audit's recording (chunk = 1: each response drawn at its pull)

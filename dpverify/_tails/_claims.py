@@ -51,6 +51,7 @@ from typing import Any, Callable, Iterable
 
 from .. import _noise
 from .. import _protocols as P
+from .._kinds import BatchNoise, ProtocolKind
 from ._laws import (
     DiscreteGaussianSumLaw,
     DiscreteLaplaceLaw,
@@ -176,14 +177,16 @@ def evaluate(claim: Claim, grid: Grid) -> TailResult:
 def noise_law(protocol: P.DistributedProtocol, n: int) -> NoiseLaw:
     """The law of the summed noise Z (integer, in units of 1/g) of one batch of n users."""
     params = protocol.parameters(n)
-    kind = protocol.kind
-    if kind in ("dist-dp", "cdp"):
-        return DiscreteLaplaceLaw(params.scale)
-    if kind == "dist-rdp":
-        return SkellamLaw(params.total_variance)
-    if kind == "dist-cdp":
-        return DiscreteGaussianSumLaw(n, params.per_user_variance)
-    return DiscreteLaplaceSumLaw(n, params.scale)
+    return _NOISE_LAWS[protocol.kind.batch_noise](params, n)
+
+
+#: the tail verifier's law of each batch noise law (``ProtocolKind.batch_noise``)
+_NOISE_LAWS: dict[BatchNoise, Callable[[Any, int], NoiseLaw]] = {
+    BatchNoise.DISCRETE_LAPLACE: lambda params, n: DiscreteLaplaceLaw(params.scale),
+    BatchNoise.SKELLAM: lambda params, n: SkellamLaw(params.total_variance),
+    BatchNoise.DISCRETE_GAUSSIAN_SUM: lambda params, n: DiscreteGaussianSumLaw(n, params.per_user_variance),
+    BatchNoise.DISCRETE_LAPLACE_SUM: lambda params, n: DiscreteLaplaceSumLaw(n, params.scale),
+}
 
 
 def rounding_constant(n: int, g: int) -> float:
@@ -212,9 +215,10 @@ def _hoeffding_at(p: float) -> float:
     return p
 
 
-def protocol_variants(kind: str, grid: Grid) -> list[tuple[dict[str, Any], Callable[[float], P.DistributedProtocol]]]:
+def protocol_variants(kind: ProtocolKind | str, grid: Grid) -> list[tuple[dict[str, Any], Callable[[float], P.DistributedProtocol]]]:
     """(setting without p, factory p -> protocol) over the grid, for one builder."""
-    scaled = kind in P.SCALED_KINDS
+    kind = ProtocolKind.parse(kind, "kind")
+    scaled = kind.scaled
     out = []
     for eps in grid.epsilons:
         for s in grid.scales if scaled else (1.0,):
@@ -224,13 +228,13 @@ def protocol_variants(kind: str, grid: Grid) -> list[tuple[dict[str, Any], Calla
 
 
 _SOURCES = {
-    "dist-dp": (f"{ICLR}, Thm 1; Fact 3 (App. K); eq. (4)-(6) of its proof", "Lap_Z(g/eps)"),
-    "cdp": (f"{ICLR}, Thm 5 (App. H.1); Fact 3", "Lap_Z(g/eps), added by the analyzer"),
-    "dist-rdp": (f"{ICLR}, Thm 2; Prop. 1 (App. E.1)", "Sk(0, g^2/eps^2)"),
-    "dist-cdp": (f"{ICLR}, Thm 4 (App. F); Fact 2 / Canonne et al. 2020 Cor. 9", "sum of n N_Z(0, g^2/(n eps^2))"),
-    "ldp": (f"{ICLR}, Thm 6 (App. H.2); Lemma 5 (c made explicit: Bernstein)", "sum of n Lap_Z(g/eps)"),
+    ProtocolKind.DIST_DP: (f"{ICLR}, Thm 1; Fact 3 (App. K); eq. (4)-(6) of its proof", "Lap_Z(g/eps)"),
+    ProtocolKind.CDP: (f"{ICLR}, Thm 5 (App. H.1); Fact 3", "Lap_Z(g/eps), added by the analyzer"),
+    ProtocolKind.DIST_RDP: (f"{ICLR}, Thm 2; Prop. 1 (App. E.1)", "Sk(0, g^2/eps^2)"),
+    ProtocolKind.DIST_CDP: (f"{ICLR}, Thm 4 (App. F); Fact 2 / Canonne et al. 2020 Cor. 9", "sum of n N_Z(0, g^2/(n eps^2))"),
+    ProtocolKind.LDP: (f"{ICLR}, Thm 6 (App. H.2); Lemma 5 (c made explicit: Bernstein)", "sum of n Lap_Z(g/eps)"),
 }
-_LABELS = {"dist-dp": "Dist-DP-SE", "cdp": "CDP-SE", "dist-rdp": "Dist-RDP-SE", "dist-cdp": "Dist-CDP-SE", "ldp": "LDP-SE"}
+_LABELS = {ProtocolKind.DIST_DP: "Dist-DP-SE", ProtocolKind.CDP: "CDP-SE", ProtocolKind.DIST_RDP: "Dist-RDP-SE", ProtocolKind.DIST_CDP: "Dist-CDP-SE", ProtocolKind.LDP: "LDP-SE"}
 
 
 def _settings(kind: str, grid: Grid):
@@ -351,7 +355,7 @@ def _protocol_claims(kind: str) -> list[Claim]:
         Claim(
             "analyzer",
             f"{label}: analyzer accuracy with modular wrap-around",
-            f"{ICLR}, eq. (5) in the proof of Thm 1 (Case 1 / Case 2 underflow argument)" + ("" if kind == "dist-dp" else f"; reused in {source.split(', ')[1]}"),
+            f"{ICLR}, eq. (5) in the proof of Thm 1 (Case 1 / Case 2 underflow argument)" + ("" if kind is ProtocolKind.DIST_DP else f"; reused in {source.split(', ')[1]}"),
             "P[|A(yhat) - sum xhat/g| > tau/g] <= p, sup over sum xhat in [0, n g]",
             kind,
             _analyzer_run(kind),
@@ -367,7 +371,7 @@ def _protocol_claims(kind: str) -> list[Claim]:
         Claim(
             "assumption1-lemma2",
             f"{label}: Assumption 1 at Lemma 2's confidence p/(|Phi| b^2)",
-            f"{ICLR}, Lemma 2 proof (App. C) applying Assumption 1 at p' = p/(|Phi(b)| b^2); tau at p (Thm {dict(zip(_LABELS, '15246'))[kind]})",
+            f"{ICLR}, Lemma 2 proof (App. C) applying Assumption 1 at p' = p/(|Phi(b)| b^2); tau at p (Thm {kind.theorem})",
             "P[|n_a(b)| > sigma sqrt(log(2/p')) + h log(2/p')] <= 2p', |Phi| = 10, n = 2^b, sup over rewards",
             kind,
             _assumption1_run(kind, lemma2=True),
@@ -558,7 +562,7 @@ def _ren_hoeffding_run(grid: Grid) -> Iterable[Evaluation]:
 def catalogue() -> list[Claim]:
     """Every claim of the default table."""
     claims: list[Claim] = []
-    for kind in ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"):
+    for kind in ProtocolKind:
         claims.extend(_protocol_claims(kind))
     claims += [
         Claim(
@@ -659,7 +663,7 @@ def _log1p_over(p: float) -> float:
 
 
 def _dg_no_sqrt2_run(grid: Grid) -> Iterable[Evaluation]:
-    for setting, protocol, n, p in _settings("dist-cdp", grid):
+    for setting, protocol, n, p in _settings(ProtocolKind.DIST_CDP, grid):
         law = noise_law(protocol, n)
         if not law.exact_possible():  # the planted bug is shown where the law is computed exactly
             continue
@@ -678,8 +682,8 @@ def planted_catalogue() -> list[Claim]:
             "PLANTED: Dist-DP-SE noise radius with log(1/p) instead of log(2/p)",
             f"{ICLR}, Thm 1 / Fact 3 with a wrong constant",
             "P[|Lap_Z(g/eps)|/g > log(1/p)/eps] <= p",
-            "dist-dp",
-            _noise_tail_run("dist-dp", _log1p_over),
+            ProtocolKind.DIST_DP,
+            _noise_tail_run(ProtocolKind.DIST_DP, _log1p_over),
             planted=True,
         ),
         Claim(
@@ -696,7 +700,7 @@ def planted_catalogue() -> list[Claim]:
             "PLANTED: Theorem 4's tau without its sqrt(2)",
             f"{ICLR}, Thm 4 with tau = (g/eps) sqrt(log(2/p))",
             "P[|sum N_Z| > (g/eps) sqrt(log(2/p))] <= p",
-            "dist-cdp",
+            ProtocolKind.DIST_CDP,
             _dg_no_sqrt2_run,
             planted=True,
         ),

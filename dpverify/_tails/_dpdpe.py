@@ -41,6 +41,7 @@ from typing import Iterable
 import numpy as np
 from scipy.special import ndtr
 
+from .._noise import check_noise
 from ._claims import Claim, Grid
 from ._model import Evaluation
 
@@ -69,7 +70,7 @@ def _run(algorithm: str, sqrt2: bool = True, noise: str = "float-safe"):
             LocalGaussianIdealised,
         )
 
-        central, local = (CentralDiscreteGaussian, LocalDiscreteGaussian) if noise == "float-safe" else (CentralGaussianIdealised, LocalGaussianIdealised)
+        central, local = (CentralDiscreteGaussian, LocalDiscreteGaussian) if not check_noise(noise).idealised else (CentralGaussianIdealised, LocalGaussianIdealised)
 
         inst = synthetic_instance(d=grid.dpe_d, k=grid.dpe_k)
         X, d, k = inst.actions, inst.d, inst.k
@@ -99,7 +100,7 @@ def _run(algorithm: str, sqrt2: bool = True, noise: str = "float-safe"):
                 worst = float(v.max())
                 z = width / math.sqrt(worst)
                 upper = math.exp(-0.5 * z * z)
-                gaussian = protocol is None or noise == "idealised"  # else the privacy noise is discrete
+                gaussian = protocol is None or check_noise(noise).idealised  # else the privacy noise is discrete
                 lower = float(ndtr(-z)) if gaussian else 0.0
                 r_min = math.sqrt(2 * worst * math.log(1 / beta))  # smallest width the sub-Gaussian bound certifies
                 yield Evaluation(

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _protocols as P
 from .. import _stats
+from .._kinds import ProtocolKind
 from ._claims import ICLR, Claim, Grid, _LABELS
 from ._model import Evaluation
 from ._runs import coverage_and_regret, lemma2_tau_p
@@ -41,12 +42,12 @@ def cp_lower(k: int, n: int, level: float) -> float:
     return float(_stats.cp_lower(k, n, level))
 
 
-def _factory(kind: str, eps: float, p: float, tau_p: float | None = None) -> P.DistributedProtocol:
+def _factory(kind: ProtocolKind, eps: float, p: float, tau_p: float | None = None) -> P.DistributedProtocol:
     # s = 10 for the scaled protocols (Theorems 2 and 4), the paper's simulation value
-    return P.DistributedProtocol(kind, eps, p, 10.0 if kind in P.SCALED_KINDS else 1.0, tau_p)
+    return P.DistributedProtocol(kind, eps, p, 10.0 if kind.scaled else 1.0, tau_p)
 
 
-_KIND_INDEX = {k: i for i, k in enumerate(("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"))}
+_KIND_INDEX = {k: i for i, k in enumerate(ProtocolKind)}
 
 
 def _analyzer_count(grid: Grid) -> int:
@@ -65,7 +66,7 @@ def _analyzer_mc(kind: str):
                     x = np.ones(n) if vector == "ones" else np.full(n, 1.0 / (2 * g))
                     rng = np.random.default_rng(np.random.SeedSequence(grid.seed, spawn_key=(1, _KIND_INDEX[kind], i, j, v)))
                     # the local model's views are aggregated message by message in Python: fewer draws
-                    N = grid.mc_draws if kind != "ldp" else max(1000, grid.mc_draws // 4)
+                    N = grid.mc_draws if not kind.reveals_messages else max(1000, grid.mc_draws // 4)
                     views = protocol.server_views(x, rng, N)
                     estimates = np.asarray(protocol.analyze(views, n), dtype=np.float64)
                     err = np.abs(estimates - x.sum())
@@ -137,9 +138,9 @@ def _coverage(kind: str, radius: str, stream: int):
 
 def monte_carlo_catalogue() -> list[Claim]:
     claims = []
-    for kind in ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"):
+    for kind in ProtocolKind:
         label = _LABELS[kind]
-        s_note = " (s = 10)" if kind in P.SCALED_KINDS else ""
+        s_note = " (s = 10)" if kind.scaled else ""
         claims.append(
             Claim(
                 "analyzer-mc",
@@ -151,9 +152,9 @@ def monte_carlo_catalogue() -> list[Claim]:
                 count=_analyzer_count,
             )
         )
-    for kind in ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp"):
+    for kind in ProtocolKind:
         label = _LABELS[kind]
-        s_note = " (s = 10)" if kind in P.SCALED_KINDS else ""
+        s_note = " (s = 10)" if kind.scaled else ""
         for radius, stream, what in (("paper", 0, "Lemma 2's beta(b)"), ("exact", 1, "exact-quantile beta*(b)")):
             claims.append(
                 Claim(
@@ -177,8 +178,8 @@ def planted_monte_carlo() -> list[Claim]:
             "PLANTED: Dist-DP-SE with the non-private radius (sigma = h = 0)",
             f"{ICLR}, Lemma 2 with the noise terms dropped",
             "P[E fails] <= 3p",
-            "dist-dp",
-            _coverage("dist-dp", "no-noise", 2),
+            ProtocolKind.DIST_DP,
+            _coverage(ProtocolKind.DIST_DP, "no-noise", 2),
             planted=True,
             count=_coverage_count,
         )

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Callable
 
+from .._kinds import ProtocolKind
 from ._claims import Claim, Grid, catalogue, evaluate, planted_catalogue
 from ._dpdpe import dpdpe_catalogue
 from ._model import TailReport, TailResult
@@ -98,6 +99,6 @@ def run_tails(
 def _cost(claim: Claim) -> int:
     if claim.count is not None:
         return 3
-    if claim.protocol in ("dist-rdp", "dist-cdp"):
+    if isinstance(claim.protocol, ProtocolKind) and claim.protocol.scaled:  # Theorems 2 and 4: the costlier samplers
         return 2
     return 1

@@ -104,7 +104,7 @@ class InstrumentedRun:
 
 def _path(protocol: DistributedProtocol) -> str:
     # the aggregate path draws the summed noise once: the protocol offers it where it is the same law
-    return "aggregate" if protocol.kind in ("dist-dp", "dist-rdp", "cdp") else "per-user"
+    return "aggregate" if protocol.kind.aggregate_path else "per-user"
 
 
 class _HarnessChannel:

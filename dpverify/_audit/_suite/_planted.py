@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._kinds import ProtocolKind
 from ._registry import Built, _scalar_pair, _Table, _target
 from ._targets import _check_unit, _curator_mechanism, _protocol, _reward_pair
 
@@ -33,7 +34,7 @@ class _BiasedCoins:
         return getattr(self._rng, name)
 
 
-def _batch_params(kind: str, p: _Table) -> tuple[Any, int, Any]:
+def _batch_params(kind: ProtocolKind, p: _Table) -> tuple[Any, int, Any]:
     n = p.integer("n", minimum=1, maximum=2**16)
     proto = _protocol(kind, p)
     return proto, n, proto.parameters(n)
@@ -43,7 +44,7 @@ def _batch_params(kind: str, p: _Table) -> tuple[Any, int, Any]:
 def _bug_polya_beta(p: _Table, nb: _Table) -> Built:
     from ... import _protocol_kernels as pk
 
-    proto, n, bp = _batch_params("dist-dp", p)
+    proto, n, bp = _batch_params(ProtocolKind.DIST_DP, p)
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
         return pk.server_views(rng, rewards, bp.g, bp.m, size, "polya", eps=proto.epsilon * bp.g)
@@ -55,7 +56,7 @@ def _bug_polya_beta(p: _Table, nb: _Table) -> Built:
 def _bug_skellam_variance(p: _Table, nb: _Table) -> Built:
     from ... import _protocol_kernels as pk
 
-    proto, n, bp = _batch_params("dist-rdp", p)
+    proto, n, bp = _batch_params(ProtocolKind.DIST_RDP, p)
     wrong_eps = proto.epsilon * math.sqrt(bp.g)  # the kernel's g^2/(n eps'^2) is then g/(n eps^2)
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -68,7 +69,7 @@ def _bug_skellam_variance(p: _Table, nb: _Table) -> Built:
 def _bug_dgauss_variance(p: _Table, nb: _Table) -> Built:
     from ... import _protocol_kernels as pk
 
-    proto, n, bp = _batch_params("dist-cdp", p)
+    proto, n, bp = _batch_params(ProtocolKind.DIST_CDP, p)
     root = math.isqrt(n)
     if root * root != n:
         raise p.error("n", f"this planted bug needs a perfect square n (exact rational eps*sqrt(n)), got {n}")
@@ -84,7 +85,7 @@ def _bug_dgauss_variance(p: _Table, nb: _Table) -> Built:
 def _bug_cdp_scale(p: _Table, nb: _Table) -> Built:
     from ... import _protocol_kernels as pk
 
-    proto, n, bp = _batch_params("cdp", p)
+    proto, n, bp = _batch_params(ProtocolKind.CDP, p)
     wrong_scale = 1 / Fraction(proto.epsilon)
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -144,8 +145,8 @@ def _bug_ctl_scale(p: _Table, nb: _Table) -> Built:
 def _bug_secagg_reveals(p: _Table, nb: _Table) -> Built:
     from ... import _protocol_kernels as pk
 
-    proto, n, bp = _batch_params("dist-dp", p)
-    noise = proto._noise_kind()
+    proto, n, bp = _batch_params(ProtocolKind.DIST_DP, p)
+    noise = proto.kind.per_user_noise
     eps = proto.epsilon
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -162,7 +163,7 @@ def _bug_secagg_reveals(p: _Table, nb: _Table) -> Built:
 def _bug_noise_dropped(p: _Table, nb: _Table) -> Built:
     from ... import _protocol_kernels as pk
 
-    proto, n, bp = _batch_params("dist-dp", p)
+    proto, n, bp = _batch_params(ProtocolKind.DIST_DP, p)
     pairs = _reward_pair(nb, n)
     for pair in pairs:
         for x in (pair.d, pair.d_prime):

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..._kinds import ProtocolKind
 from .._neighbours import NeighbourPair
 from ._registry import Built, _scalar_pair, _Table, _target
 
@@ -174,7 +175,7 @@ def _curator(p: _Table, nb: _Table) -> Built:
     curator = LocalCurator(kind, eps, noise=noise, grid=grid)
     pairs = _scalar_pair(nb, (0.0, 1.0), integer=False)
     _check_unit(nb, pairs)
-    return Built(_curator_mechanism(curator, binary=kind in ("ctb", "ctb-s")), pairs, curator.mechanism(), "pure")
+    return Built(_curator_mechanism(curator, binary=curator.kind.binary), pairs, curator.mechanism(), "pure")
 
 
 def _check_unit(nb: _Table, pairs: Sequence[NeighbourPair]) -> None:
@@ -185,15 +186,14 @@ def _check_unit(nb: _Table, pairs: Sequence[NeighbourPair]) -> None:
 
 # ---- the ICLR 2023 batch protocols (dpverify._protocols) ------------------------------------------
 
-_PROTOCOL_KINDS = ("dist-dp", "dist-rdp", "dist-cdp", "cdp", "ldp")
 
 
-def _protocol(kind: str, p: _Table, *, underflow: bool = True) -> Any:
+def _protocol(kind: ProtocolKind, p: _Table, *, underflow: bool = True) -> Any:
     from ... import _protocols as P
 
     eps = p.number("epsilon", maximum=10.0)
     conf = p.number("p", 0.1, maximum=0.999)
-    s = p.number("s", 1.0, minimum=1.0, maximum=100.0) if kind in P.SCALED_KINDS else 1.0
+    s = p.number("s", 1.0, minimum=1.0, maximum=100.0) if kind.scaled else 1.0
     return P.DistributedProtocol(kind, eps, conf, s, underflow_correction=underflow)
 
 
@@ -208,21 +208,21 @@ def _reward_pair(nb: _Table, n: int) -> tuple[NeighbourPair, ...]:
     return (NeighbourPair(d, d_prime, label),)
 
 
-def _make_protocol_target(kind: str) -> None:
+def _make_protocol_target(kind: ProtocolKind) -> None:
     summaries = {
-        "dist-dp": "Dist-DP-SE (Thm 1): Polya noise per user, SecAgg; the server's view (server_views) or A's output",
-        "dist-rdp": "Dist-RDP-SE (Thm 2): Skellam noise per user, SecAgg; the server's view or A's output",
-        "dist-cdp": "Dist-CDP-SE (Thm 4): discrete Gaussian noise per user, SecAgg; the server's view or A's output",
-        "cdp": "CDP-SE (Thm 5): the analyzer adds one Lap_Z(g/eps); its noisy view or A's output",
-        "ldp": "LDP-SE (Thm 6): every user adds Lap_Z(g/eps); the SecAgg view, or each message (output = 'messages')",
+        ProtocolKind.DIST_DP: "Dist-DP-SE (Thm 1): Polya noise per user, SecAgg; the server's view (server_views) or A's output",
+        ProtocolKind.DIST_RDP: "Dist-RDP-SE (Thm 2): Skellam noise per user, SecAgg; the server's view or A's output",
+        ProtocolKind.DIST_CDP: "Dist-CDP-SE (Thm 4): discrete Gaussian noise per user, SecAgg; the server's view or A's output",
+        ProtocolKind.CDP: "CDP-SE (Thm 5): the analyzer adds one Lap_Z(g/eps); its noisy view or A's output",
+        ProtocolKind.LDP: "LDP-SE (Thm 6): every user adds Lap_Z(g/eps); the SecAgg view, or each message (output = 'messages')",
     }
 
     def builder(p: _Table, nb: _Table) -> Built:
         n = p.integer("n", minimum=1, maximum=2**16)
-        outputs = ("view", "analyzer", "messages") if kind == "ldp" else ("view", "analyzer")
+        outputs = ("view", "analyzer", "messages") if kind.reveals_messages else ("view", "analyzer")
         output = p.choice("output", outputs, "view")
-        underflow = p.boolean("underflow_correction", True) if kind.startswith("dist") else True
-        paths = ("per-user",) if kind in ("dist-cdp", "ldp") else ("per-user", "aggregate")
+        underflow = p.boolean("underflow_correction", True) if kind.distributed else True
+        paths = ("per-user", "aggregate") if kind.aggregate_path else ("per-user",)
         path = p.choice("path", paths, "per-user")
         proto = _protocol(kind, p, underflow=underflow)
         pairs = _reward_pair(nb, n)
@@ -236,13 +236,13 @@ def _make_protocol_target(kind: str) -> None:
         else:
             def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
                 return proto.server_views(rewards, rng, size, path=path)
-        default = {"dist-rdp": "rdp", "dist-cdp": "rdp"}.get(kind, "pure")
+        default = "pure" if kind.pure else "rdp"
         return Built(mechanism, pairs, guarantee, default, note=proto.describe())
 
-    _target(kind, summaries[kind], cost={"ldp": 30.0, "dist-cdp": 8.0}.get(kind, 2.0))(builder)
+    _target(kind.value, summaries[kind], cost={ProtocolKind.LDP: 30.0, ProtocolKind.DIST_CDP: 8.0}.get(kind, 2.0))(builder)
 
 
-for _kind in _PROTOCOL_KINDS:
+for _kind in ProtocolKind:
     _make_protocol_target(_kind)
 
 
@@ -256,7 +256,7 @@ def _dp_se(p: _Table, nb: _Table) -> Built:
     n = p.integer("n", minimum=1, maximum=2**16)
     noise = p.choice("noise", _noise.NOISE_CHOICES, _noise.DEFAULT_NOISE)
     grid = p.integer("grid", _noise.FLOAT_SAFE_GRID, minimum=1, maximum=2**20)
-    proto = P.CentralLaplaceIdealised(eps) if noise == "idealised" else P.CentralGridLaplaceProtocol(eps, grid)
+    proto = P.CentralLaplaceIdealised(eps) if _noise.check_noise(noise).idealised else P.CentralGridLaplaceProtocol(eps, grid)
     pairs = _reward_pair(nb, n)
 
     def mechanism(rewards: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:

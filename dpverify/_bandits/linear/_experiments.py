@@ -27,6 +27,8 @@ import numpy as np
 from accounting import AccountingError
 from accounting.internal import check_positive_int
 
+from ..._noise import check_noise
+
 from ._dpe import DPEConfig, run_linear
 from ._instances import LinearInstance, mslr_linear_instance, synthetic_instance
 
@@ -170,7 +172,7 @@ def li_fig2(
         "alpha": alpha,
         "privacy_width": privacy_width,
         "path": path,
-        "noise": noise if noise == "float-safe" else "idealised: not DP in floating point (CDP-DPE and LDP-DPE with float Gaussian noise)",
+        "noise": noise if not check_noise(noise).idealised else "idealised: not DP in floating point (CDP-DPE and LDP-DPE with float Gaussian noise)",
         "quick": quick,
         "a": panel_a,
         "b": panel_b,
@@ -281,7 +283,7 @@ def make_li_fig2(
     stem = "li-fig2" if instance == "linear" else f"li-fig2-{instance}"
     if privacy_width != "paper":
         stem += f"-{privacy_width}"
-    if noise != "float-safe":
+    if check_noise(noise).idealised:
         stem += "-idealised"
     json_path = out / f"{stem}.json"
     png_path = out / f"{stem}.png"

@@ -123,6 +123,7 @@ from accounting import ApproxDP, Calibration, Gaussian, calibrate, working_preci
 from accounting.internal import exact, lower_float, upper_float, sum_total_variation, check_positive, check_probability
 
 from ... import _protocol_kernels as pk
+from ..._kinds import NoiseMode
 from ..._privatizer import AccountedReleaser
 from ..._samplers import DG_TRUNCATION_TV, discrete_gaussian, discrete_gaussian_range, discrete_gaussian_tail
 from ._design import support_bound
@@ -190,7 +191,7 @@ class VectorProtocol(ABC):
     #: "central", "local" or "shuffle"
     model: str = "protocol"
     #: "float-safe" (DP as executed) or "idealised" (float noise: not DP in floating point)
-    implementation: str = "float-safe"
+    implementation: NoiseMode = NoiseMode.FLOAT_SAFE
 
     def __init__(self, epsilon: float, delta: float, reward_bound: float) -> None:
         check_positive("reward_bound", reward_bound)
@@ -212,7 +213,7 @@ class VectorProtocol(ABC):
     def idealised(self) -> bool:
         """Float noise (not DP in floating point): what ``AccountedReleaser`` reads to refuse its
         charges on a durable ledger unless allowed, and to label them, as for the scalar protocols."""
-        return self.implementation == "idealised"
+        return self.implementation.idealised
 
     def charge_label(self, n: int, s: int) -> str:
         """How the ledger's record names the implementation of a release."""
@@ -252,7 +253,7 @@ class CentralGaussianIdealised(VectorProtocol):
     """
 
     model = "central"
-    implementation = "idealised"
+    implementation = NoiseMode.IDEALISED
 
     def sigma(self, n: int, s: int) -> float:
         return _scaled_up(self.noise_multiplier, l2_sensitivity(self.reward_bound, s, n))
@@ -286,7 +287,7 @@ class LocalGaussianIdealised(VectorProtocol):
     """
 
     model = "local"
-    implementation = "idealised"
+    implementation = NoiseMode.IDEALISED
 
     def sigma(self, s: int) -> float:
         return _scaled_up(self.noise_multiplier, l2_sensitivity(self.reward_bound, s, 1))
@@ -430,7 +431,7 @@ def _check_sampler_range(epsilon: float, sigma2: int) -> None:
 class _DiscreteGaussianGrid(VectorProtocol):
     """The float-safe privatizers' shared part: the grid, the rounding, the noise law, the accounting."""
 
-    implementation = "float-safe"
+    implementation = NoiseMode.FLOAT_SAFE
     #: whether the charge also covers LDP-DPE's one-draw sum (module docstring)
     aggregate = False
 

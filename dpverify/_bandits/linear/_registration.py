@@ -18,6 +18,8 @@ import numpy as np
 
 from accounting import AccountingError
 
+from ..._noise import check_noise
+
 from .._registry import AlgorithmSpec, FigureSpec, InstanceSpec, register_algorithm, register_figure, register_instance, register_instance_type
 from .._results import RunRecord, ledger_summary
 from ._dpe import ALGORITHMS, DPEConfig, run_linear
@@ -84,7 +86,7 @@ def run_for_registry(config: Any, instance: Any, seeds: dict, run_index: int) ->
 def _ledger_note(algorithm: str, noise: str) -> str:
     if algorithm == "sdp-dpe":
         return "s-fold composition of Binomial(n k, 1/2) (sensitivity g) per phase, exact PLD; bit messages; fresh clients per phase"
-    if noise == "idealised":
+    if check_noise(noise).idealised:
         return ("idealised: not DP in floating point (numpy float Gaussian noise); Gaussian mechanism on clipped report vectors "
                 "(l2 sensitivity 2B sqrt(s)/n central, 2B sqrt(s) local); fresh clients per phase")
     return ("float-safe: report vectors encoded on the integer grid B/g (randomised rounding, box sensitivity 2g per coordinate), "
