@@ -140,7 +140,9 @@ class ServerOneRunAudit:
 
     @property
     def verdict(self) -> str:
-        return "violated" if self.fdp_rejects_claim or self.epsilon_approx > self.claim_epsilon else "holds"
+        """One test at the level: the f-DP test of the claim's curve (for a pure claim, eps-DP's curve). The
+        eps bounds are reported beside it, not OR-ed into it (that would spend the level twice)."""
+        return "violated" if self.fdp_rejects_claim else "holds"
 
     @property
     def canaries_per_second(self) -> float:
