@@ -26,15 +26,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import machine  # noqa: E402
-from dpverify._audit._one_run_bound import one_run_epsilon  # noqa: E402
-from dpverify._audit._one_run_fdp import TradeOffCurve, fdp_epsilon, fdp_rejects  # noqa: E402
-from dpverify._audit._one_run_server import SERVER_ALGORITHMS, server_one_run_audit  # noqa: E402
-from dpverify._bandits._builtin import dp_se_setup, se_setup  # noqa: E402
-from dpverify._bandits._elimination import run_batch_elimination, run_dp_se  # noqa: E402
-from dpverify._bandits._environments import bernoulli_instance  # noqa: E402
-from dpverify._bandits._runner import RunConfig, seed_streams  # noqa: E402
-from dpverify._stats import rate_interval  # noqa: E402
+from benchmarks._common import machine
+from dpverify._audit._one_run_bound import one_run_epsilon
+from dpverify._audit._one_run_fdp import fdp_epsilon
+from dpverify._audit._one_run_server import SERVER_ALGORITHMS, server_one_run_audit
+from dpverify._bandits._builtin import dp_se_setup, se_setup
+from dpverify._bandits._elimination import run_batch_elimination, run_dp_se
+from dpverify._bandits._environments import bernoulli_instance
+from dpverify._bandits._runner import RunConfig, seed_streams
+from dpverify._stats import rate_interval
 
 HORIZON = {"dp-se": 9_000}
 

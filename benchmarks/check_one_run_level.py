@@ -8,26 +8,47 @@ the probability that the bound exceeds the claim is exactly P[Bin(600, e/(1+e)) 
 
     PYTHONPATH=. NUMBA_CACHE_DIR=$PWD/.numba-cache nice python benchmarks/check_one_run_level.py 0 1200
 """
-import numpy as np, math, sys, time
+import math
+import sys
+import time
+
+import numpy as np
 from scipy import stats
-import dpverify._audit._one_run as O
-cap = {}
-orig = O._guess
-def wrapped(scores, k, rng):
-    order, g = orig(scores, k, rng); cap['s'] = scores[order]; return order, g
-O._guess = wrapped
-p = math.e/(1+math.e)
-lo, hi = int(sys.argv[1]), int(sys.argv[2])
-ext=[]; viol=0; correct=[]; t=time.time()
-for seed in range(lo, hi):
-    a = O.one_run_audit("ldp-ucb-l", epsilon=1.0, horizon=3000, canaries=1000, seed=seed, guesses=600, chunk=64)
-    s = cap['s']; ext.append(np.mean((s >= 1) | (s <= 0))); viol += a.epsilon_lower > a.claim_epsilon; correct.append(a.correct)
-correct=np.array(correct)
-print(f"seeds {lo}..{hi-1}: {time.time()-t:.0f}s; min extreme fraction {min(ext)}; violations {viol}/{hi-lo}; mean correct {correct.mean():.3f} (Bin: {600*p:.3f}), sd {correct.std():.3f} ({math.sqrt(600*p*(1-p)):.3f})")
-z = (correct.mean()-600*p)/(math.sqrt(600*p*(1-p))/math.sqrt(len(correct)))
-print("z of the mean:", round(z,3), " KS p:", stats.kstest(correct, stats.binom(600,p).cdf).pvalue)
-# chi-square on bins
-edges=[0,420,430,435,440,445,450,457,601]
-obs=np.histogram(correct,bins=edges)[0]; exp=np.diff(stats.binom.cdf(np.array(edges)-1,600,p))*len(correct)
-print("bins", edges, "obs", obs.tolist(), "exp", np.round(exp,1).tolist(), "chi2 p", stats.chisquare(obs, exp).pvalue)
-np.save(f"/tmp/b33/correct_{lo}_{hi}.npy", correct)
+
+import dpverify._audit._one_run as one_run
+
+
+def main(lo: int, hi: int) -> None:
+    picked: dict = {}
+    guess = one_run._guess
+
+    def recording_guess(scores, k, rng):  # the audit's own guesser, recording the scores it guessed on
+        order, bits = guess(scores, k, rng)
+        picked["scores"] = scores[order]
+        return order, bits
+
+    one_run._guess = recording_guess
+    p = math.e / (1 + math.e)
+    extreme, violations, correct = [], 0, []
+    t0 = time.perf_counter()
+    for seed in range(lo, hi):
+        audit = one_run.one_run_audit("ldp-ucb-l", epsilon=1.0, horizon=3000, canaries=1000, seed=seed, guesses=600, chunk=64)
+        s = picked["scores"]
+        extreme.append(float(np.mean((s >= 1) | (s <= 0))))
+        violations += audit.epsilon_lower > audit.claim_epsilon
+        correct.append(audit.correct)
+    correct = np.array(correct)
+    print(f"seeds {lo}..{hi - 1}: {time.perf_counter() - t0:.0f} s; least share of guesses on extreme messages {min(extreme)}; "
+          f"violations {violations} / {hi - lo}; mean correct {correct.mean():.3f} (Bin: {600 * p:.3f}), sd {correct.std():.3f} "
+          f"({math.sqrt(600 * p * (1 - p)):.3f})")
+    threshold = min(w for w in range(601) if one_run.one_run_epsilon(1000, 600, w) > 1.0)
+    print(f"least count whose bound exceeds 1: {threshold}; exact violation probability {stats.binom.sf(threshold - 1, 600, p):.4f}")
+    edges = [0, 420, 430, 435, 440, 445, 450, 457, 601]
+    observed = np.histogram(correct, bins=edges)[0]
+    expected = np.diff(stats.binom.cdf(np.array(edges) - 1, 600, p)) * correct.size
+    print(f"bins {edges}: observed {observed.tolist()}, expected {np.round(expected, 1).tolist()}, "
+          f"chi-square p {stats.chisquare(observed, expected).pvalue:.3f}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))

@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from dpverify._audit._one_run_fdp import TradeOffCurve, fdp_epsilon, fdp_rejects, fdp_total_mass
+from dpverify._audit._one_run_fdp import (
+    TradeOffCurve,
+    fdp_epsilon,
+    fdp_rejects,
+    fdp_total_mass,
+)
 from dpverify._audit._one_run_server import server_one_run_audit
 
 # ---- the recursion, written again in mpmath (50 digits) from the paper's statement ----------------------

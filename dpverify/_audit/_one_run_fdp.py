@@ -64,11 +64,11 @@ class TradeOffCurve:
                 raise AccountingError("deltas", d, "probabilities in [0, 1)")
 
     @classmethod
-    def pure(cls, epsilon: float) -> "TradeOffCurve":
+    def pure(cls, epsilon: float) -> TradeOffCurve:
         return cls((float(epsilon),), (0.0,), f"{float(epsilon):.6g}-DP")
 
     @classmethod
-    def approx(cls, epsilon: float, delta: float) -> "TradeOffCurve":
+    def approx(cls, epsilon: float, delta: float) -> TradeOffCurve:
         return cls((float(epsilon),), (float(delta),), f"({float(epsilon):.6g}, {float(delta):.3g})-DP")
 
     def blow_up_inverse(self, r: float) -> float:
@@ -90,10 +90,8 @@ def _blow_up_inverse(r, eps, delta):
     for j in range(eps.size):
         a = (r - delta[j]) * math.exp(-eps[j])
         b = 1.0 - delta[j] - math.exp(eps[j]) * (1.0 - r)
-        if a > best:
-            best = a
-        if b > best:
-            best = b
+        best = max(best, a)
+        best = max(best, b)
     return best
 
 

@@ -77,7 +77,7 @@ SERVER_ALGORITHMS = ("dist-dp-se", "dist-rdp-se", "dist-cdp-se", "cdp-se", "dp-s
 class _ReleaseCanaryStreams:
     """The run's reward streams; the first user of the j-th draw (= the j-th release) is canary j."""
 
-    __slots__ = ("_base", "_bits", "known", "calls")
+    __slots__ = ("_base", "_bits", "calls", "known")
 
     def __init__(self, base: Any, bits: np.ndarray) -> None:
         self._base, self._bits = base, bits
