@@ -43,7 +43,7 @@ import numpy as np
 
 from accounting import AccountingError
 
-__all__ = ["TradeOffCurve", "fdp_epsilon", "fdp_rejects", "fdp_rejects_mp", "fdp_total_mass"]
+__all__ = ["TradeOffCurve", "fdp_epsilon", "fdp_mu", "fdp_rejects", "fdp_rejects_mp", "fdp_total_mass"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,21 @@ class TradeOffCurve:
     @classmethod
     def approx(cls, epsilon: float, delta: float) -> TradeOffCurve:
         return cls((float(epsilon),), (float(delta),), f"({float(epsilon):.6g}, {float(delta):.3g})-DP")
+
+    @classmethod
+    def gdp(cls, mu: float, points: int = 64) -> "TradeOffCurve":
+        """mu-GDP's curve from below: the envelope of its exact (eps, delta(eps)) pairs on a grid of eps
+        (delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), nudged up by 1e-12 relative for
+        float error), so testing it is conservative."""
+        from scipy.stats import norm
+
+        mu = float(mu)
+        if not (math.isfinite(mu) and mu > 0):
+            raise AccountingError("mu", mu, "a finite real > 0")
+        grid = np.linspace(0.0, mu * mu / 2 + 8 * mu, points)
+        deltas = norm.cdf(-grid / mu + mu / 2) - np.exp(grid) * norm.cdf(-grid / mu - mu / 2)
+        deltas = np.clip(deltas * (1 + 1e-12) + 1e-300, 0.0, 1 - 1e-15)
+        return cls(tuple(float(e) for e in grid), tuple(float(d) for d in deltas), f"{mu:.6g}-GDP")
 
     def blow_up_inverse(self, r: float) -> float:
         """b^-1(r): the least FPR of a test whose TPR is r (floats)."""
@@ -194,5 +209,41 @@ def fdp_epsilon(m: int, guesses: int, correct: int, *, level: float = 0.05, delt
         if fdp_rejects_mp(TradeOffCurve.approx(eps, delta), int(m), int(guesses), int(correct), level):
             return float(eps)
         eps = max(0.0, eps - step)
+        step *= 2.0
+    return 0.0
+
+
+def fdp_mu(m: int, guesses: int, correct: int, *, level: float = 0.05, certify: bool = True) -> float:
+    """The f-DP form's mu-GDP lower bound: the largest mu whose GDP curve (from below, :meth:`TradeOffCurve.gdp`)
+    the recursion rejects at ``level`` (bisection in floats; with ``certify`` stepped down until mpmath
+    confirms); 0.0 if none. Meaningful for Gaussian-like mechanisms, valid for all."""
+    _check(m, guesses, correct, level)
+    if guesses == 0 or correct == 0:
+        return 0.0
+
+    def rejects(mu: float) -> bool:
+        return fdp_total_mass(TradeOffCurve.gdp(mu), m, guesses, correct, level) > guesses / m * (1 + 1e-9)
+
+    lo, hi = 0.0, 0.05
+    if not rejects(hi):
+        return 0.0
+    while rejects(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 64:
+            break
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if rejects(mid) else (lo, mid)
+        if hi - lo <= 1e-6 * max(1.0, hi):
+            break
+    if not certify:
+        return float(lo)
+    mu, step = lo, max(1e-6, 1e-5 * lo)
+    for _ in range(30):
+        if mu <= 0.0:
+            return 0.0
+        if fdp_rejects_mp(TradeOffCurve.gdp(mu), int(m), int(guesses), int(correct), level):
+            return float(mu)
+        mu = max(0.0, mu - step)
         step *= 2.0
     return 0.0

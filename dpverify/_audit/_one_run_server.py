@@ -66,7 +66,7 @@ from .._bandits._transcripts import Transcript
 from .._protocols import DistributedProtocol
 from ._one_run import _guess
 from ._one_run_bound import one_run_epsilon
-from ._one_run_fdp import TradeOffCurve, fdp_epsilon, fdp_rejects
+from ._one_run_fdp import TradeOffCurve, fdp_epsilon, fdp_mu, fdp_rejects
 
 __all__ = ["SERVER_ALGORITHMS", "ServerOneRunAudit", "claim_curve_of", "server_one_run_audit"]
 
@@ -134,6 +134,7 @@ class ServerOneRunAudit:
     epsilon_fdp: float  # the f-DP form at the claim's delta
     fdp_rejects_claim: bool  # the f-DP test of the claim's certified trade-off curve
     curve: TradeOffCurve
+    mu_lower: float  # the f-DP form's mu-GDP lower bound (meaningful for the Gaussian-like protocols)
     seconds: float
     planted: str = ""
     view: str = "server (one aggregate per release)"
@@ -154,14 +155,14 @@ class ServerOneRunAudit:
             "users_per_run": self.users_per_run, "canaries": self.canaries, "observed": self.observed, "guesses": self.guesses,
             "correct": self.correct, "confidence": 1 - self.level, "claim": self.claim, "claim_epsilon": self.claim_epsilon,
             "claim_delta": self.claim_delta, "epsilon_lower_pure": self.epsilon_pure, "epsilon_lower_approx": self.epsilon_approx,
-            "epsilon_lower_fdp": self.epsilon_fdp, "fdp_rejects_claim_curve": self.fdp_rejects_claim, "verdict": self.verdict,
+            "epsilon_lower_fdp": self.epsilon_fdp, "mu_gdp_lower_fdp": self.mu_lower, "fdp_rejects_claim_curve": self.fdp_rejects_claim, "verdict": self.verdict,
             "seconds": self.seconds, "canaries_per_second": self.canaries_per_second, **({"planted": self.planted} if self.planted else {}),
         }
 
     def describe(self) -> str:
         return (f"{self.algorithm} one-run audit, server view, {self.seeds_pooled} seeds pooled: {self.canaries} canaries "
                 f"({self.observed} observed), {self.guesses} guesses, {self.correct} correct -> eps >= {self.epsilon_pure:.4f} (pure), "
-                f">= {self.epsilon_approx:.4f} (delta {self.claim_delta:.3g}), f-DP form {self.epsilon_fdp:.4f}; claim {self.claim}: "
+                f">= {self.epsilon_approx:.4f} (delta {self.claim_delta:.3g}), f-DP form {self.epsilon_fdp:.4f}, mu-GDP >= {self.mu_lower:.4f}; claim {self.claim}: "
                 f"f-DP test {'rejects' if self.fdp_rejects_claim else 'holds'} at {1 - self.level:.0%}: {self.verdict}")
 
 
@@ -287,9 +288,10 @@ def _pilot_scores(protocol: Any, bits: np.ndarray, n: int, rng: np.random.Genera
     return out
 
 
-def _choose_fraction(scores: np.ndarray, bits: np.ndarray, m: int, level: float, rng: np.random.Generator) -> float:
-    """The guessed fraction q of m canaries whose predicted pure-eps bound (the pilot's accuracy at that
-    fraction, one standard error down) is largest."""
+def _choose_fraction(scores: np.ndarray, bits: np.ndarray, m: int, level: float, rng: np.random.Generator, gaussian: bool = False) -> float:
+    """The guessed fraction q of m canaries whose predicted bound (the pilot's accuracy at that fraction, one
+    standard error down) is largest: the pure-eps bound, or for a Gaussian-like claim (``gaussian``) the f-DP
+    form's mu-GDP bound -- the scale on which a Gaussian mechanism with the wrong noise departs from its claim."""
     n = scores.size
     order, guessed = _guess(scores, n, rng)
     right = np.cumsum(guessed == bits[order])
@@ -299,7 +301,8 @@ def _choose_fraction(scores: np.ndarray, bits: np.ndarray, m: int, level: float,
         accuracy = right[top - 1] / top
         accuracy -= math.sqrt(max(accuracy * (1 - accuracy), 1e-12) / top)
         k = max(1, int(q * m))
-        value = one_run_epsilon(m, k, min(k, max(0, int(round(accuracy * k)))), level=level)
+        v = min(k, max(0, int(round(accuracy * k))))
+        value = fdp_mu(max(m, k), k, v, level=level, certify=False) if gaussian else one_run_epsilon(m, k, v, level=level)
         if value > best:
             best_q, best = float(q), value
     return best_q
@@ -378,7 +381,8 @@ def server_one_run_audit(algorithm: str, *, epsilon: float, horizon: int = 20_48
         pscores = _pilot_scores(honest_protocol, pbits, n_pilot, prng)
         # k = q x the releases of the all-active schedule (fixed before the run; a shortfall is filled by blind guesses)
         typical = seeds * _all_active_releases(algorithm, honest, arms)
-        guesses = max(1, min(m, int(_choose_fraction(pscores, pbits, typical, level, prng) * typical)))
+        gaussian = not isinstance(budget, acc.PureDP)
+        guesses = max(1, min(m, int(_choose_fraction(pscores, pbits, typical, level, prng, gaussian) * typical)))
     k = int(guesses)
     if not 1 <= k <= m:
         raise AccountingError("guesses", guesses, f"an integer in [1, canaries] = [1, {m}]")
@@ -392,6 +396,7 @@ def server_one_run_audit(algorithm: str, *, epsilon: float, horizon: int = 20_48
     approx = one_run_epsilon(m, k, correct, level=level, delta=claim_delta) if claim_delta > 0 else pure
     f_eps = fdp_epsilon(m, k, correct, level=level, delta=claim_delta)
     rejects = fdp_rejects(curve, m, k, correct, level=level)
+    mu = fdp_mu(m, k, correct, level=level)
     planted = "" if planted_scale == 1.0 else f"aggregator noise drawn at {planted_scale:g} x the claimed epsilon (scale / {planted_scale:g})"
     return ServerOneRunAudit(algorithm, int(seeds), int(horizon), int(m), int(observed.sum()), k, correct, float(level), claim_text,
-                             claim_eps, claim_delta, pure, approx, f_eps, bool(rejects), curve, time.perf_counter() - started, planted)
+                             claim_eps, claim_delta, pure, approx, f_eps, bool(rejects), curve, mu, time.perf_counter() - started, planted)
