@@ -14,7 +14,9 @@ from scipy import optimize, stats
 from dpverify._audit._one_run_fdp import (
     TradeOffCurve,
     fdp_epsilon,
+    fdp_mu,
     fdp_rejects,
+    fdp_rejects_mp,
     fdp_total_mass,
 )
 from dpverify._audit._one_run_server import server_one_run_audit
@@ -105,6 +107,27 @@ def test_fdp_epsilon_is_a_rejected_epsilon_and_bad_input_is_refused():
         fdp_epsilon(10, 5, 6)
     with pytest.raises(ValueError, match="deltas"):
         TradeOffCurve((1.0,), (1.5,))
+
+
+def test_gdp_curve_is_below_the_exact_one_and_fdp_mu_is_a_rejected_mu():
+    """Deterministic. The GDP curve the test uses lies below the exact mu-GDP trade-off Phi(Phi^-1(1 - x) - mu)
+    (mpmath, 30 digits) at 201 points -- so testing it is conservative -- and within 0.002 of it (a curve of
+    one (eps, delta) pair, the wrong variant, is 0.1 below somewhere and fails the second check). fdp_mu's
+    answer is rejected by the mpmath recursion and 1.01 times it is not."""
+    mu = 1.0
+    curve = TradeOffCurve.gdp(mu)
+    x = np.linspace(0.0, 1.0, 201)
+    with mp.workdps(30):
+        exact = np.array([float(mp.ncdf(mp.sqrt(2) * mp.erfinv(2 * (1 - mp.mpf(float(a))) - 1) - mu)) if 0 < a < 1 else float(a == 0) for a in x])
+    ours = curve.tradeoff(x)
+    assert np.all(ours <= exact + 1e-12)
+    assert np.max(exact - ours) < 2e-3
+    one_pair = TradeOffCurve.approx(1.0, float(curve.deltas[int(np.searchsorted(curve.epsilons, 1.0))]))
+    assert np.max(exact - one_pair.tradeoff(x)) > 0.05
+    found = fdp_mu(5600, 400, 396)
+    assert 1.0 < found < 2.0
+    assert fdp_rejects_mp(TradeOffCurve.gdp(found), 5600, 400, 396, 0.05)
+    assert not fdp_rejects_mp(TradeOffCurve.gdp(1.01 * found), 5600, 400, 396, 0.05)
 
 
 # ---- server-view audits of runs -------------------------------------------------------------------
