@@ -73,8 +73,8 @@ def main() -> None:
 
     print(f"\n## speed and bounds (eps = 1, 95% confidence, {args.seeds} runs pooled per audit, 10 arms)\n")
     print("| algorithm | T | canary slots (observed) | guesses | correct (median) | eps pure (min / median) | eps at claim's delta, SNJ | "
-          "f-DP form | f-DP test of the claim's curve | audit wall | audit CPU | canaries/s (wall) | plain runs, same run | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "f-DP form | mu-GDP, f-DP form | f-DP test of the claim's curve | audit wall | audit CPU | canaries/s (wall) | plain runs, same run | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for algorithm in algorithms:
         walls, cpus, pure, approx, fdp, plains, audits = [], [], [], [], [], [], []
         for r in range(args.repeat):
@@ -90,7 +90,7 @@ def main() -> None:
         rejected = sum(x.fdp_rejects_claim for x in audits)
         print(f"| {algorithm} | {a.users_per_run:,} | {a.canaries:,} ({int(statistics.median(x.observed for x in audits)):,}) | {a.guesses:,} "
               f"| {int(statistics.median(x.correct for x in audits)):,} | {min(pure):.3f} / {statistics.median(pure):.3f} "
-              f"| {statistics.median(approx):.3f} (claim {a.claim}) | {statistics.median(fdp):.3f} | rejects {rejected} / {args.repeat} "
+              f"| {statistics.median(approx):.3f} (claim {a.claim}) | {statistics.median(fdp):.3f} | {statistics.median(x.mu_lower for x in audits):.3f} | rejects {rejected} / {args.repeat} "
               f"| {w:.2f} s | {statistics.median(cpus):.2f} s | {a.canaries / w:,.0f} | {p:.2f} s | {w / p:.2f}x |")
 
     print(f"\n## planted server-side bug: aggregator noise at 2 eps, claim eps = 1 ({args.planted} seeds, {args.seeds} runs pooled each)\n")
