@@ -30,14 +30,16 @@ Pooling is one mechanism on m canaries (each canary in one run), so the bound is
 pooled count; the result says how many seeds were pooled. (A deployment audits its own run: the
 pooled runs here are the same code on the same instance, as a deployment's repeated campaigns.)
 
-**Guesses.** k = round(``fraction`` x m) is fixed before the run: chosen on a pilot (the same
-protocol's ``server_views`` on independent canary bits, a stream of its own, as
-:mod:`._one_run` does), so it does not depend on the run.
+**Guesses.** k = q x (the releases of the all-active schedule) is fixed before the run: q chosen on
+a pilot of the claimed protocol (its own vectorised ``server_views`` / ``estimate_sums`` on independent
+canary bits, a stream of its own, as :mod:`._one_run` does) to maximise the predicted pure-eps bound,
+or for a claim that is not pure (Dist-RDP-SE, Dist-CDP-SE) the f-DP form's mu-GDP bound; so k does
+not depend on the run.
 
 **Bounds.** The pure-eps and (eps, delta) bounds of Steinke, Nasr & Jagielski
 (:func:`~._one_run_bound.one_run_epsilon`) and the f-DP form (:mod:`._one_run_fdp`): the test of the
-claim's own certified trade-off curve (the verdict when the claim is not pure), and the f-DP form's
-epsilon at the claim's delta.
+claim's own certified trade-off curve (the verdict: one test at the level), the f-DP form's epsilon
+at the claim's delta and its mu-GDP lower bound.
 
 The run is the plain runner (``run_batch_elimination`` / ``run_dp_se``) with its privatizers, its
 ledger and a :class:`~dpverify._bandits._transcripts.Transcript` recording what the server saw; no
