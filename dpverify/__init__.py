@@ -17,6 +17,8 @@ _SOURCES = {
     "._audit._runs": ("RunTarget", "audit_run", "run_engine", "run_pairs", "run_target"),
     "._audit._one_run": ("OneRunAudit", "one_run_audit"),  # issue 33
     "._audit._one_run_bound": ("one_run_epsilon",),
+    "._audit._one_run_server": ("ServerOneRunAudit", "server_one_run_audit"),  # issue 33: server view
+    "._audit._one_run_fdp": ("TradeOffCurve", "fdp_epsilon", "fdp_rejects"),  # issue 33: the f-DP form
     "._audit._loops": ("LoopRun", "loop_engine"),
     "._mechanisms": (
         "NoiseMechanism",

@@ -104,6 +104,14 @@ def rescore(result: AuditResult, level: float) -> AuditResult:
         from ._one_run_bound import one_run_epsilon
 
         d = result.details
+        if "fdp_epsilons" in d:  # a server-view audit: the f-DP test of the claim's curve decides (one test, one level)
+            from ._one_run_fdp import TradeOffCurve, fdp_epsilon, fdp_rejects
+
+            counts = (int(d["canaries"]), int(d["guesses"]), int(d["correct"]))
+            curve = TradeOffCurve(tuple(d["fdp_epsilons"]), tuple(d["fdp_deltas"]))
+            lower = fdp_epsilon(*counts, level=min(level, 0.999999), delta=float(d["delta"]))
+            rejects = fdp_rejects(curve, *counts, level=min(level, 0.999999))
+            return dataclasses.replace(result, lower_bound=lower, verdict=VIOLATED if rejects else HOLDS, confidence=1.0 - level)
         lower = one_run_epsilon(int(d["canaries"]), int(d["guesses"]), int(d["correct"]), level=min(level, 0.999999), delta=float(d["delta"]))
         return dataclasses.replace(result, lower_bound=lower, verdict=VIOLATED if lower > result.claimed else HOLDS, confidence=1.0 - level)
     if result.estimator in ("epsilon", "delta"):

@@ -72,8 +72,8 @@ def claim_curve(claim_text: str | None, result: Any) -> dict[str, float] | None:
     """The (eps, delta) of a pure or approximate claim, whose trade-off curve the page draws (None otherwise)."""
     if result is None:
         return None
-    if result.estimator == "epsilon" or result.estimator == "one-run":
-        return {"epsilon": float(result.claimed), "delta": 0.0}
+    if result.estimator == "epsilon" or result.estimator == "one-run":  # a server-view one-run claim records its delta
+        return {"epsilon": float(result.claimed), "delta": float((result.details or {}).get("delta", 0.0)) if result.estimator == "one-run" else 0.0}
     if result.estimator == "delta" and "epsilon" in (result.details or {}):
         return {"epsilon": float(result.details["epsilon"]), "delta": float(result.claimed)}
     d = result.details or {}
