@@ -18,7 +18,7 @@ _SOURCES = {
     "._audit._one_run": ("OneRunAudit", "one_run_audit"),  # issue 33
     "._audit._one_run_bound": ("one_run_epsilon",),
     "._audit._one_run_server": ("ServerOneRunAudit", "server_one_run_audit"),  # issue 33: server view
-    "._audit._one_run_fdp": ("TradeOffCurve", "fdp_epsilon", "fdp_rejects"),  # issue 33: the f-DP form
+    "._audit._one_run_fdp": ("fdp_epsilon", "fdp_rejects", "gdp_curve"),  # issue 33: the f-DP form
     "._audit._loops": ("LoopRun", "loop_engine"),
     "._mechanisms": (
         "NoiseMechanism",

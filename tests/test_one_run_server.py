@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
+from accounting import TradeOffCurve
 from dpverify._audit._one_run_fdp import (
-    TradeOffCurve,
     fdp_epsilon,
     fdp_mu,
     fdp_rejects,
     fdp_rejects_mp,
     fdp_total_mass,
+    gdp_curve,
 )
 from dpverify._audit._one_run_server import server_one_run_audit
 
@@ -66,7 +67,7 @@ def test_fdp_recursion_matches_mpmath_and_the_linear_program(m, c, v, eps, delta
     """Deterministic. The float recursion equals the mpmath one to 1e-12; where its cap (r <= 1) is
     inactive it equals the linear program's minimum (so the greedy recursion is the least mass the
     constraints allow: it never over-rejects), and where the cap is active both exceed c/m (both reject)."""
-    curve = TradeOffCurve.approx(eps, delta)
+    curve = TradeOffCurve.from_approx_dp(eps, delta)
     ours = fdp_total_mass(curve, m, c, v, 0.05)
     reference = float(_reference_total(eps, delta, m, c, v, 0.05))
     assert abs(ours - reference) <= 1e-12 * max(1.0, reference)
@@ -85,7 +86,7 @@ def test_fdp_test_has_its_level_on_randomized_response_and_rejects_a_wrong_varia
     starts the recursion with every guess counted right (r = tau c / m) rejects with probability > 0.05
     (0.137 at (1000, 600)), so this test rejects it."""
     p = math.e / (1 + math.e)
-    curve = TradeOffCurve.pure(1.0)
+    curve = TradeOffCurve.from_approx_dp(1.0, 0.0)
     for m, c in ((1000, 600), (300, 150)):
         start = int(0.7 * c)  # below e/(1+e) c: no count there rejects (checked: the scan must not start rejecting)
         assert not fdp_rejects(curve, m, c, start, level=0.05, certify=False)
@@ -115,19 +116,19 @@ def test_gdp_curve_is_below_the_exact_one_and_fdp_mu_is_a_rejected_mu():
     one (eps, delta) pair, the wrong variant, is 0.1 below somewhere and fails the second check). fdp_mu's
     answer is rejected by the mpmath recursion and 1.01 times it is not."""
     mu = 1.0
-    curve = TradeOffCurve.gdp(mu)
+    curve = gdp_curve(mu)
     x = np.linspace(0.0, 1.0, 201)
     with mp.workdps(30):
         exact = np.array([float(mp.ncdf(mp.sqrt(2) * mp.erfinv(2 * (1 - mp.mpf(float(a))) - 1) - mu)) if 0 < a < 1 else float(a == 0) for a in x])
-    ours = curve.tradeoff(x)
+    ours = curve.type_ii(x)
     assert np.all(ours <= exact + 1e-12)
     assert np.max(exact - ours) < 2e-3
-    one_pair = TradeOffCurve.approx(1.0, float(curve.deltas[int(np.searchsorted(curve.epsilons, 1.0))]))
-    assert np.max(exact - one_pair.tradeoff(x)) > 0.05
+    one_pair = TradeOffCurve.from_approx_dp(1.0, float(curve.deltas[int(np.searchsorted(curve.epsilons, 1.0))]))
+    assert np.max(exact - one_pair.type_ii(x)) > 0.05
     found = fdp_mu(5600, 400, 396)
     assert 1.0 < found < 2.0
-    assert fdp_rejects_mp(TradeOffCurve.gdp(found), 5600, 400, 396, 0.05)
-    assert not fdp_rejects_mp(TradeOffCurve.gdp(1.01 * found), 5600, 400, 396, 0.05)
+    assert fdp_rejects_mp(gdp_curve(found), 5600, 400, 396, 0.05)
+    assert not fdp_rejects_mp(gdp_curve(1.01 * found), 5600, 400, 396, 0.05)
 
 
 # ---- server-view audits of runs -------------------------------------------------------------------

@@ -22,7 +22,7 @@ b^-1(r_{i+1})) (P[C = i] >= 0: the ``max``), r_i = min(1, r_{i+1} + i/(c - i) (h
 probability: the cap, which can only weaken the test). If then r_0 + h_0 > c/m the constraints
 cannot hold: P[C >= c'] < tau. The test of f at level beta is this with tau = beta.
 
-**Curves.** A curve is given as the upper envelope of (eps_j, delta_j) curves,
+**Curves.** A curve is an :class:`accounting.TradeOffCurve` (the accountant's one type), read as the upper envelope of (eps_j, delta_j) curves,
 f(x) = max_j max(0, 1 - delta_j - e^eps_j x, e^-eps_j (1 - delta_j - x)): pure eps ((eps, 0)),
 (eps, delta), or a mechanism's certified delta(eps) profile on a grid of eps (each pair a valid
 (eps, delta) guarantee, so the envelope is below the true f: testing it is conservative). Then
@@ -36,67 +36,33 @@ is stepped down until the mpmath check confirms it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-from accounting import AccountingError
+from accounting import AccountingError, TradeOffCurve
 
-__all__ = ["TradeOffCurve", "fdp_epsilon", "fdp_mu", "fdp_rejects", "fdp_rejects_mp", "fdp_total_mass"]
+__all__ = ["blow_up_inverse", "fdp_epsilon", "fdp_mu", "fdp_rejects", "fdp_rejects_mp", "fdp_total_mass", "gdp_curve"]
 
 
-@dataclass(frozen=True)
-class TradeOffCurve:
-    """f as the upper envelope of (eps_j, delta_j)-DP trade-off curves (module docstring)."""
+def gdp_curve(mu: float, points: int = 64) -> TradeOffCurve:
+    """mu-GDP's curve from below, as an :class:`accounting.TradeOffCurve`: the envelope of its exact
+    (eps, delta(eps)) pairs on a grid of eps (delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2),
+    nudged up by 1e-12 relative for float error), so testing it is conservative."""
+    from scipy.stats import norm
 
-    epsilons: tuple[float, ...]
-    deltas: tuple[float, ...]
-    label: str = ""
+    mu = float(mu)
+    if not (math.isfinite(mu) and mu > 0):
+        raise AccountingError("mu", mu, "a finite real > 0")
+    grid = np.linspace(0.0, mu * mu / 2 + 8 * mu, points)
+    deltas = norm.cdf(-grid / mu + mu / 2) - np.exp(grid) * norm.cdf(-grid / mu - mu / 2)
+    deltas = np.clip(deltas * (1 + 1e-12) + 1e-300, 0.0, 1 - 1e-15)
+    return TradeOffCurve(tuple(float(e) for e in grid), tuple(float(d) for d in deltas), source=f"{mu:.6g}-GDP lower envelope")
 
-    def __post_init__(self) -> None:
-        if not self.epsilons or len(self.epsilons) != len(self.deltas):
-            raise AccountingError("epsilons", self.epsilons, "a non-empty tuple with one delta per epsilon")
-        for e, d in zip(self.epsilons, self.deltas):
-            if not (math.isfinite(e) and e >= 0):
-                raise AccountingError("epsilons", e, "finite values >= 0")
-            if not 0 <= d < 1:
-                raise AccountingError("deltas", d, "probabilities in [0, 1)")
 
-    @classmethod
-    def pure(cls, epsilon: float) -> TradeOffCurve:
-        return cls((float(epsilon),), (0.0,), f"{float(epsilon):.6g}-DP")
-
-    @classmethod
-    def approx(cls, epsilon: float, delta: float) -> TradeOffCurve:
-        return cls((float(epsilon),), (float(delta),), f"({float(epsilon):.6g}, {float(delta):.3g})-DP")
-
-    @classmethod
-    def gdp(cls, mu: float, points: int = 64) -> "TradeOffCurve":
-        """mu-GDP's curve from below: the envelope of its exact (eps, delta(eps)) pairs on a grid of eps
-        (delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), nudged up by 1e-12 relative for
-        float error), so testing it is conservative."""
-        from scipy.stats import norm
-
-        mu = float(mu)
-        if not (math.isfinite(mu) and mu > 0):
-            raise AccountingError("mu", mu, "a finite real > 0")
-        grid = np.linspace(0.0, mu * mu / 2 + 8 * mu, points)
-        deltas = norm.cdf(-grid / mu + mu / 2) - np.exp(grid) * norm.cdf(-grid / mu - mu / 2)
-        deltas = np.clip(deltas * (1 + 1e-12) + 1e-300, 0.0, 1 - 1e-15)
-        return cls(tuple(float(e) for e in grid), tuple(float(d) for d in deltas), f"{mu:.6g}-GDP")
-
-    def blow_up_inverse(self, r: float) -> float:
-        """b^-1(r): the least FPR of a test whose TPR is r (floats)."""
-        return float(_blow_up_inverse(float(r), np.asarray(self.epsilons), np.asarray(self.deltas)))
-
-    def tradeoff(self, x: np.ndarray) -> np.ndarray:
-        """f(x), for drawing (numpy)."""
-        x = np.asarray(x, dtype=np.float64)
-        out = np.zeros_like(x)
-        for e, d in zip(self.epsilons, self.deltas):
-            out = np.maximum.reduce([out, 1 - d - math.exp(e) * x, math.exp(-e) * (1 - d - x)])
-        return out
+def blow_up_inverse(curve: TradeOffCurve, r: float) -> float:
+    """b^-1(r): the least FPR of a test whose TPR is r (floats)."""
+    return float(_blow_up_inverse(float(r), np.asarray(curve.epsilons), np.asarray(curve.deltas)))
 
 
 @numba.njit(cache=True)
@@ -188,7 +154,7 @@ def fdp_epsilon(m: int, guesses: int, correct: int, *, level: float = 0.05, delt
         return 0.0
 
     def rejects(e: float) -> bool:
-        return fdp_total_mass(TradeOffCurve.approx(e, delta), m, guesses, correct, level) > guesses / m * (1 + 1e-9)
+        return fdp_total_mass(TradeOffCurve.from_approx_dp(e, delta), m, guesses, correct, level) > guesses / m * (1 + 1e-9)
 
     if not rejects(0.0):
         return 0.0
@@ -206,7 +172,7 @@ def fdp_epsilon(m: int, guesses: int, correct: int, *, level: float = 0.05, delt
     for _ in range(40):
         if eps <= 0.0:
             return 0.0
-        if fdp_rejects_mp(TradeOffCurve.approx(eps, delta), int(m), int(guesses), int(correct), level):
+        if fdp_rejects_mp(TradeOffCurve.from_approx_dp(eps, delta), int(m), int(guesses), int(correct), level):
             return float(eps)
         eps = max(0.0, eps - step)
         step *= 2.0
@@ -214,7 +180,7 @@ def fdp_epsilon(m: int, guesses: int, correct: int, *, level: float = 0.05, delt
 
 
 def fdp_mu(m: int, guesses: int, correct: int, *, level: float = 0.05, certify: bool = True) -> float:
-    """The f-DP form's mu-GDP lower bound: the largest mu whose GDP curve (from below, :meth:`TradeOffCurve.gdp`)
+    """The f-DP form's mu-GDP lower bound: the largest mu whose GDP curve (from below, :func:`gdp_curve`)
     the recursion rejects at ``level`` (bisection in floats; with ``certify`` stepped down until mpmath
     confirms); 0.0 if none. Meaningful for Gaussian-like mechanisms, valid for all."""
     _check(m, guesses, correct, level)
@@ -222,7 +188,7 @@ def fdp_mu(m: int, guesses: int, correct: int, *, level: float = 0.05, certify: 
         return 0.0
 
     def rejects(mu: float) -> bool:
-        return fdp_total_mass(TradeOffCurve.gdp(mu), m, guesses, correct, level) > guesses / m * (1 + 1e-9)
+        return fdp_total_mass(gdp_curve(mu), m, guesses, correct, level) > guesses / m * (1 + 1e-9)
 
     lo, hi = 0.0, 0.05
     if not rejects(hi):
@@ -242,7 +208,7 @@ def fdp_mu(m: int, guesses: int, correct: int, *, level: float = 0.05, certify: 
     for _ in range(30):
         if mu <= 0.0:
             return 0.0
-        if fdp_rejects_mp(TradeOffCurve.gdp(mu), int(m), int(guesses), int(correct), level):
+        if fdp_rejects_mp(gdp_curve(mu), int(m), int(guesses), int(correct), level):
             return float(mu)
         mu = max(0.0, mu - step)
         step *= 2.0

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 import accounting as acc
-from accounting import AccountingError
+from accounting import AccountingError, TradeOffCurve
 from accounting.internal import check_positive_int
 
 from .._bandits._builtin import batch_sizes, dp_se_setup, run_budget, se_setup
@@ -68,7 +68,7 @@ from .._bandits._transcripts import Transcript
 from .._protocols import DistributedProtocol
 from ._one_run import _guess
 from ._one_run_bound import one_run_epsilon
-from ._one_run_fdp import TradeOffCurve, fdp_epsilon, fdp_mu, fdp_rejects
+from ._one_run_fdp import fdp_epsilon, fdp_mu, fdp_rejects
 
 __all__ = ["SERVER_ALGORITHMS", "ServerOneRunAudit", "claim_curve_of", "server_one_run_audit"]
 
@@ -195,7 +195,7 @@ def claim_curve_of(algorithm: str, mechanisms: list[Any], budget: Any) -> TradeO
     the (eps, delta(eps)) guarantees of every batch size's mechanism on a grid of eps (certified PLD upper
     bounds, max over batch sizes: a curve below each canary's true f, so the test is conservative)."""
     if isinstance(budget, acc.PureDP):
-        return TradeOffCurve.pure(float(budget.epsilon))
+        return TradeOffCurve.from_approx_dp(float(budget.epsilon), 0.0)
     grid = tuple(float(e) for e in np.linspace(0.0, 6.0, 25))
     deltas = []
     for e in grid:
@@ -206,7 +206,7 @@ def claim_curve_of(algorithm: str, mechanisms: list[Any], budget: Any) -> TradeO
             except AccountingError:  # a batch size the PLD cannot take (a large Dist-CDP-SE sum): the zCDP claim's own bound
                 worst = max(worst, float(acc.rdp_to_delta(budget.to_rdp(), max(e, 1e-9)).delta) if isinstance(budget, acc.ZCDP) else 1.0)
         deltas.append(min(worst, 1.0 - 1e-15))
-    return TradeOffCurve(grid, tuple(deltas), f"{algorithm}: certified delta(eps) of its batch mechanisms, eps grid 0..6")
+    return TradeOffCurve(grid, tuple(deltas), source=f"{algorithm}: certified delta(eps) of its batch mechanisms, eps grid 0..6")
 
 
 def _claim(algorithm: str, config: RunConfig, instance: BanditInstance, delta: float) -> tuple[Any, float, float, str, list[Any]]:

@@ -105,7 +105,9 @@ def rescore(result: AuditResult, level: float) -> AuditResult:
 
         d = result.details
         if "fdp_epsilons" in d:  # a server-view audit: the f-DP test of the claim's curve decides (one test, one level)
-            from ._one_run_fdp import TradeOffCurve, fdp_epsilon, fdp_rejects
+            from accounting import TradeOffCurve
+
+            from ._one_run_fdp import fdp_epsilon, fdp_rejects
 
             counts = (int(d["canaries"]), int(d["guesses"]), int(d["correct"]))
             curve = TradeOffCurve(tuple(d["fdp_epsilons"]), tuple(d["fdp_deltas"]))
