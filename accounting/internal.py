@@ -10,14 +10,14 @@ obey the accountant's own rules: the same validation (so bad input is the same `
 everywhere), the same directed rounding (so a number computed above the accountant is certified
 the same way), and a few ledger and route internals that the CLI and the run records print.
 Nothing here is computed anew: each name is the very object of the private module named below
-(``accounting.internal.exact is accounting._certified.exact``).
+(``accounting.internal.exact is accounting._core._certified.exact``).
 
 **Users should prefer the top-level API** (``import accounting``): guarantees, mechanisms,
 ``epsilon_routes``, ``Ledger``, ``DurableLedger``, ``working_precision`` and the errors live there.
 This module is for code that extends the toolkit; its names are stable for ``dpverify`` but carry
 no promise beyond what is written here.
 
-Validation (from ``_validation``); each returns the value unchanged or raises
+Validation (from ``_core._validation``); each returns the value unchanged or raises
 :class:`accounting.AccountingError` (a ``ValueError`` naming the parameter, the value and the
 allowed range); ``bool`` is never accepted as a number and nothing is clipped:
 
@@ -28,7 +28,7 @@ allowed range); ``bool`` is never accepted as a number and nothing is clipped:
 - ``check_positive_int(name, value)``: an integer >= 1 (an integral float such as 3.0 is refused);
 - ``check_integer(name, value, *, minimum=None)``: an integer, optionally >= ``minimum``.
 
-Certified arithmetic (from ``_certified``; python-flint Arb balls):
+Certified arithmetic (from ``_core._certified``; python-flint Arb balls):
 
 - ``exact(value)``: the exact ball of an int, float, ``Fraction`` or decimal string (``"0.1"`` is
   1/10); a bool or a non-finite float is refused;
@@ -36,7 +36,7 @@ Certified arithmetic (from ``_certified``; python-flint Arb balls):
   point of the ball (``inf`` / ``-inf`` when unbounded; ``ArithmeticError`` on a NaN ball).
   A value derived from a privacy parameter is reported with the rounding that never under-reports.
 
-Charges the executed samplers carry (from ``_total_variation`` and ``_mechanisms``):
+Charges the executed samplers carry (from ``_core._total_variation`` and ``_mechanisms``):
 
 - ``total_variation_of(guarantee)``: the total variation t a charge carries (0 unless it is a
   :class:`accounting.WithinTotalVariation`);
@@ -50,7 +50,7 @@ Charges the executed samplers carry (from ``_total_variation`` and ``_mechanisms
   eps(delta) of the ``compose``-fold composition of Bin(trials, p) against its shift by
   ``sensitivity`` (the PLD route on the exact binomial pair).
 
-Routes (from ``_routes``):
+Routes (from ``_routing._routes``):
 
 - ``rdp_provenance(subject, alpha)``: a label saying how the RDP value of ``subject`` at ``alpha``
   was obtained (an exact curve or a bound; never "exact" for a bound);
@@ -58,7 +58,7 @@ Routes (from ``_routes``):
   its optimistic twin, a PLD evaluation (:class:`accounting.Result`) whose [epsilon_lower, epsilon] brackets the
   true eps(delta), or ``None`` when a release has no PLD.
 
-Ledger internals (from ``_ledger``, ``_ledger_codec``, ``_ledger_store``):
+Ledger internals (from ``_ledgers._ledger``, ``_ledgers._ledger_codec``, ``_ledgers._ledger_store``):
 
 - ``normalise_participants(participants)``: ``None`` (everyone), a ``range`` of step 1, or a
   sorted int64 array of distinct user ids >= 0 (refused when empty or negative), as the ledger
@@ -72,16 +72,16 @@ Ledger internals (from ``_ledger``, ``_ledger_codec``, ``_ledger_store``):
 
 from __future__ import annotations
 
-from ._certified import exact, lower_float, upper_float
-from ._ledger import _normalise_participants as normalise_participants
-from ._ledger import _user_groups as user_groups
-from ._ledger_codec import guarantee_to_dict
-from ._ledger_store import redacted
+from ._core._certified import exact, lower_float, upper_float
+from ._ledgers._ledger import _normalise_participants as normalise_participants
+from ._ledgers._ledger import _user_groups as user_groups
+from ._ledgers._ledger_codec import guarantee_to_dict
+from ._ledgers._ledger_store import redacted
 from ._mechanisms._binomial_pair import binomial_composition_epsilon
 from ._mechanisms._discrete_gaussian_vector import sum_total_variation
-from ._routes import pld_bracket, rdp_provenance
-from ._total_variation import delta_before_total_variation, times_total_variation, total_variation_of
-from ._validation import check_integer, check_nonnegative, check_positive, check_positive_int, check_probability
+from ._routing._routes import pld_bracket, rdp_provenance
+from ._core._total_variation import delta_before_total_variation, times_total_variation, total_variation_of
+from ._core._validation import check_integer, check_nonnegative, check_positive, check_positive_int, check_probability
 
 __all__ = [
     "binomial_composition_epsilon",

@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from accounting._guarantees import ApproxDP, PureDP, ZCDP  # noqa: E402
+from accounting._core._guarantees import ApproxDP, PureDP, ZCDP  # noqa: E402
 from dpverify._audit import audit, rate_interval  # noqa: E402
 
 ALPHA = 0.05

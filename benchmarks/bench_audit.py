@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from accounting._guarantees import PureDP  # noqa: E402
+from accounting._core._guarantees import PureDP  # noqa: E402
 from dpverify._audit import audit, replace_one_pairs  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def mechanisms():
         claim = PureDP(1.0)
     out.append(("discrete Laplace Lap_Z(1) (eps = 1)", dlap, (0, 1), claim))
     try:
-        from dpverify._protocols import dist_dp_protocol
+        from dpverify._executed._protocols import dist_dp_protocol
 
         proto = dist_dp_protocol(1.0, 0.1)
         n = 16

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
-COMMAND = "import sys; from dpverify._cli_audit import audit_command; audit_command(sys.argv[1:])"
+COMMAND = "import sys; from dpverify._cli._cmd_audit import audit_command; audit_command(sys.argv[1:])"
 
 
 def _cpu() -> float:

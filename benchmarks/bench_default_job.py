@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CLI = "import sys; sys.argv[0] = 'dpverify'; from dpverify.cli import main; sys.exit(main())"
-BASELINE = "import accounting, accounting._pld, dpverify.cli, rich.table"
+BASELINE = "import accounting, accounting._privacy_loss._pld, dpverify.cli, rich.table"
 
 COMMANDS = [
     ("baseline: import only", [sys.executable, "-c", BASELINE]),

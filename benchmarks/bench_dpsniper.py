@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from accounting._guarantees import PureDP  # noqa: E402
+from accounting._core._guarantees import PureDP  # noqa: E402
 from dpverify._audit import NeighbourPair, audit, statdp_pairs  # noqa: E402
 from statdp_mechanisms import BENCHMARK, Entry  # noqa: E402
 

@@ -49,7 +49,7 @@ def main() -> None:
             run_seed(RunConfig(algorithm, instance, args.horizon, epsilon=eps, noise=noise), 0)
     print(f"warm-up (imports, numba cache load or compile, first full-size run of each configuration): {time.perf_counter() - t0:.2f} s")
 
-    from dpverify import _inversion, _kernels
+    from dpverify._executed import _inversion, _kernels
 
     lap_tables = _inversion.laplace_tables(1, 2**16)
 

@@ -130,7 +130,7 @@ def _translate(impl, g):
     """A guarantee of this tree as the baseline package's object (same parameters)."""
     if impl is after:
         return g
-    from accounting._ledger_codec import guarantee_to_dict
+    from accounting._ledgers._ledger_codec import guarantee_to_dict
 
     return impl._ledger._guarantee_from_dict(guarantee_to_dict(g))
 

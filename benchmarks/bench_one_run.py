@@ -35,7 +35,7 @@ from dpverify._bandits._elimination import run_batch_elimination  # noqa: E402
 from dpverify._bandits._environments import bernoulli_instance  # noqa: E402
 from dpverify._bandits._runner import RunConfig, seed_streams  # noqa: E402
 from dpverify._bandits._ucb import run_ucb  # noqa: E402
-from dpverify._stats import rate_interval  # noqa: E402
+from dpverify._statistics._confidence import rate_interval  # noqa: E402
 
 ALGORITHMS = ("ldp-ucb-l", "ldp-se")
 

@@ -34,7 +34,7 @@ from dpverify._bandits._builtin import dp_se_setup, se_setup
 from dpverify._bandits._elimination import run_batch_elimination, run_dp_se
 from dpverify._bandits._environments import bernoulli_instance
 from dpverify._bandits._runner import RunConfig, seed_streams
-from dpverify._stats import rate_interval
+from dpverify._statistics._confidence import rate_interval
 
 HORIZON = {"dp-se": 9_000}
 

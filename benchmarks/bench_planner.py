@@ -31,10 +31,10 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import accounting as acc  # noqa: E402
-import accounting._conversions as conversions  # noqa: E402
-import accounting._pld_fft_power as power  # noqa: E402
-import accounting._pld_route as pld_route  # noqa: E402
-from accounting._pld import PrivacyLossDistribution  # noqa: E402
+import accounting._core._conversions as conversions  # noqa: E402
+import accounting._privacy_loss._pld_fft_power as power  # noqa: E402
+import accounting._routing._pld_route as pld_route  # noqa: E402
+from accounting._privacy_loss._pld import PrivacyLossDistribution  # noqa: E402
 
 warnings.simplefilter("ignore")
 DELTA = 1e-5

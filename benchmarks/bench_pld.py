@@ -1,4 +1,4 @@
-"""Benchmark of the PLD route (accounting._pld) against dp_accounting's PLD accountant.
+"""Benchmark of the PLD route (accounting._privacy_loss._pld) against dp_accounting's PLD accountant.
 
 Run:  python benchmarks/bench_pld.py [--quick]     (writes a markdown table to stdout)
 
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from accounting._mechanisms._discrete_laplace import DiscreteLaplace  # noqa: E402
 from accounting._mechanisms._skellam import SkellamPair  # noqa: E402
-from accounting._pld import PrivacyLossDistribution  # noqa: E402
+from accounting._privacy_loss._pld import PrivacyLossDistribution  # noqa: E402
 
 DELTA = 1e-5
 

@@ -26,9 +26,9 @@ from scipy import stats
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import accounting as acc  # noqa: E402
-from accounting._dp_event import event_to_dict  # noqa: E402
+from accounting._events._dp_event import event_to_dict  # noqa: E402
 from accounting._mechanisms._skellam import SkellamPair  # noqa: E402
-from accounting._pld import PrivacyLossDistribution  # noqa: E402
+from accounting._privacy_loss._pld import PrivacyLossDistribution  # noqa: E402
 
 warnings.simplefilter("ignore")
 DELTA = 1e-5

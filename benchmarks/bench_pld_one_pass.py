@@ -3,7 +3,7 @@
 Run:  python benchmarks/bench_pld_one_pass.py [--runs 5]   (markdown on stdout; the tables in
 benchmarks/pld_one_pass.md come from it)
 
-For each case, ours (certified upper bound, accounting._pld with accounting._pld_fft_power) and
+For each case, ours (certified upper bound, accounting._privacy_loss._pld with accounting._privacy_loss._pld_fft_power) and
 dp_accounting 0.6.0 (pessimistic PLD, connect-the-dots for Laplace / Gaussian, a float estimate)
 are timed alternately in one process, ``--runs`` times each; the table gives medians, the time
 ratio ours / dp_accounting and the eps ratio. "previous engine" is ours with the one-pass route
@@ -26,9 +26,9 @@ from scipy import stats
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import accounting as acc  # noqa: E402
-import accounting._pld as pld_module  # noqa: E402
+import accounting._privacy_loss._pld as pld_module  # noqa: E402
 from accounting._mechanisms._skellam import SkellamPair  # noqa: E402
-from accounting._pld import PrivacyLossDistribution  # noqa: E402
+from accounting._privacy_loss._pld import PrivacyLossDistribution  # noqa: E402
 
 warnings.simplefilter("ignore")
 DELTA = 1e-5

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from _common import compile_times, machine, median_seconds, uniform_seconds, write_section  # noqa: E402
-from dpverify import _protocol_kernels as P  # noqa: E402
+from dpverify._executed import _protocol_kernels as P  # noqa: E402
 
 TARGET_USERS = 2**23
 COMPILE_SNIPPET = (

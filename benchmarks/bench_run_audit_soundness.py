@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dpverify._stats import rate_interval  # noqa: E402
+from dpverify._statistics._confidence import rate_interval  # noqa: E402
 from dpverify._audit._suite import load_suite, p_value_grid, run_claim  # noqa: E402
 
 

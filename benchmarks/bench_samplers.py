@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from _common import compile_times, machine, median_seconds, uniform_seconds, write_section  # noqa: E402
-from dpverify import _samplers as S  # noqa: E402
+from dpverify._executed import _samplers as S  # noqa: E402
 
 CASES = [
     ("bernoulli(p=1/3)", lambda r, k: S.bernoulli(r, Fraction(1, 3), k), 4_000_000),

@@ -1,4 +1,4 @@
-"""Benchmark of amplification by shuffling (accounting._shuffle).
+"""Benchmark of amplification by shuffling (accounting._amplification._shuffling).
 
 Run:  python benchmarks/bench_shuffle_accounting.py [--runs 5]     (prints a markdown table)
 
@@ -25,9 +25,9 @@ from scipy import stats
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import accounting as acc  # noqa: E402
-from accounting import _shuffle  # noqa: E402
+from accounting._amplification import _shuffling as _shuffle  # noqa: E402
 from accounting._mechanisms._skellam import SkellamPair  # noqa: E402
-from accounting._pld import PrivacyLossDistribution  # noqa: E402
+from accounting._privacy_loss._pld import PrivacyLossDistribution  # noqa: E402
 from benchmarks._common import machine, median_seconds  # noqa: E402
 
 EPS0, N, DELTA, K = 1.0, 10_000, 1e-6, 1000

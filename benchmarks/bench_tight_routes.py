@@ -26,7 +26,7 @@ import mpmath
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import accounting as acc  # noqa: E402
-from accounting import _conversions  # noqa: E402
+from accounting._core import _conversions  # noqa: E402
 
 DELTA = 1e-5
 

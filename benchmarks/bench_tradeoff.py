@@ -34,7 +34,8 @@ FPRS = np.concatenate([np.logspace(-6, -1, 1000), np.linspace(0.1, 1.0, 1000)])
 
 
 def _clear() -> None:
-    from accounting import _pld, _pld_route
+    from accounting._privacy_loss import _pld
+    from accounting._routing import _pld_route
 
     _pld_route._composed.cache_clear()
     _pld._RELEASES.clear()

@@ -19,7 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from accounting._guarantees import PureDP  # noqa: E402
+from accounting._core._guarantees import PureDP  # noqa: E402
 from dpverify._audit import audit  # noqa: E402
 
 

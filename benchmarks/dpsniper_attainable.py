@@ -78,7 +78,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import statdp_mechanisms as sm  # noqa: E402
 from bench_dpsniper import pairs_for  # noqa: E402
-from dpverify._stats import cp_lower, cp_upper  # noqa: E402
+from dpverify._statistics._confidence import cp_lower, cp_upper  # noqa: E402
 
 N_AUDIT = 10_000_000
 LEVEL_95 = 0.025  # 95% over the two one-sided bounds of one event

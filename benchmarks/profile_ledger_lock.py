@@ -41,7 +41,7 @@ PROCESSES = 8
 def _lock_context(impl) -> tuple[type, str]:
     """The SQLite store class and the name of its lock context manager (the baseline's store lived in _durable)."""
     if impl is bench.after:
-        from accounting._ledger_store import SQLiteStore
+        from accounting._ledgers._ledger_store import SQLiteStore
 
         return SQLiteStore, "_locked"
     return sys.modules[impl.__name__ + "._durable"]._SQLiteStore, "creating"

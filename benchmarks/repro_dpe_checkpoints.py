@@ -33,7 +33,7 @@ def cks_multiplier(epsilon: float, delta: float) -> float:
     """The smallest z whose Gaussian(z, 1) meets (eps, delta) through the CKS conversion of its Renyi
     curve: the calibration DP-DPE used before the analytic-Gaussian route (bisection, rel. 1e-9)."""
     from accounting import Gaussian
-    from accounting._conversions import mechanism_rdp_epsilon
+    from accounting._core._conversions import mechanism_rdp_epsilon
 
     lo, hi = 1e-3, 1e3
     while hi / lo - 1 > 1e-9:

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> None:
 def report(args: argparse.Namespace) -> None:
     from statistics import median
 
-    from dpverify._stats import cp_upper
+    from dpverify._statistics._confidence import cp_upper
 
     rows = [json.loads(line) for line in Path(args.log).read_text().splitlines() if line.strip()]
     speed = {}

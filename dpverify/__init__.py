@@ -13,14 +13,14 @@ from typing import Any
 # for importing numba and compiling kernels it never calls.
 _SOURCES = {
     "._audit": ("DEFAULT_ORDERS", "AuditReport", "AuditResult", "NeighbourPair", "audit", "replace_one_pairs", "scalar_pairs", "statdp_pairs"),
-    "._privatizer": ("BatchProtocol", "Privatizer", "Release"),
+    "._executed._privatizer": ("BatchProtocol", "Privatizer", "Release"),
     "._audit._runs": ("RunTarget", "audit_run", "run_engine", "run_pairs", "run_target"),
     "._audit._one_run": ("OneRunAudit", "one_run_audit"),  # issue 33
     "._audit._one_run_bound": ("one_run_epsilon",),
     "._audit._one_run_server": ("ServerOneRunAudit", "server_one_run_audit"),  # issue 33: server view
     "._audit._one_run_fdp": ("fdp_epsilon", "fdp_rejects", "gdp_curve"),  # issue 33: the f-DP form
     "._audit._loops": ("LoopRun", "loop_engine"),
-    "._mechanisms": (
+    "._executed._noise_mechanisms": (
         "NoiseMechanism",
         "discrete_gaussian_mechanism",
         "discrete_laplace_mechanism",
@@ -65,7 +65,7 @@ _SOURCES = {
         "run_linear",
         "synthetic_instance",
     ),
-    "._protocols": (
+    "._executed._protocols": (
         "CentralGridLaplaceProtocol",
         "CentralLaplaceIdealised",
         "CentralLaplaceProtocol",
@@ -77,8 +77,8 @@ _SOURCES = {
         "dist_rdp_protocol",
         "local_dp_protocol",
     ),
-    "._kinds": ("CuratorKind", "NoiseKind", "NoiseMode", "ProtocolKind"),  # issue 30 item 6: kinds are objects
-    "._samplers": (
+    "._executed._kinds": ("CuratorKind", "NoiseKind", "NoiseMode", "ProtocolKind"),  # issue 30 item 6: kinds are objects
+    "._executed._samplers": (
         "bernoulli",
         "bernoulli_exp",
         "binomial",

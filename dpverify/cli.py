@@ -19,12 +19,12 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from ._cli_routes import TIME_BUDGET_HELP, print_route_table, route_rows
-from ._cli_tradeoff import tradeoff_options
-from ._console import busy as _busy
-from ._console import emit as _emit
-from ._console import print_table as _print_table
-from ._json import jsonable
+from ._cli._cmd_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._cli._cmd_tradeoff import tradeoff_options
+from ._presentation._console import busy as _busy
+from ._presentation._console import emit as _emit
+from ._presentation._console import print_table as _print_table
+from ._presentation._json import jsonable
 
 __all__ = ["main"]
 
@@ -216,11 +216,11 @@ class _LazyGroup(click.Group):
             sys.exit(130)
 
     _lazy = {
-        "audit": ("dpverify._cli_audit", "audit_command"),
-        "tails": ("dpverify._cli_tails", "tails"),
-        "run": ("dpverify._cli_bandits", "run_command"),
-        "reproduce": ("dpverify._cli_bandits", "reproduce_command"),
-        "ledger": ("dpverify._cli_ledger", "ledger_group"),
+        "audit": ("dpverify._cli._cmd_audit", "audit_command"),
+        "tails": ("dpverify._cli._cmd_tails", "tails"),
+        "run": ("dpverify._cli._cmd_bandits", "run_command"),
+        "reproduce": ("dpverify._cli._cmd_bandits", "reproduce_command"),
+        "ledger": ("dpverify._cli._cmd_ledger", "ledger_group"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -340,7 +340,7 @@ def epsilon(mechanism: str, compose: int, delta: float, no_pld: bool, time_budge
     with --tradeoff also the certified trade-off curve (TPR at each --fpr, the attack advantage)."""
     import accounting as acc
 
-    from ._cli_tradeoff import check_tradeoff_options, tradeoff_report
+    from ._cli._cmd_tradeoff import check_tradeoff_options, tradeoff_report
 
     fpr_list = check_tradeoff_options(tradeoff, fprs, points, plot_path)
     mech = _build(mechanism, options)
@@ -481,15 +481,15 @@ def returning(eps: float, s: float, n: int, returns: tuple[int, ...], delta: flo
     _emit(as_json, payload, table)
 
 
-from ._cli_event import event_command  # noqa: E402  (dp_accounting events: accounting._dp_event)
+from ._cli._cmd_event import event_command  # noqa: E402  (dp_accounting events: accounting._events._dp_event)
 
 account.add_command(event_command)
 
-from ._cli_ledger import account_charge_command  # noqa: E402  (click only: cheap to import)
+from ._cli._cmd_ledger import account_charge_command  # noqa: E402  (click only: cheap to import)
 
 account.add_command(account_charge_command)
 
-from ._cli_shuffle import shuffle as _shuffle_command  # noqa: E402  (amplification by shuffling: accounting._shuffle)
+from ._cli._cmd_shuffle import shuffle as _shuffle_command  # noqa: E402  (amplification by shuffling: accounting._amplification._shuffling)
 
 account.add_command(_shuffle_command)
 

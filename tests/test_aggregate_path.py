@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 import accounting as acc
-from dpverify import _protocol_kernels as pk
-from dpverify import _protocols as P
-from dpverify import _samplers as S
+from dpverify._executed import _protocol_kernels as pk
+from dpverify._executed import _protocols as P
+from dpverify._executed import _samplers as S
 from dpverify._bandits import RunConfig, run_seed
 from dpverify._bandits._environments import ArmLaw, bernoulli_instance, clipped_gaussian_instance
-from dpverify._privatizer import Privatizer
+from dpverify._executed._privatizer import Privatizer
 
 from _gof import integer_gof
 

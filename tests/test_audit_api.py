@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import dpverify._audit as audit_pkg
-from accounting._guarantees import RDP, ApproxDP, PureDP, ZCDP
-from accounting._validation import AccountingError
+from accounting._core._guarantees import RDP, ApproxDP, PureDP, ZCDP
+from accounting._core._validation import AccountingError
 from dpverify._audit import (
     AuditReport,
     AuditResult,

@@ -19,8 +19,8 @@ import pytest
 from scipy.optimize import minimize
 from scipy.stats import binom
 
-from accounting._guarantees import ApproxDP, PureDP, ZCDP
-from accounting._pairs import FinitePair
+from accounting._core._guarantees import ApproxDP, PureDP, ZCDP
+from accounting._core._pairs import FinitePair
 from dpverify._audit import NeighbourPair, audit, cp_lower, cp_upper, rate_interval, sequential_level
 from dpverify._audit._estimators import _box, renyi_box_lower
 

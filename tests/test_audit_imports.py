@@ -95,10 +95,10 @@ def test_the_auditor_has_no_import_cycle() -> None:
 
 
 def test_tails_do_not_import_the_auditor() -> None:
-    """Tails are not audits: the exact binomial intervals they share live in dpverify._stats."""
+    """Tails are not audits: the exact binomial intervals they share live in dpverify._statistics._confidence."""
     graph = import_graph()
     offending = {m: sorted(t for t in e if t.startswith("dpverify._audit")) for m, e in graph.items()
                  if m.startswith("dpverify._tails")}
     assert {m: e for m, e in offending.items() if e} == {}
-    assert "dpverify._stats" in graph["dpverify._tails._montecarlo"]
-    assert not any(t.startswith("dpverify.") for t in graph["dpverify._stats"])  # neutral: below both
+    assert "dpverify._statistics._confidence" in graph["dpverify._tails._montecarlo"]
+    assert not any(t.startswith("dpverify.") for t in graph["dpverify._statistics._confidence"])  # neutral: below both

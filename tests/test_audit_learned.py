@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accounting._guarantees import PureDP
-from accounting._validation import AccountingError
+from accounting._core._guarantees import PureDP
+from accounting._core._validation import AccountingError
 from dpverify._audit import audit
 from dpverify._audit._audit import default_chunk_size
 from dpverify._audit._learned import ZERO_RESIDUE, lowest_bit_exponent

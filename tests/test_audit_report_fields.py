@@ -25,7 +25,7 @@ from dpverify._audit._estimators import event_delta_bound, event_epsilon_bound
 from dpverify._audit._neighbours import as_pairs
 from dpverify._audit._rescore import rescore
 from dpverify._audit._results import AuditResult
-from dpverify._cli_audit import audit_command
+from dpverify._cli._cmd_audit import audit_command
 
 # ---- pairs ------------------------------------------------------------------------------------------
 

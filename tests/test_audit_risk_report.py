@@ -11,7 +11,7 @@ import pytest
 from dpverify._audit._risk import attack_risk, claim_curve, curve_tpr
 from dpverify._audit._results import AuditResult
 from dpverify._audit._suite._provenance import claim_files_hash, provenance
-from dpverify._html_report import audit_report
+from dpverify._cli._html_report import audit_report
 
 
 def _rr(x, rng, size, eps=1.0):

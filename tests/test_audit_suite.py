@@ -32,7 +32,7 @@ from dpverify._audit._suite import (
     load_suite,
     p_value_grid,
 )
-from dpverify._cli_audit import audit_command
+from dpverify._cli._cmd_audit import audit_command
 
 SUITE = Path(__file__).resolve().parents[1] / "audits"
 
@@ -320,7 +320,7 @@ def test_missing_path_and_bad_options_exit_2(tmp_path: Path) -> None:
 
 def test_crashing_target_is_a_suite_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _write(tmp_path, "dlap.toml", CORRECT.replace("200_000", "2_000"))
-    import dpverify._samplers as samplers
+    import dpverify._executed._samplers as samplers
 
     def broken(*args, **kwargs):
         raise RuntimeError("sampler exploded")
@@ -371,7 +371,7 @@ def test_chain_holm_controls_the_family_wise_error() -> None:
     1e-6 exceeds 0.2 (false-alarm probability <= 1e-6 for a valid procedure). Power: the wrong
     variant that tests each real-arithmetic hypothesis at the full alpha (no chain weight) has a
     rate near 1 - 0.8^3 = 0.49 and is rejected by the same check."""
-    from dpverify._stats import cp_lower
+    from dpverify._statistics._confidence import cp_lower
 
     rng = np.random.default_rng(0)
     alpha, reps = 0.2, 20_000

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from accounting import ZCDP, PureDP
 from dpverify import replace_one_pairs, statdp_pairs
 from dpverify._audit._suite import SuiteError, load_suite
-from dpverify._cli_audit import audit_command
+from dpverify._cli._cmd_audit import audit_command
 from dpverify.testing import assert_private
 
 TESTS = Path(__file__).resolve().parent

@@ -25,7 +25,7 @@ from dpverify._bandits._environments import (
     ren_mixed_instance,
 )
 from dpverify._bandits._ucb import LocalCurator, LocalPrivatizer, UCBSetup, run_ucb
-from dpverify._privatizer import BatchProtocol
+from dpverify._executed._privatizer import BatchProtocol
 
 
 # ---- a tiny protocol of our own: central discrete Laplace on the exact sum -----------------------
@@ -224,7 +224,7 @@ def test_scaled_protocols_regret_is_sublinear_and_ledger_is_the_accountants(algo
     protocol with the wrong g, would disagree."""
     from fractions import Fraction
 
-    from dpverify._mechanisms import sigma_at_most
+    from dpverify._executed._noise_mechanisms import sigma_at_most
 
     T, eps = 2**17, 2.0
     res = run(RunConfig(algorithm, "easy", T, epsilon=eps, seeds=3, seed=4, path=path))
@@ -257,9 +257,9 @@ def test_dist_cdp_variance_beyond_the_sampler_is_rounded_up_everywhere():
     variance (eps = 0.5) is kept exactly. Deterministic."""
     from fractions import Fraction
 
-    from dpverify import _protocols as P
-    from dpverify._mechanisms import sigma_at_most
-    from dpverify._samplers import discrete_gaussian_range
+    from dpverify._executed import _protocols as P
+    from dpverify._executed._noise_mechanisms import sigma_at_most
+    from dpverify._executed._samplers import discrete_gaussian_range
 
     proto = P.dist_cdp_protocol(Fraction(2499, 10000), 10.0, 0.1)
     for n in (2, 1024, 2**16):
@@ -359,7 +359,7 @@ def test_cli_run_json(tmp_path):
     import click
     from click.testing import CliRunner
 
-    from dpverify._cli_bandits import reproduce_command, run_command
+    from dpverify._cli._cmd_bandits import reproduce_command, run_command
 
     @click.group()
     def main():

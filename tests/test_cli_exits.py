@@ -69,7 +69,7 @@ def _one_line(text: str) -> str:
         (["run", "-a", "se", "-i", "easy", "-T", "2000", "--seeds", "1", "--json", "{dir}/run.json"], "--json", ("dpverify._bandits", "run")),
         (["reproduce", "iclr-fig4", "--quick", "--out", "{dir}/figures"], "--out", ("dpverify._bandits._runner", "sweep")),
         (["reproduce", "iclr-fig4", "--quick", "--out", "{dir}"], "--out", ("dpverify._bandits._runner", "sweep")),
-        (["ledger", "export", "sqlite:///{dir}/../nowhere.db", "--out", "{dir}/trail.json"], "--out", ("dpverify._cli_ledger", "_open")),
+        (["ledger", "export", "sqlite:///{dir}/../nowhere.db", "--out", "{dir}/trail.json"], "--out", ("dpverify._cli._cmd_ledger", "_open")),
     ],
 )
 def test_unwritable_output_directory_is_refused_before_the_work(monkeypatch, tmp_path, argv, option, work):
@@ -91,7 +91,7 @@ def test_unwritable_output_directory_is_refused_before_the_work(monkeypatch, tmp
 
 def test_the_probe_leaves_nothing_behind_in_a_writable_directory(tmp_path):
     """Item 1: the probe file is created under an unused name and removed; the user's files stay."""
-    from dpverify._output import check_output_dir, check_output_file
+    from dpverify._presentation._output import check_output_dir, check_output_file
 
     (tmp_path / "keep.json").write_text("mine")
     check_output_file("--json", tmp_path / "keep.json")

@@ -48,7 +48,7 @@ def test_shuffle_comparisons_after_composition_say_so_in_their_field():
 
 
 def _eps_option():
-    from dpverify._cli_bandits import run_command
+    from dpverify._cli._cmd_bandits import run_command
 
     return next(p for p in run_command.params if p.name == "epsilon")
 
@@ -103,7 +103,7 @@ def test_reproduce_html_draws_the_figure_the_png_draws(tmp_path):
     import re
 
     from dpverify._bandits._figures import Curve, Panel, make_figure
-    from dpverify._html_report import reproduce_report
+    from dpverify._cli._html_report import reproduce_report
 
     sweep = Panel("c", "LDP-UCB-L, varying eps", "ren-bernoulli", 1.0, 2000,
                   (Curve("ldp-ucb-l", "eps=0.5"), Curve("ldp-ucb-l", "eps=2")), (0.5, 2.0))

@@ -198,7 +198,7 @@ def test_a_postgresql_restart_in_the_middle_of_a_run(tmp_path, monkeypatch, requ
     was not restarted; it verifies. The restart really happened (the server's start time moved)."""
     import psycopg
 
-    from accounting._durable import DurableLedger
+    from accounting._ledgers._durable import DurableLedger
 
     from _postgres import PostgresServer
 

@@ -7,7 +7,7 @@ Read from the source with the standard library's ``ast`` (every ``import`` anywh
   nowhere: they are test dependencies now);
 - every third-party module the packages import is declared: a runtime dependency, or an extra;
 - a module declared only in an extra is optional: it is imported inside a function (never when the
-  package is imported) and either named in ``dpverify._optional.EXTRAS`` (whose ``require`` names
+  package is imported) and either named in ``dpverify._cli._optional.EXTRAS`` (whose ``require`` names
   the extra) or inside a ``try`` that handles ``ImportError``.
 
 Deterministic. The wrong variants it rejects are shown on made-up inputs: a declared dependency
@@ -100,12 +100,12 @@ def problems(imports: list[tuple[str, str, bool, bool]], runtime: set[str], extr
         elif not in_function and not guarded:
             found.append(f"{path}: imports the optional {top!r} at module level (unguarded): importing the package needs it")
         elif top not in optional and not guarded:
-            found.append(f"{path}: imports the optional {top!r} without naming its extra (dpverify._optional.EXTRAS or except ImportError)")
+            found.append(f"{path}: imports the optional {top!r} without naming its extra (dpverify._cli._optional.EXTRAS or except ImportError)")
     return found
 
 
 def test_runtime_dependencies_are_the_imported_ones():
-    from dpverify._optional import EXTRAS
+    from dpverify._cli._optional import EXTRAS
 
     runtime, extras = _declared()
     optional = {module.split(".")[0] for module in EXTRAS}

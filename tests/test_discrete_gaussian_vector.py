@@ -15,7 +15,7 @@ import pytest
 from accounting import ApproxDP, Ledger, gdp_delta, gdp_epsilon
 from accounting._mechanisms import DiscreteGaussian, DiscreteGaussianPair, DiscreteGaussianVector
 from accounting._mechanisms._discrete_gaussian_vector import sum_total_variation
-from accounting._pld import pld_delta
+from accounting._privacy_loss._pld import pld_delta
 
 # (sigma, Delta, d) with integer sigma, so that the d-fold PLD of DiscreteGaussianPair (exact lattice)
 # is an independent route; small enough for the direct CDF sums and, at sigma = 50, 100, the

@@ -117,9 +117,9 @@ def test_get_delta_goes_through_the_planners_cost_guard(monkeypatch, steps, budg
     planner coarsens the grid to fit time_budget or skips the PLD with its reason. Both now go
     through the planner: the PLD is built only on a grid the cost estimate afforded (a spy
     refuses the default grid), and the answer is the planner's, reported like get_epsilon's."""
-    from accounting import _pld_route
-    from accounting._pld import grid_for
-    from accounting._routes import delta_routes
+    from accounting._routing import _pld_route
+    from accounting._privacy_loss._pld import grid_for
+    from accounting._routing._routes import delta_routes
 
     built = []
     real = _pld_route.pld_for_parts
@@ -147,7 +147,7 @@ def test_get_delta_goes_through_the_planners_cost_guard(monkeypatch, steps, budg
 
 
 def test_without_dp_accounting_the_error_names_the_extra(monkeypatch):
-    from accounting import _dp_accounting_compat as compat
+    from accounting._interop import _dp_accounting_compat as compat
 
     monkeypatch.setattr(compat, "_CLASS", [])
     monkeypatch.setitem(sys.modules, "dp_accounting", None)

@@ -14,7 +14,7 @@ import warnings
 import pytest
 
 import accounting as acc
-from accounting._dp_event import event_to_dict
+from accounting._events._dp_event import event_to_dict
 
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting.pld import pld_privacy_accountant as pa  # noqa: E402

@@ -221,7 +221,7 @@ def test_every_event_class_of_the_installed_dp_accounting_is_translated_or_named
     module: a new class in a new release fails this test until it is handled), except the two
     that name no mechanism."""
     from dp_accounting import dp_event
-    from accounting._dp_event import _FIELDS
+    from accounting._events._dp_event import _FIELDS
 
     refused = {"DpEvent": "the abstract base", "UnsupportedDpEvent": "dp_accounting's own 'unsupported' marker"}
     classes = {c.__name__ for c in vars(dp_event).values() if isinstance(c, type) and issubclass(c, dp_event.DpEvent)}

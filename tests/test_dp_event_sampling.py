@@ -1,4 +1,4 @@
-"""Truncated Poisson subsampling and sampling with replacement (accounting/_dp_event_sampling.py).
+"""Truncated Poisson subsampling and sampling with replacement (accounting/_events/_dp_event_sampling.py).
 
 Deterministic. Each route is checked three ways: never below a lower reference (the mechanism
 run on a concrete pair of 1-D datasets, binned and rounded down by dp_accounting:
@@ -56,7 +56,7 @@ def _binom_tail(k, n, p):
 
 def _truncated_twin(n, q, b, sigma, eps):
     """max over directions of (1 - t) delta_{q, 1} + t delta_{q', 2} (module docstring of
-    accounting/_dp_event_sampling.py), t and q' as exact binomial sums."""
+    accounting/_events/_dp_event_sampling.py), t and q' as exact binomial sums."""
     mpmath.mp.dps = 40
     q = mpmath.mpf(q)
     t = _binom_tail(b, n - 1, q)
@@ -152,7 +152,7 @@ def test_new_events_read_from_their_json_forms():
     """The named-tuple list form and the dict form give the same mechanism as the event object."""
     import json
 
-    from accounting._dp_event import event_to_dict
+    from accounting._events._dp_event import event_to_dict
 
     for event in (E.TruncatedSubsampledGaussianDpEvent(100, 0.1, 12, 1.0), E.SampledWithReplacementDpEvent(100, 10, E.GaussianDpEvent(1.0))):
         direct = acc.from_dp_event(event)

@@ -31,9 +31,9 @@ dp = pytest.importorskip("dp_accounting")
 from dp_accounting import dp_event as E  # noqa: E402
 from dp_accounting.rdp import rdp_privacy_accountant as ra  # noqa: E402
 
-from accounting import _dp_accounting_compat as compat  # noqa: E402
-from accounting import _dp_event_mechanisms as mechanisms  # noqa: E402
-from accounting._certified import exact, working_precision  # noqa: E402
+from accounting._interop import _dp_accounting_compat as compat  # noqa: E402
+from accounting._events import _dp_event_mechanisms as mechanisms  # noqa: E402
+from accounting._core._certified import exact, working_precision  # noqa: E402
 
 
 def _float_thm6(order: float, sigma: float, mean: float) -> float:
@@ -134,8 +134,8 @@ def test_fractional_order_integral_encloses_mpmath(q, s, alpha):
 
 def _every_given_order(accountant, delta: float) -> float:
     """The smallest certified CKS epsilon over every given order (the scan the ranking replaces)."""
-    from accounting._certified import upper_float
-    from accounting._conversions import _epsilon_at
+    from accounting._core._certified import upper_float
+    from accounting._core._conversions import _epsilon_at
 
     curve = accountant._order_curve()
     best = math.inf

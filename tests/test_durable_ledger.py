@@ -19,8 +19,8 @@ import pytest
 
 import accounting as acc
 from accounting import ZCDP, AccountingError, ApproxDP, BudgetExceeded, Ledger, PureDP
-from accounting._durable import DurableLedger
-from accounting._ledger_store import ConnectionLost
+from accounting._ledgers._durable import DurableLedger
+from accounting._ledgers._ledger_store import ConnectionLost
 
 
 STORES = ("sqlite", "postgresql")
@@ -326,7 +326,7 @@ def _forge(url: str, key: str | None, keep_key_check: str | None, monkeypatch, t
     dpverify's own code: the same history with eps 0.0125 where 0.125 was charged, built as a
     new ledger, then given the original's identity (ledger id, key check) and relinked from the
     original's genesis, so that every link, digest and count agrees."""
-    from accounting._ledger_chain import Chain
+    from accounting._ledgers._ledger_chain import Chain
 
     path = url[len("sqlite:///"):]
     with _sqlite(path) as connection:
@@ -418,7 +418,7 @@ def test_a_link_encoded_in_parts_is_the_link_of_the_whole_row():
     """A charge encodes the fields of its row it knows before the lock ahead and the rest under
     it; the on-disk format is unchanged: the link is the one the check on open recomputes from
     the whole row (every field kind, keyed and unkeyed)."""
-    from accounting._ledger_chain import Chain, encode
+    from accounting._ledgers._ledger_chain import Chain, encode
 
     row = [7, "c1d", "label with | and : in it", '{"epsilon":0.5,"type":"pure"}', '{"range": [0, 10]}', None, 0.1 + 0.2,
            "2026-01-01T00:00:00.000000+00:00", "d" * 64]
@@ -436,7 +436,7 @@ def test_a_rows_time_is_the_text_datetime_writes_across_minutes(ns, monkeypatch)
     prefix."""
     import datetime as dt
 
-    from accounting import _durable
+    from accounting._ledgers import _durable
 
     expected = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=ns // 1000)).isoformat(timespec="microseconds")
     monkeypatch.setattr(_durable.time, "time_ns", lambda: ns)
@@ -450,7 +450,7 @@ def test_a_rows_time_is_the_text_datetime_writes_across_minutes(ns, monkeypatch)
 def test_participants_text_is_json_dumps_of_the_stored_form(participants):
     """A range's stored JSON is written directly (faster than json.dumps); its text must be
     exactly json.dumps's, which the check on open and earlier ledgers' rows use."""
-    from accounting._durable import _stored_participants, _stored_text
+    from accounting._ledgers._durable import _stored_participants, _stored_text
 
     assert _stored_text(participants) == json.dumps(_stored_participants(participants))
 

@@ -5,7 +5,7 @@ The registry check (the issue's "Done when"): every algorithm ``dpverify run`` a
 reach is run on a small instance with the default noise while every draw a privatizer makes is
 watched. How it watches, and why that is sound:
 
-- every privatizer gets its random stream from ``dpverify._privatizer.private_stream`` (the scalar
+- every privatizer gets its random stream from ``dpverify._executed._privatizer.private_stream`` (the scalar
   and vector privatizers through ``AccountedReleaser``, the local curators through
   ``LocalPrivatizer``); the test replaces it by one returning a ``Generator`` subclass whose
   continuous-distribution methods (laplace, normal, standard_normal, exponential, gamma, uniform,
@@ -40,9 +40,9 @@ from click.testing import CliRunner
 
 import accounting as acc
 from _gof import integer_gof
-from accounting._validation import AccountingError
-from dpverify import _noise, _privatizer, _protocols, _samplers
-from dpverify import _protocol_kernels as pk
+from accounting._core._validation import AccountingError
+from dpverify._executed import _noise, _privatizer, _protocols, _samplers
+from dpverify._executed import _protocol_kernels as pk
 from dpverify._bandits import RunConfig, algorithms, run_seed
 from dpverify._bandits._ucb import LocalCurator, LocalPrivatizer
 
@@ -188,12 +188,12 @@ def test_only_reviewed_numba_kernels_name_a_float_noise_method():
     """numba kernels draw inside compiled code, where the watched stream cannot see: the ones whose
     code names a continuous law are listed here, each for a reason."""
     allowed = {
-        "dpverify._kernels._fill_laplace": "idealised baseline, reached only through _samplers.laplace (watched)",
-        "dpverify._kernels._fill_gaussian": "idealised baseline, reached only through _samplers.gaussian (watched)",
+        "dpverify._executed._kernels._fill_laplace": "idealised baseline, reached only through _samplers.laplace (watched)",
+        "dpverify._executed._kernels._fill_gaussian": "idealised baseline, reached only through _samplers.gaussian (watched)",
         "dpverify._bandits._environments._clipped_gaussian": "rewards, drawn from the environment's stream",
     }
     kernels = dict(_numba_kernels())
-    assert len(kernels) > 20 and "dpverify._kernels._discrete_laplace" in kernels
+    assert len(kernels) > 20 and "dpverify._executed._kernels._discrete_laplace" in kernels
     found = {name for name, func in kernels.items() if _names(func.__code__) & set(FLOAT_NOISE_METHODS)}
     assert found == set(allowed), found ^ set(allowed)
 
@@ -204,12 +204,12 @@ def test_only_reviewed_code_constructs_a_generator():
     instances and the privatizer factory itself)."""
     pattern = re.compile(r"np\.random\.Generator\(|default_rng\(")
     allowed = {
-        "dpverify/_privatizer.py": 1,  # private_stream: the privatizers' own streams
+        "dpverify/_executed/_privatizer.py": 1,  # private_stream: the privatizers' own streams
         "dpverify/_bandits/_ucb.py": 1,  # the learner's tie-breaking stream
         "dpverify/_bandits/_environments.py": 2,  # per-arm reward streams; the random instance's means
         "dpverify/_bandits/linear/_instances.py": 1,  # the synthetic linear instance
         "dpverify/_bandits/linear/_dpe.py": 2,  # the clients' parameters and reward averages (environment side)
-        "dpverify/_samplers.py": 1,  # an error message naming default_rng
+        "dpverify/_executed/_samplers.py": 1,  # an error message naming default_rng
         # the run auditor's UCB engine rebuilds the learner's stream from its seed (its privatizer
         # streams, like every engine's, come from private_stream)
         "dpverify/_bandits/_transcripts_ucb.py": 1,
@@ -277,7 +277,7 @@ def test_curator_guarantees_are_the_executed_mechanisms():
         assert fs.guarantee() == g  # the old name still answers, and warns
     assert "grid 1/65536" in fs.describe() and _noise.IDEALISED_LABEL in ideal.describe()
     # the ledger's record names the implementation (family and grid), and reads back the same object
-    from accounting._ledger import _guarantee_from_dict, _guarantee_to_dict
+    from accounting._ledgers._ledger import _guarantee_from_dict, _guarantee_to_dict
 
     record = _guarantee_to_dict(g)
     assert record["family"] == "grid-discrete-laplace" and record["parameters"]["grid"] == 2**16
@@ -367,7 +367,7 @@ def test_runs_say_which_noise_they_used():
 
 
 def test_cli_table_json_and_html_label_idealised_runs(tmp_path):
-    from dpverify._cli_bandits import run_command
+    from dpverify._cli._cmd_bandits import run_command
 
     out, page = tmp_path / "r.json", tmp_path / "r.html"
     res = CliRunner().invoke(run_command, ["--algorithm", "ldp-ucb-l", "--instance", "ren-bernoulli", "--eps", "1", "--horizon", "2000",
@@ -434,7 +434,7 @@ def test_only_idealised_claim_files_audit_the_real_arithmetic_mechanism():
 def test_snapping_guarantee_and_release():
     """Mironov's Theorem 1: (1 + 2^-49 B)/lambda, rounded up; refused outside lambda < B < 2^46 lambda.
     Releases are multiples of Lambda (the power of two >= lambda) in [-B, B], the input clamped."""
-    from dpverify._mechanisms import snapping_mechanism
+    from dpverify._executed._noise_mechanisms import snapping_mechanism
 
     law = acc.Snapping(4.0, 64.0)
     assert law.pure().epsilon >= (1 + 64 * 2.0**-49) / 4 and law.pure().epsilon - 0.25 < 1e-12
@@ -460,7 +460,7 @@ def test_snapping_ln_is_correctly_rounded():
     (deterministic): glibc's log differs from that in a few of them, ours in none."""
     import mpmath
 
-    from dpverify._mechanisms import _ln_rounded, _mironov_uniform
+    from dpverify._executed._noise_mechanisms import _ln_rounded, _mironov_uniform
 
     ctx = mpmath.MPContext()
     ctx.prec = 300
@@ -475,7 +475,7 @@ def test_snapping_ln_is_correctly_rounded():
     assert abs(np.mean(e == 1) - 0.5) < 0.05 and abs(np.mean(e == 2) - 0.25) < 0.05
 
 
-# ---- the exact inversion samplers (dpverify._inversion) ----------------------------------------------
+# ---- the exact inversion samplers (dpverify._executed._inversion) ----------------------------------------------
 
 
 def test_inversion_thresholds_are_certified():
@@ -485,8 +485,8 @@ def test_inversion_thresholds_are_certified():
     the exact count at each bucket's largest word."""
     import mpmath
 
-    from dpverify import _inversion as I
-    from dpverify import _kernels as K
+    from dpverify._executed import _inversion as I
+    from dpverify._executed import _kernels as K
 
     ctx = mpmath.MPContext()
     ctx.prec = 400
@@ -543,8 +543,8 @@ def test_tie_path_is_exact():
     with no draw."""
     from scipy import stats
 
-    from dpverify import _inversion as I
-    from dpverify import _kernels as K
+    from dpverify._executed import _inversion as I
+    from dpverify._executed import _kernels as K
 
     bits = np.random.PCG64(31)
     hits = sum(bool(K._exp_neg_tie(bits, 1)) for _ in range(4000))
@@ -595,8 +595,8 @@ def test_inversion_discrete_gaussian_magnitude_tail_path():
     against sigma 2% off (computed)."""
     import naive
 
-    from dpverify import _inversion as I
-    from dpverify import _kernels as K
+    from dpverify._executed import _inversion as I
+    from dpverify._executed import _kernels as K
 
     for sigma2, cut in ((Fraction(10, 3), 2), (Fraction(2), 1)):
         p, q, _, ymax = _samplers.discrete_gaussian_range(sigma2)
@@ -621,8 +621,8 @@ def test_inversion_discrete_gaussian_edge_paths():
     10^6 draws each, level 1e-6; power > 0.999 against sigma 2% off (computed)."""
     import naive
 
-    from dpverify import _inversion as I
-    from dpverify import _kernels as K
+    from dpverify._executed import _inversion as I
+    from dpverify._executed import _kernels as K
 
     for sigma2, cut in ((Fraction(2), None), (Fraction(10, 3), 3)):
         p, q, t, ymax = _samplers.discrete_gaussian_range(sigma2)

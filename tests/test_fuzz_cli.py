@@ -138,7 +138,7 @@ def _int_in(low: int, high: int) -> Callable[[str], bool]:
     return check
 
 
-#: a dp_accounting randomized-response event (accounting._dp_event.event_to_dict): an exact lattice PLD, cheap
+#: a dp_accounting randomized-response event (accounting._events._dp_event.event_to_dict): an exact lattice PLD, cheap
 RR_EVENT = '{"module_name": "dp_accounting.dp_event", "class_name": "RandomizedResponseDpEvent", "noise_parameter": 0.5, "num_buckets": 2}'
 CURVE = "account curve"
 EPS = "account epsilon"
@@ -166,7 +166,7 @@ def _writable(option: str) -> Callable[[str], bool]:
     """A path the output check accepts (in the case's working directory)."""
 
     def check(text: str) -> bool:
-        from dpverify._output import check_output_file
+        from dpverify._presentation._output import check_output_file
 
         try:
             check_output_file(option, text)

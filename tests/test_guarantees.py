@@ -196,7 +196,7 @@ def test_advanced_composition_of_epsilon_zero():
 
 def test_epsilon_zero_survives_the_ledger_and_its_codec():
     from accounting import Ledger
-    from accounting._ledger_codec import guarantee_from_dict, guarantee_to_dict
+    from accounting._ledgers._ledger_codec import guarantee_from_dict, guarantee_to_dict
 
     g = ApproxDP(0.0, 1e-7)
     assert guarantee_from_dict(guarantee_to_dict(g)) == g

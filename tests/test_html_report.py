@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dpverify import _html_report
-from dpverify._cli_audit import audit_command
-from dpverify._cli_bandits import reproduce_command, run_command
+from dpverify._cli import _html_report
+from dpverify._cli._cmd_audit import audit_command
+from dpverify._cli._cmd_bandits import reproduce_command, run_command
 
 SUITE = Path(__file__).resolve().parents[1] / "audits"
 
@@ -223,14 +223,14 @@ def test_without_matplotlib_the_tables_remain(monkeypatch: pytest.MonkeyPatch, t
 
 
 def test_one_versions_function_for_runs_and_pages() -> None:
-    """#23 item 3: a run's JSON and every HTML page take their versions from dpverify._versions
+    """#23 item 3: a run's JSON and every HTML page take their versions from dpverify._presentation._versions
     (read from the distributions' metadata, importing nothing)."""
     import platform
 
     import numpy as np
 
     from dpverify._bandits._results import versions as run_versions
-    from dpverify._versions import versions
+    from dpverify._presentation._versions import versions
 
     assert run_versions is versions
     found = versions()

@@ -9,14 +9,17 @@ by name with ``importlib.import_module``: a lazy import is still an arrow). A
 the package's ``__init__``. A package's ``__init__`` re-exporting its submodules is an arrow like
 any other, so a submodule that imports its own package's ``__init__`` closes a cycle.
 
-Layers (issue 30, item 5), bottom to top: ``accounting``'s private modules; ``accounting`` itself
-and :mod:`accounting.internal` (the one documented interface to the layers above); ``dpverify``'s
-core (samplers, mechanisms, protocols, privatizers, presentation); ``dpverify``'s upper floors
-(bandits, audit, tails, CLI, ``dpverify.testing``). A module imports only from its own floor or
-below, and ``dpverify`` never reaches past ``accounting``'s public API and the interface into a
-private module: checked on the graph and, line by line, on every form a private import can take
-(``from accounting._x import``, ``import accounting._x``, ``from accounting import _x``, an
-attribute ``accounting._x`` of an imported ``accounting``, ``import_module("accounting._x")``).
+Layers (issue 30, item 5): the floors are folders. ``FLOORS`` lists them bottom to top:
+``accounting``'s private folders (``_core``, ``_privacy_loss``, ``_mechanisms``, ``_amplification``,
+``_events``, ``_routing``, then ``_ledgers`` / ``_interop`` / ``_papers``); ``accounting`` itself and
+:mod:`accounting.internal` (the one documented interface to the layers above); ``dpverify``'s core
+(``_executed``, ``_statistics``, ``_presentation``); ``_bandits``; ``_audit`` and ``_tails``; ``_cli``;
+``dpverify.cli`` and ``dpverify.testing``. Every module sits in one floor's folder (no flat private
+module), a module imports only from its own folder or a lower floor, and ``dpverify`` never reaches
+past ``accounting``'s public API and the interface into a private module: checked on the graph and,
+line by line, on every form a private import can take (``from accounting._x import``, ``import
+accounting._x``, ``from accounting import _x``, an attribute ``accounting._x`` of an imported
+``accounting``, ``import_module("accounting._x")``).
 """
 
 from __future__ import annotations
@@ -58,8 +61,9 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
+@functools.lru_cache(maxsize=None)
 def import_graph() -> dict[str, set[str]]:
-    """module -> the project modules it imports (anywhere in its body)."""
+    """module -> the project modules it imports (anywhere in its body); built once per session (read-only)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
@@ -133,7 +137,7 @@ def test_graph_sees_function_level_imports():
         if m not in reachable:
             reachable.add(m)
             frontier.extend(graph[m])
-    assert "accounting._validation" in reachable
+    assert "accounting._core._validation" in reachable
 
 
 def test_cycle_finder_finds_a_planted_cycle():
@@ -161,25 +165,60 @@ def test_layers(source_prefix, forbidden_prefix):
 
 #: the documented interface between ``accounting`` and the layers above it
 INTERFACE = "accounting.internal"
-#: dpverify's upper floors (everything else in dpverify is its core); each must name a module
-UPPER = ("dpverify._bandits", "dpverify._audit", "dpverify._tails", "dpverify.cli", "dpverify._cli_", "dpverify._html_report", "dpverify.testing")
-#: floor -> the floors its modules may import
-ALLOWED = {0: {0}, 1: {0, 1}, 2: {1, 2}, 3: {1, 2, 3}}
+#: the floors, bottom to top; each entry is a *unit*: a folder (subpackage, with everything in it) or
+#: one module (the packages' ``__init__`` and their public entry points). A module imports only from
+#: its own unit or from a unit on a lower floor (units on one floor do not import each other).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("accounting._core",),           # values, validation, certified arithmetic, the mechanism, pair and route contracts
+    ("accounting._privacy_loss",),   # privacy-loss distributions (PLD)
+    ("accounting._mechanisms",),     # the mechanisms (analytic Gaussian, mixture loss beside them)
+    ("accounting._amplification",),  # subsampling, shuffling
+    ("accounting._events",),         # dp_accounting's event trees as subjects
+    ("accounting._routing",),        # the routes, calibration, optimal composition
+    ("accounting._ledgers", "accounting._interop", "accounting._papers"),
+    ("accounting", INTERFACE),       # the public API and the one documented interface
+    # dpverify's core; the package __init__ re-exports lazily (PEP 562: strings, no arrows), so it sits here
+    ("dpverify", "dpverify._executed", "dpverify._statistics", "dpverify._presentation"),
+    ("dpverify._bandits",),
+    ("dpverify._audit", "dpverify._tails"),
+    ("dpverify._cli",),
+    ("dpverify.cli", "dpverify.testing"),  # the console script's target and the pytest helpers
+)
+#: the first floor of dpverify: from here on only accounting's public API and the interface are visible
+DPVERIFY_FLOOR = next(i for i, units in enumerate(FLOORS) if "dpverify" in units)
+_UNITS = {unit: i for i, units in enumerate(FLOORS) for unit in units}
 _PRIVATE_NAME = re.compile(r"^accounting\._\w")
 
 
+def unit_of(module: str) -> str | None:
+    """The unit (folder or module) ``module`` belongs to, or None if it sits on no floor."""
+    if module in _UNITS:
+        return module
+    parts = module.split(".")
+    for k in range(len(parts) - 1, 1, -1):  # the deepest folder, never the bare package (a flat module is on no floor)
+        if (prefix := ".".join(parts[:k])) in _UNITS:
+            return prefix
+    return None
+
+
 def floor(module: str) -> int:
-    """0: accounting's private modules; 1: ``accounting`` and the interface; 2: dpverify's core; 3: its upper floors."""
-    if module in ("accounting", INTERFACE):
-        return 1
-    if module.startswith("accounting."):
-        return 0
-    return 3 if module.startswith(UPPER) else 2
+    unit = unit_of(module)
+    if unit is None:
+        raise KeyError(f"{module} sits on no floor: move it into a floor's folder (FLOORS in {__name__})")
+    return _UNITS[unit]
 
 
 def layer_violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """Every arrow that goes up a floor or skips the interface (dpverify -> a private accounting module)."""
-    return sorted((s, t) for s, ts in graph.items() for t in ts if floor(t) not in ALLOWED[floor(s)])
+    """Every arrow that goes up a floor, across a floor to a sibling unit, or from dpverify past the
+    interface into a private module of accounting."""
+    bad = []
+    for s, ts in graph.items():
+        for t in ts:
+            if unit_of(s) == unit_of(t):
+                continue
+            if floor(t) >= floor(s) or (floor(s) >= DPVERIFY_FLOOR and floor(t) < floor(INTERFACE)):
+                bad.append((s, t))
+    return sorted(bad)
 
 
 def private_accounting_imports(source: str | ast.Module) -> list[tuple[int, str]]:
@@ -204,33 +243,62 @@ def private_accounting_imports(source: str | ast.Module) -> list[tuple[int, str]
     return found
 
 
-def test_every_floor_prefix_names_a_module():
-    """A renamed folder must be renamed here too (else its floor would silently become the core)."""
+def test_every_private_module_sits_on_a_floor():
+    """Floors are folders: every module is a unit of FLOORS or inside a unit's folder (a flat private
+    module, e.g. one added by a merge at ``accounting/_x.py``, fails here until it is moved)."""
+    stray = sorted(m for m in _modules() if unit_of(m) is None)
+    assert not stray, f"modules on no floor (move each into a floor's folder): {stray}"
+
+
+def test_every_floor_unit_names_a_module():
+    """A renamed folder must be renamed here too (else its modules would sit on no floor)."""
     modules = _modules()
     assert INTERFACE in modules
-    missing = [p for p in UPPER if not any(m.startswith(p) for m in modules)]
-    assert not missing, f"floor prefixes naming no module: {missing}"
+    missing = [u for u in _UNITS if u not in modules]
+    assert not missing, f"floor units naming no module: {missing}"
 
 
 def test_layers_only_downward():
     bad = layer_violations(import_graph())
-    assert not bad, "imports going up a floor or past the interface: " + "; ".join(f"{s} -> {t}" for s, t in bad)
+    assert not bad, "imports going up a floor, across one, or past the interface: " + "; ".join(f"{s} -> {t}" for s, t in bad)
+
+
+def test_each_folder_sits_on_one_floor():
+    """The folders' own graph (an arrow between two units when a module of one imports a module of the
+    other) is a chain of floors: every arrow goes strictly down, so it has no cycle either."""
+    graph = import_graph()
+    arrows = {(unit_of(s), unit_of(t)) for s, ts in graph.items() for t in ts if unit_of(s) != unit_of(t)}
+    assert all(_UNITS[a] > _UNITS[b] for a, b in arrows), sorted((a, b) for a, b in arrows if _UNITS[a] <= _UNITS[b])
+    assert not cycles({u: {b for a, b in arrows if a == u} for u in _UNITS})
+    # the floors are real: each folder of accounting below the public API is imported by the floor above it or higher
+    used = {b for _, b in arrows}
+    assert {u for u in _UNITS if u.startswith("accounting._")} <= used
 
 
 def test_layer_check_rejects_a_planted_upward_or_private_arrow():
-    """The wrong variants: the same check flags an arrow up a floor and one into a private module."""
+    """The wrong variants: the same check flags an arrow up a floor, one across a floor, one into a
+    private module from dpverify, and a flat module that sits on no floor."""
     planted = {
-        "dpverify._samplers": {"accounting", INTERFACE},        # allowed
-        "dpverify._bandits._ucb": {"dpverify._samplers"},       # allowed: down a floor
-        "dpverify._protocols": {"dpverify._audit._audit"},      # core -> upper
-        "dpverify._noise": {"accounting._certified"},           # past the interface
-        "accounting._ledger": {INTERFACE},                      # the interface is above the private floor
+        "dpverify._executed._samplers": {"accounting", INTERFACE},             # allowed
+        "dpverify._bandits._ucb": {"dpverify._executed._samplers"},            # allowed: down a floor
+        "accounting._routing._routes": {"accounting._core._certified"},        # allowed: down several floors
+        "accounting._mechanisms._binary": {"accounting._mechanisms._approx"},  # allowed: within its folder
+        "dpverify._executed._protocols": {"dpverify._audit._audit"},           # core -> upper
+        "dpverify._executed._noise": {"accounting._core._certified"},          # past the interface
+        "accounting._ledgers._ledger": {INTERFACE},                            # the interface is above the private floors
+        "accounting._privacy_loss._pld": {"accounting._mechanisms._binary"},   # up a floor inside accounting
+        "accounting._ledgers._durable": {"accounting._interop._opacus_compat"},  # across a floor
     }
     assert layer_violations(planted) == [
-        ("accounting._ledger", INTERFACE),
-        ("dpverify._noise", "accounting._certified"),
-        ("dpverify._protocols", "dpverify._audit._audit"),
+        ("accounting._ledgers._durable", "accounting._interop._opacus_compat"),
+        ("accounting._ledgers._ledger", INTERFACE),
+        ("accounting._privacy_loss._pld", "accounting._mechanisms._binary"),
+        ("dpverify._executed._noise", "accounting._core._certified"),
+        ("dpverify._executed._protocols", "dpverify._audit._audit"),
     ]
+    assert unit_of("accounting._flat_example") is None and unit_of("dpverify._flat") is None
+    with pytest.raises(KeyError, match="sits on no floor"):
+        layer_violations({"accounting._flat_example": {"accounting._core._certified"}})
 
 
 def test_dpverify_imports_no_private_accounting_module():
@@ -244,14 +312,14 @@ def test_dpverify_imports_no_private_accounting_module():
 
 
 @pytest.mark.parametrize("source", [
-    "from accounting._validation import check_positive",
+    "from accounting._core._validation import check_positive",
     "from accounting._mechanisms._binomial_pair import binomial_composition_epsilon",
-    "import accounting._certified",
-    "import accounting._certified as c",
+    "import accounting._core._certified",
+    "import accounting._core._certified as c",
     "from accounting import Ledger, _durable",
     "import accounting as acc\nx = acc._routes.pld_bracket",
-    "def f():\n    from accounting._ledger import _user_groups\n    return _user_groups",
-    "import importlib\nm = importlib.import_module('accounting._routes')",
+    "def f():\n    from accounting._ledgers._ledger import _user_groups\n    return _user_groups",
+    "import importlib\nm = importlib.import_module('accounting._routing._routes')",
 ])
 def test_private_import_check_rejects_each_form(source):
     """The wrong variants: each form of a private import is found (the check can fail)."""
@@ -262,7 +330,7 @@ def test_private_import_check_accepts_the_interface():
     allowed = (
         "import accounting\nimport accounting as acc\nfrom accounting import Ledger, AccountingError\n"
         "from accounting.internal import exact, check_positive\nimport accounting.internal\n"
-        "x = acc.__all__ + [accounting.Ledger]\ns = 'accounting._validation is private'\n"
+        "x = acc.__all__ + [accounting.Ledger]\ns = 'accounting._core._validation is private'\n"
     )
     assert private_accounting_imports(allowed) == []
 

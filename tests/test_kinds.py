@@ -1,4 +1,4 @@
-"""Kinds are objects (``dpverify._kinds``): parsed once at the public door, asked by attribute inside.
+"""Kinds are objects (``dpverify._executed._kinds``): parsed once at the public door, asked by attribute inside.
 
 Covers issue 30 item 6: strings are accepted at the door (constructor arguments, kernel wrappers,
 CLI/TOML values) and parsed to the kind, bad names are refused with a ``ValueError`` naming the
@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpverify import _protocol_kernels as pk
+from dpverify._executed import _protocol_kernels as pk
 from dpverify._bandits._ucb import CURATORS, LocalCurator
-from dpverify._kinds import BatchNoise, CuratorKind, NoiseKind, NoiseMode, ProtocolKind
-from dpverify._noise import NOISE_CHOICES, check_noise
-from dpverify._protocols import SCALED_KINDS, DistributedProtocol
+from dpverify._executed._kinds import BatchNoise, CuratorKind, NoiseKind, NoiseMode, ProtocolKind
+from dpverify._executed._noise import NOISE_CHOICES, check_noise
+from dpverify._executed._protocols import SCALED_KINDS, DistributedProtocol
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -161,9 +161,9 @@ _ALLOWED = {
     ("dpverify/_bandits/_environments.py", "__post_init__"): "reward-law kinds of an arm (another vocabulary), at its own door",
     ("dpverify/_bandits/_figures.py", "make_figure"): "reads a saved run's JSON ledger summary (the serialized string)",
     ("dpverify/_bandits/_figures.py", "_plot"): "reads a saved run's JSON ledger summary (the serialized string)",
-    ("dpverify/_cli_bandits.py", "run_command"): "reads a saved run's JSON ledger summary (the serialized string)",
-    ("dpverify/_html_report.py", "_idealised_banner"): "reads a saved run's JSON ledger summary (the serialized string)",
-    ("dpverify/_html_report.py", "reproduce_report"): "reads a saved run's JSON ledger summary (the serialized string)",
+    ("dpverify/_cli/_cmd_bandits.py", "run_command"): "reads a saved run's JSON ledger summary (the serialized string)",
+    ("dpverify/_cli/_html_report.py", "_idealised_banner"): "reads a saved run's JSON ledger summary (the serialized string)",
+    ("dpverify/_cli/_html_report.py", "reproduce_report"): "reads a saved run's JSON ledger summary (the serialized string)",
 }
 
 

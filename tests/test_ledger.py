@@ -146,7 +146,7 @@ def test_covered_user_runs_match_a_set_oracle():
     """The ledger's merged runs of charged users (with the append fast path for increasing
     ranges) against a plain Python set, after every add, over 400 random operations mixing
     contiguous and gapped increasing ranges, earlier ranges and id arrays."""
-    from accounting._ledger import _normalise_participants, _Runs
+    from accounting._ledgers._ledger import _normalise_participants, _Runs
 
     rng = np.random.default_rng(17)
     runs, users, top = _Runs(), set(), 0
@@ -184,8 +184,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import accounting as acc  # noqa: E402
-from accounting._dp_event import Composition, KaryRandomizedResponse, NonPrivate  # noqa: E402
-from accounting._ledger_codec import guarantee_from_dict, guarantee_spec  # noqa: E402
+from accounting._events._dp_event import Composition, KaryRandomizedResponse, NonPrivate  # noqa: E402
+from accounting._ledgers._ledger_codec import guarantee_from_dict, guarantee_spec  # noqa: E402
 
 
 def _built(cls, /, **kwargs):
@@ -326,7 +326,7 @@ def test_the_ledger_modules_are_in_no_import_cycle():
             else:
                 continue
             edges.update(t for t in targets if t in modules and t != name)
-    ledger_modules = {"accounting._ledger", "accounting._durable", "accounting._ledger_codec", "accounting._ledger_chain", "accounting._ledger_store"}
+    ledger_modules = {"accounting._ledgers._ledger", "accounting._ledgers._durable", "accounting._ledgers._ledger_codec", "accounting._ledgers._ledger_chain", "accounting._ledgers._ledger_store"}
 
     def reaches(start: str, goal: str) -> bool:
         seen, stack = set(), [start]
@@ -339,6 +339,6 @@ def test_the_ledger_modules_are_in_no_import_cycle():
                     stack.append(nxt)
         return False
 
-    assert "accounting._ledger" in graph["accounting._durable"]  # the one arrow: _durable -> _ledger
+    assert "accounting._ledgers._ledger" in graph["accounting._ledgers._durable"]  # the one arrow: _durable -> _ledger
     cycles = [m for m in ledger_modules if reaches(m, m)]
     assert not cycles, cycles

@@ -31,7 +31,7 @@ from dpverify._bandits.linear import (
 )
 from dpverify._bandits.linear._privatizers import SIGMA2_TARGET
 from dpverify._bandits.linear._registration import run_for_registry
-from dpverify._samplers import discrete_gaussian, discrete_gaussian_range
+from dpverify._executed._samplers import discrete_gaussian, discrete_gaussian_range
 
 EPS, DELTA, B = 10.0, 0.25, 2.5
 SMALL = dict(d=5, k=40)

@@ -34,7 +34,7 @@ from dpverify._bandits.linear import (
     synthetic_instance,
 )
 from dpverify._bandits.linear._privatizers import Gaussian
-from dpverify._samplers import discrete_gaussian
+from dpverify._executed._samplers import discrete_gaussian
 
 EPS, DELTA, B = 10.0, 0.25, 2.5
 

@@ -45,11 +45,11 @@ HOOKS = {
 
 #: getattr/hasattr with a computed name: (file, call as written) -> why it is not a probe of a mechanism
 ALLOWED_COMPUTED = {
-    ("accounting/_ledger_codec.py", "getattr(_mechanisms, name)"): "the module's exported names (the codec's family registry)",
-    ("accounting/_ledger_codec.py", "getattr(mechanism, f.name)"): "a dataclass field (encoding a mechanism's parameters)",
-    ("accounting/_conversions.py", "getattr(subject, f.name)"): "a dataclass field (the memo key of a mechanism's curve)",
-    ("accounting/_result.py", "getattr(self, f.name)"): "a Result dataclass field (its repr shows the fields that are set)",
-    ("accounting/_dp_event.py", "getattr(event, name)"): "a dp_accounting DpEvent's field",
+    ("accounting/_ledgers/_ledger_codec.py", "getattr(_mechanisms, name)"): "the module's exported names (the codec's family registry)",
+    ("accounting/_ledgers/_ledger_codec.py", "getattr(mechanism, f.name)"): "a dataclass field (encoding a mechanism's parameters)",
+    ("accounting/_core/_conversions.py", "getattr(subject, f.name)"): "a dataclass field (the memo key of a mechanism's curve)",
+    ("accounting/_core/_result.py", "getattr(self, f.name)"): "a Result dataclass field (its repr shows the fields that are set)",
+    ("accounting/_events/_dp_event.py", "getattr(event, name)"): "a dp_accounting DpEvent's field",
     ("dpverify/__init__.py", "getattr(import_module(module, __name__), name)"): "lazy public attribute of the package",
     ("dpverify/cli.py", "getattr(import_module(module), attribute)"): "a 'module:attribute' the user names",
     ("dpverify/_audit/_suite/_user.py", "hasattr(obj, part)"): "a 'module:attribute' path the user names",

@@ -12,9 +12,9 @@ from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting._certified import exact, upper_float, working_precision
-from accounting._conversions import rdp_to_delta, rdp_to_epsilon
-from accounting._guarantees import RDP, ZCDP, PureDP
+from accounting._core._certified import exact, upper_float, working_precision
+from accounting._core._conversions import rdp_to_delta, rdp_to_epsilon
+from accounting._core._guarantees import RDP, ZCDP, PureDP
 from accounting._mechanisms import (
     BernoulliCurator,
     Binomial,
@@ -28,7 +28,7 @@ from accounting._mechanisms import (
     Skellam,
 )
 from accounting._mechanisms import _skellam
-from accounting._paper_params import theorem2_claimed_rdp, theorem2_corrected_rdp, theorem2_parameters
+from accounting._papers._paper_params import theorem2_claimed_rdp, theorem2_corrected_rdp, theorem2_parameters
 
 ALPHAS = [1.01, 1.5, 2, 2.75, 5, 10, 33.3, 100, 1000]
 
@@ -223,7 +223,7 @@ def test_binomial_rdp_is_infinite_and_delta_exact():
 
 
 def test_iclr_theorem2_printed_and_corrected():
-    # the paper's parameters come from accounting._paper_params (the single source)
+    # the paper's parameters come from accounting._papers._paper_params (the single source)
     params = theorem2_parameters(1.0, 10, 100, 0.1)
     assert params.g == 100 and params.noise == 10000
     m = Skellam(params.noise, params.g, params.g)

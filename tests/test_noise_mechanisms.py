@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from _gof import integer_gof
-from dpverify._mechanisms import (
+from dpverify._executed._noise_mechanisms import (
     discrete_gaussian_mechanism,
     discrete_laplace_mechanism,
     gaussian_mechanism,

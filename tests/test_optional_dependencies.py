@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dpverify._optional import EXTRAS, dask_client, require
+from dpverify._cli._optional import EXTRAS, dask_client, require
 from dpverify.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from dpverify._output import atomic_path, atomic_write, check_output_dir, check_output_file
+from dpverify._presentation._output import atomic_path, atomic_write, check_output_dir, check_output_file
 from dpverify.cli import main
 
 
@@ -76,7 +76,7 @@ def test_reproduce_refuses_an_out_dir_under_a_file(monkeypatch, tmp_path):
 
 def test_read_only_directory_is_refused(monkeypatch, tmp_path):
     """A directory the process may not write to (the probe file cannot be created; simulated, since tests may run as root)."""
-    import dpverify._output as output
+    import dpverify._presentation._output as output
 
     locked = tmp_path / "locked"
     locked.mkdir()

@@ -18,8 +18,8 @@ import pytest
 
 import accounting as acc
 from accounting._mechanisms._discrete_laplace import DiscreteLaplacePair
-from accounting._pairs import ShiftPair
-from accounting._pld import PrivacyLossDistribution, grid_for, pld_epsilon
+from accounting._core._pairs import ShiftPair
+from accounting._privacy_loss._pld import PrivacyLossDistribution, grid_for, pld_epsilon
 
 DELTA = 1e-5
 
@@ -218,7 +218,7 @@ def test_optimal_composition_has_no_size_rule_either():
     assert exact.exact and exact.outcomes > 20_001
     many = acc.optimal_composition_epsilon([(0.01, 60_000), (0.02, 50_000)], DELTA)
     assert many.route == "optimal-composition-pld"
-    from accounting._optimal_composition import kov_heterogeneous_bound
+    from accounting._routing._optimal_composition import kov_heterogeneous_bound
 
     assert many.epsilon < kov_heterogeneous_bound([(0.01, 60_000), (0.02, 50_000)], DELTA)
 
@@ -243,7 +243,7 @@ def test_a_wrong_exact_claim_is_withdrawn_by_the_cross_check():
     is contradicted by a route costing next to nothing, its claim is withdrawn and the exact
     route it had stopped runs."""
     from accounting import Result
-    from accounting._planner import Cost, Plan, Query, run_plan
+    from accounting._core._planner import Cost, Plan, Query, run_plan
 
     class Fixed:
         def __init__(self, name, value, exact, seconds):
@@ -299,7 +299,7 @@ def test_a_route_over_the_budget_coarsens_to_fit_and_says_what_runs_the_default(
 def test_a_failing_route_does_not_fail_the_query():
     """A route whose evaluation raises (planted) is reported as failed with its error; the other
     routes answer. When every certified route fails, the error is raised (not an inf)."""
-    from accounting import _routes
+    from accounting._routing import _routes
 
     class Broken(_routes._PureRoute):
         name = "planted"
@@ -325,7 +325,7 @@ def test_delta_is_validated_once_at_the_boundary(monkeypatch):
     import pkgutil
 
     import accounting
-    from accounting._validation import Probability
+    from accounting._core._validation import Probability
 
     calls = []
     for info in pkgutil.walk_packages(accounting.__path__, "accounting."):
@@ -359,7 +359,7 @@ def test_every_label_names_the_code_path_taken():
     rdp-cks route's detail and the default job's route label read the same provenance. A PLD is
     labelled 'exact lattice' only on one, 'connect-the-dots' on a grid."""
     from accounting._mechanisms._skellam import AGARWAL_BOUND, EXACT_SUM, SPLIT_BOUND, agarwal_bound_ball
-    from accounting._reports import route_label
+    from accounting._papers._reports import route_label
 
     from flint import arb
 

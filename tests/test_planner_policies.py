@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import accounting as acc
-from accounting._planner import Cost, NotApplicable, Plan
+from accounting._core._planner import Cost, NotApplicable, Plan
 from accounting import Result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,7 +170,7 @@ def test_a_query_answers_within_twice_its_budget_and_under_the_memory_cap(case):
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["cpu"] <= 2 * budget + 1.0, (report, time.perf_counter() - start)
-    assert report["rss"] <= acc._planner.DEFAULT_MEMORY_BUDGET, report
+    assert report["rss"] <= acc._core._planner.DEFAULT_MEMORY_BUDGET, report
     assert isinstance(report["answer"], str) or (math.isfinite(report["answer"]) and report["answer"] > 0)
 
 

@@ -1,4 +1,4 @@
-"""Tests of the PLD route (accounting._pld): exact cases, sandwiches, composition laws, bad input."""
+"""Tests of the PLD route (accounting._privacy_loss._pld): exact cases, sandwiches, composition laws, bad input."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accounting._mechanisms._skellam import SkellamPair
-from accounting._pairs import FinitePair, IntegerPair
+from accounting._core._pairs import FinitePair, IntegerPair
 from accounting import Result
-from accounting._pld import PrivacyLossDistribution, pld_delta, pld_epsilon
+from accounting._privacy_loss._pld import PrivacyLossDistribution, pld_delta, pld_epsilon
 
 # ----------------------------------------------------------------------------------------------
 # test-local pairs with closed forms
@@ -432,7 +432,7 @@ def test_infinite_losses_are_not_reported_as_truncation():
     the infinite-loss mass; the truncated mass is only what the computation cut (it was reported
     as the sum of both)."""
     from accounting import Binomial
-    from accounting._pld_route import pld_for_parts
+    from accounting._routing._pld_route import pld_for_parts
 
     result = pld_for_parts(((Binomial(20, 0.5), 5),)).epsilon(1e-5)
     atom = 1 - (1 - Fraction(1, 2**20)) ** 5
@@ -481,7 +481,7 @@ def test_a_delta_query_is_exact_only_when_its_truncation_cannot_matter(discrete_
     (delta ~ 1e-5) the lattice PLD's delta is exact (within 1e-9 of the reference); at eps = 275
     (delta ~ 1e-20, the size of the truncated mass) it is certified but not exact."""
     from accounting import DiscreteGaussian
-    from accounting._routes import delta_routes
+    from accounting._routing._routes import delta_routes
 
     reference = discrete_gaussian_1000.delta(epsilon)
     report = delta_routes(DiscreteGaussian(2.0), epsilon, compose=1000)

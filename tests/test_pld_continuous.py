@@ -1,4 +1,4 @@
-"""Continuous PLDs (accounting._pld_continuous): exact values, mixed compositions, dp_accounting.
+"""Continuous PLDs (accounting._privacy_loss._pld_continuous): exact values, mixed compositions, dp_accounting.
 
 Every check compares the certified bracket [lower, upper] with a value computed independently
 here (closed forms evaluated in mpmath at 40 digits, one-dimensional integrals by mpmath quad),
@@ -15,8 +15,8 @@ import mpmath
 import pytest
 
 import accounting as acc
-from accounting._pld import PrivacyLossDistribution
-from accounting._pld_continuous import GaussianLoss, LaplaceLoss, MonotoneLossPair, _connect_the_dots
+from accounting._privacy_loss._pld import PrivacyLossDistribution
+from accounting._privacy_loss._pld_continuous import GaussianLoss, LaplaceLoss, MonotoneLossPair, _connect_the_dots
 
 mpmath.mp.dps = 40
 H = 1e-4
@@ -208,7 +208,7 @@ def test_phi_many_encloses_direct_erfc():
     from flint import arb
 
     from accounting import working_precision
-    from accounting._pld_continuous import _phi, _phi_many
+    from accounting._privacy_loss._pld_continuous import _phi, _phi_many
 
     with working_precision(96):
         points = [arb(-12) + i * arb(0.0137) for i in range(1800)]
@@ -223,7 +223,7 @@ def test_route_grid_coarsens_for_wide_loss_windows():
     """A Gaussian with sigma << Delta has a loss window ~2 z Delta/sigma wide: the route's step grows
     (powers of 2 from 1e-4) to keep <= AUTO_POINTS points, and the result stays above the exact
     Balle-Wang value."""
-    from accounting._pld_continuous import AUTO_POINTS, default_discretisation
+    from accounting._privacy_loss._pld_continuous import AUTO_POINTS, default_discretisation
 
     pair = GaussianLoss(Fraction(1, 10), 1)
     h = default_discretisation(pair)
@@ -240,7 +240,7 @@ def test_atom_split_convolution_bound_holds_exactly():
     (here the direct-sum bound), and the same check rejects a split that forgets the a' * B term."""
     import numpy as np
 
-    from accounting._pld import _convolve_floats, _convolve_split
+    from accounting._privacy_loss._pld import _convolve_floats, _convolve_split
 
     rng = np.random.default_rng(3)
     a = rng.random(400) * 1e-4
@@ -301,7 +301,7 @@ def _fast_build_check(q, sigma, h):
     from flint import arb
 
     from accounting import working_precision
-    from accounting._pld_continuous import _grid, monotone_loss_directions
+    from accounting._privacy_loss._pld_continuous import _grid, monotone_loss_directions
 
     pair = acc.PoissonSampled(acc.Gaussian(sigma), q).monotone_loss_pair()
     with working_precision(96):
@@ -334,7 +334,7 @@ def test_fast_build_without_its_rounding_error_bound_is_caught(monkeypatch):
     """The wrong variant: the floats taken as the masses with no rounding error accounted (unit
     roundoff 0 in the Horner bound, the coefficients' conversion and the final round-ups). Float
     rounding then puts many masses below the exact values, which the comparison above reports."""
-    import accounting._pld_continuous as continuous
+    import accounting._privacy_loss._pld_continuous as continuous
 
     monkeypatch.setattr(continuous, "_U", 0.0)
     below, _ = _fast_build_check(0.01, 1.0, 1e-3)
@@ -345,9 +345,9 @@ def test_fast_build_mirror_without_its_rounding_is_caught(monkeypatch):
     """The wrong variant of the mirrored direction: w_{Q||P}(t) = e^t w_{P||Q}(-t) with e^t taken
     from the lower certified powers and the products not rounded up; masses fall below the exact
     values."""
-    import accounting._pld_continuous as continuous
-    from accounting._certified import lower_float
-    from accounting._pld_measure import _certified_powers
+    import accounting._privacy_loss._pld_continuous as continuous
+    from accounting._core._certified import lower_float
+    from accounting._privacy_loss._pld_measure import _certified_powers
 
     def unrounded(mirror, h, n_lo):
         count = len(mirror)
@@ -367,7 +367,7 @@ def test_delta_series_from_the_slope_encloses_the_direct_series():
     from flint import arb, arb_series, ctx
 
     from accounting import working_precision
-    from accounting._pld_continuous import _Series
+    from accounting._privacy_loss._pld_continuous import _Series
 
     pair = acc.PoissonSampled(acc.Gaussian(1.0), 0.01).monotone_loss_pair()
     series = _Series(pair)

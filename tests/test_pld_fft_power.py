@@ -1,4 +1,4 @@
-"""One-FFT-pass PLD composition (accounting._pld_fft_power): error bounds and soundness.
+"""One-FFT-pass PLD composition (accounting._privacy_loss._pld_fft_power): error bounds and soundness.
 
 Each check compares with a value computed independently here: exact integer arithmetic on the
 floats' exact values (the convolution powers), mpmath closed forms (Gaussian composition), the
@@ -19,8 +19,8 @@ import pytest
 from flint import arb
 
 import accounting as acc
-import accounting._pld_fft_power as fp
-from accounting._pld import PrivacyLossDistribution, _Evaluator, _RecipeEvaluator, _Side
+import accounting._privacy_loss._pld_fft_power as fp
+from accounting._privacy_loss._pld import PrivacyLossDistribution, _Evaluator, _RecipeEvaluator, _Side
 
 H = 1e-4
 SCALE = 1 << 1100  # every float in play is an integer multiple of 2^-1100 (subnormals excepted)
@@ -272,7 +272,7 @@ def test_certified_powers_bracket_arb_powers():
     from flint import arb
 
     from accounting import working_precision
-    from accounting._pld_measure import _certified_powers
+    from accounting._privacy_loss._pld_measure import _certified_powers
 
     with working_precision(96):
         for ratio in ((-arb("0.001")).exp(), arb("1.0003"), arb(3) / 7):
@@ -292,7 +292,7 @@ def test_twiddle_tables_are_within_one_rounding_of_exact():
     from flint import acb, arb
 
     from accounting import working_precision
-    from accounting._pld_fft_power import _TWIDDLE_CACHE, _twiddle_tables
+    from accounting._privacy_loss._pld_fft_power import _TWIDDLE_CACHE, _twiddle_tables
 
     u = 2.0**-53
     for n in (4096, 12000, 65536 + 7):

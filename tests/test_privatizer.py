@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import accounting as acc
-from dpverify._privatizer import BatchProtocol, Privatizer
+from dpverify._executed._privatizer import BatchProtocol, Privatizer
 
 
 class _CountingProtocol(BatchProtocol):
@@ -95,7 +95,7 @@ def test_guarantee_is_a_deprecated_alias_of_mechanism():
     """``protocol.guarantee(n)`` (the old name: it returns a mechanism) warns and answers what
     ``mechanism(n)`` does, for a built-in protocol and a subclass; a subclass written against the old
     name (defining only ``guarantee``) still charges, with a warning; one defining neither is refused."""
-    from dpverify._protocols import central_dp_protocol, dist_rdp_protocol
+    from dpverify._executed._protocols import central_dp_protocol, dist_rdp_protocol
 
     for protocol in (central_dp_protocol(0.5, 0.1), dist_rdp_protocol(0.5, 10.0, 0.1), _CountingProtocol()):
         with pytest.warns(DeprecationWarning, match=r"guarantee\(n\) is deprecated"):

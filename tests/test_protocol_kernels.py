@@ -1,4 +1,4 @@
-"""Tests of the per-user protocol P = (R, S, A) (dpverify._protocol_kernels) and its aggregate path.
+"""Tests of the per-user protocol P = (R, S, A) (dpverify._executed._protocol_kernels) and its aggregate path.
 
 The server's view of each SecAgg protocol must equal in law (sum_i xhat_i + Z) mod m, with
 sum xhat Poisson-binomial (the randomised rounding) and Z the summed noise; we compute that law
@@ -20,7 +20,7 @@ from scipy import stats
 
 import naive
 from _gof import integer_gof
-from dpverify import _protocol_kernels as P
+from dpverify._executed import _protocol_kernels as P
 
 FAMILY_ALPHA = 1e-6
 N_GOF_TESTS = 11

@@ -60,7 +60,7 @@ BLOCKS: dict[str, tuple[str, str]] = {
     "dpverify run --algorithm dist-dp-se --means 0.9,0.8,0.5 --eps 1 --horizon 100000": (RUN, ""),
     "# my.toml                                  # a linear instance instead:": (RUN, "written to my.toml for the block above"),
     "L=sqlite:///$PWD/ledger.db      # sqlite:////home/you/ledger.db": (RUN, ""),
-    "accounting/   exact math (python-flint Arb): guarantees, mechanisms, conversions,": ("not run", "the layout, not code"),
+    "accounting/       exact math (python-flint Arb); public API in __init__.py, the interface in internal.py": ("not run", "the layout, not code"),
     "from accounting import CertifiedOpacusAccountant as PRVAccountant   # was: from opacus.accountants import PRVAccountant": (
         "elsewhere", "tests/test_opacus_compat.py::test_readme_example (its printed number against dp_accounting's PLD band)"),
     "import math": ("elsewhere", "the 'Your own mechanism' example: tests/test_mechanism_contract.py::test_readme_own_mechanism_example"),

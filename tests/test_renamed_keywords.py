@@ -15,7 +15,7 @@ from fractions import Fraction
 import pytest
 
 import accounting as acc
-from accounting._renamed import renamed_keywords
+from accounting._core._renamed import renamed_keywords
 
 
 def _warns_and_returns(call):

@@ -25,8 +25,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import accounting as acc
-from accounting import _conversions
-from accounting._guarantees import RDP
+from accounting._core import _conversions
+from accounting._core._guarantees import RDP
 from dpverify._bandits import RunConfig, _builtin
 
 DELTA = 1e-6

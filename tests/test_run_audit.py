@@ -20,7 +20,7 @@ from scipy import stats
 from dpverify._bandits._builtin import dp_se_setup, se_setup
 from dpverify._bandits._runner import RunConfig, seed_streams
 from dpverify._bandits._transcripts import EliminationEngine, TableInstance, release_views
-from dpverify._protocols import DistributedProtocol, central_laplace_protocol
+from dpverify._executed._protocols import DistributedProtocol, central_laplace_protocol
 
 SE_ALGORITHMS = ("dist-dp-se", "dist-rdp-se", "dist-cdp-se", "cdp-se", "ldp-se")
 
@@ -330,7 +330,7 @@ def test_malformed_run_claims_exit_2_naming_file_and_key(tmp_path, text: str, ke
     """A run claim with an unknown algorithm, view, key or placement is a suite error (exit 2) naming the file and the key."""
     from click.testing import CliRunner
 
-    from dpverify._cli_audit import audit_command
+    from dpverify._cli._cmd_audit import audit_command
 
     bad = tmp_path / "broken.toml"
     bad.write_text(text)

@@ -1,5 +1,5 @@
 """One rule for a noise parameter the exact samplers cannot take: round it up
-(``dpverify._samplers.sampler_parameter_at_least``), used by the float-safe grid (``_noise``) and the
+(``dpverify._executed._samplers.sampler_parameter_at_least``), used by the float-safe grid (``_noise``) and the
 ICLR protocols (``_protocols``), with MAX_T defined once.
 
 Deterministic except :func:`test_rounded_scale_is_not_cut_at_two_scales`, whose seed is fixed and
@@ -16,9 +16,9 @@ import pytest
 from scipy import stats
 
 from accounting import theorem4_parameters
-from dpverify import _kernels, _noise, _samplers
-from dpverify._protocols import central_dp_protocol, dist_cdp_protocol, dist_dp_protocol, local_dp_protocol
-from dpverify._samplers import MAX_S, MAX_T, sampler_parameter_at_least
+from dpverify._executed import _kernels, _noise, _samplers
+from dpverify._executed._protocols import central_dp_protocol, dist_cdp_protocol, dist_dp_protocol, local_dp_protocol
+from dpverify._executed._samplers import MAX_S, MAX_T, sampler_parameter_at_least
 
 
 def _vmax(t: int) -> int:
@@ -155,7 +155,7 @@ def test_rounded_scale_is_not_cut_at_two_scales() -> None:
 def test_batch_parameters_name_their_noise_and_keep_noise_as_a_deprecated_alias() -> None:
     """Each kind sets exactly one of scale / total_variance / per_user_variance; the old ``noise``
     still answers that one value and warns; construction with none or two of them is refused."""
-    from dpverify._protocols import BatchParameters, dist_rdp_protocol
+    from dpverify._executed._protocols import BatchParameters, dist_rdp_protocol
 
     cases = (
         (dist_dp_protocol(Fraction(1, 2), 0.1), "scale"),

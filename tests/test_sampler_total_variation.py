@@ -17,10 +17,10 @@ import pytest
 
 import accounting as acc
 import naive
-from accounting._ledger_codec import guarantee_from_dict, guarantee_to_dict
-from accounting._total_variation import WithinTotalVariation
-from dpverify._protocols import dist_cdp_protocol
-from dpverify._samplers import _truncation_tv_upper, discrete_gaussian_range
+from accounting._ledgers._ledger_codec import guarantee_from_dict, guarantee_to_dict
+from accounting._core._total_variation import WithinTotalVariation
+from dpverify._executed._protocols import dist_cdp_protocol
+from dpverify._executed._samplers import _truncation_tv_upper, discrete_gaussian_range
 
 N = 64
 
@@ -110,7 +110,7 @@ def test_delta_at_epsilon_pays_the_total_variation() -> None:
     with mpmath. A delta query that ignored t (the analysed mechanism's own delta) fails the bound."""
     import mpmath
 
-    from accounting._routes import delta_routes
+    from accounting._routing._routes import delta_routes
 
     charged = _protocol().mechanism(N)
     eps = 8.0

@@ -1,4 +1,4 @@
-"""Statistical and unit tests of dpverify._samplers against exact pmfs (tests/naive.py).
+"""Statistical and unit tests of dpverify._executed._samplers against exact pmfs (tests/naive.py).
 
 False alarms: every goodness-of-fit test below runs at a fixed seed with level
 ALPHA = FAMILY_ALPHA / N_GOF_TESTS (Bonferroni), so the chance that a correct sampler fails any of
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpverify import _samplers as S
+from dpverify._executed import _samplers as S
 import naive
 from _gof import counts_gof, integer_gof
 

@@ -147,7 +147,7 @@ def test_estimate_is_unbiased():
 
 
 def test_bad_input():
-    from accounting._validation import AccountingError
+    from accounting._core._validation import AccountingError
 
     with pytest.raises(AccountingError, match="n"):
         calibrate_noise_bits(0, 3, 1.0, 1e-6)

@@ -1,4 +1,4 @@
-"""Amplification by shuffling (accounting._shuffle): printed values, brute-force oracles, orderings.
+"""Amplification by shuffling (accounting._amplification._shuffling): printed values, brute-force oracles, orderings.
 
 Deterministic tests (no randomness): every check compares a certified value with an independent
 computation (mpmath at 60 digits over the whole output space) or with a number the papers'
@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 import accounting as acc
-from accounting._shuffle import _FULL_SCAN
-from accounting._shuffle import _HalfBinomialTail
+from accounting._amplification._shuffling import _FULL_SCAN
+from accounting._amplification._shuffling import _HalfBinomialTail
 
 
 # ---- oracles: full enumeration in mpmath -------------------------------------------------------
@@ -277,7 +277,7 @@ def test_cli_account_shuffle() -> None:
 def test_one_round_pld_of_the_grouped_pairs_is_pessimistic() -> None:
     """The PLD pairs are dominating: for one round their eps is >= the exact value of the pair they
     dominate (grouping c *down*; rounding c up would land below it) and within 1% of it."""
-    from accounting._shuffle import _clone_pld, _count_pld, _count_epsilon, _count
+    from accounting._amplification._shuffling import _clone_pld, _count_pld, _count_epsilon, _count
 
     eps0, n, delta = 1.0, 2000, 1e-6
     for variant in ("fmt21", "fmt23"):

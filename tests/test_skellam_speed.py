@@ -13,9 +13,9 @@ import pytest
 from flint import arb
 
 import accounting as acc
-from accounting._certified import exact, working_precision
-from accounting._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
-from accounting._ledger import Ledger
+from accounting._core._certified import exact, working_precision
+from accounting._core._conversions import mechanism_rdp_epsilon, rdp_to_epsilon
+from accounting._ledgers._ledger import Ledger
 from accounting._mechanisms import _skellam
 
 

@@ -1,4 +1,4 @@
-"""Subsampling (accounting._subsampling): RDP at integer orders against an independent exact
+"""Subsampling (accounting._amplification._subsampling): RDP at integer orders against an independent exact
 computation, the chord between orders, the PLD route against dp_accounting, bad input."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import mpmath
 import pytest
 
 import accounting as acc
-from accounting._pld import PrivacyLossDistribution
-from accounting._subsampling import PoissonSampled, SampledWithoutReplacement
+from accounting._privacy_loss._pld import PrivacyLossDistribution
+from accounting._amplification._subsampling import PoissonSampled, SampledWithoutReplacement
 
 mpmath.mp.dps = 50
 

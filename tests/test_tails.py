@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from dpverify import _protocols as P
-from dpverify._cli_tails import tails as tails_command
+from dpverify._executed import _protocols as P
+from dpverify._cli._cmd_tails import tails as tails_command
 from dpverify._tails import (
     HOLDS,
     VIOLATED,

@@ -10,7 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from dpverify._cli_tails import tails
+from dpverify._cli._cmd_tails import tails
 
 
 @pytest.mark.slow

@@ -18,9 +18,9 @@ import pytest
 
 import accounting as acc
 from accounting import ApproxDP, Gaussian, Laplace, Ledger, PureDP, epsilon_routes
-from accounting._analytic_gaussian import gdp_delta, gdp_epsilon, gdp_mu_for
+from accounting._mechanisms._analytic_gaussian import gdp_delta, gdp_epsilon, gdp_mu_for
 from accounting import optimal_composition_epsilon
-from accounting._optimal_composition import kov_heterogeneous_bound
+from accounting._routing._optimal_composition import kov_heterogeneous_bound
 
 TOL = 1e-9
 

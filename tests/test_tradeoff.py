@@ -1,4 +1,4 @@
-"""The certified trade-off curve (accounting._tradeoff, issue 31 item 5) against closed forms and dp_accounting.
+"""The certified trade-off curve (accounting._routing._tradeoff, issue 31 item 5) against closed forms and dp_accounting.
 
 Each check compares the curve read off the certified PLD with a value computed independently here:
 the Gaussian's mu-GDP curve G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth & Su, with

@@ -1,6 +1,6 @@
 """Mechanism guarantees: exact, certified Rényi curves, pure/zCDP values, closed forms, pairs.
 
-Each mechanism is a frozen, validated value object, a subclass of :class:`._base.Mechanism`
+Each mechanism is a frozen, validated value object, a subclass of :class:`accounting._core._mechanism_base.Mechanism`
 (public as ``accounting.Mechanism``), which declares every hook a route may ask for (``rdp()``,
 ``pure()``, ``zcdp()``, ``closed_forms()``, ``output_pair()``, ... ; ``None`` where not
 available) and documents the contract. The certification

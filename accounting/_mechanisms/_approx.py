@@ -2,7 +2,7 @@
 
 :meth:`accounting.RDP.from_function` accepts ``approx(alphas) -> values``: a vectorised float
 evaluation that the conversions use to *locate* a good order; the value reported at that order is
-then computed by the certified leaf (see :func:`accounting._conversions._float_search`). Nothing
+then computed by the certified leaf (see :func:`accounting._core._conversions._float_search`). Nothing
 here is certified, so nothing here may ever be reported. What matters is that an approximation is
 accurate (so the search lands where the certified optimum is), fast (2049 orders at once), and
 never raises: :func:`safe_approx` turns exceptions and non-finite values into a fallback curve

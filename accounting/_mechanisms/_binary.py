@@ -24,11 +24,11 @@ from fractions import Fraction
 import numpy as np
 from flint import arb
 
-from .._certified import exact
-from .._guarantees import RDP, PureDP, ZCDP
-from .._pairs import IntegerPair
+from .._core._certified import exact
+from .._core._guarantees import RDP, PureDP, ZCDP
+from .._core._pairs import IntegerPair
 from ._approx import safe_approx
-from ._base import Mechanism, alpha_guard_bits, check_scale, guarded, half_square_up
+from .._core._mechanism_base import Mechanism, alpha_guard_bits, check_scale, guarded, half_square_up
 
 __all__ = ["BernoulliCurator", "BinaryPair", "RandomizedResponse", "rr_rdp_approx"]
 

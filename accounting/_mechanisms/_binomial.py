@@ -20,12 +20,12 @@ from math import comb
 import numpy as np
 from flint import arb, fmpq
 
-from .._certified import exact, upper_float, working_precision
-from .._guarantees import RDP, ApproxDP
-from .._pairs import FinitePair
-from .._validation import AccountingError, check_nonnegative, check_positive_int, check_probability
+from .._core._certified import exact, upper_float, working_precision
+from .._core._guarantees import RDP, ApproxDP
+from .._core._pairs import FinitePair
+from .._core._validation import AccountingError, check_nonnegative, check_positive_int, check_probability
 from ._approx import safe_approx
-from ._base import Mechanism, check_sensitivity_int
+from .._core._mechanism_base import Mechanism, check_sensitivity_int
 
 __all__ = ["Binomial"]
 

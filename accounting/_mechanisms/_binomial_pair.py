@@ -13,7 +13,7 @@ thousands, so the privacy-loss-distribution route needs the pair on a window onl
   bound, so the PLD's truncated mass is certified.
 
 :func:`binomial_composition_epsilon` gives the certified eps(delta) of the k-fold composition of
-this pair (the s coordinates of a shuffled count vector) through :func:`accounting._pld.pld_epsilon`.
+this pair (the s coordinates of a shuffled count vector) through :func:`accounting._privacy_loss._pld.pld_epsilon`.
 It agrees with ``epsilon_routes(Binomial(N, p, Delta), delta, compose=k)`` where both run (tested).
 """
 
@@ -24,9 +24,9 @@ from fractions import Fraction
 
 from flint import arb
 
-from .._certified import exact
-from .._pairs import NEG_INF, IntegerPair
-from .._validation import AccountingError, check_positive_int, check_probability
+from .._core._certified import exact
+from .._core._pairs import NEG_INF, IntegerPair
+from .._core._validation import AccountingError, check_positive_int, check_probability
 
 __all__ = ["BinomialPair", "binomial_composition_epsilon"]
 
@@ -84,7 +84,7 @@ class BinomialPair(IntegerPair):
 @functools.lru_cache(maxsize=4096)
 def binomial_composition_epsilon(trials: int, p: float | Fraction, sensitivity: int, compose: int, delta: float) -> float:
     """Certified eps(delta) of the ``compose``-fold composition of Bin(trials, p) + a shift by ``sensitivity``."""
-    from .._pld import pld_epsilon
+    from .._privacy_loss._pld import pld_epsilon
 
     check_positive_int("compose", compose)
     check_probability("delta", delta)

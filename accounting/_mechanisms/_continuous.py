@@ -19,11 +19,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._certified import exact, upper_float, working_precision
-from .._guarantees import RDP, ZCDP, PureDP
-from .._pld_continuous import GaussianLoss, LaplaceLoss
+from .._core._certified import exact, upper_float, working_precision
+from .._core._guarantees import RDP, ZCDP, PureDP
+from .._privacy_loss._pld_continuous import GaussianLoss, LaplaceLoss
 from ._approx import safe_approx
-from ._base import Mechanism, alpha_guard_bits, check_noise_range, check_scale, guarded
+from .._core._mechanism_base import Mechanism, alpha_guard_bits, check_noise_range, check_scale, guarded
 
 __all__ = ["Gaussian", "Laplace", "laplace_rdp_approx"]
 
@@ -91,7 +91,7 @@ class Laplace(Mechanism):
         }
 
     def monotone_loss_pair(self):
-        """The privacy-loss pair of the PLD route (connect-the-dots, :mod:`accounting._pld_continuous`)."""
+        """The privacy-loss pair of the PLD route (connect-the-dots, :mod:`accounting._privacy_loss._pld_continuous`)."""
         return LaplaceLoss(self.scale, self.sensitivity)
 
     def describe(self) -> str:
@@ -140,7 +140,7 @@ class Gaussian(Mechanism):
         return {"mironov_2017": self.rdp(), "bun_steinke_2016_zcdp": self.zcdp()}
 
     def monotone_loss_pair(self):
-        """The privacy-loss pair of the PLD route (connect-the-dots, :mod:`accounting._pld_continuous`)."""
+        """The privacy-loss pair of the PLD route (connect-the-dots, :mod:`accounting._privacy_loss._pld_continuous`)."""
         return GaussianLoss(self.sigma, self.sensitivity)
 
     def describe(self) -> str:

@@ -34,10 +34,10 @@ from fractions import Fraction
 import numpy as np
 from flint import arb
 
-from .._certified import exact, upper_float, working_precision
-from .._guarantees import RDP, ZCDP
-from .._pairs import ShiftPair
-from ._base import (
+from .._core._certified import exact, upper_float, working_precision
+from .._core._guarantees import RDP, ZCDP
+from .._core._pairs import ShiftPair
+from .._core._mechanism_base import (
     Mechanism,
     alpha_guard_bits,
     arb_to_fraction,

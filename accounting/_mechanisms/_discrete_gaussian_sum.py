@@ -41,12 +41,12 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_poly, ctx
 
-from .._certified import DEFAULT_PRECISION, exact, upper_float, working_precision
-from .._guarantees import RDP, ZCDP
-from .._pairs import ShiftPair
-from .._validation import AccountingError, check_positive_int
+from .._core._certified import DEFAULT_PRECISION, exact, upper_float, working_precision
+from .._core._guarantees import RDP, ZCDP
+from .._core._pairs import ShiftPair
+from .._core._validation import AccountingError, check_positive_int
 from ._approx import logsumexp_rows, safe_approx
-from ._base import Mechanism, alpha_guard_bits, arb_to_fraction, check_noise_range, check_scale, check_sensitivity_int, nonneg_error
+from .._core._mechanism_base import Mechanism, alpha_guard_bits, arb_to_fraction, check_noise_range, check_scale, check_sensitivity_int, nonneg_error
 from ._discrete_gaussian import DiscreteGaussian, discrete_gaussian_rdp_approx
 from ._theta import log_theta, log_theta_float
 

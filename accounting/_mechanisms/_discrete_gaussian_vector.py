@@ -64,11 +64,11 @@ from fractions import Fraction
 
 from flint import arb, ctx
 
-from .._certified import exact, upper_float, working_precision
-from .._guarantees import RDP, ZCDP, ApproxDP
-from .._validation import AccountingError, check_integer, check_probability
+from .._core._certified import exact, upper_float, working_precision
+from .._core._guarantees import RDP, ZCDP, ApproxDP
+from .._core._validation import AccountingError, check_integer, check_probability
 from ._approx import safe_approx
-from ._base import Mechanism, alpha_guard_bits, arb_to_fraction, guarded
+from .._core._mechanism_base import Mechanism, alpha_guard_bits, arb_to_fraction, guarded
 from ._discrete_gaussian import discrete_gaussian_rdp_approx
 from ._theta import log_theta, log_theta_ratio
 
@@ -271,7 +271,7 @@ def _delta_upper(sigma2: int | Fraction, sensitivity: int, dimension: int, epsil
 
 @functools.lru_cache(maxsize=4096)
 def _epsilon_upper(sigma2: int | Fraction, sensitivity: int, dimension: int, delta: float) -> float:
-    from .._analytic_gaussian import gdp_epsilon
+    from ._analytic_gaussian import gdp_epsilon
 
     if _delta_upper(sigma2, sensitivity, dimension, 0.0) <= delta:
         return 0.0

@@ -38,12 +38,12 @@ from fractions import Fraction
 import numpy as np
 from flint import arb
 
-from .._certified import exact, upper_float, working_precision
-from .._guarantees import RDP, ZCDP, PureDP
-from .._pairs import ShiftPair
-from .._validation import AccountingError, check_positive_int
+from .._core._certified import exact, upper_float, working_precision
+from .._core._guarantees import RDP, ZCDP, PureDP
+from .._core._pairs import ShiftPair
+from .._core._validation import AccountingError, check_positive_int
 from ._approx import safe_approx
-from ._base import (
+from .._core._mechanism_base import (
     Mechanism,
     alpha_guard_bits,
     check_noise_range,
@@ -99,7 +99,7 @@ class DiscreteLaplacePair(ShiftPair):
 
     def loss_atoms(self, forward: bool = True) -> tuple[list[tuple[arb, arb]], arb, arb]:
         """The privacy-loss distribution in closed form, whatever the scale: (losses with their
-        P-masses, the mass where Q = 0, a tail bound), the form :mod:`accounting._pld` reads.
+        P-masses, the mass where Q = 0, a tail bound), the form :mod:`accounting._privacy_loss._pld` reads.
 
         L(x) = (|x - Delta| - |x|)/b is Delta/b for x <= 0, -Delta/b for x >= Delta and
         (Delta - 2x)/b in between, so with t = 1/b the PLD has Delta + 1 atoms: Delta t with mass

@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .._guarantees import RDP, PureDP
-from .._validation import AccountingError
-from ._base import Mechanism, check_scale
+from .._core._guarantees import RDP, PureDP
+from .._core._validation import AccountingError
+from .._core._mechanism_base import Mechanism, check_scale
 from ._discrete_laplace import DiscreteLaplace, DiscreteLaplacePair
 
 __all__ = ["GridDiscreteLaplace"]

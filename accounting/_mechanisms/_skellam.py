@@ -133,7 +133,7 @@ curves at the same orders; after the first seed they cost nothing.)
 
 Closed form kept beside the exact value: Agarwal, Kairouz, Liu 2021 Thm 3.5
 alpha D2^2/(2mu) + min{((2alpha-1) D2^2 + 6 D1)/(4 mu^2), 3 D1/(2 mu)}. (The ICLR 2023 Theorem 2
-parametrisation and its printed/corrected curves live in :mod:`accounting._paper_params`.)
+parametrisation and its printed/corrected curves live in :mod:`accounting._papers._paper_params`.)
 """
 
 from __future__ import annotations
@@ -147,12 +147,12 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, ctx
 
-from .._certified import exact
-from .._guarantees import RDP
-from .._pairs import ShiftPair
-from .._validation import AccountingError
+from .._core._certified import exact
+from .._core._guarantees import RDP
+from .._core._pairs import ShiftPair
+from .._core._validation import AccountingError
 from ._approx import logsumexp_rows, safe_approx
-from ._base import Mechanism, alpha_guard_bits, check_noise_range, check_scale, check_sensitivity_int, nonneg_error
+from .._core._mechanism_base import Mechanism, alpha_guard_bits, check_noise_range, check_scale, check_sensitivity_int, nonneg_error
 
 __all__ = [
     "Skellam",
@@ -1055,7 +1055,7 @@ class Skellam(Mechanism):
         of the evaluation the routes made; evaluated afresh if none was made)."""
         if not self.is_one_dimensional:
             return "Agarwal et al. 2021 Thm 3.5 (no exact curve for l2 < l1 sensitivity)"
-        from .._certified import working_precision
+        from .._core._certified import working_precision
 
         key = (Fraction(self.variance), int(self.l1_sensitivity), float(alpha))
         path = _PATHS.get(key)

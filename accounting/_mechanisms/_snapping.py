@@ -14,7 +14,7 @@ Lambda the smallest power of two >= lambda, round_Lambda to the nearest multiple
 
 differentially private (Theorem 1; ``2^-49 B`` is the price of the floating-point arithmetic: the
 real-arithmetic mechanism would be 1/lambda-DP). :class:`Snapping` carries that guarantee, rounded
-up; ``dpverify._mechanisms.snapping_mechanism`` is the implementation it is about (ln correctly
+up; ``dpverify._executed._noise_mechanisms.snapping_mechanism`` is the implementation it is about (ln correctly
 rounded through Arb balls, U* exact). Both clamps matter to the proof; the input clamp is also what
 bounds the sensitivity of a query whose values are not bounded by construction, which is the
 planted bug ``bug.snapping-no-clamp`` of the audit suite.
@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._certified import exact, upper_float, working_precision
-from .._guarantees import RDP, PureDP
-from .._validation import AccountingError
-from ._base import Mechanism, check_scale
+from .._core._certified import exact, upper_float, working_precision
+from .._core._guarantees import RDP, PureDP
+from .._core._validation import AccountingError
+from .._core._mechanism_base import Mechanism, check_scale
 
 __all__ = ["Snapping"]
 

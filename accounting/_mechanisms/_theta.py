@@ -30,7 +30,7 @@ import numpy as np
 from flint import arb, ctx
 
 from ._approx import logsumexp_rows
-from ._base import nonneg_error
+from .._core._mechanism_base import nonneg_error
 
 __all__ = ["log_theta", "log_theta_float", "log_theta_ratio", "log_theta_ratio_float", "reduce_shift"]
 

@@ -8,7 +8,7 @@ bounds used throughout.
 from ._audit import DEFAULT_ORDERS, ESTIMATORS, audit
 from ._neighbours import NeighbourPair, replace_one_pairs, scalar_pairs, statdp_pairs
 from ._results import AuditReport, AuditResult
-from .._stats import cp_lower, cp_upper, rate_interval, sequential_level
+from .._statistics._confidence import cp_lower, cp_upper, rate_interval, sequential_level
 
 __all__ = [
     "DEFAULT_ORDERS",

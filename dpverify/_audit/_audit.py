@@ -96,7 +96,7 @@ from ._neighbours import NeighbourPair, as_pairs
 from ._search import search_pairs
 from ._results import HOLDS, VIOLATED, AuditReport, AuditResult, _margin
 from ._runner import PILOT_STREAM, ChunkTask, call_mode, chunk_plan, draw, map_tasks, resolve_executor
-from .._stats import sequential_level
+from .._statistics._confidence import sequential_level
 from ._views import MAX_COLUMN_VIEWS, Hist, RowsView, _is_discrete, column_views, fit_views, merge_hists
 
 __all__ = ["DEFAULT_ORDERS", "ESTIMATORS", "audit"]

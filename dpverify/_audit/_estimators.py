@@ -51,7 +51,7 @@ import numpy as np
 
 from scipy.stats import norm as _norm
 
-from .._stats import cp_lower, cp_upper
+from .._statistics._confidence import cp_lower, cp_upper
 from ._views import Hist
 
 __all__ = [

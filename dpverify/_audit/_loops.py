@@ -64,7 +64,7 @@ from accounting.internal import check_positive_int
 from accounting.internal import normalise_participants as _normalise_participants
 
 from .._bandits._transcripts import NOT_RELEASED, VIEWS, Placement, TranscriptEngine, release_views
-from .._privatizer import Privatizer
+from .._executed._privatizer import Privatizer
 
 __all__ = ["LoopEngine", "LoopRun", "loop_engine"]
 

@@ -51,7 +51,7 @@ from .._bandits._runner import RunConfig, seed_streams
 from .._bandits._transcripts import Transcript
 from .._bandits._transcripts_ucb import UCBTranscript
 from .._bandits._ucb import UCB_ALGORITHMS, LocalCurator, run_ucb
-from .._kinds import CuratorKind
+from .._executed._kinds import CuratorKind
 from ._one_run_bound import one_run_epsilon, one_run_rhs_float
 
 __all__ = ["ONE_RUN_ALGORITHMS", "CanaryInstance", "OneRunAudit", "one_run_audit"]

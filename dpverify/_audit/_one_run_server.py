@@ -65,7 +65,7 @@ from .._bandits._elimination import run_batch_elimination, run_dp_se
 from .._bandits._environments import BanditInstance, bernoulli_instance
 from .._bandits._runner import RunConfig, seed_streams
 from .._bandits._transcripts import Transcript
-from .._protocols import DistributedProtocol
+from .._executed._protocols import DistributedProtocol
 from ._one_run import _guess
 from ._one_run_bound import one_run_epsilon
 from ._one_run_fdp import fdp_epsilon, fdp_mu, fdp_rejects

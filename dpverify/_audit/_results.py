@@ -21,8 +21,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
-from .._json import jsonable
-from .._stats import cp_lower, cp_upper
+from .._presentation._json import jsonable
+from .._statistics._confidence import cp_lower, cp_upper
 
 __all__ = ["AuditReport", "AuditResult"]
 

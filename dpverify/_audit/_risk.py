@@ -32,7 +32,7 @@ from typing import Any
 
 from scipy.stats import norm
 
-from .._stats import cp_lower, cp_upper
+from .._statistics._confidence import cp_lower, cp_upper
 
 __all__ = ["DEFAULT_FPR", "attack_risk", "claim_curve"]
 

@@ -24,7 +24,7 @@ import accounting as acc
 from accounting import AccountingError
 from accounting.internal import delta_before_total_variation, times_total_variation, total_variation_of
 
-from .._kinds import ProtocolKind
+from .._executed._kinds import ProtocolKind
 from ._elimination import EliminationSetup, run_batch_elimination, run_dp_se
 from ._environments import BanditInstance, easy_instance, hard_instance, mslr_instance, ren_bernoulli_instance, ren_mixed_instance
 from ._registry import AlgorithmSpec, InstanceSpec, register_algorithm, register_instance, register_instance_type
@@ -32,7 +32,7 @@ from ._ucb import UCB_ALGORITHMS, UCBSetup, run_ucb
 
 __all__ = ["SE_PROTOCOLS", "dp_se_setup", "make_protocol", "run_budget", "se_setup", "ucb_setup"]
 
-#: Algorithm 1 variants -> the protocol kind of dpverify._protocols.DistributedProtocol
+#: Algorithm 1 variants -> the protocol kind of dpverify._executed._protocols.DistributedProtocol
 SE_PROTOCOLS = {
     "dist-dp-se": ProtocolKind.DIST_DP,  # Theorem 1
     "dist-rdp-se": ProtocolKind.DIST_RDP,  # Theorem 2 (scale s)
@@ -43,10 +43,10 @@ SE_PROTOCOLS = {
 
 
 def make_protocol(algorithm: str, epsilon: float, *, s: float, p: float, tau_p: float) -> Any:
-    """The protocol of an Algorithm 1 variant (``dpverify._protocols.DistributedProtocol`` of its kind)."""
+    """The protocol of an Algorithm 1 variant (``dpverify._executed._protocols.DistributedProtocol`` of its kind)."""
     from fractions import Fraction
 
-    from .._protocols import DistributedProtocol
+    from .._executed._protocols import DistributedProtocol
 
     kind = SE_PROTOCOLS.get(algorithm)
     if kind is not None:
@@ -265,7 +265,7 @@ def _run_dp_se(config: Any, instance: Any, seeds: dict, run_index: int):
 
 def dp_se_setup(config: Any, instance: Any) -> EliminationSetup:
     """The ``EliminationSetup`` ``dpverify run`` builds for DP-SE (its protocol and budget)."""
-    from .. import _protocols as P
+    from .._executed import _protocols as P
 
     if config.population is not None:
         raise AccountingError("population", config.population, "None for dp-se (returning users are supported for Algorithm 1 variants)")

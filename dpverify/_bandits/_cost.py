@@ -27,7 +27,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from .._noise import FLOAT_SAFE_GRID
+from .._executed._noise import FLOAT_SAFE_GRID
 
 __all__ = ["RunCost", "estimate_cost", "machine_memory"]
 

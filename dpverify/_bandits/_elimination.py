@@ -3,7 +3,7 @@
 The run is split in two parties, as in deployment:
 
 - the **trusted side** (:class:`BatchFeedback`): the environment's reward streams, the pool of
-  users, and one :class:`dpverify._privatizer.Privatizer` per arm (all sharing the run's ledger).
+  users, and one :class:`dpverify._executed._privatizer.Privatizer` per arm (all sharing the run's ledger).
   It draws the rewards of a batch of new users and returns *only* the privatizer's release;
 - the **learner** (:class:`EliminationLearner`): the active set, the confidence radius and the
   elimination rule. It receives estimates of batch sums and nothing else: no rewards, no noise,
@@ -44,8 +44,8 @@ import accounting as acc
 from accounting import AccountingError
 from accounting.internal import check_positive_int, check_probability
 
-from .._kinds import ProtocolKind
-from .._privatizer import BatchProtocol, Privatizer
+from .._executed._kinds import ProtocolKind
+from .._executed._privatizer import BatchProtocol, Privatizer
 from ._environments import BanditInstance, RewardStreams, children
 from ._results import RunRecord, checkpoints, ledger_summary
 

@@ -7,7 +7,7 @@ random instances": each seed draws its own instance, the same one for every algo
 ``<name>.json`` (final regrets, ledgers, options) and ``<name>.png``. ``quick`` shrinks horizons
 100-fold and runs to 4 seeds (CI and README size).
 
-Plots (:mod:`dpverify._plots`, shared with the HTML pages): headless Agg backend, matplotlib imported
+Plots (:mod:`dpverify._presentation._plots`, shared with the HTML pages): headless Agg backend, matplotlib imported
 when drawing, no LaTeX; log-scale time, labelled axes, a legend, mean with standard-error bands.
 """
 
@@ -21,8 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._output import atomic_path, atomic_write, check_output_dir
-from .._plots import pyplot, regret_panels
+from .._presentation._output import atomic_path, atomic_write, check_output_dir
+from .._presentation._plots import pyplot, regret_panels
 from ._catalog import load as _load_families
 from ._registry import FigureSpec, lookup, register_figure, registered
 from ._runner import RunConfig, sweep

@@ -19,7 +19,7 @@ import numpy as np
 
 from accounting import AccountingError
 
-from .._versions import versions
+from .._presentation._versions import versions
 
 __all__ = ["RunRecord", "RunResult", "aggregate", "checkpoints", "ledger_summary", "versions"]
 
@@ -215,7 +215,7 @@ def ledger_summary(ledger: Any, *, delta: float, path: str, bits_per_user: int |
     """
     import accounting as acc
 
-    from .._noise import IDEALISED_LABEL
+    from .._executed._noise import IDEALISED_LABEL
 
     if ledger is None:
         return {"private": False, "guarantee": "none (non-private baseline)", "path": path, "protocol": protocol}

@@ -23,7 +23,7 @@ import numpy as np
 from accounting import AccountingError, BudgetExceeded
 from accounting.internal import check_positive, check_positive_int, check_probability
 
-from .._noise import DEFAULT_NOISE, IDEALISED_LABEL, check_noise
+from .._executed._noise import DEFAULT_NOISE, IDEALISED_LABEL, check_noise
 from ._builtin import batch_sizes, returning_users_plan
 from ._catalog import get_algorithm, get_instance
 from ._registry import instance_name
@@ -58,7 +58,7 @@ class RunConfig:
 
     ``noise``: "float-safe" (the default: every privatizer is DP as executed; the papers' continuous
     Laplace becomes randomised rounding to the grid 1/2^16 plus exact discrete Laplace, see
-    ``dpverify._noise``) or "idealised" (the papers' float Laplace/Gaussian, to reproduce their
+    ``dpverify._executed._noise``) or "idealised" (the papers' float Laplace/Gaussian, to reproduce their
     figures bit for bit: not DP in floating point, and every output says so). Algorithms that draw
     no continuous noise run the same either way, and their outputs say "float-safe".
     ``allow_idealised_charges``: record an idealised privatizer's charges in a durable ``ledger``

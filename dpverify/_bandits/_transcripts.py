@@ -47,9 +47,9 @@ import numpy as np
 from accounting import Ledger, AccountingError
 from accounting.internal import check_positive_int
 
-from .. import _protocol_kernels as pk
-from .._privatizer import private_stream
-from .._protocols import DistributedProtocol
+from .._executed import _protocol_kernels as pk
+from .._executed._privatizer import private_stream
+from .._executed._protocols import DistributedProtocol
 from ._elimination import EliminationSetup, UserPool, algorithm1_rules, dp_se_rules, run_batch_elimination, run_dp_se
 from ._environments import ArmLaw, BanditInstance, children
 from ._results import RunRecord

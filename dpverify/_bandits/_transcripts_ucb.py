@@ -26,7 +26,7 @@ import numpy as np
 
 from accounting import Ledger, AccountingError
 
-from .._privatizer import private_stream
+from .._executed._privatizer import private_stream
 from ._results import RunRecord
 from ._transcripts import VIEWS, Placement, TableInstance, TranscriptEngine
 from ._ucb import UCB_ALGORITHMS, LocalCurator, UCBSetup, run_ucb

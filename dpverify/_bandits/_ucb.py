@@ -3,7 +3,7 @@
 Parties. The **curators** (:class:`LocalCurator`, trusted side, one per user) turn a reward into
 a private response: CTL(eps) = r + Laplace(1/eps), CTB(eps) = Bernoulli((r e^eps + 1 - r)/(1 + e^eps)),
 CTL-S / CTB-S apply the sigmoid s(r) = 1/(1 + e^-r) first; ``identity`` is UCB1's non-private
-"curator". CTL's continuous Laplace has two implementations (``noise``, see ``dpverify._noise``):
+"curator". CTL's continuous Laplace has two implementations (``noise``, see ``dpverify._executed._noise``):
 ``"float-safe"`` (the default), DP as executed: the reward clamped to [0, 1], randomised rounding to
 the grid 1/g, g = 2^16, plus an exact Lap_Z(g/eps), the response the integer over g (the local
 randomizer of ICLR 2023 App. H.2, Algorithm 4, without the modulus; accountant:
@@ -42,9 +42,9 @@ import accounting as acc
 from accounting import BernoulliCurator, GridDiscreteLaplace, Laplace, AccountingError, BudgetExceeded
 from accounting.internal import check_positive, check_positive_int
 
-from .. import _noise, _privatizer, _samplers
-from .. import _protocol_kernels as pk
-from .._kinds import CuratorKind
+from .._executed import _noise, _privatizer, _samplers
+from .._executed import _protocol_kernels as pk
+from .._executed._kinds import CuratorKind
 from ._environments import BanditInstance
 from ._results import RunRecord, checkpoints, ledger_summary
 
@@ -175,7 +175,7 @@ class LocalPrivatizer:
     """A curator bound to a ledger: admit a cohort (charge first), then answer each admitted user once.
 
     An idealised curator (float noise, not DP as executed) is refused on a durable ledger unless
-    ``allow_idealised_charges`` (``dpverify._privatizer.check_idealised_charges``); its charges are
+    ``allow_idealised_charges`` (``dpverify._executed._privatizer.check_idealised_charges``); its charges are
     labelled "idealised: not DP in floating point".
     """
 

@@ -3,7 +3,7 @@
 A :class:`Claim` names one statement, cites it (paper, equation) and says how to evaluate it at
 each setting of its grid; :func:`evaluate` turns it into a :class:`TailResult`. The catalogue:
 
-ICLR 2023 (Chowdhury & Zhou), per protocol builder of ``dpverify._protocols`` at its own
+ICLR 2023 (Chowdhury & Zhou), per protocol builder of ``dpverify._executed._protocols`` at its own
 (sigma, h) and tau (the constants are the protocol's claims; nothing is re-derived here):
 
 - ``noise-tail``: the noise part of Assumption 1, P[|Z|/g > sigma_n sqrt(L) + h L] <= p, L = log(2/p),
@@ -26,7 +26,7 @@ beta(b); exact for Bernoulli rewards), ``prop1-skellam`` (Prop. 1 on a grid of v
 0.01), Ren et al.'s Lemma 3 with the LDP-UCB-L index (``ren-laplace-sum``) and its Hoeffding term
 (``ren-hoeffding``).
 
-Float-safe privatizers (``dpverify._noise``: rewards on the grid 1/g, g = 2^16, exact Lap_Z(g/eps)):
+Float-safe privatizers (``dpverify._executed._noise``: rewards on the grid 1/g, g = 2^16, exact Lap_Z(g/eps)):
 ``ren-laplace-sum`` for ``ldp-ucb-l float-safe`` (Ren et al.'s index threshold for the sum of k
 discrete Laplace draws Lap_Z(g/eps)/g, at each eps of the grid: eps no longer cancels),
 ``lemma5-sum`` (ICLR 2023 Lemma 5 for the local model with the builders' explicit Bernstein constant,
@@ -49,9 +49,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
-from .. import _noise
-from .. import _protocols as P
-from .._kinds import BatchNoise, ProtocolKind
+from .._executed import _noise
+from .._executed import _protocols as P
+from .._executed._kinds import BatchNoise, ProtocolKind
 from ._laws import (
     DiscreteGaussianSumLaw,
     DiscreteLaplaceLaw,

@@ -41,7 +41,7 @@ from typing import Iterable
 import numpy as np
 from scipy.special import ndtr
 
-from .._noise import check_noise
+from .._executed._noise import check_noise
 from ._claims import Claim, Grid
 from ._model import Evaluation
 

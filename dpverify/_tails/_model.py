@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._json import jsonable
+from .._presentation._json import jsonable
 
 __all__ = ["HOLDS", "INCONCLUSIVE", "VIOLATED", "Evaluation", "TailReport", "TailResult", "verdict_of"]
 

@@ -22,9 +22,9 @@ from typing import Iterable
 
 import numpy as np
 
-from .. import _protocols as P
-from .. import _stats
-from .._kinds import ProtocolKind
+from .._executed import _protocols as P
+from .._statistics import _confidence as _stats
+from .._executed._kinds import ProtocolKind
 from ._claims import ICLR, Claim, Grid, _LABELS
 from ._model import Evaluation
 from ._runs import coverage_and_regret, lemma2_tau_p
@@ -33,12 +33,12 @@ __all__ = ["cp_lower", "cp_upper", "monte_carlo_catalogue", "planted_monte_carlo
 
 
 def cp_upper(k: int, n: int, level: float) -> float:
-    """One-sided upper Clopper-Pearson limit: P[limit < p] <= level (:mod:`dpverify._stats`, as a float)."""
+    """One-sided upper Clopper-Pearson limit: P[limit < p] <= level (:mod:`dpverify._statistics._confidence`, as a float)."""
     return float(_stats.cp_upper(k, n, level))
 
 
 def cp_lower(k: int, n: int, level: float) -> float:
-    """One-sided lower Clopper-Pearson limit: P[limit > p] <= level (:mod:`dpverify._stats`, as a float)."""
+    """One-sided lower Clopper-Pearson limit: P[limit > p] <= level (:mod:`dpverify._statistics._confidence`, as a float)."""
     return float(_stats.cp_lower(k, n, level))
 
 

@@ -7,7 +7,7 @@ import math
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from .._json import jsonable
+from .._presentation._json import jsonable
 
 from ._model import HOLDS, VIOLATED, TailReport, TailResult
 

@@ -20,7 +20,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Callable
 
-from .._kinds import ProtocolKind
+from .._executed._kinds import ProtocolKind
 from ._claims import Claim, Grid, catalogue, evaluate, planted_catalogue
 from ._dpdpe import dpdpe_catalogue
 from ._model import TailReport, TailResult

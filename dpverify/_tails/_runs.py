@@ -2,7 +2,7 @@
 
 :func:`instrumented_run` is Algorithm 1 of the ICLR paper (batch successive elimination) with the
 bandits package's pieces: the environment (:class:`BanditInstance` reward streams), the protocol
-P = (R, S, A) of ``dpverify._protocols`` (its ``estimate_sum``, per user or on the aggregate path
+P = (R, S, A) of ``dpverify._executed._protocols`` (its ``estimate_sum``, per user or on the aggregate path
 the protocol offers), the runner's batch loop (:func:`eliminate_in_batches`, with the elimination
 rule) and Lemma 2's radius (:func:`lemma2_radius`). What it adds, through the loop's hooks: the
 radius is a parameter, and every batch records, for each active arm, |mu_hat_a(b) - mu_a| against beta(b)
@@ -40,7 +40,7 @@ import numpy as np
 
 from .._bandits._elimination import eliminate_in_batches, lemma2_radius, lemma2_tau_p, protocol_radius
 from .._bandits._environments import BanditInstance, easy_instance, hard_instance
-from .._protocols import DistributedProtocol
+from .._executed._protocols import DistributedProtocol
 from ._claims import noise_law
 
 __all__ = ["RADII", "InstrumentedRun", "coverage_and_regret", "exact_radius", "instrumented_run", "lemma2_tau_p", "paper_instance", "paper_radius"]

@@ -146,7 +146,7 @@ def _cli(args: list[str], stdin_event: Any = None) -> dict:
 
     text = None
     if stdin_event is not None:  # a dp_accounting event as `account event -` reads it
-        from accounting._dp_event import event_to_dict
+        from accounting._events._dp_event import event_to_dict
 
         text = json.dumps(event_to_dict(build(stdin_event)))
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,7 +238,7 @@ def _function(query: dict) -> dict:
 
 def run(query: dict) -> dict:
     """The results of one query (see the module docstring)."""
-    from accounting._routes import delta_routes
+    from accounting._routing._routes import delta_routes
 
     kind = query["kind"]
     if kind == "epsilon":

@@ -1,4 +1,4 @@
-"""Planted bugs of the float-safe privatizers (``dpverify._noise``): what the suite must catch.
+"""Planted bugs of the float-safe privatizers (``dpverify._executed._noise``): what the suite must catch.
 
 - ``bug.grid-ceil-rounding``: the float-safe CTL curator whose encoder rounds up before randomising,
   xhat = ceil(x g) + Bernoulli(x g - floor(x g)): off-grid values land in {1, ..., g + 1}, so the
@@ -6,7 +6,7 @@
   ``GridDiscreteLaplace(g, g/eps)``). Run through the real encoder and sampler
   (``_protocol_kernels.randomize``), plus the bug's +1.
 
-- ``snapping``: Mironov's snapping mechanism (``dpverify._mechanisms.snapping_mechanism``), a
+- ``snapping``: Mironov's snapping mechanism (``dpverify._executed._noise_mechanisms.snapping_mechanism``), a
   real-valued release that is DP in doubles; claim ``accounting.Snapping(scale, bound)``. The query
   value is clamped to [-bound, bound] and the neighbours are any two values whose *clamped* values
   differ by at most 1 (the clamp is what bounds a query that is not bounded by construction).
@@ -27,7 +27,7 @@ from ._targets import _check_unit
 
 @_target("bug.grid-ceil-rounding", "PLANTED float-safe CTL whose encoder rounds ceil(x g) + Bernoulli(frac): sensitivity g + 1, charged g")
 def _bug_grid_ceil_rounding(p: _Table, nb: _Table) -> Built:
-    from ... import _protocol_kernels as pk
+    from ..._executed import _protocol_kernels as pk
     from ..._bandits._ucb import LocalCurator
 
     eps = p.number("epsilon")
@@ -47,7 +47,7 @@ def _bug_grid_ceil_rounding(p: _Table, nb: _Table) -> Built:
 
 
 def _snapping(p: _Table, nb: _Table, *, clamp_input: bool) -> Built:
-    from ..._mechanisms import snapping_mechanism
+    from ..._executed._noise_mechanisms import snapping_mechanism
 
     scale = p.number("scale")
     bound = p.number("bound")

@@ -256,7 +256,7 @@ class ClaimOutcome:
         return self.error is None and self.verdict in (HOLDS, CAUGHT)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..._json import jsonable
+        from ..._presentation._json import jsonable
 
         r = self.result
         out: dict[str, Any] = {

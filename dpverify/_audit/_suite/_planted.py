@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._kinds import ProtocolKind
+from ..._executed._kinds import ProtocolKind
 from ._registry import Built, _scalar_pair, _Table, _target
 from ._targets import _check_unit, _curator_mechanism, _protocol, _reward_pair
 
@@ -42,7 +42,7 @@ def _batch_params(kind: ProtocolKind, p: _Table) -> tuple[Any, int, Any]:
 
 @_target("bug.dist-dp-polya-beta", "PLANTED Thm 1 with Polya parameter e^{-eps} instead of e^{-eps/g} (kernel given eps*g)")
 def _bug_polya_beta(p: _Table, nb: _Table) -> Built:
-    from ... import _protocol_kernels as pk
+    from ..._executed import _protocol_kernels as pk
 
     proto, n, bp = _batch_params(ProtocolKind.DIST_DP, p)
 
@@ -54,7 +54,7 @@ def _bug_polya_beta(p: _Table, nb: _Table) -> Built:
 
 @_target("bug.dist-rdp-skellam-variance", "PLANTED Thm 2 with per-user Skellam variance g/(n eps^2) instead of g^2/(n eps^2)")
 def _bug_skellam_variance(p: _Table, nb: _Table) -> Built:
-    from ... import _protocol_kernels as pk
+    from ..._executed import _protocol_kernels as pk
 
     proto, n, bp = _batch_params(ProtocolKind.DIST_RDP, p)
     wrong_eps = proto.epsilon * math.sqrt(bp.g)  # the kernel's g^2/(n eps'^2) is then g/(n eps^2)
@@ -67,7 +67,7 @@ def _bug_skellam_variance(p: _Table, nb: _Table) -> Built:
 
 @_target("bug.dist-cdp-variance-over-n", "PLANTED Thm 4 with per-user discrete Gaussian variance g^2/(n^2 eps^2) (divided by n twice)", cost=8.0)
 def _bug_dgauss_variance(p: _Table, nb: _Table) -> Built:
-    from ... import _protocol_kernels as pk
+    from ..._executed import _protocol_kernels as pk
 
     proto, n, bp = _batch_params(ProtocolKind.DIST_CDP, p)
     root = math.isqrt(n)
@@ -83,7 +83,7 @@ def _bug_dgauss_variance(p: _Table, nb: _Table) -> Built:
 
 @_target("bug.cdp-noise-scale", "PLANTED CDP-SE whose central noise is Lap_Z(1/eps) instead of Lap_Z(g/eps) (g forgotten)")
 def _bug_cdp_scale(p: _Table, nb: _Table) -> Built:
-    from ... import _protocol_kernels as pk
+    from ..._executed import _protocol_kernels as pk
 
     proto, n, bp = _batch_params(ProtocolKind.CDP, p)
     wrong_scale = 1 / Fraction(proto.epsilon)
@@ -98,7 +98,7 @@ def _bug_cdp_scale(p: _Table, nb: _Table) -> Built:
 def _bug_dlap_scale(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     scale = p.rational("scale")
     sensitivity = p.integer("sensitivity", 1)
@@ -143,7 +143,7 @@ def _bug_ctl_scale(p: _Table, nb: _Table) -> Built:
 
 @_target("bug.secagg-reveals-first", "PLANTED SecAgg that also reveals user 0's message: the view (yhat, y_1), encoded yhat*m + y_1", cost=20.0)
 def _bug_secagg_reveals(p: _Table, nb: _Table) -> Built:
-    from ... import _protocol_kernels as pk
+    from ..._executed import _protocol_kernels as pk
 
     proto, n, bp = _batch_params(ProtocolKind.DIST_DP, p)
     noise = proto.kind.per_user_noise
@@ -161,7 +161,7 @@ def _bug_secagg_reveals(p: _Table, nb: _Table) -> Built:
 
 @_target("bug.secagg-noise-dropped", "PLANTED Dist-DP-SE whose randomizer adds no noise (noise='none'); its exact law is declared")
 def _bug_noise_dropped(p: _Table, nb: _Table) -> Built:
-    from ... import _protocol_kernels as pk
+    from ..._executed import _protocol_kernels as pk
 
     proto, n, bp = _batch_params(ProtocolKind.DIST_DP, p)
     pairs = _reward_pair(nb, n)

@@ -25,10 +25,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ... import _protocol_kernels as pk
+from ..._executed import _protocol_kernels as pk
 from ..._bandits._elimination import UserPool
 from ..._bandits._transcripts import EliminationEngine, release_views
-from ..._protocols import DistributedProtocol
+from ..._executed._protocols import DistributedProtocol
 from .._runs import RunAlgorithm, elimination_engine, register_run_algorithm
 
 __all__ = ["InvertedPolyaScale", "RawMeanElimination", "ReturningCountedOnce", "SharedNoiseEpochs", "SharesForTwiceTheBatch"]

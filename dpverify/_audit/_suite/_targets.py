@@ -1,6 +1,6 @@
 """The built-in targets of the audit suite: the project's samplers, curators, protocols, privatizers.
 
-Every target runs the project's own code: the samplers of :mod:`dpverify._samplers`, the
+Every target runs the project's own code: the samplers of :mod:`dpverify._executed._samplers`, the
 protocols' ``server_views`` / ``messages`` / ``analyze`` / ``estimate_sum``, the LDP curators'
 ``respond``, DP-DPE's ``release``; the claim is the matching ``accounting`` guarantee.
 """
@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..._kinds import ProtocolKind
+from ..._executed._kinds import ProtocolKind
 from .._neighbours import NeighbourPair
 from ._registry import Built, _scalar_pair, _Table, _target
 
@@ -23,7 +23,7 @@ from ._registry import Built, _scalar_pair, _Table, _target
 def _discrete_laplace(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     scale = p.rational("scale")
     sensitivity = p.integer("sensitivity", 1)
@@ -39,7 +39,7 @@ def _discrete_laplace(p: _Table, nb: _Table) -> Built:
 def _polya_sum(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     n = p.integer("n", minimum=1, maximum=4096)
     scale = p.rational("scale")
@@ -57,7 +57,7 @@ def _polya_sum(p: _Table, nb: _Table) -> Built:
 def _discrete_gaussian(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     sigma = p.rational("sigma")
     sensitivity = p.integer("sensitivity", 1)
@@ -74,7 +74,7 @@ def _discrete_gaussian(p: _Table, nb: _Table) -> Built:
 def _skellam(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     variance = p.rational("variance")
     sensitivity = p.integer("sensitivity", 1)
@@ -90,7 +90,7 @@ def _skellam(p: _Table, nb: _Table) -> Built:
 def _binomial(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     trials = p.integer("trials", minimum=1, maximum=10**6)
     prob = p.number("p", maximum=1.0)
@@ -107,7 +107,7 @@ def _binomial(p: _Table, nb: _Table) -> Built:
 def _laplace(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     scale = p.number("scale")
     sensitivity = p.number("sensitivity", 1.0)
@@ -124,7 +124,7 @@ def _laplace(p: _Table, nb: _Table) -> Built:
 def _gaussian(p: _Table, nb: _Table) -> Built:
     import accounting as acc
 
-    from ... import _samplers
+    from ..._executed import _samplers
 
     sigma = p.number("sigma")
     sensitivity = p.number("sensitivity", 1.0)
@@ -165,7 +165,7 @@ def _randomized_response(p: _Table, nb: _Table) -> Built:
 
 @_target("curator", "an LDP curator of Ren et al. (ctl, ctb, ctl-s, ctb-s: LocalCurator.respond; CTL float-safe or idealised); its mechanism()")
 def _curator(p: _Table, nb: _Table) -> Built:
-    from ... import _noise
+    from ..._executed import _noise
     from ..._bandits._ucb import LocalCurator
 
     kind = p.choice("kind", ("ctl", "ctb", "ctl-s", "ctb-s"))
@@ -184,12 +184,12 @@ def _check_unit(nb: _Table, pairs: Sequence[NeighbourPair]) -> None:
             raise nb.error("values", f"rewards must lie in [0, 1], got [{pair.d!r}, {pair.d_prime!r}]")
 
 
-# ---- the ICLR 2023 batch protocols (dpverify._protocols) ------------------------------------------
+# ---- the ICLR 2023 batch protocols (dpverify._executed._protocols) ------------------------------------------
 
 
 
 def _protocol(kind: ProtocolKind, p: _Table, *, underflow: bool = True) -> Any:
-    from ... import _protocols as P
+    from ..._executed import _protocols as P
 
     eps = p.number("epsilon", maximum=10.0)
     conf = p.number("p", 0.1, maximum=0.999)
@@ -249,8 +249,8 @@ for _kind in ProtocolKind:
 @_target("dp-se", "DP-SE's privatizer (Sajed & Sheffet; estimate_sum): float-safe grid + exact Lap_Z, GridDiscreteLaplace(g, g/eps); "
                  "or noise = 'idealised': reward sum + float Laplace(1/eps), Laplace(1/eps, 1)", cost=10.0)
 def _dp_se(p: _Table, nb: _Table) -> Built:
-    from ... import _noise
-    from ... import _protocols as P
+    from ..._executed import _noise
+    from ..._executed import _protocols as P
 
     eps = p.number("epsilon", maximum=10.0)
     n = p.integer("n", minimum=1, maximum=2**16)

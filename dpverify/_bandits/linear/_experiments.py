@@ -27,7 +27,7 @@ import numpy as np
 from accounting import AccountingError
 from accounting.internal import check_positive_int
 
-from ..._noise import check_noise
+from ..._executed._noise import check_noise
 
 from ._dpe import DPEConfig, run_linear
 from ._instances import LinearInstance, mslr_linear_instance, synthetic_instance
@@ -224,7 +224,7 @@ def plot_li_fig2(result: dict, path: str) -> None:
         ax.grid(alpha=0.3)
     fig.suptitle(f"Li et al. Fig. 2 on '{result['instance']['name']}', {result['runs']} runs, T={result['horizon']}, width={result['privacy_width']}")
     fig.tight_layout()
-    from ..._output import atomic_path
+    from ..._presentation._output import atomic_path
 
     with atomic_path(path) as temporary:
         fig.savefig(temporary, dpi=110)
@@ -262,7 +262,7 @@ def make_li_fig2(
     unknown = set(options) - {"horizon", "epsilons", "delta", "alpha"}
     if unknown:
         raise AccountingError("options", sorted(unknown), "a subset of horizon, epsilons, delta, alpha")
-    from ..._output import atomic_write, check_output_dir
+    from ..._presentation._output import atomic_write, check_output_dir
 
     out = Path(outdir)
     check_output_dir("outdir", out)  # before the runs

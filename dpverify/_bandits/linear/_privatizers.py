@@ -28,7 +28,7 @@ integer noise has been added:
   ``audits/planted/dpdpe_grid_off_lattice.toml``).
 - *Noise*: exact discrete Gaussian N_Z(0, sigma^2) per coordinate (``dpverify.discrete_gaussian``,
   CKS Algorithm 3 with its candidates and acceptances by exact inversion against certified
-  thresholds, ``dpverify._inversion``: integer comparisons only), sigma^2 an integer. Central (CDP-DPE): the analyzer adds
+  thresholds, ``dpverify._executed._inversion``: integer comparisons only), sigma^2 an integer. Central (CDP-DPE): the analyzer adds
   one vector to the sum of the n codes; local (LDP-DPE): each client adds its own to its code.
   *A decodes*: (integer sum) * B / (g n), post-processing of an integer vector.
 - *Accounting, as executed*: the mechanism is ``accounting``'s
@@ -42,7 +42,7 @@ integer noise has been added:
   charge's label names the mechanism, its sigma^2, Delta and grid.
 - *The samplers' truncation, charged.* What executes is not exactly DiscreteGaussianVector: each
   draw of the exact sampler is N_Z(0, sigma^2) conditioned on |Z| <= ymax (its int64 range;
-  t_1 = P[|Z| > ymax] <= 2^-100, ``dpverify._samplers.DG_TRUNCATION_TV``). Adding to an integer
+  t_1 = P[|Z| > ymax] <= 2^-100, ``dpverify._executed._samplers.DG_TRUNCATION_TV``). Adding to an integer
   query x that moves by <= Delta = 2g per coordinate, for every event E (B_x the box of outputs
   within ymax of x per coordinate)
 
@@ -101,7 +101,7 @@ rounding errors (a discrete Gaussian is sigma^2-sub-Gaussian, CKS 2020; a roundi
 centred variable in an interval of length 1, 1/4-sub-Gaussian by Hoeffding), so eq. (3) keeps
 its sub-Gaussian justification. The runner's ``privacy_width="exact"`` option uses it.
 
-A :class:`VectorPrivatizer` mirrors the scalar ``dpverify._privatizer.Privatizer``: it holds a
+A :class:`VectorPrivatizer` mirrors the scalar ``dpverify._executed._privatizer.Privatizer``: it holds a
 protocol, an ``accounting.Ledger`` and its own random stream; :meth:`VectorPrivatizer.release_mean`
 charges the ledger *first* (``BudgetExceeded`` leaves the ledger unchanged, draws no noise and
 computes no statistic), then runs R, S, A and returns only the analyzer's output.
@@ -122,10 +122,10 @@ from flint import arb
 from accounting import ApproxDP, Calibration, Gaussian, calibrate, working_precision, DiscreteGaussianVector, AccountingError
 from accounting.internal import exact, lower_float, upper_float, sum_total_variation, check_positive, check_probability
 
-from ... import _protocol_kernels as pk
-from ..._kinds import NoiseMode
-from ..._privatizer import AccountedReleaser
-from ..._samplers import DG_TRUNCATION_TV, discrete_gaussian, discrete_gaussian_range, discrete_gaussian_tail
+from ..._executed import _protocol_kernels as pk
+from ..._executed._kinds import NoiseMode
+from ..._executed._privatizer import AccountedReleaser
+from ..._executed._samplers import DG_TRUNCATION_TV, discrete_gaussian, discrete_gaussian_range, discrete_gaussian_tail
 from ._design import support_bound
 
 __all__ = [
@@ -321,20 +321,20 @@ CentralGaussian = CentralGaussianIdealised
 LocalGaussian = LocalGaussianIdealised
 
 #: Per-coordinate sigma^2 the float-safe grid aims at: ~10^4 grid steps, inside the exact
-#: discrete Gaussian sampler's range (sigma^2 < 2e8, ``dpverify._samplers.discrete_gaussian_range``).
+#: discrete Gaussian sampler's range (sigma^2 < 2e8, ``dpverify._executed._samplers.discrete_gaussian_range``).
 #: The local model aims at SIGMA2_TARGET / 2^ceil(log2 n) per client, so that the n clients' summed
 #: noise, n sigma^2 <= SIGMA2_TARGET, is also in range (the aggregate path draws it at once).
 SIGMA2_TARGET = 10**8
 #: The aggregate path draws the n clients' summed discrete Gaussians as one N_Z(0, n sigma^2) only
 #: when the certified total variation between the two laws is below this (the sampler's own
-#: truncation bound, ``dpverify._samplers.DG_TRUNCATION_LOG2_TV``); else it draws per client.
+#: truncation bound, ``dpverify._executed._samplers.DG_TRUNCATION_LOG2_TV``); else it draws per client.
 #: That total variation is charged (``draws_per_coordinate`` of :class:`LocalDiscreteGaussian`).
 AGGREGATE_MAX_TV = DG_TRUNCATION_TV
 
 
 def _grid_gaussian(rng: np.random.Generator, sigma2: int, size: Any) -> np.ndarray:
     """N_Z(0, sigma^2) draws of the float-safe privatizers: CKS Algorithm 3's law by exact inversion
-    (``dpverify._inversion``; 3x faster than the rejection loops, which made LDP-DPE's per-client
+    (``dpverify._executed._inversion``; 3x faster than the rejection loops, which made LDP-DPE's per-client
     noise cost 1.9x the idealised run, ``benchmarks/linear.md``)."""
     return discrete_gaussian(rng, sigma2, size=size, method="inversion")
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from accounting import AccountingError
 
-from ..._noise import check_noise
+from ..._executed._noise import check_noise
 
 from .._registry import AlgorithmSpec, FigureSpec, InstanceSpec, register_algorithm, register_figure, register_instance, register_instance_type
 from .._results import RunRecord, ledger_summary

@@ -28,7 +28,7 @@ import numpy as np
 
 from accounting import Ledger, AccountingError
 
-from ..._privatizer import private_stream
+from ..._executed._privatizer import private_stream
 from .._transcripts import NOT_RELEASED, VIEWS, Placement, TranscriptEngine
 from ._design import g_optimal_design
 from ._dpe import _PRIVATE, DPEConfig, LinearRunResult, _clients_in_phase, linear_streams, run_linear
