@@ -317,3 +317,29 @@ def test_tables_are_not_cut_in_pipes(argv):
         assert all(f"{v:.8g}" in text for v in data["rdp"])
     if argv[1] == "epsilon":
         assert "how it was computed / why not, and how to run it" in text
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit", "\x00"],
+    ["audit", "audits/", "--junit", "a\x00b"],
+    ["audit", "audits/", "--json", "a\x00b"],
+    ["audit", "audits/", "--html", "a\x00b"],
+    ["account", "event", "\x00", "--delta", "1e-5"],
+    ["ledger", "export", "sqlite:///unused.db", "--out", "a\x00b"],
+    ["ledger", "import", "\x00", "sqlite:///unused.db"],
+    ["tails", "--json", "a\x00b"],
+    ["tails", "--junit", "a\x00b"],
+    ["run", "--html", "a\x00b"],
+    ["reproduce", "--out", "a\x00b"],
+])
+def test_a_nul_in_a_file_name_is_a_usage_error(argv):
+    """A file argument holding a NUL: exit 2 naming the value, before any work (click.Path's own
+    os.stat raised ValueError past click: a traceback and exit 1; the CLI fuzz test found it on
+    `ledger import`). Deterministic."""
+    from click.testing import CliRunner
+
+    from dpverify.cli import main
+
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "\\x00" in result.output and "Traceback" not in result.output

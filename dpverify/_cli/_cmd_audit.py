@@ -31,6 +31,8 @@ from typing import Any
 
 import click
 
+from ._paths import FilePath
+
 __all__ = ["audit_command"]
 
 #: the most draws per input ``--samples-scale`` may ask of one claim (10^9: hours of sampling)
@@ -192,11 +194,11 @@ def _write(path: str, text: str) -> None:
 
 
 @click.command("audit")
-@click.argument("path", type=click.Path(path_type=str))
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+@click.argument("path", type=FilePath(path_type=str))
+@click.option("--json", "json_path", type=FilePath(dir_okay=False, allow_dash=True), default=None,
               help="Write the JSON report to FILE ('-': stdout, instead of the table).")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None, help="Write a JUnit XML report to FILE.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--junit", "junit_path", type=FilePath(dir_okay=False), default=None, help="Write a JUnit XML report to FILE.")
+@click.option("--html", "html_path", type=FilePath(dir_okay=False), default=None,
               help="Write a self-contained HTML report (every claim, verdict and bound; a figure) to FILE.")
 @click.option("--samples-scale", type=float, default=1.0, show_default=True,
               help="Multiply every claim's sample budget (e.g. 0.1 for a quick run; at least 1000 draws per input).")
@@ -268,7 +270,13 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
         raise click.BadParameter(f"samples_scale={samples_scale!r} is invalid: expected a scale giving at most {_MAX_DRAWS:.0e} "
                                  f"draws per input (the largest claim would take {largest:.3g})", param_hint="--samples-scale")
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     progress = Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("{task.description}"), console=err, transient=True,
@@ -297,8 +305,8 @@ def audit_command(path: str, json_path: str | None, junit_path: str | None, html
         with atomic_path(junit_path) as temporary:
             _junit(outcome).write(temporary, encoding="utf-8", xml_declaration=True)
     if html_path is not None:
-        from ._html_report import audit_report
         from .._presentation._output import atomic_write
+        from ._html_report import audit_report
 
         atomic_write(html_path, audit_report(payload, command="dpverify audit " + " ".join(sys.argv[2:])))
     sys.exit(outcome.exit_code)

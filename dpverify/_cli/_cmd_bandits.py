@@ -17,6 +17,8 @@ from pathlib import Path
 
 import click
 
+from ._paths import FilePath
+
 __all__ = ["reproduce_command", "run_command"]
 
 
@@ -112,7 +114,7 @@ def _fail_usage(error: Exception) -> None:
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Run even when the cost estimate exceeds --max-seconds.")
 @click.option("--max-seconds", type=float, default=600.0, show_default=True,
               help="Refuse (exit 2) runs estimated longer than this many seconds, unless --yes.")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--html", "html_out", type=FilePath(dir_okay=False), default=None,
               help="Write a self-contained HTML report (regret figure, ledger, seeds, versions) to FILE.")
 @click.option("--noise", type=click.Choice(["float-safe", "idealised"]), default="float-safe", show_default=True,
               help="float-safe: every privatizer is DP as executed (the papers' continuous Laplace becomes randomised rounding to "
@@ -238,8 +240,8 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
     """Print the run's cost estimate (stderr) and refuse what it predicts to be too long or too big."""
     import math
 
-    from .._bandits._cost import estimate_cost, machine_memory
     from .._bandits._catalog import get_instance
+    from .._bandits._cost import estimate_cost, machine_memory
     from .._bandits._runner import seed_streams
 
     if not (isinstance(max_seconds, (int, float)) and max_seconds > 0 and not math.isnan(max_seconds)):
@@ -272,7 +274,7 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
 @click.argument("figure", required=False)
 @click.option("--list", "list_only", is_flag=True, help="Name the figures this command can make.")
 @click.option("--quick", is_flag=True, help="CI/README size: horizons / 100, at most 4 runs.")
-@click.option("--out", "outdir", type=click.Path(file_okay=False), default="figures", show_default=True, help="Output directory (PNG, CSV, JSON).")
+@click.option("--out", "outdir", type=FilePath(file_okay=False), default="figures", show_default=True, help="Output directory (PNG, CSV, JSON).")
 @click.option("--runs", type=int, default=None, help="Runs per curve (default: the paper's, 20 or 50).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--workers", type=int, default=None, help="Processes (default: all cores); results do not depend on it.")
@@ -283,7 +285,7 @@ def _check_cost(config, workers, assume_yes: bool, max_seconds: float) -> None:
 @click.option("--tau-rule", type=click.Choice(["theorem", "simulation", "lemma2"]), default="theorem", show_default=True)
 @click.option("--radius", type=click.Choice(["lemma2", "authors"]), default="lemma2", show_default=True,
               help="Dist-DP-SE / Dist-RDP-SE elimination radius: Lemma 2 (the paper) or the authors' released code's constants.")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--html", "html_out", type=FilePath(dir_okay=False), default=None,
               help="Also write a self-contained HTML report (the figure as SVG, every curve's numbers and ledger) to FILE.")
 @click.option("--noise", type=click.Choice(["float-safe", "idealised"]), default="float-safe", show_default=True,
               help="float-safe: every privatizer is DP as executed (the papers' continuous Laplace becomes randomised rounding to "
@@ -334,8 +336,8 @@ def reproduce_command(figure, list_only, quick, outdir, runs, seed, workers, das
         _fail_usage(error)
         return
     if html_out is not None:
-        from ._html_report import reproduce_report
         from .._presentation._output import atomic_write
+        from ._html_report import reproduce_report
 
         csv_path = next(p for p in paths if str(p).endswith(".csv"))
         json_path = next(p for p in paths if str(p).endswith(".json"))

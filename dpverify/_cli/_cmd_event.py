@@ -13,16 +13,17 @@ from typing import Any
 
 import click
 
-from ._cmd_routes import TIME_BUDGET_HELP, print_route_table, route_rows
-from ._cmd_tradeoff import check_tradeoff_options, tradeoff_options, tradeoff_report
 from .._presentation._console import busy
 from .._presentation._json import jsonable
+from ._cmd_routes import TIME_BUDGET_HELP, print_route_table, route_rows
+from ._cmd_tradeoff import check_tradeoff_options, tradeoff_options, tradeoff_report
+from ._paths import FilePath
 
 __all__ = ["event_command"]
 
 
 @click.command("event")
-@click.argument("file", type=click.Path(allow_dash=True))
+@click.argument("file", type=FilePath(allow_dash=True))
 @click.option("--delta", type=float, default=1e-5, show_default=True, help="Target delta in (0, 1).")
 @click.option("--no-pld", is_flag=True, help="Skip the privacy-loss-distribution routes.")
 @click.option("--time-budget", type=float, default=10.0, show_default=True, help=TIME_BUDGET_HELP)

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import click
 
+from ._paths import FilePath
+
 __all__ = ["account_charge_command", "ledger_group"]
 
 _URL_HELP = ("sqlite:////absolute/path/ledger.db or postgresql://user@host/dbname; timeouts in seconds in the query, "
@@ -231,7 +233,7 @@ def upgrade_command(url: str) -> None:
 
 @ledger_group.command("export")
 @click.argument("url")
-@click.option("--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="File for the JSON trail ('-': stdout).")
+@click.option("--out", type=FilePath(dir_okay=False), default="-", show_default=True, help="File for the JSON trail ('-': stdout).")
 def export_command(url: str, out: str) -> None:
     """Write the ledger at URL as the JSON trail (the in-memory ledger's format)."""
     from .._presentation._output import check_output_file
@@ -256,12 +258,14 @@ def export_command(url: str, out: str) -> None:
 
 
 @ledger_group.command("import")
-@click.argument("trail", type=click.Path(exists=True, dir_okay=False))
+@click.argument("trail")  # checked here, not by click.Path: a NUL in the name made os.stat raise past click (exit 1)
 @click.argument("url")
 def import_command(trail: str, url: str) -> None:
     """Replay the JSON trail TRAIL into the ledger at URL (every charge re-checked)."""
     from accounting import BudgetExceeded, Ledger
 
+    if "\x00" in trail or not Path(trail).is_file():
+        _fail_usage(ValueError(f"trail={trail!r} is invalid: expected the path of an existing file (a JSON trail of a ledger)"))
     try:
         text = Path(trail).read_text()
         json.loads(text)  # the file itself first: its errors name the trail, not a line and column alone

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from ._cmd_tradeoff import check_tradeoff_options, tradeoff_options, tradeoff_report
 from .._presentation._console import busy, console, emit, print_table
+from ._cmd_tradeoff import check_tradeoff_options, tradeoff_options, tradeoff_report
 
 __all__ = ["shuffle"]
 

@@ -14,6 +14,8 @@ import sys
 
 import click
 
+from ._paths import FilePath
+
 __all__ = ["tails"]
 
 
@@ -43,8 +45,8 @@ def _regret_comparison(seeds: int, horizon: int, out) -> None:
 
 
 @click.command()
-@click.option("--json", "json_file", type=click.Path(dir_okay=False, allow_dash=True), default=None, help="Write the JSON report to FILE ('-': stdout).")
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), default=None, help="Write JUnit XML to FILE.")
+@click.option("--json", "json_file", type=FilePath(dir_okay=False, allow_dash=True), default=None, help="Write the JSON report to FILE ('-': stdout).")
+@click.option("--junit", "junit_file", type=FilePath(dir_okay=False), default=None, help="Write JUnit XML to FILE.")
 @click.option("--quick", is_flag=True, help="A small grid (seconds): the test suite's.")
 @click.option("--wide", is_flag=True, help="Show each claim's bound in the table.")
 @click.option("--planted", is_flag=True, help="Add the planted wrong constants; the gate then requires each to be caught.")
@@ -90,7 +92,14 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
         from concurrent.futures import ProcessPoolExecutor
 
         from .._presentation._output import atomic_write
-        from .._tails import Grid, all_claims, render_table, run_tails, to_json, to_junit
+        from .._tails import (
+            Grid,
+            all_claims,
+            render_table,
+            run_tails,
+            to_json,
+            to_junit,
+        )
 
         grid = Grid.quick() if quick else Grid()
         only = None
@@ -109,7 +118,13 @@ def tails(json_file, junit_file, quick, wide, planted, no_monte_carlo, claims, f
         to_stdout = json_file == "-"
 
         # a progress bar on a terminal; pipes and CI logs stay quiet (the table names every claim)
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         from .._presentation._console import console as make_console
 
