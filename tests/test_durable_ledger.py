@@ -302,7 +302,7 @@ def test_every_tampering_is_detected_and_no_further_charge_is_accepted(case, new
 
 def test_a_tampered_ledger_is_refused_by_the_cli_with_exit_2(tmp_path, monkeypatch):
     """`account charge` on an edited ledger: exit 2, one line naming `ledger verify`, no traceback,
-    nothing written; `ledger verify` exits 1 and lists the problem; `ledger show` still shows it."""
+    nothing written; `ledger verify` exits 1 and lists the problem; `ledger show` still shows it (and exits 1)."""
     from click.testing import CliRunner
 
     from dpverify.cli import main
@@ -318,7 +318,7 @@ def test_a_tampered_ledger_is_refused_by_the_cli_with_exit_2(tmp_path, monkeypat
     verified = runner.invoke(main, ["ledger", "verify", url])
     assert verified.exit_code == 1 and "does not match its link" in verified.output
     shown = runner.invoke(main, ["ledger", "show", url])
-    assert shown.exit_code == 0 and "INTEGRITY" in shown.output
+    assert shown.exit_code == 1 and "INTEGRITY" in shown.output
 
 
 def _forge(url: str, key: str | None, keep_key_check: str | None, monkeypatch, tmp_path) -> None:

@@ -74,7 +74,7 @@ def test_hostile_labels_are_shown_literally_by_ledger_show_and_verify(tmp_path):
     verified = _invoke(["ledger", "verify", url])
     assert verified.exit_code == 1 and "\x1b" not in verified.output and "\\x1b[2J" in verified.output
     shown = _invoke(["ledger", "show", url], FORCE_COLOR="1", TERM="xterm-256color", COLUMNS="200")
-    assert shown.exit_code == 0 and "\\x1b[2J\\x1b[31mRED" in shown.output
+    assert shown.exit_code == 1 and "\\x1b[2J\\x1b[31mRED" in shown.output  # shown in full; exit 1: the edit
     # the wrong variant: the raw label as rich markup
     console = Console(force_terminal=True, color_system="standard", file=io.StringIO(), record=True)
     with pytest.raises(MarkupError):

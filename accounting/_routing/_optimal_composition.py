@@ -83,10 +83,12 @@ def _groups(epsilons: Sequence[tuple[float | int | Fraction, int]]) -> list[tupl
     return list(merged.items())
 
 
-def _window(n: int, eps0: object, tail: float) -> tuple[int, int]:
-    """Flip counts [lo, hi] outside which Bin(n, 1/(1+e^eps0)) has mass <= ``tail`` (Hoeffding)."""
+def _window(n: int, eps0: object, delta: float, parts: int) -> tuple[int, int]:
+    """Flip counts [lo, hi] outside which Bin(n, 1/(1+e^eps0)) has mass <= delta 2^-40 / parts (Hoeffding)."""
     q = 1.0 / (1.0 + math.exp(min(float(eps0), 700.0)))  # past e^700, q is 0 to a float (exp would overflow)
-    t = math.sqrt(n * math.log(2.0 / tail) / 2.0) + 1.0
+    # log(2 / tail) in logs: delta 2^-40 underflows to 0 for a subnormal delta (found by the CLI fuzz test)
+    log_two_over_tail = math.log(2.0) - math.log(delta) + 40 * math.log(2.0) + math.log(parts)
+    t = math.sqrt(n * log_two_over_tail / 2.0) + 1.0
     return max(0, math.floor(n * q - t)), min(n, math.ceil(n * q + t))
 
 
@@ -150,7 +152,7 @@ def _delta_upper(outcomes: list[tuple[arb, arb]], outside: arb, eps: arb) -> arb
 
 def exact_support(groups: Sequence[tuple[object, int]], delta: float | Fraction) -> int:
     """How many support points the exact enumeration would hold (the cost of the exact route)."""
-    windows = [_window(n, eps0, float(delta) * 2.0**-40 / len(groups)) for eps0, n in groups]
+    windows = [_window(n, eps0, float(delta), len(groups)) for eps0, n in groups]
     support = 1
     for lo, hi in windows:
         support *= hi - lo + 1
@@ -162,7 +164,7 @@ def optimal_composition_exact(groups: Sequence[tuple[object, int]], delta: float
     ``optimal-composition``'s value, with its ``outcomes`` (support points)."""
     groups = list(groups)
     # each group's flip count is kept to a window holding all but delta 2^-40 / (groups) of its mass
-    windows = [_window(n, eps0, float(delta) * 2.0**-40 / len(groups)) for eps0, n in groups]
+    windows = [_window(n, eps0, float(delta), len(groups)) for eps0, n in groups]
     with working_precision(_PRECISION):
         outcomes, outside = _outcomes(groups, windows)
         outcomes.sort(key=lambda item: item[0].mid(), reverse=True)
