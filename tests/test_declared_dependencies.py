@@ -3,8 +3,8 @@
 Read from the source with the standard library's ``ast`` (every ``import`` anywhere in a module of
 ``accounting`` or ``dpverify``, functions included), against ``pyproject.toml``:
 
-- every runtime dependency is imported by the packages (sympy and mpmath were declared and imported
-  nowhere: they are test dependencies now);
+- every runtime dependency is imported by the packages (sympy was declared and imported nowhere: it
+  is a test dependency now; mpmath is a runtime one since the one-run f-DP test re-checks in it);
 - every third-party module the packages import is declared: a runtime dependency, or an extra;
 - a module declared only in an extra is optional: it is imported inside a function (never when the
   package is imported) and either named in ``dpverify._cli._optional.EXTRAS`` (whose ``require`` names
