@@ -43,7 +43,8 @@ __all__ = ["one_run_bound_rhs", "one_run_epsilon", "one_run_epsilon_two_sided", 
 _PREC = 128
 
 
-def _check(m: int, guesses: int, correct: int, level: float, delta: float) -> None:
+def _check(m: int, guesses: int, correct: int, level: float, delta: float = 0.0) -> None:
+    """Validate one-run counts (also used by the f-DP form, :mod:`._one_run_fdp`)."""
     if not (isinstance(m, (int, np.integer)) and m >= 1):
         raise AccountingError("canaries", m, "an integer >= 1 (the canaries with a random bit)")
     if not (isinstance(guesses, (int, np.integer)) and 0 <= guesses <= m):

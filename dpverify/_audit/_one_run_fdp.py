@@ -42,6 +42,8 @@ import numpy as np
 
 from accounting import AccountingError, TradeOffCurve
 
+from ._one_run_bound import _check
+
 __all__ = ["blow_up_inverse", "fdp_epsilon", "fdp_mu", "fdp_rejects", "fdp_rejects_mp", "fdp_total_mass", "gdp_curve"]
 
 
@@ -87,17 +89,6 @@ def _total_mass(eps, delta, m, c, v, tau):
         r = min(r + (i / (c - i)) * (h_new - h), 1.0)
         h = h_new
     return r + h
-
-
-def _check(m: int, guesses: int, correct: int, level: float) -> None:
-    if not (isinstance(m, (int, np.integer)) and m >= 1):
-        raise AccountingError("canaries", m, "an integer >= 1 (the canaries with a random bit)")
-    if not (isinstance(guesses, (int, np.integer)) and 0 <= guesses <= m):
-        raise AccountingError("guesses", guesses, f"an integer in [0, m] = [0, {m}]")
-    if not (isinstance(correct, (int, np.integer)) and 0 <= correct <= guesses):
-        raise AccountingError("correct", correct, f"an integer in [0, guesses] = [0, {guesses}]")
-    if not (0.0 < level < 1.0):
-        raise AccountingError("level", level, "a probability in (0, 1) (one minus the confidence)")
 
 
 def fdp_total_mass(curve: TradeOffCurve, m: int, guesses: int, correct: int, tau: float) -> float:
