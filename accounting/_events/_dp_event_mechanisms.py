@@ -24,7 +24,9 @@ bound where one exists), so every route of the planner accepts it:
      M(D) = law(S + B x* + sigma Z), M(D') = law(S + B x' + sigma Z), B ~ Bern(q) shared. H_e is a
      supremum of linear functionals, hence jointly convex, and invariant under translation, so
      H_e(M(D) || M(D')) <= sup_s H_e(P_u || P_w) with P_v = (1-q) N(0, sigma^2 I) + q N(v, sigma^2 I),
-     u = x*, w = x', |u|, |w| <= 1.
+     u = x*, w = x', |u|, |w| <= 1. (A composition of Gaussians under one sample, from_dp_event's
+     one effective Gaussian: whiten block i by its sigma_i, a bijection; the shifts then have
+     norm <= sqrt(sum_i sigma_i^-2) = 1/sigma_eff, the same statement at unit variance.)
   2. A Lipschitz bound. For a test g let G(v) = E g(v + sigma Z). By the Neyman-Pearson lemma for
      N(x, sigma^2 I) against N(y, sigma^2 I) (the likelihood ratio is monotone in <., y - x>, so a
      half-space is most powerful, with power Phi(Phi^{-1}(size) + |y - x| / sigma)),
