@@ -27,11 +27,17 @@ K ~ Bin(n - 1, q) others are sampled). Branch on K:
 dp_accounting builds the second branch from its REPLACE pair at sigma / 2 (shifts +-2 against each
 other); under ADD_OR_REMOVE_ONE the branch above is an add/remove pair, tighter (the PLD test of
 dp_accounting's suite reads 17.904330 at delta 1e-6; ours is below it, certified). Under REPLACE_ONE
-(x* -> x', n records each) and REPLACE_SPECIAL (x* -> the special record), the branches are
-replace-type pairs, ((1 - r) N(0) + r N(u), (1 - r) N(0) + r N(w)) with |u|, |w| <= 1 (first) and
-<= 2 (second): taken, as dp_accounting does, as its REPLACE pair (:class:`ReplaceOnePoissonGaussian`,
-sigma and sigma / 2) for the PLD route, the same reading as a Poisson-sampled Gaussian under
-REPLACE_ONE; the RDP curve there is the joint-convexity bound (rigorous, looser).
+(x* -> x', n records each) the branches are, given the others (and (T, j)), the pairs
+((1 - r) N(0) + r N(u), (1 - r) N(0) + r N(w)) with |u|, |w| <= 1 (first: u = g_x*, w = g_x', r = q)
+and <= 2 (second: u = g_x* - g_j, w = g_x' - g_j, r = q'); under REPLACE_SPECIAL (x* -> the special
+record, value 0) the first is the add/remove pair (w = 0, as coded) and the second has u as
+before, w = -g_j. Each is dominated by dp_accounting's REPLACE pair at the radius, i.e.
+:class:`ReplaceOnePoissonGaussian` at sigma (radius 1) and sigma / 2 (radius 2): the proof in
+:mod:`accounting._events._dp_event_mechanisms` (steps 1-3) takes any |u|, |w| <= R, in any
+dimension; and that pair's divergences increase with the rate (P_v at rate r' < r is
+(r'/r) P_v(r) + (1 - r'/r) N(0) on both sides: joint convexity), so q' rounded up is sound. Checked
+against brute force in ``tests/test_replace_one_dominance.py``. The RDP curve there is the
+joint-convexity bound (rigorous, looser).
 
 ``SampledWithReplacementDpEvent(n, m, event)`` -- m draws, uniform with replacement, from n records;
 the event (a Gaussian, a composition of Gaussians: one effective Gaussian, or a Laplace: the same

@@ -10,7 +10,8 @@ two users below say why). Two dp_accounting events need such pairs:
 - ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` under REPLACE_ONE (the replaced record keeps
   its coin): P = (1-q) N(0) + q N(1), Q = (1-q) N(0) + q N(-1); L(x) = log((1-q) + q e^{(2x-1)/(2s^2)})
   - log((1-q) + q e^{(-2x-1)/(2s^2)}) is increasing (first term up, second down); the pair is
-  symmetric (x -> -x exchanges P and Q), as dp_accounting's REPLACE adjacency pair.
+  symmetric (x -> -x exchanges P and Q), as dp_accounting's REPLACE adjacency pair (which dominates
+  every REPLACE_ONE pair of datasets: the proof is in :mod:`accounting._events._dp_event_mechanisms`).
 
 For a loss level t, L > t exactly when x > x_t with L(x_t) = t (L continuous, nondecreasing), so
 P(L > t) = sum_i p_i Phi((a_i - x_t)/sigma), Q(L > t) likewise, and the hockey-stick
