@@ -1129,7 +1129,8 @@ class DurableLedger(Ledger):
         self._begin_pending()
         committed = False
         try:
-            with self._store.write(while_waiting=self._catch_up_waiting):
+            waiting = self._catch_up_waiting if self._mirror is not None and not self._recheck else None
+            with self._store.write(while_waiting=waiting):
                 state = self._locked_state(entries[0].runs[0])
                 moved = self._catch_up(state)
                 # with a verified mirror, only other charges (which move the state row) change what

@@ -73,10 +73,10 @@ def _instrument(counts: dict) -> None:
 
         def timed(original):
             @contextlib.contextmanager
-            def wrapper(self, durable=True):
+            def wrapper(self, durable=True, **kwargs):
                 state["in_write"], state["t0"] = True, None
                 try:
-                    with original(self, durable) as value:
+                    with original(self, durable, **kwargs) as value:
                         yield value
                 finally:
                     if state["t0"] is not None:
@@ -146,7 +146,7 @@ def measure(url: str, processes: int, charges: int, profile: str | None) -> dict
         w.start()
     barrier.wait()
     t0 = time.perf_counter()
-    results = [queue.get() for _ in workers]
+    results = [queue.get(timeout=600) for _ in workers]
     for w in workers:
         w.join()
     wall = time.perf_counter() - t0
