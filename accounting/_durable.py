@@ -1129,8 +1129,7 @@ class DurableLedger(Ledger):
         self._begin_pending()
         committed = False
         try:
-            waiting = self._catch_up_waiting if self._mirror is not None and not self._recheck else None
-            with self._store.write(while_waiting=waiting):
+            with self._store.write():
                 state = self._locked_state(entries[0].runs[0])
                 moved = self._catch_up(state)
                 # with a verified mirror, only other charges (which move the state row) change what
@@ -1176,19 +1175,6 @@ class DurableLedger(Ledger):
         except WitnessBroken as error:
             raise WitnessBroken(error.name, error.value, error.allowed,
                                 f"the charge was recorded (seq {seq}); {error.hint}") from None
-
-    def _catch_up_waiting(self) -> None:
-        """While another process holds the lock (SQLite): what the next charge would check under
-        the lock, done now, outside it, from one snapshot of the committed rows: the rows appended
-        since this handle's head (their links) and the mirror brought up to them (see
-        :meth:`_check_derived`). Under the lock only what was committed since is left. Only with
-        a verified mirror (without one, the charge checks everything under the lock)."""
-        if self._mirror is None or self._recheck:
-            return
-        with self._store.read():
-            state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1")
-            if state is not None and self._catch_up(state):
-                self._check_derived(state)
 
     def _locked_state(self, first_run: tuple[int, int]) -> tuple:
         """The state row, read under its lock. With a verified mirror, the reads a charge makes

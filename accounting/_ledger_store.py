@@ -37,7 +37,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ._validation import AccountingError
@@ -411,39 +411,10 @@ class SQLiteStore(Store):
                               "on the restored copy), and inspect the damaged one with the sqlite3 shell's .recover")
         return self._unreadable(text, action)
 
-    def _begin_waiting(self, while_waiting: Callable[[], None]) -> None:
-        """BEGIN IMMEDIATE, waiting for the lock in this loop rather than in SQLite's busy
-        handler: while another connection holds it, ``while_waiting`` runs (outside any
-        transaction of this connection's: a charge catches up with the commits made meanwhile, so
-        that little is left to do once the lock is held), then the lock is tried again at once.
-        The wait is bounded by ``lock_timeout`` as SQLite's own wait is; each catch-up by
-        ``statement_timeout``."""
-        sqlite3 = self._sqlite3
-        deadline, pause = time.monotonic() + self.options.lock_timeout, 0.001
-        self.connection.execute("PRAGMA busy_timeout = 0")
-        try:
-            while True:
-                try:
-                    self.connection.execute("BEGIN IMMEDIATE")
-                    return
-                except sqlite3.OperationalError as error:
-                    text = str(error).lower()
-                    if ("locked" not in text and "busy" not in text) or time.monotonic() + pause > deadline:
-                        raise
-                time.sleep(pause)
-                pause = min(2 * pause, 0.025)
-                self._deadline = time.monotonic() + self.options.statement_timeout
-                while_waiting()
-        finally:
-            self.connection.execute(f"PRAGMA busy_timeout = {int(self.options.lock_timeout * 1000)}")
-
     @contextlib.contextmanager
-    def _locked(self, limit: float | None = None, while_waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    def _locked(self, limit: float | None = None) -> Iterator[None]:
         """BEGIN IMMEDIATE (the write lock, before anything is read) ... COMMIT, or ROLLBACK."""
-        if while_waiting is None:
-            self.connection.execute("BEGIN IMMEDIATE")
-        else:
-            self._begin_waiting(while_waiting)
+        self.connection.execute("BEGIN IMMEDIATE")
         # the lock wait is bounded apart; once held, no longer than other writers wait for it
         self._deadline = self._hold_deadline = time.monotonic() + (self.options.hold_limit if limit is None else limit)
         try:
@@ -471,15 +442,14 @@ class SQLiteStore(Store):
             self.connection.execute(f"PRAGMA synchronous = {self.synchronous}")
 
     @contextlib.contextmanager
-    def write(self, durable: bool = True, while_waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    def write(self, durable: bool = True) -> Iterator[None]:
         """A write transaction holding the ledger's lock. ``durable=False``: commit without
-        syncing (WAL: a later synced commit covers it). ``while_waiting``: what to do while
-        another connection holds the lock (see :meth:`_begin_waiting`)."""
+        syncing (WAL: a later synced commit covers it)."""
         with self.guard("charging"):
             if not durable:
                 self.connection.execute("PRAGMA synchronous = NORMAL")
             try:
-                with self._locked(while_waiting=while_waiting):
+                with self._locked():
                     yield
             finally:
                 if not durable:
@@ -681,10 +651,9 @@ class PostgresStore(Store):
         return self._unreadable(text, action)
 
     @contextlib.contextmanager
-    def write(self, durable: bool = True, while_waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    def write(self, durable: bool = True) -> Iterator[None]:
         """A write transaction; the lock is the state row's (``SELECT ... FOR UPDATE``, taken by
-        the ledger's first statement, which waits in the server's queue: ``while_waiting`` is not
-        used). ``durable=False``: commit without waiting for the WAL flush."""
+        the ledger's first statement). ``durable=False``: commit without waiting for the WAL flush."""
         with self.guard("charging"):
             # pipeline mode: writes are sent without waiting for each reply (reads still wait),
             # so the lock is held for fewer round trips
