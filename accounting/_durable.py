@@ -36,9 +36,11 @@ the head this machine saw last; a ledger that disagrees is refused for charging 
 report it: ``dpverify ledger verify``/``show``). A handle then checks only what changed
 (incrementally): under the lock, that the state row is the one it left or moved forward, and the
 rows other processes appended meanwhile (when a few; a longer stretch, from many writers queueing
-for the lock, is checked before the handle's next charge, outside the lock); and, whenever another
-connection wrote since its last look, the segments and profiles the charge reads, against the
-digests the chain vouches for (:meth:`DurableLedger._check_derived`). Every charge has an
+for the lock, is checked before the handle's next charge, outside the lock); and the segments and
+profiles the charge reads, against the digests the chain vouches for (:meth:`DurableLedger._check_derived`):
+once another connection has written, the handle keeps a verified copy of those tables, brought up
+to the other charges by applying them to it, compares every segment a charge reads with it and
+takes profiles from it; a refusal makes the next charge check the tables whole. Every charge has an
 id (``cid``), so that a charge interrupted by a lost PostgreSQL connection is looked up after
 reconnecting and counted once, whatever the retry.
 
