@@ -21,6 +21,7 @@ Workloads:
 The witness of the chain head is written to a temporary directory (on, as by default).
 
     python benchmarks/bench_ledger.py [--runs 5] [--charges 200] [--baseline 7cdb19a] [--out benchmarks/ledger.md]
+        [--parts throughput,run,open] [--processes 1,8] [--stores full,normal,postgresql]
 """
 
 from __future__ import annotations
@@ -184,7 +185,12 @@ def main() -> None:
     parser.add_argument("--charges", type=int, default=200, help="charges per process")
     parser.add_argument("--baseline", default="7cdb19a", help="the commit whose ledger is 'before'")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "ledger.md"))
+    parser.add_argument("--parts", default="throughput,run,open", help="which tables to measure (comma-separated)")
+    parser.add_argument("--processes", default="1,8", help="throughput: process counts (comma-separated)")
+    parser.add_argument("--stores", default="full,normal,postgresql", help="which stores (comma-separated)")
     args = parser.parse_args()
+    parts, counts = set(args.parts.split(",")), [int(p) for p in args.processes.split(",")]
+    chosen = set(args.stores.split(","))
     before = _load_baseline(args.baseline)
     directory = Path(tempfile.mkdtemp(prefix="dpverify-ledger-bench-"))
     os.environ["DPVERIFY_LEDGER_WITNESS"] = str(directory / "witness")
@@ -197,6 +203,7 @@ def main() -> None:
         "SQLite, WAL, synchronous=NORMAL": lambda: f"sqlite:///{directory}/l{next(counter)}.db?synchronous=normal",
         "PostgreSQL 15, synchronous_commit=on": server.url,
     }
+    stores = {name: make for (name, make), key in zip(stores.items(), ("full", "normal", "postgresql")) if key in chosen}
     lines = [
         "# Durable ledger: cost per charge before and after the hash chain (`benchmarks/bench_ledger.py`)",
         "",
@@ -211,8 +218,8 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     try:
-        for name, make in stores.items():
-            for processes in (1, 8):
+        for name, make in stores.items() if "throughput" in parts else ():
+            for processes in counts:
                 times = {"before": [], "after": []}
                 for _ in range(args.runs):
                     for label, impl in (("before", before), ("after", after)):
@@ -221,8 +228,8 @@ def main() -> None:
                 lines.append(_row([name, processes, f"{b:.3g}", f"{a:.3g}", f"{a / b:.2f}x",
                                    ", ".join(f"{t:.3g}" for t in times["before"]), ", ".join(f"{t:.3g}" for t in times["after"])]))
                 print(lines[-1], flush=True)
-        charges = run_charges()
-        lines += [
+        charges = run_charges() if "run" in parts else []
+        lines += [] if "run" not in parts else [
             "",
             f"A run's charges: the {len(charges)} charges of a Dist-DP-SE run (K = 10, T = 10^7, aggregate path), one transaction "
             "per batch round (as `run --ledger` records them), each replay on a fresh ledger:",
@@ -230,7 +237,7 @@ def main() -> None:
             "| store | before: s (median) | after: s (median) | after / before | runs before (s) | runs after (s) |",
             "|---|---|---|---|---|---|",
         ]
-        for name, make in stores.items():
+        for name, make in stores.items() if "run" in parts else ():
             times = {"before": [], "after": []}
             for _ in range(args.runs):
                 for label, impl in (("before", before), ("after", after)):
@@ -239,7 +246,7 @@ def main() -> None:
             lines.append(_row([name, f"{b:.3f}", f"{a:.3f}", f"{a / b:.2f}x", ", ".join(f"{t:.3f}" for t in times["before"]),
                                ", ".join(f"{t:.3f}" for t in times["after"])]))
             print(lines[-1], flush=True)
-        lines += [
+        lines += [] if "open" not in parts else [
             "",
             "Opening a ledger of n charges for writing (after: SQLite quick_check, the whole chain and both set digests, the "
             "witness; before: the header):",
@@ -247,7 +254,7 @@ def main() -> None:
             "| store | charges | before: ms (median) | after: ms (median) | runs after (ms) |",
             "|---|---|---|---|---|",
         ]
-        for name in ("SQLite, WAL, synchronous=NORMAL", "PostgreSQL 15, synchronous_commit=on"):
+        for name in [n for n in ("SQLite, WAL, synchronous=NORMAL", "PostgreSQL 15, synchronous_commit=on") if n in stores and "open" in parts]:
             for n in (200, 2000, 20000):
                 urls = {}
                 for label, impl in (("before", before), ("after", after)):

@@ -435,8 +435,8 @@ def test_a_charge_through_a_connection_gone_silent_fails_clearly_within_its_boun
         assert [c.label for c in reader.charges] == ["through the proxy"]
 
 
-@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
-def test_interleaved_handles_keep_copies_that_match_the_tables(store, tmp_path, request):
+@pytest.mark.parametrize("store,rule", [("sqlite", "same"), ("postgresql", "same"), ("sqlite", "other")])
+def test_interleaved_handles_keep_copies_that_match_the_tables(store, rule, tmp_path, request, monkeypatch):
     """Three handles on one ledger take turns (seeded: 240 charges on SQLite, 120 on PostgreSQL,
     of ranges of 1-60 users and scattered ids over 400 users, budget eps 1.5, refusals included):
     after every charge (every 6th on PostgreSQL), the handle that charged, if it has a verified
@@ -444,8 +444,28 @@ def test_interleaved_handles_keep_copies_that_match_the_tables(store, tmp_path, 
     is ever refused as tampering. What it has power to detect: any segment a refresh misses (a merge at a range's end, a refusal undone the
     wrong way) shows up as a difference in the rows or a false integrity refusal. Deterministic
     given the seed (false-alarm rate 0); the wrong variant (refreshing only the segments
-    overlapping each charge's range, not those adjoining it, which a merge rewrites) fails it."""
+    overlapping each charge's range, not those adjoining it, which a merge rewrites) fails it.
+    A handle brings its copy up to the others' charges by applying them as they were applied
+    (``rule`` "same": that must reproduce the chain's digests every time, the ranges never read
+    again; the wrong variant, a merge rule differing from the writer's, would need a read);
+    ``rule`` "other" plays a handle whose rule differs from the writers' (it applies nothing):
+    the digests then disagree, the touched ranges are read instead, and the copies still match."""
+    from accounting._durable import DurableLedger
+
     url = f"sqlite:///{tmp_path}/l.db" if store == "sqlite" else request.getfixturevalue("postgres").url()
+    calls = {"applied": 0, "reread": 0}
+    apply, reread = DurableLedger._apply_appended, DurableLedger._refresh_regions
+
+    def applied(self, mirror, appended):
+        calls["applied"] += 1
+        return True if rule == "other" else apply(self, mirror, appended)
+
+    def reread_counted(self, mirror, intervals):
+        calls["reread"] += 1
+        return reread(self, mirror, intervals)
+
+    monkeypatch.setattr(DurableLedger, "_apply_appended", applied)
+    monkeypatch.setattr(DurableLedger, "_refresh_regions", reread_counted)
     rng = np.random.default_rng(34)
     handles = [Ledger.open(url, PureDP(1.5), create=True)] + [Ledger.open(url) for _ in range(2)]
     refused = 0
@@ -470,8 +490,66 @@ def test_interleaved_handles_keep_copies_that_match_the_tables(store, tmp_path, 
                 assert sorted((pid, *v[:3]) for pid, v in mirror.profiles.items()) == [tuple(r) for r in profiles]
         assert 0 < refused < count
         assert sum(h._mirror is not None for h in handles) >= 2  # the refresh path was exercised
+        assert calls["applied"] > 10
+        assert (calls["reread"] == 0) if rule == "same" else (calls["reread"] == calls["applied"])
     finally:
         for handle in handles:
             handle.close()
     with Ledger.open(url, read_only=True) as reader:
         assert reader.verify().ok
+
+
+# ---- issue 22 after issue 34: the checks kept current cheaply, and sound on a retry ---------------
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("others", [False, True])
+def test_a_refused_charge_retried_on_the_same_handle_is_refused_again(store, others, tmp_path, request):
+    """The open-handle case above (users 0..99 at 9.5 of 10, a segment of theirs deleted while a
+    writer's handle is open; ``others``: another handle charged first, so the writer has a verified
+    copy of the tables): the writer's charge of 1.0 on users 0..199 is refused as tampering, and so
+    is every retry on the same handle, the database unchanged. Deterministic (false-alarm rate 0).
+    The wrong variant (the handle forgetting its copy on a refusal and, seeing no further write,
+    trusting the tables) accepted the second attempt: users 0..99 at 10.5 against 10."""
+    url = f"sqlite:///{tmp_path}/l.db" if store == "sqlite" else request.getfixturevalue("postgres").url()
+    with Ledger.open(url, PureDP(10.0), create=True) as setup:
+        for i in range(19):
+            setup.charge(PureDP(0.5), range(0, 100), label=f"batch {i}")
+        setup.charge(PureDP(0.5), range(100, 200), label="others")
+    with Ledger.open(url) as writer:
+        if others:
+            with Ledger.open(url) as other:
+                other.charge(PureDP(0.5), range(300, 310), label="another process")
+            with pytest.raises(BudgetExceeded):
+                writer.charge(PureDP(1.0), range(0, 200))
+        _tamper(url, OPEN_HANDLE_EDITS["a segment deleted"])
+        before = _dump(url)
+        for attempt in range(3):
+            with pytest.raises(AccountingError, match="integrity check"):
+                writer.charge(PureDP(1.0), range(0, 200), label=f"attempt {attempt}")
+            assert _dump(url) == before
+
+
+def test_postgres_change_check_sees_a_commit_by_a_transaction_that_began_after_the_charge(postgres):
+    """PostgreSQL's "did anyone write since this connection's last look" (used while a handle has
+    no verified copy of the tables): a charge's transaction takes the state row's lock (and its
+    transaction id); then another transaction, whose id comes after the charge's, writes and
+    commits before the charge asks. The check must say "changed". Deterministic. The wrong
+    variant (ids in order and nothing in progress at the last look = unchanged) said unchanged:
+    with 8 processes a writer whose id came after a charge's but who took the lock first went
+    unseen, the handle's copy of the tables went stale, and a sound ledger was refused as
+    tampered (2 of 3 runs of 1,600 charges)."""
+    import psycopg
+
+    url = postgres.url()
+    with Ledger.open(url, PureDP(10.0), create=True) as ledger:
+        ledger.charge(PureDP(0.5), range(0, 10))
+        store = ledger._store
+        with store.write():
+            store.one("SELECT last_seq FROM dpverify_state WHERE id = 1 FOR UPDATE")
+            store.changed_behind()  # the last look
+        with store.write():
+            store.one("SELECT last_seq FROM dpverify_state WHERE id = 1 FOR UPDATE")  # this transaction's id
+            with psycopg.connect(url, autocommit=True) as other:
+                other.execute("UPDATE dpverify_meta SET value = value WHERE key = 'name'")  # a later id, committed
+            assert store.changed_behind()

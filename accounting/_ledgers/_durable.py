@@ -36,9 +36,11 @@ the head this machine saw last; a ledger that disagrees is refused for charging 
 report it: ``dpverify ledger verify``/``show``). A handle then checks only what changed
 (incrementally): under the lock, that the state row is the one it left or moved forward, and the
 rows other processes appended meanwhile (when a few; a longer stretch, from many writers queueing
-for the lock, is checked before the handle's next charge, outside the lock); and, whenever another
-connection wrote since its last look, the segments and profiles the charge reads, against the
-digests the chain vouches for (:meth:`DurableLedger._check_derived`). Every charge has an
+for the lock, is checked before the handle's next charge, outside the lock); and the segments and
+profiles the charge reads, against the digests the chain vouches for (:meth:`DurableLedger._check_derived`):
+once another connection has written, the handle keeps a verified copy of those tables, brought up
+to the other charges by applying them to it, compares every segment a charge reads with it and
+takes profiles from it; a refusal makes the next charge check the tables whole. Every charge has an
 id (``cid``), so that a charge interrupted by a lost PostgreSQL connection is looked up after
 reconnecting and counted once, whatever the retry.
 
@@ -106,6 +108,12 @@ _REFRESHED_CHARGES = 1000
 #: most attempts of one charge across lost connections (each reconnect is bounded in time too)
 _ATTEMPTS = 5
 _CHARGE_COLUMNS = "seq, cid, label, guarantee, participants, users, spent_after, recorded_at, derived, link"
+#: the segments a charge on [a, b) reads (parameters a, a, b, b), by the primary key: the two starting at or
+#: before a (the one holding a and its left neighbour), those starting in (a, b], and the first one after b
+_PLAN_SQL = ("SELECT start, stop, profile FROM (SELECT start, stop, profile FROM dpverify_segments WHERE start <= ? "
+             "ORDER BY start DESC LIMIT 2) AS l UNION ALL SELECT start, stop, profile FROM dpverify_segments "
+             "WHERE start > ? AND start <= ? UNION ALL SELECT start, stop, profile FROM (SELECT start, stop, profile "
+             "FROM dpverify_segments WHERE start > ? ORDER BY start LIMIT 1) AS r")
 
 
 @dataclass
@@ -314,6 +322,31 @@ def _same_participants(a: Any, b: Any) -> bool:
     return a is b or (len(a) == len(b) and bool(np.array_equal(a, b)))
 
 
+def _merged(pieces: list[tuple[int, int, str, int | None]], segments: list[list[int]],
+            rows: Sequence[tuple[int, int, int]]) -> tuple[list[int], list[list[int]]]:
+    """How a charge's pieces (with ``segments``: their [start, stop, profile id]) replace the
+    ``rows`` it read: (the starts of the rows deleted, the rows inserted). Pieces are merged with
+    each other and with the untouched neighbours when they carry the same profile (round-robin
+    batches of one guarantee then stay a handful of segments). Shared by the charge that writes
+    the tables and by the handles that apply it to their copies (:meth:`DurableLedger._apply_appended`)."""
+    old = sorted({p[3] for p in pieces if p[3] is not None})
+    lo, hi = segments[0][0], segments[-1][1]
+    for start, stop, pid in rows:
+        if stop == lo and pid == segments[0][2]:
+            segments[0][0] = start
+            old.append(start)
+        elif start == hi and pid == segments[-1][2]:
+            segments[-1][1] = stop
+            old.append(start)
+    merged: list[list[int]] = []
+    for segment in segments:
+        if merged and merged[-1][1] == segment[0] and merged[-1][2] == segment[2]:
+            merged[-1][1] = segment[1]
+        else:
+            merged.append(segment)
+    return sorted(set(old)), merged
+
+
 def _key_of(multiset: dict[int, int]) -> str:
     return ",".join(f"{g}:{n}" for g, n in sorted(multiset.items()))
 
@@ -452,7 +485,11 @@ class DurableLedger(Ledger):
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._terms: dict[tuple[int, int, int], int] = {}  # see _segments_delta
         self._mirror: _Mirror | None = None  # see _Mirror and _check_derived
-        self._checked_runs: dict[int, str] = {}  # participants of rows _check_appended verified, by seq
+        self._recheck = False  # after a refusal: the next charge reads and checks the tables whole
+        # inside a charge: reads sent with the state row (see _locked_state), each used once
+        self._charges_ahead: tuple[int, list[tuple]] | None = None
+        self._plan_ahead: tuple[tuple[int, int], list[tuple]] | None = None
+        self._checked_runs: dict[int, tuple[int, str]] = {}  # (guarantee, participants) of rows _check_appended verified, by seq
         self._in_charge = False
         self._prepaid: list[tuple[Any, Any, str, str]] = []  # see prepay
 
@@ -810,9 +847,9 @@ class DurableLedger(Ledger):
                             "replaced or rolled back to before that head")
         return problems, _Head(count, last_seq, head, segments, profiles, worst)
 
-    def _catch_up(self, state: tuple) -> None:
+    def _catch_up(self, state: tuple) -> bool:
         """Under the lock, the incremental check: the state row either is the one this handle last
-        saw, or has moved forward by the rows other processes appended. Up to
+        saw (False), or has moved forward by the rows other processes appended (True). Up to
         :data:`_CHECKED_UNDER_LOCK` of them are checked at once (two writers: an edited row is
         refused before this charge); a longer stretch (many writers queueing for the lock) is
         queued for :meth:`_check_appended`, which runs before this handle's next charge, outside
@@ -823,7 +860,7 @@ class DurableLedger(Ledger):
         if (count, head, last_seq) == (known.charges, known.link, known.last_seq):
             if (segments, profiles, worst) != (known.segments, known.profiles, known.worst):
                 self._refuse("the state row (worst spend, digests) changed without a charge")
-            return
+            return False
         if count <= known.charges or last_seq <= known.last_seq:
             self._refuse(f"it held {known.charges} charges up to seq {known.last_seq} and now holds {count} up to seq {last_seq}: "
                          "charges were removed or the state row was edited")
@@ -832,17 +869,23 @@ class DurableLedger(Ledger):
         self._known = current
         if count - known.charges <= _CHECKED_UNDER_LOCK:
             self._check_appended()
+        return True
 
     def _check_derived(self, state: tuple) -> None:
-        """Under the lock, when another connection wrote since this handle's last look (SQLite's
-        data version; PostgreSQL's transaction ids): the segments and profiles this charge will
-        read must be the ones the chain vouches for. The rows appended meanwhile are checked now
-        (their links up to the state row's head, whose digests the last of them commits to); then
-        the handle's :class:`_Mirror` is brought up to the state row (built by one full read the
-        first time, then refreshed over the ranges other charges touched) and its sums compared
-        with the state row's digests. An edit made while this handle was open (a segment deleted
-        or re-pointed, a profile's spend lowered) is refused here, or, outside the refreshed
-        ranges, when a charge reads it (:meth:`_plan`); the mirror, not the edited row, is used."""
+        """Under the lock, when other charges were recorded since this handle's last look (or,
+        while it has no verified copy of the tables, when another connection wrote anything:
+        SQLite's data version, PostgreSQL's transaction ids): the segments and profiles this charge
+        will read must be the ones the chain vouches for. The rows appended meanwhile are checked
+        now (their links up to the state row's head, whose digests the last of them commits to);
+        then the handle's :class:`_Mirror` is brought up to the state row and its sums compared
+        with the state row's digests. The first time it is built by one full read; then the other
+        charges are applied to it as they were applied to the tables (:meth:`_apply_appended`: no
+        read but of the profiles they added, and only when the profiles' digest moved), and if
+        that does not reproduce the digests (another version's merge rule, a forged row) the
+        ranges they touched are read again (:meth:`_refresh_regions`). An edit made while this
+        handle was open (a segment deleted or re-pointed, a profile's spend lowered) is refused
+        here, or, outside the refreshed ranges, when a charge reads it (:meth:`_plan`); the
+        mirror, not the edited row, is used."""
         self._check_appended()
         last_seq, mirror = state[5], self._mirror
         self._mirror = None  # until it checks out
@@ -853,15 +896,22 @@ class DurableLedger(Ledger):
                 mirror = _Mirror(self._chain, last_seq)
                 mirror.add_segments(self._store.all("SELECT start, stop, profile FROM dpverify_segments"))
                 mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles"))
-            else:
-                if last_seq > mirror.seq:
-                    known = self._checked_runs
-                    if all(seq in known for seq in range(mirror.seq + 1, last_seq + 1)):  # seqs have no gaps
-                        stored_runs = [known[seq] for seq in range(mirror.seq + 1, last_seq + 1)]
-                    else:
-                        stored_runs = [r for (r,) in self._store.all("SELECT participants FROM dpverify_charges WHERE seq > ? AND seq <= ?",
-                                                                     (mirror.seq, last_seq))]
-                    ranges = sorted(r for stored in stored_runs for r in _runs_of_stored(json.loads(stored)))
+            elif last_seq > mirror.seq:
+                known = self._checked_runs
+                if all(seq in known for seq in range(mirror.seq + 1, last_seq + 1)):  # seqs have no gaps
+                    appended = [known[seq] for seq in range(mirror.seq + 1, last_seq + 1)]
+                else:
+                    appended = [tuple(r) for r in self._store.all("SELECT guarantee, participants FROM dpverify_charges "
+                                                                  "WHERE seq > ? AND seq <= ? ORDER BY seq", (mirror.seq, last_seq))]
+                if set_hex(mirror.profile_sum) != state[4]:  # profile rows are only ever added
+                    mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles WHERE id > ?",
+                                                        (mirror.max_pid,)))
+                mirror.begin()
+                if self._apply_appended(mirror, appended) and set_hex(mirror.segment_sum) == state[3]:
+                    mirror._undo = None
+                else:
+                    mirror.end(committed=False)
+                    ranges = sorted(r for _, stored in appended for r in _runs_of_stored(json.loads(stored)))
                     merged: list[list[int]] = []
                     for a, b in ranges:
                         if merged and a <= merged[-1][1]:
@@ -869,8 +919,7 @@ class DurableLedger(Ledger):
                         else:
                             merged.append([a, b])
                     self._refresh_regions(mirror, [tuple(m) for m in merged])
-                mirror.add_profiles(self._store.all("SELECT id, key, spend, releases FROM dpverify_profiles WHERE id > ?", (mirror.max_pid,)))
-                mirror.seq = last_seq
+            mirror.seq = last_seq
         self._checked_runs = {}
         segments, profiles = mirror.digests()
         if segments != state[3]:
@@ -880,9 +929,32 @@ class DurableLedger(Ledger):
             self._refuse("table dpverify_profiles differs from its digest in dpverify_state (a profile was edited while this "
                          "ledger was open)")
         mirror._undo = [] if self._in_charge else None  # this transaction's own writes can be undone
-        self._mirror = mirror
+        self._mirror, self._recheck = mirror, False
         # what the handle remembered of profiles may have come from edited rows: the mirror answers from now on
         self._profile_of_pid, self._pid_of_key = {}, {}
+
+    def _apply_appended(self, mirror: _Mirror, appended: list[tuple[int, str]]) -> bool:
+        """Apply other processes' charges ((guarantee id, participants as stored), in order) to the
+        mirror as :meth:`_plan` and :meth:`_write_pieces` applied them to the tables: each run
+        reads the rows the writer read (:meth:`_Mirror.rows_for`), splits them and merges them
+        alike. False when a charge meets something the mirror cannot answer (a profile it lacks,
+        unreadable participants, overlapping segments); the caller then reads the ranges instead.
+        Whatever it computes is only believed once the mirror's sums equal the state row's digests."""
+        profiles, pid_of_key = mirror.profiles, mirror.pid_of_key
+        try:
+            for gid, stored in appended:
+                for a, b in _runs_of_stored(json.loads(stored)):
+                    rows = mirror.rows_for(a, b)
+                    pieces, _ = self._pieces(rows, a, b, gid, lambda pid: profiles[pid][0])
+                    if not pieces:
+                        continue
+                    old, merged = _merged(pieces, [[start, stop, pid_of_key[key]] for start, stop, key, _ in pieces], rows)
+                    for start in old:
+                        mirror.remove_segment(start)
+                    mirror.add_segments(merged)
+        except (KeyError, TypeError, ValueError):
+            return False
+        return True
 
     def _refresh_regions(self, mirror: _Mirror, intervals: list[tuple[int, int]]) -> None:
         """Replace the mirror's segments around each of ``intervals`` (disjoint, sorted), which
@@ -956,16 +1028,20 @@ class DurableLedger(Ledger):
         (one indexed read per stretch, hashes only)."""
         while self._appended:
             start, end = self._appended[0]
-            with self._store.guard("checking the charges other processes appended"):
-                rows = self._store.all(f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? AND seq <= ? ORDER BY seq",
-                                       (start.last_seq, end.last_seq))
+            ahead, self._charges_ahead = self._charges_ahead, None
+            if ahead is not None and ahead[0] == start.last_seq:  # read with the state row (see _locked_state)
+                rows = [r for r in ahead[1] if r[0] <= end.last_seq]
+            else:
+                with self._store.guard("checking the charges other processes appended"):
+                    rows = self._store.all(f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? AND seq <= ? ORDER BY seq",
+                                           (start.last_seq, end.last_seq))
             link, derived = start.link, None
             for seq, cid, label, gid, participants, users, after, at, derived, stored in rows:
                 if self._chain.link(link, [seq, cid, label, self._spec(gid), participants, users, after, at, derived]) != stored:
                     self._refuse(f"charge {seq} does not match its link")
                 link = stored
                 if self._mirror is not None and len(self._checked_runs) < _REFRESHED_CHARGES:
-                    self._checked_runs[seq] = participants  # (verified: the mirror's refresh reads them here)
+                    self._checked_runs[seq] = (gid, participants)  # (verified: the mirror's refresh uses them)
             if start.charges + len(rows) != end.charges or link != end.link:
                 self._refuse("the charges appended since this process last looked do not lead to the head it saw")
             if derived != self._chain.derived(end.segments, end.profiles, end.worst, end.charges):
@@ -973,6 +1049,10 @@ class DurableLedger(Ledger):
             self._appended.pop(0)
 
     def _refuse(self, problem: str) -> None:
+        # whatever this handle remembered may be what was edited: the next charge starts from a full
+        # read checked against the digests (a retry of a refused charge was accepted on the edited
+        # rows when the database showed no further write)
+        self._mirror, self._recheck = None, True
         raise AccountingError("ledger", self.url, f"a ledger that passes its integrity check ({problem})", _tampered_hint(self.url))
 
     def _spec(self, gid: int) -> str | None:
@@ -1052,10 +1132,15 @@ class DurableLedger(Ledger):
         committed = False
         try:
             with self._store.write():
-                state = self._store.one("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1"
-                                        + self._store.lock_suffix)
-                self._catch_up(state)
-                if self._store.changed_behind():
+                state = self._locked_state(entries[0].runs[0])
+                moved = self._catch_up(state)
+                # with a verified mirror, only other charges (which move the state row) change what
+                # it must hold: every row a charge reads is compared with it or served from it; without
+                # one, anything another connection wrote must be checked (and after a refusal, always)
+                if self._mirror is not None and not self._recheck:
+                    if moved:
+                        self._check_derived(state)
+                elif self._recheck or self._store.changed_behind() or moved:
                     self._check_derived(state)
                 worst, count, link, seq = state[0], state[1], state[2], state[5]
                 self._sums = [int(state[3], 16), int(state[4], 16)]
@@ -1093,6 +1178,26 @@ class DurableLedger(Ledger):
             raise WitnessBroken(error.name, error.value, error.allowed,
                                 f"the charge was recorded (seq {seq}); {error.hint}") from None
 
+    def _locked_state(self, first_run: tuple[int, int]) -> tuple:
+        """The state row, read under its lock. With a verified mirror, the reads a charge makes
+        next are sent with it (PostgreSQL: in one round trip, executed in order once the lock is
+        held, so they see what the locked state row sees): the charge rows appended after this
+        handle's head, and the segments the charge's first run reads. :meth:`_check_appended`
+        and :meth:`_plan` take their answers from there instead of asking again."""
+        reads = [("SELECT worst, charges, head, segments, profiles, last_seq FROM dpverify_state WHERE id = 1" + self._store.lock_suffix, ())]
+        ahead = self._mirror is not None and not self._recheck and self._store.pipelined
+        if ahead:
+            reads.append((f"SELECT {_CHARGE_COLUMNS} FROM dpverify_charges WHERE seq > ? ORDER BY seq", (self._known.last_seq,)))
+            a, b = first_run
+            reads.append((_PLAN_SQL, (a, a, b, b)))
+        answers = self._store.batch(reads)
+        if not answers[0]:
+            raise self._store.error("a dpverify ledger (table dpverify_state has lost its row)", _tampered_hint(self.url))
+        if ahead:
+            self._charges_ahead = (self._known.last_seq, answers[1])
+            self._plan_ahead = (first_run, answers[2])
+        return answers[0][0]
+
     def _begin_pending(self) -> None:
         self._pending_gids, self._pending_pids, self._pending_keys, self._absent_keys = {}, {}, {}, set()
         self._in_charge = True
@@ -1103,6 +1208,7 @@ class DurableLedger(Ledger):
         """After the transaction: a commit makes the new rows' ids everyone's (cache them); a
         rollback frees them (forget them)."""
         self._in_charge = False
+        self._charges_ahead = self._plan_ahead = None
         if self._mirror is not None:
             self._mirror.end(committed)
         if committed:
@@ -1303,43 +1409,49 @@ class DurableLedger(Ledger):
         segments read (those overlapping plus their neighbours, for merging)."""
         # one indexed query: the two segments starting at or before a (the one holding a and its
         # left neighbour), those starting in (a, b], and the first one after b
-        rows = sorted(self._store.all(
-            "SELECT start, stop, profile FROM (SELECT start, stop, profile FROM dpverify_segments WHERE start <= ? "
-            "ORDER BY start DESC LIMIT 2) AS l UNION ALL SELECT start, stop, profile FROM dpverify_segments "
-            "WHERE start > ? AND start <= ? UNION ALL SELECT start, stop, profile FROM (SELECT start, stop, profile "
-            "FROM dpverify_segments WHERE start > ? ORDER BY start LIMIT 1) AS r",
-            (a, a, b, b),
-        ))
+        ahead, self._plan_ahead = self._plan_ahead, None
+        if ahead is not None and ahead[0] == (a, b):  # read with the state row, before any write (see _locked_state)
+            rows = sorted(ahead[1])
+        else:
+            rows = sorted(self._store.all(_PLAN_SQL, (a, a, b, b)))
         mirror = self._mirror
         if mirror is not None and self._in_charge and rows != mirror.rows_for(a, b):
-            self._mirror = None
             self._refuse(f"the segments a charge on users [{a}, {b}) reads differ from the ones the chain vouches for "
                          "(table dpverify_segments was edited while this ledger was open)")
+        pieces, touched = self._pieces(rows, a, b, gid, lambda pid: self._profile(pid)[0])
+        return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
+
+    def _pieces(self, rows: list[tuple[int, int, int]], a: int, b: int, gid: int,
+                key_of: Callable[[int], str]) -> tuple[list[tuple[int, int, str, int | None]], list[str]]:
+        """The pieces that replace the ``rows`` overlapping [a, b) once ``gid`` touches [a, b)
+        (start, stop, profile key, old segment start or None), and the new keys, in order
+        (``key_of``: a profile id's key)."""
         pieces: list[tuple[int, int, str, int | None]] = []
         touched: list[str] = []
-
-        def plus(key: str) -> str:
-            new = self._plus(key, gid)
-            touched.append(new)
-            return new
-
+        plus = self._plus
         position = a
         for start, stop, pid in rows:
             if stop <= a or start >= b:
                 continue
-            key = self._profile(pid)[0]
+            key = key_of(pid)
             if start < a:
                 pieces.append((start, a, key, start))
             if start > position:
-                pieces.append((position, start, plus(""), None))
+                new = plus("", gid)
+                touched.append(new)
+                pieces.append((position, start, new, None))
             inner_stop = min(stop, b)
-            pieces.append((max(start, a), inner_stop, plus(key), start))
+            new = plus(key, gid)
+            touched.append(new)
+            pieces.append((max(start, a), inner_stop, new, start))
             if stop > b:
                 pieces.append((b, stop, key, start))
             position = inner_stop
         if position < b:
-            pieces.append((position, b, plus(""), None))
-        return pieces, [self._profile_spend(k) for k in dict.fromkeys(touched)], rows
+            new = plus("", gid)
+            touched.append(new)
+            pieces.append((position, b, new, None))
+        return pieces, touched
 
     def _plus(self, key: str, gid: int) -> str:
         """The profile key of ``key``'s multiset with one more ``gid`` (a pure function of its
@@ -1426,25 +1538,7 @@ class DurableLedger(Ledger):
     def _write_pieces(self, pieces: list[tuple[int, int, str, int | None]], rows: list[tuple]) -> None:
         if not pieces:
             return
-        old = sorted({p[3] for p in pieces if p[3] is not None})
-        segments = [[start, stop, self._pid(key)] for start, stop, key, _ in pieces]
-        # merge with the untouched neighbours when they carry the same profile (round-robin batches
-        # of one guarantee then stay a handful of segments)
-        lo, hi = segments[0][0], segments[-1][1]
-        for start, stop, pid in rows:
-            if stop == lo and pid == segments[0][2]:
-                segments[0][0] = start
-                old.append(start)
-            elif start == hi and pid == segments[-1][2]:
-                segments[-1][1] = stop
-                old.append(start)
-        merged: list[list[int]] = []
-        for segment in segments:
-            if merged and merged[-1][1] == segment[0] and merged[-1][2] == segment[2]:
-                merged[-1][1] = segment[1]
-            else:
-                merged.append(segment)
-        old = sorted(set(old))
+        old, merged = _merged(pieces, [[start, stop, self._pid(key)] for start, stop, key, _ in pieces], rows)
         by_start = {row[0]: row for row in rows}
         self._sums[0] += self._segments_delta([tuple(by_start[start]) for start in old], [tuple(m) for m in merged])
         self._store.run_many("DELETE FROM dpverify_segments WHERE start = ?", [(s,) for s in old])

@@ -192,6 +192,8 @@ class Store(abc.ABC):
 
     kind = "store"
     placeholder = "?"
+    #: whether :meth:`batch` saves round trips (worth reading ahead what a charge will need)
+    pipelined = False
 
     def __init__(self, url: str, options: StoreOptions, read_only: bool) -> None:
         self.url = url
@@ -231,6 +233,11 @@ class Store(abc.ABC):
         if rows:
             self._check_hold()
             self._execute_many(self._sql(sql), rows)
+
+    def batch(self, queries: Sequence[tuple[str, Sequence]]) -> list[list[tuple]]:
+        """The rows of several queries, executed in order (PostgreSQL, inside :meth:`write`: sent
+        together and answered in one round trip)."""
+        return [self.all(sql, params) for sql, params in queries]
 
     def rows(self, sql: str, params: Sequence = ()) -> Iterator[tuple]:
         """The rows of a query, fetched a block at a time (a scan of every charge stays small in memory)."""
@@ -498,6 +505,7 @@ class SQLiteStore(Store):
 class PostgresStore(Store):
     kind = "postgresql"
     placeholder = "%s"
+    pipelined = True
     lock_suffix = " FOR UPDATE"  # the state row's lock serialises every charge
 
     def __init__(self, url: str, target: str, options: StoreOptions, *, read_only: bool) -> None:
@@ -558,6 +566,12 @@ class PostgresStore(Store):
     def _execute_many(self, sql: str, rows: Sequence[Sequence]) -> None:
         with self.connection.cursor() as cursor:
             cursor.executemany(sql, [tuple(r) for r in rows])
+
+    def batch(self, queries: Sequence[tuple[str, Sequence]]) -> list[list[tuple]]:
+        # in pipeline mode (write()) every query is sent before the first answer is awaited
+        self._check_hold()
+        cursors = [self._execute(self._sql(sql), params) for sql, params in queries]
+        return [list(cursor.fetchall()) for cursor in cursors]
 
     def rows(self, sql: str, params: Sequence = ()) -> Iterator[tuple]:
         # a server-side cursor (inside the read transaction): blocks of 10,000 rows, not the whole table
@@ -685,15 +699,23 @@ class PostgresStore(Store):
 
     def changed_behind(self) -> bool:
         """Inside a charge, after the state row's lock: whether any transaction may have written
-        since this connection's last charge. Transaction ids are handed out in order, and every
-        other dpverify charge takes the state row's lock (and its id) after this connection's last
-        one committed, so none did if this transaction's id follows the last one's and no other
-        transaction was in progress then. Conservative: any write anywhere on the server counts.
-        (Rows edited meanwhile outside a charge are caught when read: see DurableLedger._plan.)"""
-        xid, others = self.one("SELECT pg_current_xact_id()::text, (SELECT count(*) FROM pg_snapshot_xip(pg_current_snapshot()) AS x "
-                               "WHERE x <> pg_current_xact_id())")
+        since this connection's last look. Transaction ids are handed out in order, but not in the
+        order transactions take the lock (an id may be given before the wait for it), so none
+        wrote only if: no other transaction was in progress at the last look, this transaction's
+        id follows the last one's (none began in between), and every id handed out after this
+        one is still in progress (none that began after this one has finished: a writer that
+        took the lock ahead of this charge, or anything else that committed meanwhile).
+        Conservative: any write anywhere on the server counts. The wrong variant (the first two
+        conditions only) missed a charge by a writer that got its id after this one's but the
+        lock before it, and left the handle's copy of the tables stale (8 processes sharing a
+        ledger; a false integrity refusal followed)."""
+        xid, xmax, others, later = self.one(
+            "SELECT x::text, pg_snapshot_xmax(s)::text, (SELECT count(*) FROM pg_snapshot_xip(s) AS i WHERE i <> x), "
+            "(SELECT count(*) FROM pg_snapshot_xip(s) AS i WHERE i > x) "
+            "FROM (SELECT pg_current_xact_id() AS x, pg_current_snapshot() AS s) AS t")
         xid = int(xid)
-        changed = self._last_xid is None or self._others or xid != self._last_xid + 1
+        finished_after = int(xmax) - xid - 1 - later  # ids handed out after this one that are no longer running
+        changed = self._last_xid is None or self._others or xid != self._last_xid + 1 or finished_after > 0
         self._last_xid, self._others = xid, bool(others)
         return changed
 
