@@ -41,11 +41,11 @@ POPULATION = 3000
 
 def _store_classes() -> list[type]:
     try:
-        from accounting import _ledger_store
+        from accounting._ledgers import _ledger_store
 
         return [_ledger_store.SQLiteStore, _ledger_store.PostgresStore]
     except ImportError:  # before the stores had a module of their own
-        from accounting import _durable
+        from accounting._ledgers import _durable
 
         return [_durable._SQLiteStore, _durable._PostgresStore]
 

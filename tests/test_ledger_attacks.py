@@ -450,7 +450,7 @@ def test_interleaved_handles_keep_copies_that_match_the_tables(store, rule, tmp_
     again; the wrong variant, a merge rule differing from the writer's, would need a read);
     ``rule`` "other" plays a handle whose rule differs from the writers' (it applies nothing):
     the digests then disagree, the touched ranges are read instead, and the copies still match."""
-    from accounting._durable import DurableLedger
+    from accounting._ledgers._durable import DurableLedger
 
     url = f"sqlite:///{tmp_path}/l.db" if store == "sqlite" else request.getfixturevalue("postgres").url()
     calls = {"applied": 0, "reread": 0}
