@@ -40,14 +40,18 @@ POPULATION = 3000
 
 
 def _store_classes() -> list[type]:
-    try:
-        from accounting._ledgers import _ledger_store
+    import importlib
 
-        return [_ledger_store.SQLiteStore, _ledger_store.PostgresStore]
-    except ImportError:  # before the stores had a module of their own
-        from accounting._ledgers import _durable
-
-        return [_durable._SQLiteStore, _durable._PostgresStore]
+    # the stores' module by era: today's floor folder, then the flat module, then inside _durable
+    for module, sqlite, postgres in (("accounting._ledgers._ledger_store", "SQLiteStore", "PostgresStore"),
+                                     ("accounting." + "_ledger_store", "SQLiteStore", "PostgresStore"),
+                                     ("accounting." + "_durable", "_SQLiteStore", "_PostgresStore")):
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            continue
+        return [getattr(found, sqlite), getattr(found, postgres)]
+    raise ImportError("no ledger store module in this tree")
 
 
 def _instrument(counts: dict) -> None:
