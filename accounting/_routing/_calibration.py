@@ -11,8 +11,17 @@ make the answer noisier than needed, never over budget).
 The search spends a time budget (estimated seconds on one core, as the planner counts them) in two
 phases: a geometric bisection in which each evaluation may use a small share of the budget (the
 cheap certified routes: closed forms, RDP curves, small PLDs), then, with what is left, further
-bisection between the last uncertified parameter and that answer with the full routes (a PLD
-that the first phase could not afford may certify a smaller parameter). An evaluation that fails
+bisection below that answer with the full routes (a PLD that the first phase could not afford,
+or could afford only on a coarser grid, may certify a smaller parameter). Where the second phase
+starts depends on what the first phase ran: if its evaluations at the parameters it found not
+certified left no route out (every applicable route ran, the PLD perhaps on a coarser grid), the
+full routes there are the same routes refined, so the second phase re-checks those parameters with
+the full routes, largest first, and bisects between the first one still not certified and the
+smallest certified one; otherwise (a route the first phase could not afford, or an exact answer
+that stopped the others) it starts from ``lower``, halving the answer while each halving is
+certified, then bisecting. Either way the answer is a parameter certified by an evaluation the
+search ran, and the final bracket's lower end is one the evaluations did not certify. An
+evaluation that fails
 (an enclosure that lost all precision at an extreme noise level, a parameter the mechanism
 refuses) does not fail the query: the parameter counts as not certified and the bracket narrows
 above it; the failures are counted in the result.
@@ -75,6 +84,15 @@ class Calibration:
 def _spent(result: Result) -> float:
     """The estimated seconds the planner spent on one evaluation (the routes it ran)."""
     return sum((r.estimated_seconds or 0.0) for r in result.alternatives if getattr(r, "status", "") in ("run", "answer"))
+
+
+def _complete(result: Result | None) -> bool:
+    """True if ``result`` (a first-phase evaluation) ran every route that applied: nothing left out
+    for its budget, stopped by an exact answer or failed. The full routes at its parameter are
+    then the same routes, at most on finer settings (the PLD's grid)."""
+    if result is None or not result.alternatives:
+        return False
+    return all(getattr(r, "status", "") in ("answer", "run", "not applicable") for r in result.alternatives)
 
 
 def calibrate(
@@ -153,6 +171,8 @@ def calibrate(
     if meets(at_lo):
         return Calibration(lo, at_lo, target_epsilon, delta, compose, 0, failures, skipped)  # type: ignore[arg-type]
     iterations = 0
+    #: the first phase's parameters not certified, with their evaluations (None: failed or ruled out)
+    not_certified: list[tuple[float, Result | None]] = [(lo, at_lo)]
     # phase 1: the cheap routes
     while hi / lo - 1 > relative_tolerance and iterations < max_iterations:
         mid = math.sqrt(lo * hi)
@@ -161,11 +181,24 @@ def calibrate(
             hi, best = mid, result
         else:
             lo = mid
+            not_certified.append((mid, result))
         iterations += 1
     # phase 2: what is left of the budget, the full routes, below the phase-1 answer (the cheap
-    # routes may be loose): halve the answer while each halving is certified, then bisect
+    # routes may be loose). Where the first phase ran every applicable route, re-check its
+    # uncertified parameters with the full routes, largest first, down to the first still not
+    # certified; otherwise halve the answer while each halving is certified; then bisect
     probe_lo = lower
     galloping = True
+    for point, first in sorted(not_certified, key=lambda pair: -pair[0]):
+        if not _complete(first) or left <= 0 or iterations >= max_iterations:
+            break
+        result = evaluate(point, left)
+        iterations += 1
+        if meets(result):
+            hi, best = point, result
+        else:
+            probe_lo, galloping = point, False
+            break
     while left > 0 and iterations < max_iterations and hi / probe_lo - 1 > relative_tolerance:
         mid = max(hi / 2, probe_lo) if galloping else math.sqrt(probe_lo * hi)
         if mid <= probe_lo:
