@@ -180,9 +180,6 @@ _MODULE_STATE_ALLOWED = {
     ("accounting/_mechanisms/_skellam.py", "_LAST_CHUNK"): "memo of the last chunk read, keyed on (mu, chunk, bits)",
     ("accounting/_mechanisms/_skellam.py", "_PLANS"): "memo of summation plans, least recently used out",
     ("accounting/_mechanisms/_skellam.py", "_BALLS"): "memo of certified Renyi balls, least recently used out",
-    # NOT a memo: the curve's evaluation records which path it took and rdp_provenance reads it back
-    # (a hand-off of provenance, left for the mechanism's owner: the path should travel with the value)
-    ("accounting/_mechanisms/_skellam.py", "_PATHS"): "KNOWN hand-off (evaluation -> rdp_provenance), left: see the comment above",
     ("accounting/_privacy_loss/_pld_fft_power.py", "_TABLES"): "memo of Arb power tables keyed on the step",
     ("accounting/_privacy_loss/_pld_fft_power.py", "_LOGS"): "memo of a factor's losses and log masses, keyed on the (kept) factor",
     ("accounting/_privacy_loss/_pld_fft_power.py", "_TWIDDLE_CACHE"): "memo of FFT twiddles keyed on the length",
