@@ -95,6 +95,28 @@ def _complete(result: Result | None) -> bool:
     return all(getattr(r, "status", "") in ("answer", "run", "not applicable") for r in result.alternatives)
 
 
+def _interpolated(lo: float, at_lo: Result | None, hi: float, at_hi: Result, target: float, tolerance: float) -> float | None:
+    """The next parameter inside (lo, hi): where log epsilon, linear in log parameter between the
+    two evaluations, crosses the target, moved up by a quarter of the tolerance (so that it is
+    likely certified and the step after it likely closes the bracket), and kept half a tolerance
+    inside each end; hi / (1 + tolerance) where that crossing is already within the tolerance
+    below hi (likely not certified: the bracket closes); None where the epsilons do not allow it
+    (then the caller bisects)."""
+    if at_lo is None or not (math.isfinite(at_lo.epsilon) and at_lo.epsilon > target >= at_hi.epsilon > 0):
+        return None
+    x_lo, x_hi = math.log(lo), math.log(hi)
+    f_lo, f_hi = math.log(at_lo.epsilon / target), math.log(at_hi.epsilon / target)
+    step = math.log1p(tolerance)
+    root = x_hi - f_hi * (x_hi - x_lo) / (f_hi - f_lo)
+    if not math.isfinite(root) or x_hi - x_lo <= step:
+        return None
+    if root >= x_hi - step:  # the crossing is within the tolerance below hi: try to close the bracket
+        aim = x_hi - step
+    else:
+        aim = min(max(root + step / 4, x_lo + step / 2), x_hi - step / 2)
+    return math.exp(aim) if lo < math.exp(aim) < hi else None
+
+
 def calibrate(
     family: Callable[[float], Any],
     target_epsilon: float,
@@ -189,6 +211,10 @@ def calibrate(
     # certified; otherwise halve the answer while each halving is certified; then bisect
     probe_lo = lower
     galloping = True
+    at_probe_lo: Result | None = None
+    #: the re-checks found the bracket: its ends are both full evaluations, whose epsilons locate
+    #: the crossing (interpolated steps, each safeguarded by bisection)
+    rechecked = False
     for point, first in sorted(not_certified, key=lambda pair: -pair[0]):
         if not _complete(first) or left <= 0 or iterations >= max_iterations:
             break
@@ -197,17 +223,25 @@ def calibrate(
         if meets(result):
             hi, best = point, result
         else:
-            probe_lo, galloping = point, False
+            probe_lo, galloping, at_probe_lo, rechecked = point, False, result, True
             break
+    last_width, slow = math.inf, 0
     while left > 0 and iterations < max_iterations and hi / probe_lo - 1 > relative_tolerance:
         mid = max(hi / 2, probe_lo) if galloping else math.sqrt(probe_lo * hi)
         if mid <= probe_lo:
             galloping = False
             mid = math.sqrt(probe_lo * hi)
+        width = math.log(hi / probe_lo)
+        slow = slow + 1 if width > last_width / 2 else 0
+        last_width = width
+        if rechecked and slow < 2:  # two interpolated steps that did not halve the bracket: bisect once
+            mid = _interpolated(probe_lo, at_probe_lo, hi, best, target_epsilon, relative_tolerance) or mid
+        else:
+            slow = 0
         result = evaluate_unless_ruled_out(mid, left)
         if meets(result):
             hi, best = mid, result
         else:
-            probe_lo, galloping = mid, False
+            probe_lo, galloping, at_probe_lo = mid, False, result
         iterations += 1
     return Calibration(hi, best, target_epsilon, delta, compose, iterations, failures, skipped)  # type: ignore[arg-type]
