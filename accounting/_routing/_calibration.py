@@ -13,11 +13,12 @@ phases: a geometric bisection in which each evaluation may use a small share of 
 cheap certified routes: closed forms, RDP curves, small PLDs), then, with what is left, further
 bisection below that answer with the full routes (a PLD that the first phase could not afford,
 or could afford only on a coarser grid, may certify a smaller parameter). Where the second phase
-starts depends on what the first phase ran: if its evaluations at the parameters it found not
-certified left no route out (every applicable route ran, the PLD perhaps on a coarser grid), the
-full routes there are the same routes refined, so the second phase re-checks those parameters with
-the full routes, largest first, and bisects between the first one still not certified and the
-smallest certified one; otherwise (a route the first phase could not afford, or an exact answer
+starts depends on what the first phase ran: if the evaluation of its answer left no route out
+(every applicable route ran, the PLD perhaps on a coarser grid), the full routes are the same
+routes refined, so the second phase re-checks the first phase's uncertified parameters with the
+full routes, largest first, down to the first one still not certified, then narrows that bracket
+by steps interpolated between its two ends' epsilons (log epsilon against log parameter; a
+bisection whenever two such steps did not halve it, and always with ``ruled_out``); otherwise (a route the first phase could not afford, or an exact answer
 that stopped the others) it starts from ``lower``, halving the answer while each halving is
 certified, then bisecting. Either way the answer is a parameter certified by an evaluation the
 search ran, and the final bracket's lower end is one the evaluations did not certify. An
@@ -87,9 +88,9 @@ def _spent(result: Result) -> float:
 
 
 def _complete(result: Result | None) -> bool:
-    """True if ``result`` (a first-phase evaluation) ran every route that applied: nothing left out
-    for its budget, stopped by an exact answer or failed. The full routes at its parameter are
-    then the same routes, at most on finer settings (the PLD's grid)."""
+    """True if ``result`` (the first phase's answer) ran every route that applied: nothing left
+    out for its budget, stopped by an exact answer or failed. The full routes are then the same
+    routes, at most on finer settings (the PLD's grid)."""
     if result is None or not result.alternatives:
         return False
     return all(getattr(r, "status", "") in ("answer", "run", "not applicable") for r in result.alternatives)
@@ -166,13 +167,18 @@ def calibrate(
         left -= _spent(result)
         return result if math.isfinite(result.epsilon) else None
 
+    proved: dict[float, bool] = {}  # ruled_out's answers (the second phase may ask again)
+
     def evaluate_unless_ruled_out(parameter: float, budget: float) -> Result | None:
         """As ``evaluate``, or None (not meeting, as a failed evaluation) when ``ruled_out`` proves
         that the evaluation could not meet the target."""
         nonlocal skipped
-        if ruled_out is not None and ruled_out(parameter):
-            skipped += 1
-            return None
+        if ruled_out is not None:
+            if parameter not in proved:
+                proved[parameter] = bool(ruled_out(parameter))
+            if proved[parameter]:
+                skipped += 1
+                return None
         return evaluate(parameter, budget)
 
     def meets(result: Result | None) -> bool:
@@ -215,10 +221,10 @@ def calibrate(
     #: the re-checks found the bracket: its ends are both full evaluations, whose epsilons locate
     #: the crossing (interpolated steps, each safeguarded by bisection)
     rechecked = False
-    for point, first in sorted(not_certified, key=lambda pair: -pair[0]):
-        if not _complete(first) or left <= 0 or iterations >= max_iterations:
+    for point, _ in sorted(not_certified, key=lambda pair: -pair[0]) if _complete(best) else ():
+        if left <= 0 or iterations >= max_iterations:
             break
-        result = evaluate(point, left)
+        result = evaluate_unless_ruled_out(point, left)  # a parameter ruled out stays ruled out
         iterations += 1
         if meets(result):
             hi, best = point, result
@@ -234,7 +240,9 @@ def calibrate(
         width = math.log(hi / probe_lo)
         slow = slow + 1 if width > last_width / 2 else 0
         last_width = width
-        if rechecked and slow < 2:  # two interpolated steps that did not halve the bracket: bisect once
+        # (not with ``ruled_out``: a parameter it skips has no epsilon, and the bracket must move as
+        # it would without the skips)
+        if rechecked and ruled_out is None and slow < 2:  # after two interpolated steps that did not halve the bracket: bisect
             mid = _interpolated(probe_lo, at_probe_lo, hi, best, target_epsilon, relative_tolerance) or mid
         else:
             slow = 0
