@@ -229,6 +229,26 @@ def test_no_module_level_hand_off_in_accounting():
     assert _module_state("LABELS = {'a': 1}\n\ndef label(x):\n    return LABELS.get(x)\n") == set()  # a constant table is not state
 
 
+def test_skellam_provenance_travels_with_the_value(monkeypatch):
+    """The Skellam curve's label is the path memoised with its value (keyed by mu, Delta, alpha and
+    precision), or the same evaluation made afresh: no hand-off from the last evaluation. After
+    the memo is emptied the label is still the path of that value (Agarwal's bound at 1e30, the
+    exact sum at 100), at the routes' precision and at another one; a stale record of the other
+    mechanism's path (the wrong variant a hand-off keyed without the variance would give) is not
+    what is read."""
+    from accounting._mechanisms import _skellam
+    from accounting.internal import rdp_provenance
+
+    assert not hasattr(_skellam, "_PATHS")
+    beyond, exact_sum = acc.Skellam(1e30), acc.Skellam(100)
+    beyond.rdp()(2.5)
+    monkeypatch.setattr(_skellam, "_BALLS", type(_skellam._BALLS)())
+    assert beyond.rdp_provenance(2.5) == _skellam.AGARWAL_BOUND
+    assert exact_sum.rdp_provenance(2.5) == _skellam.EXACT_SUM
+    assert exact_sum.rdp_provenance(2.5, precision=200) == _skellam.EXACT_SUM
+    assert rdp_provenance(beyond, 2.5, 200) == _skellam.AGARWAL_BOUND
+
+
 def test_the_plan_hands_the_releases_it_built_to_the_run(monkeypatch):
     """A discrete Gaussian's PLD is cheap: the route builds it while planning (to read its lattice)
     and the run composes that very PLD: one build in all (with _RELEASES, the run found it only if
