@@ -72,12 +72,14 @@ class DistributedParameters:
     total_variance: Fraction | None = None
     per_user_variance: Fraction | None = None
 
+    def _noises(self) -> dict[str, Fraction | None]:
+        return {"laplace_scale": self.laplace_scale, "total_variance": self.total_variance, "per_user_variance": self.per_user_variance}
+
     def __post_init__(self) -> None:
         if self.theorem not in _NOISE_FIELD:
             raise AccountingError("theorem", self.theorem, f"one of {tuple(_NOISE_FIELD)}")
         name = _NOISE_FIELD[self.theorem]
-        for other in _NOISE_FIELD.values():
-            value = getattr(self, other)
+        for other, value in self._noises().items():
             if other == name and (not isinstance(value, Fraction) or value <= 0):
                 raise AccountingError(name, value, f"an exact rational (Fraction) > 0: the noise of {self.theorem}")
             if other != name and value is not None:
@@ -92,7 +94,7 @@ class DistributedParameters:
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(self, _NOISE_FIELD[self.theorem])
+        return self._noises()[_NOISE_FIELD[self.theorem]]  # type: ignore[return-value]
 
     @property
     def sensitivity(self) -> int:
