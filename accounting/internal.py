@@ -40,12 +40,14 @@ Charges the executed samplers carry (from ``_core._total_variation`` and ``_mech
 
 - ``total_variation_of(guarantee)``: the total variation t a charge carries (0 unless it is a
   :class:`accounting.WithinTotalVariation`);
-- ``times_total_variation(t, count)``: count * t rounded up;
+- ``times_total_variation(t, compose)``: compose * t rounded up (the t of ``compose`` releases;
+  ``count=``: former name, deprecated);
 - ``delta_before_total_variation(epsilon, delta, t)``: delta - (1 + e^eps) t rounded down, the
   delta left to the ideal mechanism; refused (naming ``delta``) when nothing is left;
-- ``sum_total_variation(sigma2, count)``: an upper bound on the total variation between the sum
-  of ``count`` iid discrete Gaussians N_Z(0, sigma2) and N_Z(0, count sigma2) (1.0 where the bound
-  does not apply, 0 for count = 1);
+- ``sum_total_variation(sigma2, n)``: an upper bound on the total variation between the sum
+  of ``n`` iid discrete Gaussians N_Z(0, sigma2) (n users' noises, summed: not a composition
+  count) and N_Z(0, n sigma2) (1.0 where the bound does not apply, 0 for n = 1; ``count=``:
+  former name, deprecated);
 - ``binomial_composition_epsilon(trials, p, sensitivity, compose, delta)``: the certified
   eps(delta) of the ``compose``-fold composition of Bin(trials, p) against its shift by
   ``sensitivity`` (the PLD route on the exact binomial pair).

@@ -280,7 +280,7 @@ def curve(ctx: click.Context, mechanism: str, alphas: tuple[float, ...], precisi
         raise _refusal(error, mechanism=mechanism, alpha=alphas, precision=precision, **options) from None
     from accounting.internal import rdp_provenance
 
-    routes = [rdp_provenance(mech, a) for a in alphas]
+    routes = [rdp_provenance(mech, a, precision) for a in alphas]
     closed: dict[str, list] = {}
     try:
         forms = mech.closed_forms()

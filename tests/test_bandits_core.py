@@ -265,15 +265,15 @@ def test_dist_cdp_variance_beyond_the_sampler_is_rounded_up_everywhere():
     for n in (2, 1024, 2**16):
         theorem = acc.theorem4_parameters(Fraction(2499, 10000), 10.0, n, 0.1)
         params = proto.parameters(n)
-        assert params.per_user_variance > theorem.noise and params.per_user_variance / theorem.noise - 1 < 1e-8
+        assert params.per_user_variance > theorem.per_user_variance and params.per_user_variance / theorem.per_user_variance - 1 < 1e-8
         discrete_gaussian_range(params.per_user_variance)  # accepted (raises otherwise)
         with pytest.raises(ValueError):
-            discrete_gaussian_range(theorem.noise)
+            discrete_gaussian_range(theorem.per_user_variance)
         assert params.tau > theorem.tau and params.m == n * params.g + 2 * params.tau + 1
         assert proto.mechanism(n).mechanism.sigma == sigma_at_most(params.per_user_variance)
         assert proto.assumption1(n, 0.1)[0] > math.sqrt(n / 2) / params.g + math.sqrt(2) / 0.2499
     exact = P.dist_cdp_protocol(Fraction(1, 2), 10.0, 0.1)
-    assert exact.parameters(1024).per_user_variance == acc.theorem4_parameters(Fraction(1, 2), 10.0, 1024, 0.1).noise
+    assert exact.parameters(1024).per_user_variance == acc.theorem4_parameters(Fraction(1, 2), 10.0, 1024, 0.1).per_user_variance
 
 
 @pytest.mark.slow

@@ -225,8 +225,8 @@ def test_binomial_rdp_is_infinite_and_delta_exact():
 def test_iclr_theorem2_printed_and_corrected():
     # the paper's parameters come from accounting._papers._paper_params (the single source)
     params = theorem2_parameters(1.0, 10, 100, 0.1)
-    assert params.g == 100 and params.noise == 10000
-    m = Skellam(params.noise, params.g, params.g)
+    assert params.g == 100 and params.total_variance == 10000
+    m = Skellam(params.total_variance, params.g, params.g)
     printed, corrected = theorem2_claimed_rdp(1.0, 10), theorem2_corrected_rdp(1.0, 10, 100)
     agarwal = m.closed_forms()["agarwal_2021_thm3.5"]
     for a in (2, 10, 100, 1000):

@@ -80,3 +80,30 @@ def test_the_decorator_forwards_only_the_renamed_keyword():
     assert f(1, 2, other=3) == (1, 2, 3)
     with pytest.warns(DeprecationWarning, match=r"f\(old=...\) is deprecated: the keyword is now new="):
         assert f(1, old=5) == (1, 5, 1)
+
+
+def test_rdp_sequence_takes_compose_and_the_former_counts():
+    """``RDP.sequence(curves, compose=[...])``: curve i composed compose[i]-fold; ``counts=`` warns
+    and gives the same curve; the count reaches the value (a different count, a different curve)."""
+    curves = [acc.Gaussian(sigma=2.0, sensitivity=1).rdp(), acc.PureDP(0.5).to_rdp()]
+    alphas = [2, 8]
+    new = acc.RDP.sequence(curves, compose=[3, 2]).evaluate(alphas)
+    assert new == acc.RDP.sequence(curves, [3, 2]).evaluate(alphas)
+    assert _warns_and_returns(lambda: acc.RDP.sequence(curves, counts=[3, 2])).evaluate(alphas) == new
+    assert acc.RDP.sequence(curves, compose=[3, 1]).evaluate(alphas) != new
+    with pytest.raises(ValueError, match=r"compose\[1\]"):
+        acc.RDP.sequence(curves, compose=[3, 0])
+    assert "compose" in inspect.signature(acc.RDP.sequence).parameters
+
+
+def test_total_variation_helpers_take_their_one_name_each():
+    """``times_total_variation(t, compose=)`` (a composition count, as everywhere) and
+    ``sum_total_variation(sigma2, n=)`` (n users' noises summed, as DiscreteGaussianSum's n: not a
+    composition count); the former ``count=`` of each warns and gives the same value."""
+    from accounting.internal import sum_total_variation, times_total_variation
+
+    assert times_total_variation(1e-9, compose=7) == times_total_variation(1e-9, 7) > times_total_variation(1e-9, 6)
+    assert _warns_and_returns(lambda: times_total_variation(1e-9, count=7)) == times_total_variation(1e-9, 7)
+    assert sum_total_variation(4, n=3) == sum_total_variation(4, 3) > 0
+    assert _warns_and_returns(lambda: sum_total_variation(4, count=3)) == sum_total_variation(4, 3)
+    assert sum_total_variation(4, n=1) == 0.0

@@ -180,9 +180,6 @@ _MODULE_STATE_ALLOWED = {
     ("accounting/_mechanisms/_skellam.py", "_LAST_CHUNK"): "memo of the last chunk read, keyed on (mu, chunk, bits)",
     ("accounting/_mechanisms/_skellam.py", "_PLANS"): "memo of summation plans, least recently used out",
     ("accounting/_mechanisms/_skellam.py", "_BALLS"): "memo of certified Renyi balls, least recently used out",
-    # NOT a memo: the curve's evaluation records which path it took and rdp_provenance reads it back
-    # (a hand-off of provenance, left for the mechanism's owner: the path should travel with the value)
-    ("accounting/_mechanisms/_skellam.py", "_PATHS"): "KNOWN hand-off (evaluation -> rdp_provenance), left: see the comment above",
     ("accounting/_privacy_loss/_pld_fft_power.py", "_TABLES"): "memo of Arb power tables keyed on the step",
     ("accounting/_privacy_loss/_pld_fft_power.py", "_LOGS"): "memo of a factor's losses and log masses, keyed on the (kept) factor",
     ("accounting/_privacy_loss/_pld_fft_power.py", "_TWIDDLE_CACHE"): "memo of FFT twiddles keyed on the length",
@@ -230,6 +227,26 @@ def test_no_module_level_hand_off_in_accounting():
     assert _module_state(hand_off) == {"_RELEASES"}
     assert _module_state("_KEPT: list = []\n\ndef keep(x):\n    _remember(_KEPT, x)\n") == {"_KEPT"}
     assert _module_state("LABELS = {'a': 1}\n\ndef label(x):\n    return LABELS.get(x)\n") == set()  # a constant table is not state
+
+
+def test_skellam_provenance_travels_with_the_value(monkeypatch):
+    """The Skellam curve's label is the path memoised with its value (keyed by mu, Delta, alpha and
+    precision), or the same evaluation made afresh: no hand-off from the last evaluation. After
+    the memo is emptied the label is still the path of that value (Agarwal's bound at 1e30, the
+    exact sum at 100), at the routes' precision and at another one; a stale record of the other
+    mechanism's path (the wrong variant a hand-off keyed without the variance would give) is not
+    what is read."""
+    from accounting._mechanisms import _skellam
+    from accounting.internal import rdp_provenance
+
+    assert not hasattr(_skellam, "_PATHS")
+    beyond, exact_sum = acc.Skellam(1e30), acc.Skellam(100)
+    beyond.rdp()(2.5)
+    monkeypatch.setattr(_skellam, "_BALLS", type(_skellam._BALLS)())
+    assert beyond.rdp_provenance(2.5) == _skellam.AGARWAL_BOUND
+    assert exact_sum.rdp_provenance(2.5) == _skellam.EXACT_SUM
+    assert exact_sum.rdp_provenance(2.5, precision=200) == _skellam.EXACT_SUM
+    assert rdp_provenance(beyond, 2.5, 200) == _skellam.AGARWAL_BOUND
 
 
 def test_the_plan_hands_the_releases_it_built_to_the_run(monkeypatch):

@@ -266,5 +266,7 @@ def test_slow_runs_calibration_is_the_baselines_and_certified():
     assert result["batch_epsilon"] == 0.05759
     assert cal["parameter"] == pytest.approx(17.36358038986036, rel=1e-12)
     assert cal["achieved_epsilon"] == 0.4996671962653701
-    assert cal["iterations"] == 24 and cal["failed_evaluations"] == 0
+    # 24 evaluations at d494c32; 14 since the second phase re-checks the first phase's largest
+    # uncertified parameter instead of restarting from the lower end (issue 31: the same answer)
+    assert cal["iterations"] == 14 and cal["failed_evaluations"] == 0
     assert _certified_over_returns(result, args) <= 0.5

@@ -111,7 +111,7 @@ def test_a_scale_the_sampler_cannot_take_is_rounded_up(value: Fraction) -> None:
 
 def test_a_variance_the_sampler_cannot_take_is_rounded_up() -> None:
     n, eps = 100, Fraction(2499, 10000)
-    value = theorem4_parameters(eps, 10.0, n, 0.1).noise  # g^2 / (n eps^2) at s = 10, eps = 0.2499
+    value = theorem4_parameters(eps, 10.0, n, 0.1).per_user_variance  # g^2 / (n eps^2) at s = 10, eps = 0.2499
     assert not _gaussian_takes(value)
     rounded = sampler_parameter_at_least("epsilon", eps, value, "discrete_gaussian")
     assert rounded >= value and _gaussian_takes(rounded)

@@ -609,18 +609,20 @@ class RDP:
         return RDP(_SumNode(((self._node, compose),)))
 
     @staticmethod
-    def sequence(curves: Sequence["RDP"], counts: Sequence[int] | None = None) -> "RDP":
-        """A heterogeneous sequential composition: sum_i counts[i] * curves[i]."""
+    @renamed_keywords(counts="compose")
+    def sequence(curves: Sequence["RDP"], compose: Sequence[int] | None = None) -> "RDP":
+        """A heterogeneous sequential composition: sum_i compose[i] * curves[i] (curve i composed
+        ``compose[i]``-fold; default once each). ``counts=``: former name, deprecated."""
         if len(curves) == 0:
             raise AccountingError("curves", curves, "a non-empty sequence of RDP curves")
-        counts = [1] * len(curves) if counts is None else list(counts)
+        counts = [1] * len(curves) if compose is None else list(compose)
         if len(counts) != len(curves):
-            raise AccountingError("counts", counts, f"a sequence of {len(curves)} positive integers")
+            raise AccountingError("compose", counts, f"a sequence of {len(curves)} positive integers")
         terms = []
         for index, (curve, count) in enumerate(zip(curves, counts)):
             if not isinstance(curve, RDP):
                 raise AccountingError(f"curves[{index}]", curve, "an RDP curve")
-            check_positive_int(f"counts[{index}]", count)
+            check_positive_int(f"compose[{index}]", count)
             terms.append((curve._node, int(count)))
         return RDP(_SumNode(tuple(terms)))
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from ._certified import exact, lower_float, upper_float, working_precision
 from ._guarantees import ApproxDP
+from ._renamed import renamed_keywords
 from ._mechanism_base import Mechanism
 from ._validation import AccountingError, check_nonnegative, check_positive_int
 
@@ -124,8 +125,9 @@ def total_variation_of(guarantee: Any) -> float:
     return guarantee.total_variation if isinstance(guarantee, WithinTotalVariation) else 0.0
 
 
-def times_total_variation(total_variation: float, count: int) -> float:
-    """count * t rounded up (t of ``count`` releases, composed)."""
-    check_positive_int("count", count)
+@renamed_keywords(count="compose")
+def times_total_variation(total_variation: float, compose: int) -> float:
+    """compose * t rounded up (the t of ``compose`` releases, composed; ``count=``: former name, deprecated)."""
+    check_positive_int("compose", compose)
     with working_precision(None):
-        return upper_float(exact(total_variation) * count)
+        return upper_float(exact(total_variation) * compose)

@@ -65,6 +65,7 @@ from fractions import Fraction
 from flint import arb, ctx
 
 from .._core._certified import exact, upper_float, working_precision
+from .._core._renamed import renamed_keywords
 from .._core._guarantees import RDP, ZCDP, ApproxDP
 from .._core._validation import AccountingError, check_integer, check_probability
 from ._approx import safe_approx
@@ -165,16 +166,18 @@ def _lambda_ball(sigma2: int | Fraction, dimension: int) -> arb:
     return (1 + eta) / (1 - eta)
 
 
+@renamed_keywords(count="n")
 @functools.lru_cache(maxsize=4096)
-def sum_total_variation(sigma2: int | Fraction, count: int) -> float:
-    """Upper bound on the total variation between the sum of ``count`` iid N_Z(0, sigma2) and
-    N_Z(0, count sigma2): lambda - 1 of step 3 (the pmf ratio lies in [1/lambda, lambda]); 1.0 where
-    the bound does not apply. Exactly 0 for count = 1."""
+def sum_total_variation(sigma2: int | Fraction, n: int) -> float:
+    """Upper bound on the total variation between the sum of ``n`` iid N_Z(0, sigma2) (n users'
+    noises, as :class:`accounting.DiscreteGaussianSum`'s ``n``: summed, not a composition count) and
+    N_Z(0, n sigma2): lambda - 1 of step 3 (the pmf ratio lies in [1/lambda, lambda]); 1.0 where
+    the bound does not apply. Exactly 0 for n = 1. ``count=``: former name, deprecated."""
     sigma2 = _rational("sigma2", sigma2)
-    check_integer("count", count, minimum=1)
+    check_integer("n", n, minimum=1)
     try:
         with working_precision(None):
-            eta = _eta_ball(sigma2, count)
+            eta = _eta_ball(sigma2, n)
             return min(1.0, upper_float(2 * eta / (1 - eta)))  # lambda - 1, computed without cancellation
     except AccountingError:
         return 1.0

@@ -765,22 +765,22 @@ EXACT_SUM = "exact Skellam sum"
 SPLIT_BOUND = "split bound (section 7: composition of exact pieces)"
 SPLIT_AGARWAL = "split bound with pieces by Agarwal et al. Thm 3.5"
 AGARWAL_BOUND = "Agarwal et al. 2021 Thm 3.5 at ceil(alpha) (the exact sum's window is too long)"
-#: the path of the last evaluation at (mu, Delta, float alpha): read by Skellam.rdp_provenance
-_PATHS: OrderedDict = OrderedDict()
 
 
 def skellam_rdp_ball(mu, delta: int, alpha: arb) -> arb:
     """Ball whose upper endpoint bounds D_alpha(Sk(0,mu) || Sk(Delta,mu)) (module docstring).
 
-    A deterministic function of (mu, Delta, alpha, working precision): memoised (section 8).
-    Which code path produced it (:data:`EXACT_SUM`, :data:`SPLIT_BOUND`, :data:`AGARWAL_BOUND`)
-    is recorded for :func:`skellam_rdp_path`.
+    A deterministic function of (mu, Delta, alpha, working precision): memoised (section 8)
+    together with the code path that produced it (:data:`EXACT_SUM`, :data:`SPLIT_BOUND`,
+    :data:`SPLIT_AGARWAL`, :data:`AGARWAL_BOUND`), which :func:`skellam_rdp_path` returns.
     """
     return _ball_and_path(mu, delta, alpha)[0]
 
 
 def skellam_rdp_path(mu, delta: int, alpha: arb) -> str:
-    """The code path of :func:`skellam_rdp_ball` at the same arguments (evaluating it if needed)."""
+    """The code path of :func:`skellam_rdp_ball` at the same arguments and working precision: the
+    path stored with the memoised ball, or the ball evaluated afresh (the path is as deterministic
+    a function of the arguments as the ball, so both answers are the same)."""
     return _ball_and_path(mu, delta, alpha)[1]
 
 
@@ -792,12 +792,10 @@ def _ball_and_path(mu, delta: int, alpha: arb) -> tuple[arb, str]:
         hit = _BALLS.get(key)
         if hit is not None:
             _touch(_BALLS, key)
-            _remember(_PATHS, (Fraction(mu), delta, float(alpha.mid())), hit[1], _BALLS_KEPT)
             return hit
     result = _ball(mu, delta, alpha)
     if key is not None:
         _remember(_BALLS, key, result, _BALLS_KEPT)
-    _remember(_PATHS, (Fraction(mu), delta, float(alpha.mid())), result[1], _BALLS_KEPT)
     return result
 
 
@@ -1050,19 +1048,17 @@ class Skellam(Mechanism):
             approx=safe_approx(lambda alphas: skellam_rdp_approx(mu, d, alphas), fallback),
         )
 
-    def rdp_provenance(self, alpha) -> str:
-        """What :meth:`rdp`'s value at ``alpha`` is, by the code path that produced it (the path
-        of the evaluation the routes made; evaluated afresh if none was made)."""
+    def rdp_provenance(self, alpha, precision: int | None = None) -> str:
+        """What :meth:`rdp`'s value at ``alpha`` evaluated at ``precision`` bits is (default: the
+        routes' precision), by the code path that produced it: the path memoised with that value
+        (the memo is keyed by mu, Delta, the ball alpha and the precision), or, if it is no longer
+        kept, the path of the same evaluation made afresh (deterministic: the same path)."""
         if not self.is_one_dimensional:
             return "Agarwal et al. 2021 Thm 3.5 (no exact curve for l2 < l1 sensitivity)"
         from .._core._certified import working_precision
 
-        key = (Fraction(self.variance), int(self.l1_sensitivity), float(alpha))
-        path = _PATHS.get(key)
-        if path is None:
-            with working_precision(None):
-                path = skellam_rdp_path(self.variance, self.l1_sensitivity, exact(alpha))
-        return path
+        with working_precision(precision):
+            return skellam_rdp_path(self.variance, self.l1_sensitivity, exact(alpha))
 
     def closed_forms(self) -> dict:
         mu, d1, d2 = self.variance, self.l1_sensitivity, self.l2_sensitivity

@@ -18,6 +18,7 @@ one exactly at the boundaries (e.g. s eps sqrt(n) an integer).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -40,9 +41,24 @@ __all__ = [
 ]
 
 
+#: the noise field each theorem sets (the others are None)
+_NOISE_FIELD = {"theorem-1": "laplace_scale", "theorem-2": "total_variance", "theorem-4": "per_user_variance"}
+
+
 @dataclass(frozen=True)
 class DistributedParameters:
-    """Parameters of one batch of the distributed protocol P = (R, S, A)."""
+    """Parameters of one batch of the distributed protocol P = (R, S, A).
+
+    ``scale`` is the paper's scale s (1 for Theorem 1). The noise the theorem prescribes is one of
+    three quantities, each an exact positive rational under its own name; the theorem's is set,
+    the other two are None:
+
+    - ``laplace_scale``: the scale g/eps of the summed discrete-Laplace noise (Theorem 1);
+    - ``total_variance``: the variance mu = g^2/eps^2 of the summed Skellam noise (Theorem 2);
+    - ``per_user_variance``: the variance g^2/(n eps^2) of each user's discrete Gaussian (Theorem 4).
+
+    ``noise`` (deprecated) is whichever of the three is set.
+    """
 
     theorem: str
     n: int
@@ -52,9 +68,33 @@ class DistributedParameters:
     g: int
     tau: int
     m: int
-    #: the summed noise's parameter: discrete-Laplace scale (Thm 1), Skellam variance mu (Thm 2),
-    #: per-user discrete-Gaussian variance (Thm 4), as an exact rational
-    noise: Fraction
+    laplace_scale: Fraction | None = None
+    total_variance: Fraction | None = None
+    per_user_variance: Fraction | None = None
+
+    def _noises(self) -> dict[str, Fraction | None]:
+        return {"laplace_scale": self.laplace_scale, "total_variance": self.total_variance, "per_user_variance": self.per_user_variance}
+
+    def __post_init__(self) -> None:
+        if self.theorem not in _NOISE_FIELD:
+            raise AccountingError("theorem", self.theorem, f"one of {tuple(_NOISE_FIELD)}")
+        name = _NOISE_FIELD[self.theorem]
+        for other, value in self._noises().items():
+            if other == name and (not isinstance(value, Fraction) or value <= 0):
+                raise AccountingError(name, value, f"an exact rational (Fraction) > 0: the noise of {self.theorem}")
+            if other != name and value is not None:
+                raise AccountingError(other, value, f"None: {self.theorem} sets {name}")
+
+    @property
+    def noise(self) -> Fraction:
+        """Deprecated: whichever of ``laplace_scale``, ``total_variance``, ``per_user_variance`` is set."""
+        warnings.warn(
+            "DistributedParameters.noise is deprecated: use .laplace_scale (Theorem 1), .total_variance (Theorem 2) "
+            "or .per_user_variance (Theorem 4)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._noises()[_NOISE_FIELD[self.theorem]]  # type: ignore[return-value]
 
     @property
     def sensitivity(self) -> int:
@@ -110,7 +150,8 @@ def theorem1_parameters(epsilon: float, n: int, p: float) -> DistributedParamete
     _check(epsilon, n, p, 1.0)
     g = _g(epsilon, n, 1.0)
     tau = _ceil_ball(lambda: arb(g) / exact(epsilon) * (2 / exact(p)).log())
-    return DistributedParameters("theorem-1", n, epsilon, 1.0, p, g, tau, n * g + 2 * tau + 1, Fraction(g) / Fraction(epsilon))
+    return DistributedParameters("theorem-1", n, epsilon, 1.0, p, g, tau, n * g + 2 * tau + 1,
+                                 laplace_scale=Fraction(g) / Fraction(epsilon))
 
 
 def theorem2_parameters(epsilon: float, s: float, n: int, p: float) -> DistributedParameters:
@@ -124,7 +165,7 @@ def theorem2_parameters(epsilon: float, s: float, n: int, p: float) -> Distribut
 
     tau = _ceil_ball(tau_ball)
     mu = Fraction(g) ** 2 / Fraction(epsilon) ** 2
-    return DistributedParameters("theorem-2", n, epsilon, s, p, g, tau, n * g + 2 * tau + 1, mu)
+    return DistributedParameters("theorem-2", n, epsilon, s, p, g, tau, n * g + 2 * tau + 1, total_variance=mu)
 
 
 def theorem4_parameters(epsilon: float, s: float, n: int, p: float) -> DistributedParameters:
@@ -133,7 +174,7 @@ def theorem4_parameters(epsilon: float, s: float, n: int, p: float) -> Distribut
     g = _g(epsilon, n, s)
     tau = _ceil_ball(lambda: arb(g) / exact(epsilon) * (2 * (2 / exact(p)).log()).sqrt())
     per_user = Fraction(g) ** 2 / (n * Fraction(epsilon) ** 2)
-    return DistributedParameters("theorem-4", n, epsilon, s, p, g, tau, n * g + 2 * tau + 1, per_user)
+    return DistributedParameters("theorem-4", n, epsilon, s, p, g, tau, n * g + 2 * tau + 1, per_user_variance=per_user)
 
 
 def theorem2_claimed_rdp(epsilon: float, s: float) -> "RDP":

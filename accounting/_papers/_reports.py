@@ -72,7 +72,7 @@ def dist_rdp_se_returning(
 
     check_probability("delta", delta)
     params = theorem2_parameters(epsilon, s, n, p=0.1)  # p does not affect privacy
-    mechanism = Skellam(variance=float(params.noise), l1_sensitivity=params.g, l2_sensitivity=params.g)
+    mechanism = Skellam(variance=float(params.total_variance), l1_sensitivity=params.g, l2_sensitivity=params.g)
     paper = theorem2_claimed_rdp(epsilon, s)
     rows = []
     for b in returns:
@@ -96,7 +96,7 @@ def dist_rdp_se_returning(
             {
                 "returns": b,
                 "g": params.g,
-                "variance": float(params.noise),
+                "variance": float(params.total_variance),
                 "paper_closed_form": rdp_to_epsilon(paper.times(b), delta).epsilon,
                 # epsilon_routes converted every closed form already; read Agarwal's from there
                 "agarwal_bound": next(r.epsilon for r in exact.alternatives if r.route.startswith("closed-form:agarwal")),

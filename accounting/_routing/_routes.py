@@ -224,16 +224,23 @@ class _RdpRoute:
         return Result(r.epsilon, delta, self.name, r.alpha, f"RDP curves summed ({'; '.join(labels)}), CKS conversion")
 
 
-def rdp_provenance(subject: Any, alpha: float | None) -> str:
+def rdp_provenance(subject: Any, alpha: float | None, precision: int | None = None) -> str:
     """What the RDP value of ``subject`` at ``alpha`` is, by the code path that produced it (issue
     23, item 4: a label never says "exact" of a bound): a mechanism may report it per order
     (``rdp_provenance(alpha)``: the Skellam curve falls back to Agarwal et al.'s bound where its
-    exact sum's window is too long), else its ``rdp_is_exact`` says whether the whole curve is."""
+    exact sum's window is too long), else its ``rdp_is_exact`` says whether the whole curve is.
+    ``precision``: the bits the value was evaluated at, when not the routes' default (passed on
+    as ``rdp_provenance(alpha, precision=...)``)."""
     if isinstance(subject, (PureDP, ZCDP)):
         return "exact curve of the guarantee"
     if isinstance(subject, RDP):
         return "the given RDP curve"
-    provenance = subject.rdp_provenance(alpha) if alpha is not None else None
+    if alpha is None:
+        provenance = None
+    elif precision is None:
+        provenance = subject.rdp_provenance(alpha)
+    else:
+        provenance = subject.rdp_provenance(alpha, precision=precision)
     if provenance is not None:
         return provenance
     if subject.rdp_is_exact:

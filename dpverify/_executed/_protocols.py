@@ -352,11 +352,11 @@ class _DiscreteLaplaceBatch(_BatchNoiseRule):
 
     def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
         d = acc.theorem1_parameters(protocol.epsilon, n, p_tau)
-        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.noise, NoiseKind.DISCRETE_LAPLACE)
-        if noise == d.noise:
-            return BatchParameters(n, d.g, d.tau, d.m, scale=d.noise)
+        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.laplace_scale, NoiseKind.DISCRETE_LAPLACE)
+        if noise == d.laplace_scale:
+            return BatchParameters(n, d.g, d.tau, d.m, scale=d.laplace_scale)
         # tau bounds b log(2/p), linear in b: tau + ceil(tau (b'/b - 1)) covers the rounded-up b'
-        tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
+        tau = d.tau + math.ceil(d.tau * (noise / d.laplace_scale - 1))
         return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, scale=noise)
 
     def mechanism(self, params: BatchParameters, n: int) -> Any:
@@ -382,7 +382,7 @@ class _SkellamBatch(_BatchNoiseRule):
 
     def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
         d = acc.theorem2_parameters(protocol.epsilon, protocol.s, n, p_tau)
-        return BatchParameters(n, d.g, d.tau, d.m, total_variance=d.noise)
+        return BatchParameters(n, d.g, d.tau, d.m, total_variance=d.total_variance)
 
     def mechanism(self, params: BatchParameters, n: int) -> Any:
         return acc.Skellam(variance=params.total_variance, l1_sensitivity=params.g, l2_sensitivity=params.g)
@@ -412,12 +412,12 @@ class _DiscreteGaussianSumBatch(_BatchNoiseRule):
         d = acc.theorem4_parameters(protocol.epsilon, protocol.s, n, p_tau)
         # rounded up if the exact sampler needs it: the protocol then samples, accounts
         # (guarantee) and bounds (assumption1, tau) with the rounded value, so the three agree
-        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.noise, NoiseKind.DISCRETE_GAUSSIAN)
-        if noise == d.noise:
-            return BatchParameters(n, d.g, d.tau, d.m, per_user_variance=d.noise)
+        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.per_user_variance, NoiseKind.DISCRETE_GAUSSIAN)
+        if noise == d.per_user_variance:
+            return BatchParameters(n, d.g, d.tau, d.m, per_user_variance=d.per_user_variance)
         # tau bounds (g/eps) sqrt(2 log(2/p)) = sqrt(2 n v log(2/p)); with v' = v (1 + r) the
         # bound grows by sqrt(1 + r) <= 1 + r, so tau + ceil(tau r) covers it
-        tau = d.tau + math.ceil(d.tau * (noise / d.noise - 1))
+        tau = d.tau + math.ceil(d.tau * (noise / d.per_user_variance - 1))
         return BatchParameters(n, d.g, tau, n * d.g + 2 * tau + 1, per_user_variance=noise)
 
     def mechanism(self, params: BatchParameters, n: int) -> Any:
@@ -449,7 +449,7 @@ class _DiscreteLaplaceSumBatch(_DiscreteLaplaceBatch):
 
     def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
         d = acc.theorem1_parameters(protocol.epsilon, n, p_tau)
-        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.noise, NoiseKind.DISCRETE_LAPLACE)
+        noise = _samplers.sampler_parameter_at_least("epsilon", protocol.epsilon, d.laplace_scale, NoiseKind.DISCRETE_LAPLACE)
         b = float(noise)
         q = math.exp(-1.0 / b)
         v_b = 2 * q / (1 - q) ** 2
