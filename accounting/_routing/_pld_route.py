@@ -51,15 +51,17 @@ from .._core._mechanism_base import Mechanism
 from .._core._pairs import IntegerPair
 from .._core._planner import Cost, NotApplicable, Plan, Query
 from .._privacy_loss._pld import DEFAULT_TAIL_MASS, EXACT_TOLERANCE, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
-from .._privacy_loss._pld_continuous import AUTO_POINTS, continuous_loss_pair
+from .._privacy_loss._pld_continuous import AUTO_POINTS, POINT_COST, continuous_loss_pair, point_cost
 from .._privacy_loss._pld_fft_power import MAX_WINDOW
 from .._core._result import Result
 
 __all__ = ["PldRoute", "pld_for_parts"]
 
 #: seconds per grid point and direction of a connect-the-dots build, point by point (Arb
-#: hockey-stick values; ~2.0 s for the 110,000 points of the subsampled Gaussian at h = 1e-4)
-COST_CONTINUOUS_POINT = 2.0e-5
+#: hockey-stick values; ~2.0 s for the 110,000 points of the subsampled Gaussian at h = 1e-4):
+#: the default for a pair that states no ``point_cost()`` (a Gaussian mixture costs 13-70 us a
+#: point by its number of shifts: :meth:`accounting._privacy_loss._pld_continuous.MonotoneLossPair.point_cost`)
+COST_CONTINUOUS_POINT = POINT_COST
 #: ... blockwise from Taylor series (pairs that give them): per block of radius 0.1 (two Arb
 #: series of 40 terms, ~0.2 ms each, and their matrix and float conversions), plus the float
 #: evaluation per point, both for one direction; every further direction of an asymmetric pair
@@ -117,6 +119,7 @@ class _Release:
     setup: float = 0.0  # seconds before the first log-mass (a table the pair computes once)
     output_cost: float = COST_INTEGER_OUTPUT  # seconds per output of its window
     series: bool = False  # a continuous pair whose masses come blockwise from Taylor series
+    point_cost: float = COST_CONTINUOUS_POINT  # seconds per point of a point-by-point build (the pair's hint)
     spread: float | None = None  # float estimate of the loss's standard deviation (continuous pairs)
     pld: PrivacyLossDistribution | None = None  # built while planning (at grid_for(count)), handed to the run
 
@@ -139,7 +142,7 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
             r_lo, r_hi = pair.reversed().loss_window(DEFAULT_TAIL_MASS)
             width = max(width, r_hi - r_lo)
             directions = 2
-        return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series())
+        return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series(), point_cost=point_cost(pair))
     pair = _resolve_pair(subject)
     counted = pair.loss_atom_count()
     atoms = int(counted) if counted is not None else _window_outputs(pair, DEFAULT_TAIL_MASS)
@@ -288,7 +291,8 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
             if r.series and n >= 32:  # (fewer points are taken one by one)
                 build += COST_SERIES_BLOCK * min(r.width / 0.2 + 20, n / 8) + (COST_SERIES_POINT + COST_MIRROR_POINT * (r.directions - 1)) * n
             else:
-                build += COST_CONTINUOUS_POINT * n * r.directions
+                # (the second direction of an asymmetric pair is the first's mirror image)
+                build += (r.point_cost + COST_MIRROR_POINT * (r.directions - 1)) * n
             points_single = max(points_single, n)
         elif r.kind == "atoms":
             build += COST_ATOM * r.atoms
