@@ -24,7 +24,9 @@ Cost model (seconds on one core of the reference machine; the constants below we
 the project's 2-core machine, as stated beside each; ``benchmarks/bench_planner.py`` prints the
 estimates next to the measured times): building costs a constant per output
 of an integer pair's window, per atom of a closed form, per block of Taylor series and per grid
-point (or per grid point and direction, point by point) of a connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
+point (or per grid point, point by point, at the pair's own ``point_cost()`` when it states one:
+a Gaussian mixture by its shifts, a disjoint union by its parts; the second direction of an
+asymmetric pair is the first's mirror image, one product per point) of a connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
 whose width is estimated, before anything is built, from the releases' RDP curves by the Chernoff
 bound the FFT pass itself uses to place its window: the composed loss exceeds
 min_alpha (sum_i n_i (alpha - 1) D_alpha(M_i) + log(1/tail)) / (alpha - 1) with probability below
