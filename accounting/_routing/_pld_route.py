@@ -275,6 +275,14 @@ class _Setting:
         return f"{grid}{tail}; composed window ~{self.points:,} points"
 
 
+def _own_grid(release: _Release, h: float) -> float:
+    """The grid 2^j h a continuous release is built on at h (``AUTO_POINTS``, as
+    :func:`~accounting._privacy_loss._pld_continuous.default_discretisation` places it)."""
+    while release.width / h > AUTO_POINTS:
+        h *= 2
+    return h
+
+
 def _estimate(releases: list[_Release], h: float, tail: float, width: float | None, lattice: bool) -> _Setting:
     """The cost of composing ``releases`` on the exact lattice of the (single) release, or on h."""
     build = 0.0
@@ -283,9 +291,7 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
     total_count = sum(r.count for r in releases)
     for r in releases:
         if r.kind == "continuous":
-            h_r = h
-            while r.width / h_r > AUTO_POINTS:
-                h_r *= 2
+            h_r = _own_grid(r, h)
             n = int(r.width / h_r) + 1
             if not lattice and h_r != h and r.count > 1:
                 final = r.count * (int(r.width / h) + 1)
@@ -366,6 +372,14 @@ class PldRoute:
         total = sum(r.count for r in releases)
         width = _composed_width(releases)
         h = grid_for(total)
+        # a continuous release whose window holds more than AUTO_POINTS points at h is built on
+        # 2^j h (:func:`_own_grid`); composed on h its atoms stay on 2^j h, so a grid finer than
+        # every release's own adds no information, only points (cost, and the rounding of the
+        # composition and of the regridded powering: PoissonSampled(Gaussian(0.3), 0.01) x 16 at
+        # h = 1e-4 gave eps 16.44206 in 2.3 CPU s and 0.66 GB, on its own 2e-4 16.44167 in 0.9 s)
+        own = [_own_grid(r, h) for r in releases if r.kind == "continuous"]
+        if own and len(own) == len(releases):
+            h = max(h, min(own))
         options = []
         if len(releases) == 1 and releases[0].lattice is not None:
             options.append(_estimate(releases, h, DEFAULT_TAIL_MASS, width, True))
