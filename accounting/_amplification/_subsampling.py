@@ -472,6 +472,10 @@ class PoissonSubsampledLoss(MonotoneLossPair):
     def has_series(self) -> bool:
         return self.base.symmetric and self.base.has_series()
 
+    def point_cost(self) -> float | None:
+        """The base's per-point cost (the mixture identities add a few Arb operations per point)."""
+        return self.base.point_cost()
+
     def hockey_stick_reverse_series(self, t):
         return self._series(t, reverse=True)
 

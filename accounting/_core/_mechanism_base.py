@@ -90,8 +90,10 @@ class Mechanism:
     The pairs carry hooks of their own (:class:`accounting.IntegerPair`:
     ``loss_atoms`` / ``loss_atom_count`` / ``setup_cost`` / ``output_cost``;
     :class:`accounting.MonotoneLossPair`: ``has_series`` / ``hockey_stick_series`` /
-    ``survival_q_series``, which a Poisson-subsampled pair composes with its own transform),
-    declared there with the same convention.
+    ``survival_q_series``, which a Poisson-subsampled pair composes with its own transform, and
+    ``point_cost``, seconds per grid point of a point-by-point build, which a mixture states by
+    its number of components and a disjoint union as the sum of its parts'), declared there with
+    the same convention.
     """
 
     family: str = "mechanism"

@@ -68,7 +68,7 @@ from flint import arb, ctx
 from .._core._certified import exact, upper_float, working_precision
 from .._core._guarantees import RDP
 from .._core._mechanism_base import Mechanism
-from .._privacy_loss._pld_continuous import MonotoneLossPair
+from .._privacy_loss._pld_continuous import MonotoneLossPair, point_cost
 from .._core._validation import AccountingError
 
 __all__ = ["MixedLossPair", "SampledWithReplacementGaussian", "TruncatedPoissonGaussian"]
@@ -208,6 +208,13 @@ class MixedLossPair(MonotoneLossPair):
         if not self.has_series():
             return None
         return self._series_sum([p.survival_q_series(t) for p in self.parts], False)
+
+    def point_cost(self) -> float:
+        """Seconds per grid point of a point-by-point build (the planner's cost hint): every
+        part is evaluated at every point, so the parts' costs add up (measured, issue 30: the
+        REPLACE_ONE truncated-Poisson Gaussian, two 4-shift mixtures, 70 us per point against 34
+        for one of them)."""
+        return sum(point_cost(p) for p in self.parts)
 
     def describe(self) -> str:
         return self.label or f"disjoint union of {len(self.parts)} pairs"

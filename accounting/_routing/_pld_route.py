@@ -24,7 +24,9 @@ Cost model (seconds on one core of the reference machine; the constants below we
 the project's 2-core machine, as stated beside each; ``benchmarks/bench_planner.py`` prints the
 estimates next to the measured times): building costs a constant per output
 of an integer pair's window, per atom of a closed form, per block of Taylor series and per grid
-point (or per grid point and direction, point by point) of a connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
+point (or per grid point, point by point, at the pair's own ``point_cost()`` when it states one:
+a Gaussian mixture by its shifts, a disjoint union by its parts; the second direction of an
+asymmetric pair is the first's mirror image, one product per point) of a connect-the-dots pair; composing costs a constant per point x log2(points) of the composed window,
 whose width is estimated, before anything is built, from the releases' RDP curves by the Chernoff
 bound the FFT pass itself uses to place its window: the composed loss exceeds
 min_alpha (sum_i n_i (alpha - 1) D_alpha(M_i) + log(1/tail)) / (alpha - 1) with probability below
@@ -51,15 +53,17 @@ from .._core._mechanism_base import Mechanism
 from .._core._pairs import IntegerPair
 from .._core._planner import Cost, NotApplicable, Plan, Query
 from .._privacy_loss._pld import DEFAULT_TAIL_MASS, EXACT_TOLERANCE, MAX_SPREAD_STEP, PrivacyLossDistribution, _resolve_pair, grid_for, release_kind, release_pld
-from .._privacy_loss._pld_continuous import AUTO_POINTS, continuous_loss_pair
+from .._privacy_loss._pld_continuous import AUTO_POINTS, POINT_COST, continuous_loss_pair, point_cost
 from .._privacy_loss._pld_fft_power import MAX_WINDOW
 from .._core._result import Result
 
 __all__ = ["PldRoute", "pld_for_parts"]
 
 #: seconds per grid point and direction of a connect-the-dots build, point by point (Arb
-#: hockey-stick values; ~2.0 s for the 110,000 points of the subsampled Gaussian at h = 1e-4)
-COST_CONTINUOUS_POINT = 2.0e-5
+#: hockey-stick values; ~2.0 s for the 110,000 points of the subsampled Gaussian at h = 1e-4):
+#: the default for a pair that states no ``point_cost()`` (a Gaussian mixture costs 13-70 us a
+#: point by its number of shifts: :meth:`accounting._privacy_loss._pld_continuous.MonotoneLossPair.point_cost`)
+COST_CONTINUOUS_POINT = POINT_COST
 #: ... blockwise from Taylor series (pairs that give them): per block of radius 0.1 (two Arb
 #: series of 40 terms, ~0.2 ms each, and their matrix and float conversions), plus the float
 #: evaluation per point, both for one direction; every further direction of an asymmetric pair
@@ -117,6 +121,7 @@ class _Release:
     setup: float = 0.0  # seconds before the first log-mass (a table the pair computes once)
     output_cost: float = COST_INTEGER_OUTPUT  # seconds per output of its window
     series: bool = False  # a continuous pair whose masses come blockwise from Taylor series
+    point_cost: float = COST_CONTINUOUS_POINT  # seconds per point of a point-by-point build (the pair's hint)
     spread: float | None = None  # float estimate of the loss's standard deviation (continuous pairs)
     pld: PrivacyLossDistribution | None = None  # built while planning (at grid_for(count)), handed to the run
 
@@ -139,7 +144,7 @@ def _release(subject: Any, count: int, build_budget: float) -> _Release | None:
             r_lo, r_hi = pair.reversed().loss_window(DEFAULT_TAIL_MASS)
             width = max(width, r_hi - r_lo)
             directions = 2
-        return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series())
+        return _Release(subject, count, "continuous", width, directions, 0, series=pair.has_series(), point_cost=point_cost(pair))
     pair = _resolve_pair(subject)
     counted = pair.loss_atom_count()
     atoms = int(counted) if counted is not None else _window_outputs(pair, DEFAULT_TAIL_MASS)
@@ -270,6 +275,14 @@ class _Setting:
         return f"{grid}{tail}; composed window ~{self.points:,} points"
 
 
+def _own_grid(release: _Release, h: float) -> float:
+    """The grid 2^j h a continuous release is built on at h (``AUTO_POINTS``, as
+    :func:`~accounting._privacy_loss._pld_continuous.default_discretisation` places it)."""
+    while release.width / h > AUTO_POINTS:
+        h *= 2
+    return h
+
+
 def _estimate(releases: list[_Release], h: float, tail: float, width: float | None, lattice: bool) -> _Setting:
     """The cost of composing ``releases`` on the exact lattice of the (single) release, or on h."""
     build = 0.0
@@ -278,9 +291,7 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
     total_count = sum(r.count for r in releases)
     for r in releases:
         if r.kind == "continuous":
-            h_r = h
-            while r.width / h_r > AUTO_POINTS:
-                h_r *= 2
+            h_r = _own_grid(r, h)
             n = int(r.width / h_r) + 1
             if not lattice and h_r != h and r.count > 1:
                 final = r.count * (int(r.width / h) + 1)
@@ -288,7 +299,8 @@ def _estimate(releases: list[_Release], h: float, tail: float, width: float | No
             if r.series and n >= 32:  # (fewer points are taken one by one)
                 build += COST_SERIES_BLOCK * min(r.width / 0.2 + 20, n / 8) + (COST_SERIES_POINT + COST_MIRROR_POINT * (r.directions - 1)) * n
             else:
-                build += COST_CONTINUOUS_POINT * n * r.directions
+                # (the second direction of an asymmetric pair is the first's mirror image)
+                build += (r.point_cost + COST_MIRROR_POINT * (r.directions - 1)) * n
             points_single = max(points_single, n)
         elif r.kind == "atoms":
             build += COST_ATOM * r.atoms
@@ -360,6 +372,14 @@ class PldRoute:
         total = sum(r.count for r in releases)
         width = _composed_width(releases)
         h = grid_for(total)
+        # a continuous release whose window holds more than AUTO_POINTS points at h is built on
+        # 2^j h (:func:`_own_grid`); composed on h its atoms stay on 2^j h, so a grid finer than
+        # every release's own adds no information, only points (cost, and the rounding of the
+        # composition and of the regridded powering: PoissonSampled(Gaussian(0.3), 0.01) x 16 at
+        # h = 1e-4 gave eps 16.44206 in 2.3 CPU s and 0.66 GB, on its own 2e-4 16.44167 in 0.9 s)
+        own = [_own_grid(r, h) for r in releases if r.kind == "continuous"]
+        if own and len(own) == len(releases):
+            h = max(h, min(own))
         options = []
         if len(releases) == 1 and releases[0].lattice is not None:
             options.append(_estimate(releases, h, DEFAULT_TAIL_MASS, width, True))
