@@ -328,8 +328,11 @@ def test_delta_is_validated_once_at_the_boundary(monkeypatch):
     from accounting._core._validation import Probability
 
     calls = []
-    for info in pkgutil.walk_packages(accounting.__path__, "accounting."):
-        module = importlib.import_module(info.name)
+    # import every module before patching any: a module first imported while another is patched
+    # would bind the wrapper as its own name, and the teardown would restore the wrapper (a leak
+    # that later tests, e.g. the interface's re-export check, saw)
+    modules = [importlib.import_module(info.name) for info in pkgutil.walk_packages(accounting.__path__, "accounting.")]
+    for module in modules:
         original = getattr(module, "check_probability", None)
         if original is None:
             continue
