@@ -123,3 +123,24 @@ def test_audit_page_table_cells_wrap_instead_of_overflowing(tmp_path):
     page = audit_report(_payload(tmp_path))
     style = page.split("<style>")[1].split("</style>")[0]
     assert "td{overflow-wrap:anywhere}" in style and "td.num{overflow-wrap:normal}" in style
+
+
+def test_server_one_run_claim_draws_the_profile_its_f_dp_test_used():
+    """Deterministic. A server-view one-run result carries the certified (eps, delta(eps)) profile its
+    f-DP test used: the page's curve is that profile's (at FPR 0.01 below the single (eps, delta) pair's
+    curve, which the page drew before: the wrong variant, far looser for an (5.2, 1e-6) claim)."""
+    from accounting import TradeOffCurve
+
+    from dpverify._cli._html_report import _wrap_name
+
+    eps, deltas = (0.0, 1.0, 2.0, 5.2), (0.38, 0.07, 0.004, 1e-6)
+    result = AuditResult(5.2, 1.9, 2.9, 0.95, "holds", 1, 0.0, "e", "m", estimator="one-run",
+                         details={"canaries": 10, "guesses": 5, "correct": 4, "delta": 1e-6,
+                                  "fdp_epsilons": list(eps), "fdp_deltas": list(deltas)})
+    curve = claim_curve(None, result)
+    assert curve == {"epsilons": list(eps), "deltas": list(deltas)}
+    profile_tpr = float(TradeOffCurve(eps, deltas).tpr(0.01))
+    assert profile_tpr < float(curve_tpr(5.2, 1e-6, 0.01))  # the single pair's curve is the looser one
+    assert profile_tpr == pytest.approx(min(1.0, min(math.exp(e) * 0.01 + d for e, d in zip(eps, deltas))), rel=1e-9)
+    assert _wrap_name("planted/one_run_server_dist_dp_se_wrong_scale").replace("\n", "") == "planted/one_run_server_dist_dp_se_wrong_scale"
+    assert max(len(line) for line in _wrap_name("planted/one_run_server_dist_dp_se_wrong_scale").splitlines()) <= 30

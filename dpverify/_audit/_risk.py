@@ -69,9 +69,14 @@ def attack_risk(result: Any, fpr: float = DEFAULT_FPR) -> dict[str, Any] | None:
 
 
 def claim_curve(claim_text: str | None, result: Any) -> dict[str, float] | None:
-    """The (eps, delta) of a pure or approximate claim, whose trade-off curve the page draws (None otherwise)."""
+    """The (eps, delta) of a pure or approximate claim, the claimed RDP values of a Renyi claim, or the certified
+    (eps, delta(eps)) profile a server-view one-run claim was tested against: the trade-off curve the page draws
+    (None otherwise)."""
     if result is None:
         return None
+    d = result.details or {}
+    if result.estimator == "one-run" and "fdp_epsilons" in d:  # a server-view claim: the certified profile its f-DP test used
+        return {"epsilons": [float(e) for e in d["fdp_epsilons"]], "deltas": [float(x) for x in d["fdp_deltas"]]}
     if result.estimator == "epsilon" or result.estimator == "one-run":  # a server-view one-run claim records its delta
         return {"epsilon": float(result.claimed), "delta": float((result.details or {}).get("delta", 0.0)) if result.estimator == "one-run" else 0.0}
     if result.estimator == "delta" and "epsilon" in (result.details or {}):

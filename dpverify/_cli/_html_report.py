@@ -15,6 +15,7 @@ import datetime as _dt
 import html
 import io
 import math
+import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -206,6 +207,16 @@ def _short(value: Any) -> str:
     return f"{value:.3g}" if _is_number(value) and math.isfinite(value) else _text(value)
 
 
+def _wrap_name(name: str, width: int = 30) -> str:
+    """A claim's name on at most three lines of ``width``, broken after '/' or '_' (names have no spaces)."""
+    lines = [""]
+    for piece in re.findall(r"[^/_]+[/_]?|[/_]", name):
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines[:3]) + ("..." if len(lines) > 3 else "")
+
+
 def _tradeoff_figure(results: Sequence[dict]) -> str:
     """Small multiples: each claim's certified trade-off curve (ROC form) and its audited (FPR, TPR) point."""
     plt = pyplot()
@@ -228,6 +239,10 @@ def _tradeoff_figure(results: Sequence[dict]) -> str:
         curve, risk = r["tradeoff_claim"], r.get("risk") or {}
         if "rdp_epsilons" in curve:
             tpr = rdp_curve_tpr(curve["orders"], [_number(e) for e in curve["rdp_epsilons"]], x)
+        elif "deltas" in curve:  # a certified profile (a server-view one-run claim's f-DP curve)
+            from accounting import TradeOffCurve
+
+            tpr = TradeOffCurve(tuple(curve["epsilons"]), tuple(curve["deltas"])).tpr(x)
         else:
             tpr = curve_tpr(_number(curve["epsilon"]), _number(curve["delta"]), x)
         ax.plot(x, tpr, color="#1f5fa8", linewidth=1.2)
@@ -237,10 +252,10 @@ def _tradeoff_figure(results: Sequence[dict]) -> str:
             ax.plot([risk["fpr_upper"]], [risk["tpr_lower"]], "o", color="#c0392b" if bad else "#2e7d4f", markersize=4)
         elif risk.get("accuracy_lower") is not None:  # one-run: the guesses' accuracy, drawn as the symmetric point
             acc = risk["accuracy_lower"]
-            ax.plot([1 - acc], [acc], "D", color="#c0392b" if bad else "#2e7d4f", markersize=3)
+            ax.plot([1 - acc], [acc], "D", color="#c0392b" if bad else "#2e7d4f", markerfacecolor="none", markersize=3)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.02)
-        ax.set_title(str(r.get("name"))[-30:], fontsize=6)
+        ax.set_title(_wrap_name(str(r.get("name"))), fontsize=6)
         ax.tick_params(labelsize=5)
     fig.supxlabel("FPR (upper bound)", fontsize=8)
     fig.supylabel("TPR (lower bound)", fontsize=8)
@@ -307,7 +322,9 @@ def audit_report(payload: dict, *, command: str | None = None) -> str:
                 "certified trade-off (no test of D against D' can have a larger TPR at its FPR, TPR <= min(1, e^eps FPR + delta, "
                 "1 - e^-eps (1 - FPR - delta))), the dot the audited attack (its FPR upper and TPR lower confidence bounds at the "
                 "claim's level). A dot above the line is a violation. One-run claims show the certified accuracy a of their guesses as the "
-                "symmetric point (1 - a, a) (a diamond; the guesses are not a test of D against D', so it is a reading aid). Renyi/zCDP "
+                "symmetric point (1 - a, a) (a hollow diamond, a reading aid: the guesses are made only on the most confident canaries, "
+                "so they are not a test of D against D' and may sit above a Gaussian-like curve without contradicting it; the verdict "
+                "is the one-run bound or, for server-view claims, the f-DP test of the guess counts against the certified profile drawn). Renyi/zCDP "
                 "claims show the curve their RDP values imply (Mironov's conversion: valid, not tight) and no point (their witness is a "
                 "partition, not an event).</p>")
     body.append(_tradeoff_figure(results))
