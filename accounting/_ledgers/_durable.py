@@ -155,9 +155,10 @@ class _Mirror:
     def __init__(self, chain: Chain, seq: int) -> None:
         self.chain = chain
         self.seq = seq  # the last charge the mirror reflects
-        self.segments: dict[int, tuple[int, int, int]] = {}  # start -> (stop, profile, term)
+        self.segments: dict[int, tuple[int, int, int | None]] = {}  # start -> (stop, profile, term or None: not hashed yet)
         self.starts: list[int] = []
-        self.segment_sum = 0
+        self._segment_sum = 0  # the terms of the hashed segments only
+        self._unhashed: set[int] = set()  # starts of segments whose term is not computed yet (see segment_sum)
         self.profiles: dict[int, tuple[str, float, int, int]] = {}  # id -> (key, spend, releases, term)
         self.pid_of_key: dict[str, int] = {}
         self.profile_sum = 0
@@ -174,7 +175,7 @@ class _Mirror:
                 if op[0] == "segment+":
                     self._remove_segment(op[1], log=False)
                 elif op[0] == "segment-":
-                    self._add_segments([op[1]], log=False)
+                    self._add_segments([op[1][:3]], log=False, terms=[op[1][3]])
                 else:
                     pid = op[1]
                     key, _, _, term = self.profiles.pop(pid)
@@ -182,26 +183,59 @@ class _Mirror:
                     self.profile_sum -= term
                     self.max_pid = op[2]
 
-    def _add_segments(self, rows: list[tuple[int, int, int]], log: bool = True) -> None:
-        for row, term in zip(rows, self.chain.segments(rows)):
+    @property
+    def segment_sum(self) -> int:
+        """The sum of every segment's term. A segment's term is computed only here, when the sum is
+        asked for (each time it is compared with the state row's digest): segments added and removed
+        again in between (other processes' charges applied in a batch rewrite the same ranges over
+        and over) are never hashed. The sum is the same as hashing each row when it is added: the
+        terms are a pure function of the rows, and a removed unhashed row had contributed nothing."""
+        if self._unhashed:
+            segments, chosen = self.segments, sorted(self._unhashed)
+            rows = [(start, *segments[start][:2]) for start in chosen]
+            for row, term in zip(rows, self.chain.segments(rows)):
+                segments[row[0]] = (row[1], row[2], term)
+                self._segment_sum += term
+            self._unhashed.clear()
+        return self._segment_sum
+
+    def term_of(self, row: tuple[int, int, int]) -> int | None:
+        """The term of segment ``row`` (start, stop, profile) if the copy holds that very row and has
+        hashed it (a term is a pure function of the row: the same value hashing it again gives)."""
+        held = self.segments.get(row[0])
+        if held is None or held[0] != row[1] or held[1] != row[2]:
+            return None
+        return held[2]
+
+    def _add_segments(self, rows: list[tuple[int, int, int]], log: bool = True, terms: Sequence[int | None] | None = None) -> None:
+        for i, row in enumerate(rows):
             start = row[0]
             if start in self.segments:
                 raise KeyError(start)
+            term = None if terms is None else terms[i]
             self.segments[start] = (row[1], row[2], term)
             bisect.insort(self.starts, start)
-            self.segment_sum += term
+            if term is None:
+                self._unhashed.add(start)
+            else:
+                self._segment_sum += term
             if log and self._undo is not None:
                 self._undo.append(("segment+", start))
 
-    def add_segments(self, rows: Sequence[Sequence[int]]) -> None:
-        self._add_segments([tuple(r) for r in rows])
+    def add_segments(self, rows: Sequence[Sequence[int]], terms: Sequence[int | None] | None = None) -> None:
+        """Add segment rows; ``terms``, when given, their terms as :meth:`Chain.segments` computes
+        them (None for one not known: it is hashed when :attr:`segment_sum` is next asked for)."""
+        self._add_segments([tuple(r) for r in rows], terms=terms)
 
     def _remove_segment(self, start: int, log: bool = True) -> None:
         stop, pid, term = self.segments.pop(start)
         del self.starts[bisect.bisect_left(self.starts, start)]
-        self.segment_sum -= term
+        if term is None:
+            self._unhashed.discard(start)
+        else:
+            self._segment_sum -= term
         if log and self._undo is not None:
-            self._undo.append(("segment-", (start, stop, pid)))
+            self._undo.append(("segment-", (start, stop, pid, term)))
 
     def remove_segment(self, start: int) -> None:
         if start in self.segments:
@@ -484,6 +518,7 @@ class DurableLedger(Ledger):
         self._absent_keys: set[str] = set()
         self._sums: list[int] = [0, 0]  # the segments' and profiles' set digests, as integers, inside a charge
         self._terms: dict[tuple[int, int, int], int] = {}  # see _segments_delta
+        self._added_terms: list[int] = []  # the terms of the rows _segments_delta last added (for the mirror)
         self._mirror: _Mirror | None = None  # see _Mirror and _check_derived
         self._recheck = False  # after a refusal: the next charge reads and checks the tables whole
         # inside a charge: reads sent with the state row (see _locked_state), each used once
@@ -1480,13 +1515,21 @@ class DurableLedger(Ledger):
         inserted. The terms of the segments this handle wrote are kept (each is deleted by a later
         charge, and its term subtracted then: one hash per segment, not two). A term is a pure
         function of the row, so a kept one is never stale."""
-        kept = self._terms
-        delta = -sum(self._chain.segments([row for row in removed if row not in kept]))
+        kept, mirror = self._terms, self._mirror
+        delta, unknown = 0, []
         for row in removed:
-            delta -= kept.pop(row, 0)
+            term = kept.pop(row, None)
+            if term is None and mirror is not None:
+                term = mirror.term_of(row)  # another process's row, hashed when the copy's sum was compared
+            if term is None:
+                unknown.append(row)
+            else:
+                delta -= term
+        delta -= sum(self._chain.segments(unknown))
         terms = self._chain.segments(added)
         if len(kept) < _KEPT_TERMS:
             kept.update(zip(added, terms))
+        self._added_terms = terms
         return delta + sum(terms)
 
     def _stored_profile(self, key: str) -> tuple[int, float] | None:
@@ -1547,7 +1590,7 @@ class DurableLedger(Ledger):
         if mirror is not None:
             for start in old:
                 mirror.remove_segment(start)
-            mirror.add_segments(merged)
+            mirror.add_segments(merged, self._added_terms)
 
     # ---- reading --------------------------------------------------------------------------------
 
