@@ -61,15 +61,18 @@ def encode(fields: Sequence[Any]) -> bytes:
     parts' encodings: a charge encodes the fields it knows before taking the ledger's lock ahead,
     and only those known under the lock while holding it."""
     out = []
+    append = out.append
     for value in fields:
-        kind = _KINDS.get(type(value))
-        if kind is None:
-            if value is None:
-                out.append("n0:")
-                continue
-            raise TypeError(f"cannot chain a {type(value).__name__}")
-        text = value if kind == "s" else repr(value)  # repr: exact for floats, the digits for ints
-        out.append(f"{kind}{len(text)}:{text}")
+        kind = type(value)  # exact types: a bool or a str subclass is refused, not encoded as its base
+        if kind is str:
+            append(f"s{len(value)}:{value}")
+        elif kind is int or kind is float:
+            text = repr(value)  # repr: exact for floats, the digits for ints
+            append(f"{'i' if kind is int else 'f'}{len(text)}:{text}")
+        elif value is None:
+            append("n0:")
+        else:
+            raise TypeError(f"cannot chain a {kind.__name__}")
     return "".join(out).encode()
 
 
