@@ -12,7 +12,7 @@ writes a cProfile of worker 0 (a ``pstats`` file per store) and prints its top e
 ``LEDGER_TREE=/dir`` profiles the ``accounting`` package in /dir instead (an older commit's, from
 ``git archive``), for before/after counts.
 
-    PYTHONPATH=. python benchmarks/profile_ledger.py [--processes 8] [--charges 200] [--by-sql] [--profile /tmp/ledger.prof]
+    PYTHONPATH=. python benchmarks/profile_ledger.py [--processes 8] [--charges 200] [--by-sql] [--profile ledger.prof]
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ explicit constants (the paper leaves them in O(.)); the tail verifier checks the
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 import warnings
@@ -322,18 +323,22 @@ def _float_up(value: Fraction) -> float:
     return x if Fraction(x) >= value else math.nextafter(x, math.inf)
 
 
-class _BatchNoiseRule:
+class _BatchNoiseRule(abc.ABC):
     """What a batch noise law (``ProtocolKind.batch_noise``) fixes: the theorem's parameters, the
-    accounted per-user mechanism and the Assumption 1 constants (module docstring)."""
+    accounted per-user mechanism and the Assumption 1 constants (module docstring). Each of the three
+    laws defines all three (abstract: a rule missing one cannot be instantiated)."""
 
+    @abc.abstractmethod
     def parameters(self, protocol: DistributedProtocol, n: int, p_tau: float) -> BatchParameters:
-        raise NotImplementedError
+        """The theorem's batch parameters for n users."""
 
+    @abc.abstractmethod
     def mechanism(self, params: BatchParameters, n: int) -> Any:
-        raise NotImplementedError
+        """The accounted per-user mechanism of the batch."""
 
+    @abc.abstractmethod
     def assumption1(self, protocol: DistributedProtocol, params: BatchParameters, n: int) -> tuple[float, float]:
-        raise NotImplementedError
+        """Assumption 1's constants (sigma, h) of the summed noise."""
 
     #: why the summed noise has no one-draw sampler (None where it has one: the aggregate path)
     no_aggregate_path: str | None = None
